@@ -1,0 +1,1 @@
+//! CUDA backend (cudarc). Owned by the top-k helper.

@@ -1,0 +1,1 @@
+//! HIP backend (hip-sys). Owned by the HIP helper.

@@ -1,0 +1,1 @@
+//! The selection-order contract (owned by the references helper; see DESIGN.md).

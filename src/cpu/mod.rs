@@ -1,0 +1,1 @@
+//! CPU implementations of the kernels (owned by the references helper).

@@ -1,0 +1,98 @@
+//! Dispatch: which kernel variant runs for a problem on a target.
+//!
+//! A pure function of the target's capabilities (from matrix.yaml), the switches in force
+//! (the engine's STRATA_* environment variables, set per variant in matrix.yaml) and the
+//! shape. Because it is pure, the dispatch snapshot of every target, AMD included, is
+//! computed on any machine, and the GPU host code calls the very same functions.
+
+pub mod attention;
+pub mod scores;
+pub mod topk;
+
+use std::collections::BTreeMap;
+
+/// Vendor of a target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Vendor {
+    Nvidia,
+    Amd,
+    Cpu,
+}
+
+/// Hardware features that change dispatch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Feature {
+    /// TF32 tensor cores (NVIDIA sm_80+).
+    Tf32Tc,
+    /// BF16 tensor cores (NVIDIA sm_80+).
+    Bf16Tc,
+    /// AMD RDNA WMMA (gfx11 / gfx12).
+    Wmma,
+    /// AMD CDNA matrix cores (gfx908+).
+    Mfma,
+}
+
+/// What dispatch needs to know about a target.
+#[derive(Clone, Debug)]
+pub struct TargetCaps {
+    pub name: String,
+    pub vendor: Vendor,
+    /// Wave / warp width (32 or 64); 1 on the CPU.
+    pub wave: u32,
+    /// Shared memory / LDS one block may use, bytes.
+    pub shared_per_block: u32,
+    /// SMs / CUs.
+    pub multiprocessors: u32,
+    pub features: Vec<Feature>,
+}
+
+impl TargetCaps {
+    pub fn has(&self, f: Feature) -> bool {
+        self.features.contains(&f)
+    }
+    /// gfx906 gets the engine's gfx906-only switches (STRATA_GFX906_TOPK_SPLIT).
+    pub fn is_gfx906(&self) -> bool {
+        self.name == "gfx906"
+    }
+}
+
+/// The engine's environment switches (and qsa's own forcing switches), as one variant sets
+/// them. Unset switches take the engine's defaults.
+#[derive(Clone, Debug, Default)]
+pub struct Switches {
+    vars: BTreeMap<String, String>,
+}
+
+/// Every switch dispatch reads, with what it does: matrix.yaml's variants may set only these.
+pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
+    ("STRATA_QSA_WARP", "1: no tensor-core scorer (the SIMT or warp kernel runs)"),
+    ("STRATA_SELECT_SIMT", "0: no FP32 tiled SIMT scorer (the warp kernel runs where tensor cores are off)"),
+    ("STRATA_SELECT_OLD", "1: the old scorer (warp kernel), as STRATA_SELECT_SIMT=0"),
+    ("STRATA_BF16_TC", "1: BF16 tensor-core scorer (opt-in)"),
+    ("STRATA_GFX906_TOPK_SPLIT", "1: two-stage split top-k for decode on gfx906"),
+    ("QSA_BENCH_TOPK_DECODE", "1: call the top-k without active counts, as a decode window does"),
+    ("QSA_TOPK_KERNEL", "register | wide | split: force one top-k kernel (qsa's switch, for tests)"),
+    ("QSA_ATTN_KERNEL", "gather | staged: force one selection-attention kernel (qsa's switch)"),
+];
+
+impl Switches {
+    pub fn new(vars: BTreeMap<String, String>) -> Self {
+        Switches { vars }
+    }
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.vars.get(key).map(String::as_str)
+    }
+    /// A switch is on when set to "1".
+    pub fn on(&self, key: &str) -> bool {
+        self.get(key) == Some("1")
+    }
+    /// A switch is explicitly off when set to "0".
+    pub fn off(&self, key: &str) -> bool {
+        self.get(key) == Some("0")
+    }
+    pub fn vars(&self) -> &BTreeMap<String, String> {
+        &self.vars
+    }
+}

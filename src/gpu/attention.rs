@@ -1,0 +1,1 @@
+//! GPU host code: attention (see gpu/mod.rs).

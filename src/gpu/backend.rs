@@ -1,0 +1,1 @@
+//! GPU host code: backend (see gpu/mod.rs).

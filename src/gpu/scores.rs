@@ -1,0 +1,1 @@
+//! GPU host code: scores (see gpu/mod.rs).

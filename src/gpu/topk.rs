@@ -1,0 +1,1 @@
+//! GPU host code: topk (see gpu/mod.rs).

@@ -1,0 +1,11 @@
+//! qsa: sparse-attention kernels (indexer block scores, radix top-k block selection, NSA
+//! selection attention) for CUDA and HIP, FP64 references, a CPU backend, and the suites
+//! that `cargo xtask matrix` runs on every target. ARCHITECTURE.md is the map.
+
+pub mod backend;
+pub mod contract;
+pub mod cpu;
+pub mod dispatch;
+pub mod gpu;
+pub mod problem;
+pub mod reference;

@@ -1,0 +1,1 @@
+//! FP64 references (owned by the references helper).
