@@ -6,6 +6,8 @@ pub mod backend;
 pub mod contract;
 pub mod cpu;
 pub mod dispatch;
+pub mod gen;
+pub mod matrix;
 pub mod gpu;
 pub mod problem;
 pub mod reference;

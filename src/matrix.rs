@@ -1,0 +1,608 @@
+//! matrix.yaml: the targets, variants, cases and gates, parsed and validated.
+//!
+//! Parsing is strict: unknown keys are rejected by serde; everything serde cannot check
+//! (dangling names, impossible shapes, duplicate names) is checked by `validate`. Every error
+//! names the file, the line and the field, and says what would be valid.
+
+use crate::dispatch::{Feature, Switches, TargetCaps, Vendor, KNOWN_SWITCHES};
+use crate::problem::AttnDtype;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// The suites a case can run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Suite {
+    /// Top-k ids equal the reference's exactly; end-to-end selection from a scorer.
+    Parity,
+    /// FP64 error of outputs against the baseline variant's.
+    Error,
+    /// Timing: median over repetitions after warm-up.
+    Bench,
+}
+
+impl Suite {
+    pub const ALL: [Suite; 3] = [Suite::Parity, Suite::Error, Suite::Bench];
+    pub fn name(self) -> &'static str {
+        match self {
+            Suite::Parity => "parity",
+            Suite::Error => "error",
+            Suite::Bench => "bench",
+        }
+    }
+}
+
+/// Kernel families, as matrix.yaml names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FamilyName {
+    Topk,
+    Scores,
+    Attention,
+}
+
+impl FamilyName {
+    pub fn name(self) -> &'static str {
+        match self {
+            FamilyName::Topk => "topk",
+            FamilyName::Scores => "scores",
+            FamilyName::Attention => "attention",
+        }
+    }
+}
+
+/// Which toolchain builds a target's kernels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Toolchain {
+    None,
+    Cuda,
+    Hip,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Matrix {
+    pub version: u32,
+    pub seed: u64,
+    pub gates: Gates,
+    pub variants: Vec<Variant>,
+    pub baselines: BTreeMap<FamilyName, String>,
+    pub targets: Vec<Target>,
+    pub cases: Vec<Case>,
+    /// Where the matrix was read from (for error messages and repro commands).
+    #[serde(skip)]
+    pub path: PathBuf,
+    #[serde(skip)]
+    source: String,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Gates {
+    pub error_ratio: f64,
+    pub error_floor: BTreeMap<FamilyName, f64>,
+    pub bench: BenchGates,
+}
+
+#[derive(Clone, Debug, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BenchGates {
+    pub warmup: usize,
+    pub min_reps: usize,
+    pub max_reps: usize,
+    pub max_seconds: f64,
+    pub target_rel_noise: f64,
+    pub remeasure: usize,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Variant {
+    pub name: String,
+    pub family: FamilyName,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub doc: String,
+}
+
+impl Variant {
+    pub fn switches(&self) -> Switches {
+        Switches::new(self.env.clone())
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Target {
+    pub name: String,
+    pub vendor: Vendor,
+    pub card: String,
+    pub toolchain: Toolchain,
+    /// GitHub Actions `runs-on` labels of the runner that has this card.
+    pub runs_on: Vec<String>,
+    #[serde(default)]
+    pub wave: Option<u32>,
+    #[serde(default)]
+    pub shared_per_block: Option<u32>,
+    #[serde(default)]
+    pub multiprocessors: Option<u32>,
+    #[serde(default)]
+    pub features: Vec<Feature>,
+    /// Occupancy limits (NVIDIA: regs_per_sm, ...; AMD: vgprs_per_simd_lane, ...).
+    #[serde(default)]
+    pub limits: BTreeMap<String, u64>,
+    /// Relative benchmark tolerance before a slowdown is suspected.
+    pub bench_tolerance: f64,
+    /// A reason: the target's failures are reported, not gating.
+    #[serde(default)]
+    pub unstable: Option<String>,
+}
+
+impl Target {
+    pub fn caps(&self) -> TargetCaps {
+        TargetCaps {
+            name: self.name.clone(),
+            vendor: self.vendor,
+            wave: self.wave.unwrap_or(1),
+            shared_per_block: self.shared_per_block.unwrap_or(0),
+            multiprocessors: self.multiprocessors.unwrap_or(1),
+            features: self.features.clone(),
+        }
+    }
+    pub fn is_gpu(&self) -> bool {
+        self.vendor != Vendor::Cpu
+    }
+}
+
+/// Which targets a case runs on.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(untagged)]
+pub enum TargetSel {
+    /// `all` or `gpu`.
+    Keyword(String),
+    List(Vec<String>),
+}
+
+impl Default for TargetSel {
+    fn default() -> Self {
+        TargetSel::Keyword("all".into())
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    pub name: String,
+    #[serde(default)]
+    pub topk: Option<TopkShape>,
+    #[serde(default)]
+    pub scores: Option<ScoresShape>,
+    #[serde(default)]
+    pub attention: Option<AttnShape>,
+    /// Input distributions (src/gen.rs); ignored for tensors read from `inputs`.
+    #[serde(default)]
+    pub dists: Vec<String>,
+    pub variants: Vec<String>,
+    pub suites: Vec<Suite>,
+    #[serde(default)]
+    pub targets: TargetSel,
+    /// Check only this many (evenly spaced) query rows against FP64: for shapes whose full
+    /// FP64 reference would take minutes on a CPU. Every checked row is exact; the rest
+    /// still run on the device.
+    #[serde(default)]
+    pub check_rows: Option<usize>,
+    /// Tensors read from .npy files instead of generated (paths relative to the file that
+    /// declares the case): topk: scores [queries, capacity] f32, active [queries] i32;
+    /// scores: q, kb, w (f32).
+    #[serde(default)]
+    pub inputs: BTreeMap<String, PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ActiveMode {
+    /// Decode form: no active counts.
+    None,
+    /// Prefill: query q of nq sees the first n - nq + q + 1 entries (clamped to [0, n]).
+    Causal,
+    /// Active counts that hit every edge: 0, 1, k-1, k, k+1, n (cycled over queries).
+    Edge,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopkShape {
+    pub queries: usize,
+    pub n: usize,
+    pub capacity: usize,
+    pub k: usize,
+    #[serde(default = "active_none")]
+    pub active: ActiveMode,
+}
+
+fn active_none() -> ActiveMode {
+    ActiveMode::None
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScoresShape {
+    pub queries: usize,
+    pub heads: usize,
+    pub blocks: usize,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttnShape {
+    pub batch: usize,
+    pub q_len: usize,
+    pub kv_len: usize,
+    pub hq: usize,
+    pub hkv: usize,
+    pub t: usize,
+    pub dtype: AttnDtype,
+    /// Softmax scale; default 1/sqrt(128).
+    #[serde(default)]
+    pub scale: Option<f32>,
+}
+
+impl Case {
+    pub fn family(&self) -> FamilyName {
+        if self.topk.is_some() {
+            FamilyName::Topk
+        } else if self.scores.is_some() {
+            FamilyName::Scores
+        } else {
+            FamilyName::Attention
+        }
+    }
+    pub fn runs_on(&self, target: &Target) -> bool {
+        match &self.targets {
+            TargetSel::Keyword(k) if k == "gpu" => target.is_gpu(),
+            TargetSel::Keyword(_) => true,
+            TargetSel::List(l) => l.iter().any(|t| t == &target.name),
+        }
+    }
+}
+
+/// A matrix error: file, line, field, and what would be valid.
+#[derive(Debug)]
+pub struct MatrixError {
+    pub path: PathBuf,
+    pub line: Option<usize>,
+    pub field: String,
+    pub message: String,
+}
+
+impl fmt::Display for MatrixError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(l) => write!(f, "{}:{}: {}: {}", self.path.display(), l, self.field, self.message),
+            None => write!(f, "{}: {}: {}", self.path.display(), self.field, self.message),
+        }
+    }
+}
+
+impl std::error::Error for MatrixError {}
+
+/// Distribution names each family accepts (src/gen.rs implements them).
+pub fn known_dists(family: FamilyName) -> &'static [&'static str] {
+    match family {
+        FamilyName::Topk => crate::gen::TOPK_DISTS,
+        FamilyName::Scores => crate::gen::SCORES_DISTS,
+        FamilyName::Attention => crate::gen::ATTN_DISTS,
+    }
+}
+
+impl Matrix {
+    /// Read, parse and validate a matrix file.
+    pub fn load(path: &Path) -> Result<Matrix, MatrixError> {
+        let source = std::fs::read_to_string(path).map_err(|e| MatrixError {
+            path: path.to_owned(),
+            line: None,
+            field: "(file)".into(),
+            message: format!("cannot read: {e}"),
+        })?;
+        Self::parse(path, &source)
+    }
+
+    /// Parse and validate matrix text (`path` is used in messages only).
+    pub fn parse(path: &Path, source: &str) -> Result<Matrix, MatrixError> {
+        let mut m: Matrix = serde_yaml::from_str(source).map_err(|e| yaml_error(path, &e))?;
+        m.path = path.to_owned();
+        m.source = source.to_owned();
+        m.validate()?;
+        Ok(m)
+    }
+
+    /// Add the cases of another file (`--cases FILE`): a YAML file with one key, `cases`.
+    /// The added cases are validated against this matrix's targets and variants; `.npy`
+    /// input paths are resolved relative to that file.
+    pub fn add_cases_file(&mut self, path: &Path) -> Result<usize, MatrixError> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct CasesFile {
+            cases: Vec<Case>,
+        }
+        let source = std::fs::read_to_string(path).map_err(|e| MatrixError {
+            path: path.to_owned(),
+            line: None,
+            field: "(file)".into(),
+            message: format!("cannot read: {e}"),
+        })?;
+        let file: CasesFile = serde_yaml::from_str(&source).map_err(|e| yaml_error(path, &e))?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        let n = file.cases.len();
+        for mut case in file.cases {
+            for p in case.inputs.values_mut() {
+                if p.is_relative() {
+                    *p = base.join(&*p);
+                }
+            }
+            self.check_case(&case, path, &source)?;
+            if self.cases.iter().any(|c| c.name == case.name) {
+                return Err(err_at(path, &source, &case.name, "cases.name", format!(
+                    "case `{}` already exists in {}: give it another name",
+                    case.name,
+                    self.path.display()
+                )));
+            }
+            self.cases.push(case);
+        }
+        Ok(n)
+    }
+
+    pub fn target(&self, name: &str) -> Option<&Target> {
+        self.targets.iter().find(|t| t.name == name)
+    }
+
+    pub fn variant(&self, family: FamilyName, name: &str) -> Option<&Variant> {
+        self.variants.iter().find(|v| v.family == family && v.name == name)
+    }
+
+    pub fn target_names(&self) -> Vec<&str> {
+        self.targets.iter().map(|t| t.name.as_str()).collect()
+    }
+
+    fn validate(&self) -> Result<(), MatrixError> {
+        let (path, src) = (self.path.as_path(), self.source.as_str());
+        if self.version != 1 {
+            return Err(err_at(path, src, "version:", "version", format!(
+                "version {} is not supported: this qsa reads version 1",
+                self.version
+            )));
+        }
+        if !(self.gates.error_ratio >= 1.0) {
+            return Err(err_at(path, src, "error_ratio:", "gates.error_ratio", "must be a number >= 1.0".into()));
+        }
+        let b = &self.gates.bench;
+        if b.min_reps == 0 || b.min_reps > b.max_reps || !(b.max_seconds > 0.0) {
+            return Err(err_at(path, src, "bench:", "gates.bench", format!(
+                "need 1 <= min_reps ({}) <= max_reps ({}) and max_seconds > 0",
+                b.min_reps, b.max_reps
+            )));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for t in &self.targets {
+            if !seen.insert(&t.name) {
+                return Err(err_at(path, src, &format!("name: {}", t.name), "targets.name", format!("target `{}` is declared twice", t.name)));
+            }
+            self.check_target(t)?;
+        }
+        if !self.targets.iter().any(|t| t.vendor == Vendor::Cpu) {
+            return Err(err_at(path, src, "targets:", "targets", "a `cpu` target is required: it is the embedded default that always runs".into()));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for v in &self.variants {
+            let at = format!("name: {}", v.name);
+            if !seen.insert((v.family, &v.name)) {
+                return Err(err_at(path, src, &at, "variants.name", format!("variant `{}` of family {} is declared twice", v.name, v.family.name())));
+            }
+            for key in v.env.keys() {
+                if !KNOWN_SWITCHES.iter().any(|(k, _)| k == key) {
+                    let known: Vec<&str> = KNOWN_SWITCHES.iter().map(|(k, _)| *k).collect();
+                    return Err(err_at(path, src, key, "variants.env", format!(
+                        "unknown switch `{key}` in variant `{}`: known switches are {}",
+                        v.name,
+                        known.join(", ")
+                    )));
+                }
+            }
+        }
+        for (family, name) in &self.baselines {
+            if self.variant(*family, name).is_none() {
+                return Err(err_at(path, src, "baselines:", "baselines", format!("baseline `{name}` of {} is not a declared variant of that family", family.name())));
+            }
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for c in &self.cases {
+            if !seen.insert(&c.name) {
+                return Err(err_at(path, src, &format!("name: {}", c.name), "cases.name", format!("case `{}` is declared twice", c.name)));
+            }
+            self.check_case(c, path, src)?;
+        }
+        Ok(())
+    }
+
+    fn check_target(&self, t: &Target) -> Result<(), MatrixError> {
+        let (path, src) = (self.path.as_path(), self.source.as_str());
+        let at = format!("name: {}", t.name);
+        let valid_name = t.name == "cpu" || t.name.starts_with("sm_") || t.name.starts_with("gfx");
+        if !valid_name {
+            return Err(err_at(path, src, &at, "targets.name", format!(
+                "`{}` is not a target name: use `cpu`, `sm_<NN>` (NVIDIA) or `gfx<NNN>` (AMD)",
+                t.name
+            )));
+        }
+        let vendor_ok = matches!(
+            (t.vendor, t.name.as_str()),
+            (Vendor::Cpu, "cpu") | (Vendor::Nvidia, _) | (Vendor::Amd, _)
+        ) && (t.vendor != Vendor::Nvidia || t.name.starts_with("sm_"))
+            && (t.vendor != Vendor::Amd || t.name.starts_with("gfx"));
+        if !vendor_ok {
+            return Err(err_at(path, src, &at, "targets.vendor", format!("target `{}` cannot have vendor {:?}", t.name, t.vendor)));
+        }
+        let want_tc = match t.vendor {
+            Vendor::Nvidia => Toolchain::Cuda,
+            Vendor::Amd => Toolchain::Hip,
+            Vendor::Cpu => Toolchain::None,
+        };
+        if t.toolchain != want_tc {
+            return Err(err_at(path, src, &at, "targets.toolchain", format!("target `{}` ({:?}) needs toolchain {:?}", t.name, t.vendor, want_tc)));
+        }
+        if t.is_gpu() {
+            match t.wave {
+                Some(32) | Some(64) => {}
+                other => {
+                    return Err(err_at(path, src, &at, "targets.wave", format!("target `{}`: wave must be 32 or 64, got {other:?}", t.name)))
+                }
+            }
+            if t.shared_per_block.unwrap_or(0) < 16 * 1024 || t.multiprocessors.unwrap_or(0) == 0 {
+                return Err(err_at(path, src, &at, "targets.shared_per_block", format!(
+                    "GPU target `{}` needs shared_per_block (bytes, >= 16384) and multiprocessors (> 0)",
+                    t.name
+                )));
+            }
+        }
+        if t.runs_on.is_empty() {
+            return Err(err_at(path, src, &at, "targets.runs_on", format!("target `{}` needs at least one runner label", t.name)));
+        }
+        if !(t.bench_tolerance > 0.0 && t.bench_tolerance < 1.0) {
+            return Err(err_at(path, src, &at, "targets.bench_tolerance", format!("target `{}`: bench_tolerance must be in (0, 1)", t.name)));
+        }
+        Ok(())
+    }
+
+    fn check_case(&self, c: &Case, path: &Path, src: &str) -> Result<(), MatrixError> {
+        let at = format!("name: {}", c.name);
+        let e = |field: &str, msg: String| err_at(path, src, &at, field, msg);
+        let families = [c.topk.is_some(), c.scores.is_some(), c.attention.is_some()];
+        if families.iter().filter(|x| **x).count() != 1 {
+            return Err(e("cases", format!("case `{}` must have exactly one of `topk`, `scores`, `attention`", c.name)));
+        }
+        let family = c.family();
+        if c.variants.is_empty() {
+            return Err(e("cases.variants", format!("case `{}` lists no variants", c.name)));
+        }
+        for v in &c.variants {
+            if self.variant(family, v).is_none() {
+                let names: Vec<&str> = self.variants.iter().filter(|x| x.family == family).map(|x| x.name.as_str()).collect();
+                return Err(e("cases.variants", format!(
+                    "case `{}`: `{v}` is not a {} variant; declared: {}",
+                    c.name,
+                    family.name(),
+                    names.join(", ")
+                )));
+            }
+        }
+        if c.suites.is_empty() {
+            return Err(e("cases.suites", format!("case `{}` lists no suites", c.name)));
+        }
+        if let TargetSel::Keyword(k) = &c.targets {
+            if k != "all" && k != "gpu" {
+                return Err(e("cases.targets", format!("case `{}`: targets must be `all`, `gpu` or a list of target names, got `{k}`", c.name)));
+            }
+        }
+        if let TargetSel::List(list) = &c.targets {
+            for t in list {
+                if self.target(t).is_none() {
+                    return Err(e("cases.targets", format!("case `{}`: unknown target `{t}`; declared: {}", c.name, self.target_names().join(", "))));
+                }
+            }
+        }
+        let needs_dists = c.inputs.is_empty();
+        if needs_dists && c.dists.is_empty() {
+            return Err(e("cases.dists", format!("case `{}` needs at least one distribution (or `inputs`)", c.name)));
+        }
+        for d in &c.dists {
+            if !known_dists(family).contains(&d.as_str()) {
+                return Err(e("cases.dists", format!(
+                    "case `{}`: unknown {} distribution `{d}`; known: {}",
+                    c.name,
+                    family.name(),
+                    known_dists(family).join(", ")
+                )));
+            }
+        }
+        match family {
+            FamilyName::Topk => {
+                let s = c.topk.as_ref().expect("family checked above");
+                if s.queries == 0 || s.n == 0 || s.k == 0 {
+                    return Err(e("cases.topk", format!("case `{}`: queries, n and k must be >= 1", c.name)));
+                }
+                if s.n > s.capacity {
+                    return Err(e("cases.topk.n", format!(
+                        "case `{}`: n = {} exceeds the score buffer's capacity {}: the engine's rows are at most `capacity` long; raise capacity to at least n",
+                        c.name, s.n, s.capacity
+                    )));
+                }
+                if c.suites.contains(&Suite::Error) {
+                    return Err(e("cases.suites", format!("case `{}`: top-k has no error suite (ids are exact): use parity", c.name)));
+                }
+                self.check_inputs(c, &["scores", "active"], &e)?;
+            }
+            FamilyName::Scores => {
+                let s = c.scores.as_ref().expect("family checked above");
+                if s.queries == 0 || s.heads == 0 || s.blocks == 0 {
+                    return Err(e("cases.scores", format!("case `{}`: queries, heads and blocks must be >= 1", c.name)));
+                }
+                self.check_inputs(c, &["q", "kb", "w"], &e)?;
+            }
+            FamilyName::Attention => {
+                let s = c.attention.as_ref().expect("family checked above");
+                if s.batch == 0 || s.q_len == 0 || s.kv_len == 0 || s.hq == 0 || s.hkv == 0 || s.t == 0 {
+                    return Err(e("cases.attention", format!("case `{}`: every size must be >= 1", c.name)));
+                }
+                if s.hq % s.hkv != 0 {
+                    return Err(e("cases.attention.hq", format!("case `{}`: hq ({}) must be a multiple of hkv ({})", c.name, s.hq, s.hkv)));
+                }
+                if s.q_len > s.kv_len {
+                    return Err(e("cases.attention.q_len", format!("case `{}`: q_len ({}) > kv_len ({}): queries sit at the end of the sequence", c.name, s.q_len, s.kv_len)));
+                }
+                if c.suites.contains(&Suite::Parity) {
+                    return Err(e("cases.suites", format!("case `{}`: attention has error and bench suites (its lse parity is part of error)", c.name)));
+                }
+                self.check_inputs(c, &[], &e)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn check_inputs(
+        &self,
+        c: &Case,
+        allowed: &[&str],
+        e: &dyn Fn(&str, String) -> MatrixError,
+    ) -> Result<(), MatrixError> {
+        for key in c.inputs.keys() {
+            if !allowed.contains(&key.as_str()) {
+                return Err(e("cases.inputs", format!(
+                    "case `{}`: input `{key}` is not read from files for this family; allowed: {}",
+                    c.name,
+                    if allowed.is_empty() { "none".to_string() } else { allowed.join(", ") }
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An error at the first line of `src` containing `needle` (the closest we can get to a
+/// location once serde has dropped spans).
+fn err_at(path: &Path, src: &str, needle: &str, field: &str, message: String) -> MatrixError {
+    let line = src.lines().position(|l| l.contains(needle)).map(|i| i + 1);
+    MatrixError { path: path.to_owned(), line, field: field.to_owned(), message }
+}
+
+fn yaml_error(path: &Path, e: &serde_yaml::Error) -> MatrixError {
+    let line = e.location().map(|l| l.line());
+    // serde's message already names the field path and the expected values.
+    let text = e.to_string();
+    let field = text.split(':').next().unwrap_or("(syntax)").trim().to_string();
+    MatrixError { path: path.to_owned(), line, field, message: text }
+}
