@@ -1,1 +1,5 @@
-//! CPU implementations of the kernels (owned by the references helper).
+//! CPU implementations of the kernels, written to be the proof of the GPU algorithms (same
+//! selection algorithm, same summation orders) and multi-threaded with `std::thread::scope`.
+
+pub mod par;
+pub mod topk;
