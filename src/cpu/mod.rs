@@ -2,4 +2,5 @@
 //! selection algorithm, same summation orders) and multi-threaded with `std::thread::scope`.
 
 pub mod par;
+pub mod scores;
 pub mod topk;

@@ -1,5 +1,6 @@
 //! FP64 references (and the obviously-correct top-k oracle): what every kernel and the CPU
-//! backend are compared with. Plain code first, speed second; only the scorer reference is
-//! multi-threaded because the suites run it at full size.
+//! backend are compared with. Plain code first, speed second; the scorer and attention
+//! references are multi-threaded because the suites run them at size.
 
+pub mod scores;
 pub mod topk;
