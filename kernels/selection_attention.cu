@@ -1,0 +1,816 @@
+// NSA selection attention: forward (o, lse) and backward (dq, dk, dv), bf16 / f16 inputs,
+// f32 accumulation. One source for CUDA and HIP through common/portable.h.
+//
+// Semantics (the contract shared with src/reference/attention.rs):
+//   q [batch, q_len, hq, 128], k / v [batch, kv_len, hkv, 128] (u16 element bits),
+//   ids [batch, q_len, hkv, t] int32, d_o [batch, q_len, hq, 128] f32.
+//   Query token i sits at position kv_len - q_len + i. For (b, i, kv head g) the listed ids
+//   are de-duplicated (an id repeated in one list counts once), -1 is "no block", and key
+//   token j = id * 64 + r is visible iff j <= q_pos (and so j < kv_len). Query head h reads
+//   kv head h / (hq / hkv). logits = scale * q.k; o and lse (natural log) in f32; a query
+//   that sees no key gets o = 0, lse = -inf and zero gradients.
+//
+// Kernels (each instantiated for bf16 and f16; the suffix names the element type):
+//   qsa_attn_gather_fwd_*   one wave per (b, i, h), K/V read from global per head: the
+//                           error baseline.
+//   qsa_attn_gather_bwd_*   the same for the backward, one atomic per dk / dv element.
+//   qsa_attn_staged_fwd_*   one CTA per (b, tile of query tokens, kv head, chunk of the
+//                           group's heads, split): every selected block's K and V staged
+//                           once in shared memory / LDS for all rows (heads x tokens) of the
+//                           CTA; double-buffered (cp.async on sm_80+) when the host passes
+//                           nbuf = 2; online softmax in f32. With splits > 1 each CTA writes
+//                           a partial (o, lse) and qsa_attn_combine merges them exactly.
+//   qsa_attn_combine        merges split partials: lse = log sum exp, o = weighted mean.
+//   qsa_attn_staged_bwd_*   dq, dk, dv with the same staging; dk / dv partials reduced over
+//                           the CTA's rows before one global atomic per element and block.
+#include "common/portable.h"
+
+#define ATT_D 128
+#define ATT_BLK 64
+// Rows (query heads x query tokens) one staged CTA owns.
+#define ATT_ROWS 16
+#define ATT_THREADS 128
+// Staged K / V rows in u16: 128 + 8. The 16-byte pad keeps rows 16-byte aligned for
+// vector loads and cp.async, and moves row c to bank 4c: eight lanes reading 16 bytes of
+// eight consecutive keys cover all 32 banks (a 16-byte-per-lane request needs two
+// wavefronts anyway), so the QK^T and dP loops read without conflicts.
+#define KV_STRIDE 136
+// f32 rows of q / dO: +4 floats puts rows on different banks for broadcast reads.
+#define Q_STRIDE 132
+// f32 rows of scores / probabilities: 16-byte aligned for float4 reads.
+#define S_STRIDE 68
+
+typedef unsigned short u16;
+
+// ---- element conversion (no vendor half headers: the bits are the contract) ----------------
+struct Bf16 {
+  static __device__ __forceinline__ float lo(unsigned w) { return __uint_as_float(w << 16); }
+  static __device__ __forceinline__ float hi(unsigned w) { return __uint_as_float(w & 0xffff0000u); }
+  static __device__ __forceinline__ float one(u16 b) { return __uint_as_float(((unsigned)b) << 16); }
+};
+
+QSA_DEVICE float qsa_f16_bits_to_f32(u16 h) {
+#if defined(QSA_HIP)
+  _Float16 x;
+  __builtin_memcpy(&x, &h, 2);
+  return (float)x;
+#else
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+#endif
+}
+
+struct F16 {
+  static __device__ __forceinline__ float lo(unsigned w) { return qsa_f16_bits_to_f32((u16)(w & 0xffffu)); }
+  static __device__ __forceinline__ float hi(unsigned w) { return qsa_f16_bits_to_f32((u16)(w >> 16)); }
+  static __device__ __forceinline__ float one(u16 b) { return qsa_f16_bits_to_f32(b); }
+};
+
+QSA_DEVICE float qsa_neg_inf() { return __uint_as_float(0xff800000u); }
+
+// ---- the selection of one (b, i, g): de-duplicated, visible block ids --------------------------
+// True when slot s of `list` (length t) is the first occurrence of a visible block.
+QSA_DEVICE bool qsa_first_visible(const int* list, int t, int s, long long q_pos) {
+  const int id = list[s];
+  if (id < 0 || (long long)id * ATT_BLK > q_pos) return false;
+  for (int u = 0; u < s; ++u)
+    if (list[u] == id) return false;
+  return true;
+}
+
+// =============================================================================================
+// Gather kernels: one wave per (b, i, h). Lane l holds dims l*DPL .. l*DPL+DPL-1.
+// =============================================================================================
+#define DPL (ATT_D / QSA_WAVE)
+
+template <typename E>
+QSA_DEVICE void gather_load_row(const u16* src, int lane, float* out) {
+#pragma unroll
+  for (int e = 0; e < DPL; ++e) out[e] = E::one(src[lane * DPL + e]);
+}
+
+template <typename E>
+QSA_DEVICE void gather_fwd(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
+                           const int* __restrict__ ids, float* __restrict__ o, float* __restrict__ lse,
+                           int batch, int q_len, int kv_len, int hq, int hkv, int t, float scale) {
+  const int waves_per_block = blockDim.x / QSA_WAVE;
+  const long long row = (long long)blockIdx.x * waves_per_block + threadIdx.x / QSA_WAVE;
+  const long long rows = (long long)batch * q_len * hq;
+  if (row >= rows) return;
+  const int lane = qsa_lane();
+  const int h = (int)(row % hq);
+  const long long bi = row / hq;  // b * q_len + i
+  const int i = (int)(bi % q_len);
+  const int b = (int)(bi / q_len);
+  const int g = h / (hq / hkv);
+  const long long q_pos = (long long)kv_len - q_len + i;
+  const int* list = ids + (bi * hkv + g) * t;
+
+  float qv[DPL], acc[DPL];
+  gather_load_row<E>(q + row * ATT_D, lane, qv);
+#pragma unroll
+  for (int e = 0; e < DPL; ++e) acc[e] = 0.f;
+  float m = qsa_neg_inf(), l = 0.f;
+  for (int s = 0; s < t; ++s) {
+    if (!qsa_first_visible(list, t, s, q_pos)) continue;
+    const long long base = (long long)list[s] * ATT_BLK;
+    const long long last = q_pos < base + ATT_BLK - 1 ? q_pos : base + ATT_BLK - 1;
+    for (long long j = base; j <= last; ++j) {
+      const long long kv_off = (((long long)b * kv_len + j) * hkv + g) * ATT_D;
+      float kv[DPL];
+      gather_load_row<E>(k + kv_off, lane, kv);
+      float d = 0.f;
+#pragma unroll
+      for (int e = 0; e < DPL; ++e) d += qv[e] * kv[e];
+      const float sc = qsa_wave_sum(d) * scale;
+      const float m_new = fmaxf(m, sc);
+      const float alpha = expf(m - m_new);  // m = -inf on the first key: alpha = 0
+      const float p = expf(sc - m_new);
+      l = l * alpha + p;
+      gather_load_row<E>(v + kv_off, lane, kv);
+#pragma unroll
+      for (int e = 0; e < DPL; ++e) acc[e] = acc[e] * alpha + p * kv[e];
+      m = m_new;
+    }
+  }
+  const bool none = !(l > 0.f);
+  const float inv = none ? 0.f : 1.f / l;
+#pragma unroll
+  for (int e = 0; e < DPL; ++e) o[row * ATT_D + lane * DPL + e] = acc[e] * inv;
+  if (lane == 0) lse[row] = none ? qsa_neg_inf() : m + logf(l);
+}
+
+template <typename E>
+QSA_DEVICE void gather_bwd(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
+                           const int* __restrict__ ids, const float* __restrict__ o,
+                           const float* __restrict__ lse, const float* __restrict__ d_o,
+                           float* __restrict__ dq, float* __restrict__ dk, float* __restrict__ dv,
+                           int batch, int q_len, int kv_len, int hq, int hkv, int t, float scale) {
+  const int waves_per_block = blockDim.x / QSA_WAVE;
+  const long long row = (long long)blockIdx.x * waves_per_block + threadIdx.x / QSA_WAVE;
+  const long long rows = (long long)batch * q_len * hq;
+  if (row >= rows) return;
+  const int lane = qsa_lane();
+  const int h = (int)(row % hq);
+  const long long bi = row / hq;
+  const int i = (int)(bi % q_len);
+  const int b = (int)(bi / q_len);
+  const int g = h / (hq / hkv);
+  const long long q_pos = (long long)kv_len - q_len + i;
+  const int* list = ids + (bi * hkv + g) * t;
+
+  float qv[DPL], dov[DPL], dqa[DPL];
+  gather_load_row<E>(q + row * ATT_D, lane, qv);
+  float dsum = 0.f;
+#pragma unroll
+  for (int e = 0; e < DPL; ++e) {
+    dov[e] = d_o[row * ATT_D + lane * DPL + e];
+    dsum += dov[e] * o[row * ATT_D + lane * DPL + e];
+    dqa[e] = 0.f;
+  }
+  const float D = qsa_wave_sum(dsum);
+  const float L = lse[row];
+  if (L == qsa_neg_inf()) {  // no visible key: zero gradients
+#pragma unroll
+    for (int e = 0; e < DPL; ++e) dq[row * ATT_D + lane * DPL + e] = 0.f;
+    return;
+  }
+  for (int s = 0; s < t; ++s) {
+    if (!qsa_first_visible(list, t, s, q_pos)) continue;
+    const long long base = (long long)list[s] * ATT_BLK;
+    const long long last = q_pos < base + ATT_BLK - 1 ? q_pos : base + ATT_BLK - 1;
+    for (long long j = base; j <= last; ++j) {
+      const long long kv_off = (((long long)b * kv_len + j) * hkv + g) * ATT_D;
+      float kv[DPL], vv[DPL];
+      gather_load_row<E>(k + kv_off, lane, kv);
+      gather_load_row<E>(v + kv_off, lane, vv);
+      float d = 0.f, dp = 0.f;
+#pragma unroll
+      for (int e = 0; e < DPL; ++e) {
+        d += qv[e] * kv[e];
+        dp += dov[e] * vv[e];
+      }
+      const float sc = qsa_wave_sum(d) * scale;
+      dp = qsa_wave_sum(dp);
+      const float p = expf(sc - L);
+      const float ds = p * (dp - D) * scale;
+#pragma unroll
+      for (int e = 0; e < DPL; ++e) {
+        dqa[e] += ds * kv[e];
+        atomicAdd(dk + kv_off + lane * DPL + e, ds * qv[e]);
+        atomicAdd(dv + kv_off + lane * DPL + e, p * dov[e]);
+      }
+    }
+  }
+#pragma unroll
+  for (int e = 0; e < DPL; ++e) dq[row * ATT_D + lane * DPL + e] = dqa[e];
+}
+
+// =============================================================================================
+// Staged kernels
+// =============================================================================================
+
+// Geometry of one staged CTA, decoded from blockIdx.x. Row r = tok * hc + hh covers query
+// token i = tile * qt + tok and query head h = g * G + chunk * hc + hh.
+struct StagedCta {
+  int b, tile, g, chunk;
+  int hc, qt, group;
+};
+
+QSA_DEVICE StagedCta staged_cta(int q_len, int hkv, int group, int hc, int qt) {
+  StagedCta c;
+  const int nchunk = group / hc;
+  const int ntiles = (q_len + qt - 1) / qt;
+  long long x = blockIdx.x;
+  c.chunk = (int)(x % nchunk);
+  x /= nchunk;
+  c.g = (int)(x % hkv);
+  x /= hkv;
+  c.tile = (int)(x % ntiles);
+  c.b = (int)(x / ntiles);
+  c.hc = hc;
+  c.qt = qt;
+  c.group = group;
+  return c;
+}
+
+// Shared-memory layout of the staged kernels (bytes from the dynamic base). The host
+// computes the same sizes in src/gpu/attention.rs (staged_shared_bytes).
+struct StagedSmem {
+  float* qs;       // [ATT_ROWS][Q_STRIDE] q (f32)
+  float* dos;      // [ATT_ROWS][Q_STRIDE] dO (backward only)
+  float* ss;       // [ATT_ROWS][S_STRIDE] scores -> probabilities
+  float* ds;       // [ATT_ROWS][S_STRIDE] dS (backward only)
+  float* row_m;    // [ATT_ROWS] running max (forward) / lse (backward)
+  float* row_l;    // [ATT_ROWS] running sum (forward) / D = rowsum(dO * O) (backward)
+  float* row_a;    // [ATT_ROWS] rescale factor of this block (forward)
+  int* raw;        // [cap] the CTA's ids, token-major (-1: none or invisible)
+  unsigned* tmp;   // [cap] scratch of the list build
+  int* uid;        // [cap] unique visible ids, in first-occurrence order
+  unsigned* umask; // [cap] per unique id: bit tok set when token tok selected it
+  int* count;      // [1]
+  u16* kv;         // nbuf x { K [ATT_BLK][KV_STRIDE], V [ATT_BLK][KV_STRIDE] }
+};
+
+QSA_DEVICE StagedSmem staged_smem(unsigned char* base, int cap, bool backward) {
+  StagedSmem s;
+  unsigned char* p = base;
+  const int qbytes = ATT_ROWS * Q_STRIDE * 4, sbytes = ATT_ROWS * S_STRIDE * 4;
+  s.qs = (float*)p;
+  p += qbytes;
+  s.dos = (float*)p;
+  if (backward) p += qbytes;
+  s.ss = (float*)p;
+  p += sbytes;
+  s.ds = (float*)p;
+  if (backward) p += sbytes;
+  s.row_m = (float*)p;
+  s.row_l = s.row_m + ATT_ROWS;
+  s.row_a = s.row_l + ATT_ROWS;
+  p += 3 * ATT_ROWS * 4;
+  s.raw = (int*)p;
+  s.tmp = (unsigned*)(s.raw + cap);
+  s.uid = (int*)(s.tmp + cap);
+  s.umask = (unsigned*)(s.uid + cap);
+  s.count = (int*)(s.umask + cap);
+  p += (4 * cap + 1) * 4;
+  p = base + (((p - base) + 15) / 16) * 16;
+  s.kv = (u16*)p;
+  return s;
+}
+
+// The CTA's block list: the union over its tokens of each token's de-duplicated visible
+// ids, each with the mask of tokens that selected it. Deterministic order (token-major,
+// first occurrence), so every split CTA of one work item builds the same list.
+QSA_DEVICE void staged_build_list(const StagedSmem& s, const int* ids, const StagedCta& c, int q_len,
+                                  int kv_len, int hkv, int t) {
+  const int n = c.qt * t;
+  for (int e = threadIdx.x; e < n; e += blockDim.x) {
+    const int tok = e / t, slot = e % t;
+    const int i = c.tile * c.qt + tok;
+    int id = -1;
+    if (i < q_len) {
+      id = ids[(((long long)c.b * q_len + i) * hkv + c.g) * t + slot];
+      const long long q_pos = (long long)kv_len - q_len + i;
+      if (id < 0 || (long long)id * ATT_BLK > q_pos) id = -1;  // invisible: as "no block"
+    }
+    s.raw[e] = id;
+  }
+  QSA_SYNC();
+  // tmp[e] = mask of tokens selecting raw[e] when e is its first occurrence, else 0.
+  for (int e = threadIdx.x; e < n; e += blockDim.x) {
+    const int id = s.raw[e];
+    unsigned mask = 0;
+    if (id >= 0) {
+      for (int u = 0; u < n; ++u)
+        if (s.raw[u] == id) {
+          if (u < e) {
+            mask = 0;
+            break;
+          }
+          mask |= 1u << (u / t);
+        }
+    }
+    s.tmp[e] = mask;
+  }
+  QSA_SYNC();
+  for (int e = threadIdx.x; e < n; e += blockDim.x) {
+    if (!s.tmp[e]) continue;
+    int pos = 0;
+    for (int u = 0; u < e; ++u) pos += s.tmp[u] != 0u;
+    s.uid[pos] = s.raw[e];
+    s.umask[pos] = s.tmp[e];
+  }
+  if (threadIdx.x == 0) {
+    int cnt = 0;
+    for (int u = 0; u < n; ++u) cnt += s.tmp[u] != 0u;
+    *s.count = cnt;
+  }
+  QSA_SYNC();
+}
+
+// ---- staging copies: cp.async on sm_80+, plain 16-byte copies elsewhere -----------------------
+#if defined(QSA_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define QSA_ASYNC_COPY 1
+#endif
+
+QSA_DEVICE void qsa_copy16(u16* dst, const u16* src, bool valid) {
+#if defined(QSA_ASYNC_COPY)
+  const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+  const int n = valid ? 16 : 0;  // src-size 0: the 16 bytes are zero-filled
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(n));
+#else
+  uint4 val = make_uint4(0u, 0u, 0u, 0u);
+  if (valid) val = *(const uint4*)src;
+  *(uint4*)dst = val;
+#endif
+}
+QSA_DEVICE void qsa_copy_commit() {
+#if defined(QSA_ASYNC_COPY)
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+// Wait until at most `pending` (0 or 1) committed groups are still in flight.
+QSA_DEVICE void qsa_copy_wait(int pending) {
+#if defined(QSA_ASYNC_COPY)
+  if (pending) asm volatile("cp.async.wait_group 1;\n" ::);
+  else asm volatile("cp.async.wait_group 0;\n" ::);
+#else
+  (void)pending;
+#endif
+}
+
+// Stage block `id` of (b, g) into buf: K and V rows [ATT_BLK][KV_STRIDE]; keys past kv_len
+// are zero-filled (a masked key's p is 0, and 0 * stale NaN would not be).
+QSA_DEVICE void staged_issue(u16* buf, const u16* k, const u16* v, int b, int g, int id, int kv_len, int hkv) {
+  u16* ks = buf;
+  u16* vs = buf + ATT_BLK * KV_STRIDE;
+  // 64 rows x 16 chunks of 16 bytes, for K and for V.
+  for (int c = threadIdx.x; c < ATT_BLK * (ATT_D / 8); c += blockDim.x) {
+    const int r = c / (ATT_D / 8), ch = c % (ATT_D / 8);
+    const long long j = (long long)id * ATT_BLK + r;
+    const bool valid = j < kv_len;
+    const long long off = valid ? ((((long long)b * kv_len + j) * hkv + g) * ATT_D + ch * 8) : 0;
+    qsa_copy16(ks + r * KV_STRIDE + ch * 8, k + off, valid);
+    qsa_copy16(vs + r * KV_STRIDE + ch * 8, v + off, valid);
+  }
+  qsa_copy_commit();
+}
+
+// Stage the CTA's q rows (f32) and, for the backward, dO rows; invalid rows are zero.
+template <typename E>
+QSA_DEVICE void staged_load_rows(const StagedSmem& s, const StagedCta& c, const u16* q, const float* d_o,
+                                 int q_len, int hq) {
+  for (int e = threadIdx.x; e < ATT_ROWS * ATT_D; e += blockDim.x) {
+    const int r = e / ATT_D, d = e % ATT_D;
+    const int tok = r / c.hc, hh = r % c.hc;
+    const int i = c.tile * c.qt + tok;
+    float qv = 0.f, dv = 0.f;
+    if (tok < c.qt && i < q_len) {
+      const int h = c.g * c.group + c.chunk * c.hc + hh;
+      const long long off = (((long long)c.b * q_len + i) * hq + h) * ATT_D + d;
+      qv = E::one(q[off]);
+      if (d_o) dv = d_o[off];
+    }
+    s.qs[r * Q_STRIDE + d] = qv;
+    if (d_o) s.dos[r * Q_STRIDE + d] = dv;
+  }
+}
+
+// acc[2][4] += rows (r0, r0+1) of A (f32 smem, Q_STRIDE) . keys (k0 + 16 m) of B (staged u16).
+template <typename E>
+QSA_DEVICE void staged_dot_tile(const float* A, const u16* B, int r0, int k0, float acc[2][4]) {
+#pragma unroll
+  for (int a = 0; a < 2; ++a)
+#pragma unroll
+    for (int m = 0; m < 4; ++m) acc[a][m] = 0.f;
+#pragma unroll 2
+  for (int d = 0; d < ATT_D; d += 8) {
+    const float4 a0 = *(const float4*)(A + r0 * Q_STRIDE + d);
+    const float4 a1 = *(const float4*)(A + r0 * Q_STRIDE + d + 4);
+    const float4 b0 = *(const float4*)(A + (r0 + 1) * Q_STRIDE + d);
+    const float4 b1 = *(const float4*)(A + (r0 + 1) * Q_STRIDE + d + 4);
+#pragma unroll
+    for (int m = 0; m < 4; ++m) {
+      const uint4 w = *(const uint4*)(B + (k0 + 16 * m) * KV_STRIDE + d);
+      const float x0 = E::lo(w.x), x1 = E::hi(w.x), x2 = E::lo(w.y), x3 = E::hi(w.y);
+      const float x4 = E::lo(w.z), x5 = E::hi(w.z), x6 = E::lo(w.w), x7 = E::hi(w.w);
+      acc[0][m] += a0.x * x0 + a0.y * x1 + a0.z * x2 + a0.w * x3 + a1.x * x4 + a1.y * x5 + a1.z * x6 + a1.w * x7;
+      acc[1][m] += b0.x * x0 + b0.y * x1 + b0.z * x2 + b0.w * x3 + b1.x * x4 + b1.y * x5 + b1.z * x6 + b1.w * x7;
+    }
+  }
+}
+
+// acc[2][8] += P rows (r0, r0+1) (f32 smem, S_STRIDE) x B rows (staged u16), dims d0..d0+7,
+// over the keys 0..nkeys-1 (nkeys a multiple of 4).
+template <typename E>
+QSA_DEVICE void staged_pv_tile(const float* P, const u16* B, int r0, int d0, int nkeys, float acc[2][8]) {
+  for (int c = 0; c < nkeys; c += 4) {
+    const float4 p0 = *(const float4*)(P + r0 * S_STRIDE + c);
+    const float4 p1 = *(const float4*)(P + (r0 + 1) * S_STRIDE + c);
+    const float pa[4] = {p0.x, p0.y, p0.z, p0.w};
+    const float pb[4] = {p1.x, p1.y, p1.z, p1.w};
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const uint4 w = *(const uint4*)(B + (c + u) * KV_STRIDE + d0);
+      const float x[8] = {E::lo(w.x), E::hi(w.x), E::lo(w.y), E::hi(w.y),
+                          E::lo(w.z), E::hi(w.z), E::lo(w.w), E::hi(w.w)};
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        acc[0][e] += pa[u] * x[e];
+        acc[1][e] += pb[u] * x[e];
+      }
+    }
+  }
+}
+
+// Keys of the staged block `id` that any row of the CTA may see: 0 .. result-1 (rounded up to
+// a multiple of 4 for the vector loops; the masked tail has p = 0 and zero-filled rows).
+QSA_DEVICE int staged_key_limit(const StagedCta& c, int id, unsigned mask, int q_len, int kv_len) {
+  long long best = -1;
+  for (int tok = 0; tok < c.qt; ++tok)
+    if (mask & (1u << tok)) {
+      const long long q_pos = (long long)kv_len - q_len + c.tile * c.qt + tok;
+      if (q_pos > best) best = q_pos;
+    }
+  long long n = best - (long long)id * ATT_BLK + 1;
+  if (n > ATT_BLK) n = ATT_BLK;
+  if (n < 0) n = 0;
+  return (int)((n + 3) & ~3LL);
+}
+
+template <typename E>
+QSA_DEVICE void staged_fwd(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
+                           const int* __restrict__ ids, float* __restrict__ o, float* __restrict__ lse,
+                           int batch, int q_len, int kv_len, int hq, int hkv, int t, float scale, int hc,
+                           int qt, int nbuf) {
+  QSA_DYNAMIC_SHARED(smem_raw);
+  const int group = hq / hkv;
+  const StagedCta c = staged_cta(q_len, hkv, group, hc, qt);
+  const StagedSmem s = staged_smem(smem_raw, qt * t, false);
+  const int tid = threadIdx.x;
+  const int split = blockIdx.y, nsplit = gridDim.y;
+
+  staged_load_rows<E>(s, c, q, nullptr, q_len, hq);
+  if (tid < ATT_ROWS) {
+    s.row_m[tid] = qsa_neg_inf();
+    s.row_l[tid] = 0.f;
+  }
+  staged_build_list(s, ids, c, q_len, kv_len, hkv, t);
+  const int total = *s.count;
+  const int per = (total + nsplit - 1) / nsplit;
+  const int beg = split * per < total ? split * per : total;
+  const int end = beg + per < total ? beg + per : total;
+  const int n = end - beg;
+
+  // Thread roles. QK^T / softmax-free tiles: rows r0, r0+1 (r0 = 2 (tid / 16)), keys
+  // kq + 16 m. PV: rows r0, r0+1, dims dv0 .. dv0+7. Softmax: row tid / 8, keys 8 (tid % 8)..
+  const int r0 = 2 * (tid / 16), kq = tid % 16, dv0 = 8 * (tid % 16);
+  const int sr = tid / 8, sk = 8 * (tid % 8);
+  const int rows_valid = c.qt * c.hc;
+  float acc[2][8];
+#pragma unroll
+  for (int a = 0; a < 2; ++a)
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[a][e] = 0.f;
+
+  const int buf_elems = 2 * ATT_BLK * KV_STRIDE;
+  if (n > 0) staged_issue(s.kv, k, v, c.b, c.g, s.uid[beg], kv_len, hkv);
+  for (int it = 0; it < n; ++it) {
+    const int id = s.uid[beg + it];
+    const unsigned mask = s.umask[beg + it];
+    u16* buf = s.kv + (nbuf == 2 ? (it & 1) : 0) * buf_elems;
+    const bool ahead = nbuf == 2 && it + 1 < n;
+    if (ahead) staged_issue(s.kv + ((it + 1) & 1) * buf_elems, k, v, c.b, c.g, s.uid[beg + it + 1], kv_len, hkv);
+    qsa_copy_wait(ahead ? 1 : 0);
+    QSA_SYNC();
+    const u16* ks = buf;
+    const u16* vs = buf + ATT_BLK * KV_STRIDE;
+    const int nkeys = staged_key_limit(c, id, mask, q_len, kv_len);
+    const long long base = (long long)id * ATT_BLK;
+
+    // S = scale * q . K for the rows that selected the block, -inf elsewhere.
+    {
+      const bool live0 = r0 < rows_valid && (mask >> (r0 / c.hc) & 1u);
+      const bool live1 = r0 + 1 < rows_valid && (mask >> ((r0 + 1) / c.hc) & 1u);
+      float sc[2][4];
+      if (live0 || live1) staged_dot_tile<E>(s.qs, ks, r0, kq, sc);
+#pragma unroll
+      for (int a = 0; a < 2; ++a) {
+        const int r = r0 + a;
+        const bool live = a == 0 ? live0 : live1;
+        const long long q_pos = (long long)kv_len - q_len + c.tile * c.qt + r / c.hc;
+#pragma unroll
+        for (int m = 0; m < 4; ++m) {
+          const int key = kq + 16 * m;
+          const bool vis = live && base + key <= q_pos;
+          s.ss[r * S_STRIDE + key] = vis ? sc[a][m] * scale : qsa_neg_inf();
+        }
+      }
+    }
+    QSA_SYNC();
+    // Online softmax: eight lanes per row (consecutive lanes of one wave on any wave width).
+    {
+      float* row = s.ss + sr * S_STRIDE + sk;
+      float mx = qsa_neg_inf();
+#pragma unroll
+      for (int e = 0; e < 8; ++e) mx = fmaxf(mx, row[e]);
+      mx = fmaxf(mx, qsa_shfl_xor(mx, 1));
+      mx = fmaxf(mx, qsa_shfl_xor(mx, 2));
+      mx = fmaxf(mx, qsa_shfl_xor(mx, 4));
+      const float m_old = s.row_m[sr];
+      const float m_new = fmaxf(m_old, mx);
+      float sum = 0.f;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        const float p = m_new == qsa_neg_inf() ? 0.f : expf(row[e] - m_new);
+        row[e] = p;
+        sum += p;
+      }
+      sum += qsa_shfl_xor(sum, 1);
+      sum += qsa_shfl_xor(sum, 2);
+      sum += qsa_shfl_xor(sum, 4);
+      QSA_SYNCWARP();
+      if ((tid & 7) == 0) {
+        const float alpha = m_new == qsa_neg_inf() ? 1.f : expf(m_old - m_new);
+        s.row_a[sr] = alpha;
+        s.row_l[sr] = s.row_l[sr] * alpha + sum;
+        s.row_m[sr] = m_new;
+      }
+    }
+    QSA_SYNC();
+    // O = alpha O + P V.
+    {
+      const float a0 = s.row_a[r0], a1 = s.row_a[r0 + 1];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        acc[0][e] *= a0;
+        acc[1][e] *= a1;
+      }
+      const bool live = (r0 < rows_valid && (mask >> (r0 / c.hc) & 1u)) ||
+                        (r0 + 1 < rows_valid && (mask >> ((r0 + 1) / c.hc) & 1u));
+      if (live) staged_pv_tile<E>(s.ss, vs, r0, dv0, nkeys, acc);
+    }
+    QSA_SYNC();  // the buffer and the scores are rewritten next iteration
+    if (nbuf != 2 && it + 1 < n) staged_issue(s.kv, k, v, c.b, c.g, s.uid[beg + it + 1], kv_len, hkv);
+  }
+
+  // Write (o, lse): final when nsplit == 1, else a partial in the workspace layout
+  // [split][b, q_len, hq, ...] that qsa_attn_combine merges.
+  const long long rows_total = (long long)batch * q_len * hq;
+#pragma unroll
+  for (int a = 0; a < 2; ++a) {
+    const int r = r0 + a;
+    const int tok = r / c.hc, hh = r % c.hc;
+    const int i = c.tile * c.qt + tok;
+    if (r >= rows_valid || i >= q_len) continue;
+    const int h = c.g * group + c.chunk * c.hc + hh;
+    const long long row = (((long long)c.b * q_len + i) * hq + h) + split * rows_total;
+    const float l = s.row_l[r];
+    const bool none = !(l > 0.f);
+    const float inv = none ? 0.f : 1.f / l;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) o[row * ATT_D + dv0 + e] = acc[a][e] * inv;
+    if (kq == 0) lse[row] = none ? qsa_neg_inf() : s.row_m[r] + logf(l);
+  }
+}
+
+template <typename E>
+QSA_DEVICE void staged_bwd(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
+                           const int* __restrict__ ids, const float* __restrict__ o,
+                           const float* __restrict__ lse, const float* __restrict__ d_o,
+                           float* __restrict__ dq, float* __restrict__ dk, float* __restrict__ dv, int batch,
+                           int q_len, int kv_len, int hq, int hkv, int t, float scale, int hc, int qt,
+                           int nbuf) {
+  QSA_DYNAMIC_SHARED(smem_raw);
+  (void)batch;
+  const int group = hq / hkv;
+  const StagedCta c = staged_cta(q_len, hkv, group, hc, qt);
+  const StagedSmem s = staged_smem(smem_raw, qt * t, true);
+  const int tid = threadIdx.x;
+  const int rows_valid = c.qt * c.hc;
+
+  staged_load_rows<E>(s, c, q, d_o, q_len, hq);
+  // Per row: lse and D = rowsum(dO * O); eight lanes per row.
+  {
+    const int r = tid / 8, part = tid % 8;
+    const int tok = r / c.hc, hh = r % c.hc;
+    const int i = c.tile * c.qt + tok;
+    const bool valid = r < rows_valid && i < q_len;
+    const long long row = valid ? (((long long)c.b * q_len + i) * hq + c.g * group + c.chunk * c.hc + hh) : 0;
+    float dsum = 0.f;
+    if (valid)
+      for (int d = part * 16; d < part * 16 + 16; ++d) dsum += d_o[row * ATT_D + d] * o[row * ATT_D + d];
+    dsum += qsa_shfl_xor(dsum, 1);
+    dsum += qsa_shfl_xor(dsum, 2);
+    dsum += qsa_shfl_xor(dsum, 4);
+    if (part == 0) {
+      s.row_m[r] = valid ? lse[row] : qsa_neg_inf();
+      s.row_l[r] = dsum;
+    }
+  }
+  staged_build_list(s, ids, c, q_len, kv_len, hkv, t);
+  const int n = *s.count;
+
+  const int r0 = 2 * (tid / 16), kq = tid % 16, d0 = 8 * (tid % 16);
+  float dqa[2][8];
+#pragma unroll
+  for (int a = 0; a < 2; ++a)
+#pragma unroll
+    for (int e = 0; e < 8; ++e) dqa[a][e] = 0.f;
+
+  const int buf_elems = 2 * ATT_BLK * KV_STRIDE;
+  if (n > 0) staged_issue(s.kv, k, v, c.b, c.g, s.uid[0], kv_len, hkv);
+  for (int it = 0; it < n; ++it) {
+    const int id = s.uid[it];
+    const unsigned mask = s.umask[it];
+    u16* buf = s.kv + (nbuf == 2 ? (it & 1) : 0) * buf_elems;
+    const bool ahead = nbuf == 2 && it + 1 < n;
+    if (ahead) staged_issue(s.kv + ((it + 1) & 1) * buf_elems, k, v, c.b, c.g, s.uid[it + 1], kv_len, hkv);
+    qsa_copy_wait(ahead ? 1 : 0);
+    QSA_SYNC();
+    const u16* ks = buf;
+    const u16* vs = buf + ATT_BLK * KV_STRIDE;
+    const int nkeys = staged_key_limit(c, id, mask, q_len, kv_len);
+    const long long base = (long long)id * ATT_BLK;
+
+    // P = exp(scale q.K - lse), dP = dO . V, dS = P (dP - D).
+    {
+      const bool live0 = r0 < rows_valid && (mask >> (r0 / c.hc) & 1u) && s.row_m[r0] != qsa_neg_inf();
+      const bool live1 =
+          r0 + 1 < rows_valid && (mask >> ((r0 + 1) / c.hc) & 1u) && s.row_m[r0 + 1] != qsa_neg_inf();
+      float sc[2][4], dp[2][4];
+      if (live0 || live1) {
+        staged_dot_tile<E>(s.qs, ks, r0, kq, sc);
+        staged_dot_tile<E>(s.dos, vs, r0, kq, dp);
+      }
+#pragma unroll
+      for (int a = 0; a < 2; ++a) {
+        const int r = r0 + a;
+        const bool live = a == 0 ? live0 : live1;
+        const long long q_pos = (long long)kv_len - q_len + c.tile * c.qt + r / c.hc;
+        const float L = s.row_m[r], D = s.row_l[r];
+#pragma unroll
+        for (int m = 0; m < 4; ++m) {
+          const int key = kq + 16 * m;
+          const bool vis = live && base + key <= q_pos;
+          const float p = vis ? expf(sc[a][m] * scale - L) : 0.f;
+          s.ss[r * S_STRIDE + key] = p;
+          s.ds[r * S_STRIDE + key] = vis ? p * (dp[a][m] - D) : 0.f;
+        }
+      }
+    }
+    QSA_SYNC();
+    // dQ += dS K (scale at the end).
+    {
+      const bool live = (r0 < rows_valid && (mask >> (r0 / c.hc) & 1u)) ||
+                        (r0 + 1 < rows_valid && (mask >> ((r0 + 1) / c.hc) & 1u));
+      if (live) staged_pv_tile<E>(s.ds, ks, r0, d0, nkeys, dqa);
+    }
+    // dV[c][d] = sum_r P[r][c] dO[r][d], dK[c][d] = scale sum_r dS[r][c] q[r][d]: reduced over
+    // the CTA's rows here, then one atomic per element. Thread: keys kg*4..+3, dims d0..d0+7.
+    for (int pass = 0; pass < 2; ++pass) {
+      const int kg = pass * 8 + tid / 16;
+      if (kg * 4 >= nkeys) continue;
+      float av[4][8], ak[4][8];
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          av[u][e] = 0.f;
+          ak[u][e] = 0.f;
+        }
+      for (int r = 0; r < rows_valid; ++r) {
+        if (!(mask >> (r / c.hc) & 1u)) continue;
+        const float4 p = *(const float4*)(s.ss + r * S_STRIDE + kg * 4);
+        const float4 g = *(const float4*)(s.ds + r * S_STRIDE + kg * 4);
+        const float4 o0 = *(const float4*)(s.dos + r * Q_STRIDE + d0);
+        const float4 o1 = *(const float4*)(s.dos + r * Q_STRIDE + d0 + 4);
+        const float4 q0 = *(const float4*)(s.qs + r * Q_STRIDE + d0);
+        const float4 q1 = *(const float4*)(s.qs + r * Q_STRIDE + d0 + 4);
+        const float pp[4] = {p.x, p.y, p.z, p.w}, gg[4] = {g.x, g.y, g.z, g.w};
+        const float oo[8] = {o0.x, o0.y, o0.z, o0.w, o1.x, o1.y, o1.z, o1.w};
+        const float qq[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
+#pragma unroll
+        for (int u = 0; u < 4; ++u)
+#pragma unroll
+          for (int e = 0; e < 8; ++e) {
+            av[u][e] += pp[u] * oo[e];
+            ak[u][e] += gg[u] * qq[e];
+          }
+      }
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const long long j = base + kg * 4 + u;
+        if (kg * 4 + u >= nkeys || j >= kv_len) continue;
+        const long long off = (((long long)c.b * kv_len + j) * hkv + c.g) * ATT_D + d0;
+#if defined(QSA_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+        // Hopper has vector f32 reductions: a quarter of the atomic instructions.
+        atomicAdd((float4*)(dv + off), make_float4(av[u][0], av[u][1], av[u][2], av[u][3]));
+        atomicAdd((float4*)(dv + off + 4), make_float4(av[u][4], av[u][5], av[u][6], av[u][7]));
+        atomicAdd((float4*)(dk + off),
+                  make_float4(ak[u][0] * scale, ak[u][1] * scale, ak[u][2] * scale, ak[u][3] * scale));
+        atomicAdd((float4*)(dk + off + 4),
+                  make_float4(ak[u][4] * scale, ak[u][5] * scale, ak[u][6] * scale, ak[u][7] * scale));
+#else
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          atomicAdd(dv + off + e, av[u][e]);
+          atomicAdd(dk + off + e, ak[u][e] * scale);
+        }
+#endif
+      }
+    }
+    QSA_SYNC();  // the buffer, P and dS are rewritten next iteration
+    if (nbuf != 2 && it + 1 < n) staged_issue(s.kv, k, v, c.b, c.g, s.uid[it + 1], kv_len, hkv);
+  }
+  // dq rows are owned by this CTA alone: plain stores.
+#pragma unroll
+  for (int a = 0; a < 2; ++a) {
+    const int r = r0 + a;
+    const int tok = r / c.hc, hh = r % c.hc;
+    const int i = c.tile * c.qt + tok;
+    if (r >= rows_valid || i >= q_len) continue;
+    const long long row = ((long long)c.b * q_len + i) * hq + c.g * group + c.chunk * c.hc + hh;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) dq[row * ATT_D + d0 + e] = dqa[a][e] * scale;
+  }
+}
+
+// Merge split partials: one CTA of ATT_D threads per (b, i, h) row.
+QSA_KERNEL void __launch_bounds__(ATT_D) qsa_attn_combine(const float* __restrict__ o_part,
+                                                          const float* __restrict__ lse_part,
+                                                          float* __restrict__ o, float* __restrict__ lse,
+                                                          long long rows, int nsplit) {
+  const long long row = blockIdx.x;
+  if (row >= rows) return;
+  const int d = threadIdx.x;
+  float mx = qsa_neg_inf();
+  for (int sp = 0; sp < nsplit; ++sp) mx = fmaxf(mx, lse_part[sp * rows + row]);
+  if (mx == qsa_neg_inf()) {
+    o[row * ATT_D + d] = 0.f;
+    if (d == 0) lse[row] = qsa_neg_inf();
+    return;
+  }
+  float sum = 0.f, acc = 0.f;
+  for (int sp = 0; sp < nsplit; ++sp) {
+    const float w = expf(lse_part[sp * rows + row] - mx);  // -inf partial: w = 0
+    sum += w;
+    acc += w * o_part[(sp * rows + row) * ATT_D + d];
+  }
+  o[row * ATT_D + d] = acc / sum;
+  if (d == 0) lse[row] = mx + logf(sum);
+}
+
+#define QSA_ATTN_INSTANCES(SUF, E)                                                                      \
+  QSA_KERNEL void __launch_bounds__(256)                                                                \
+      qsa_attn_gather_fwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids, float* o,   \
+                                float* lse, int batch, int q_len, int kv_len, int hq, int hkv, int t,  \
+                                float scale) {                                                         \
+    gather_fwd<E>(q, k, v, ids, o, lse, batch, q_len, kv_len, hq, hkv, t, scale);                    \
+  }                                                                                                    \
+  QSA_KERNEL void __launch_bounds__(256)                                                                \
+      qsa_attn_gather_bwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids,             \
+                                const float* o, const float* lse, const float* d_o, float* dq,         \
+                                float* dk, float* dv, int batch, int q_len, int kv_len, int hq,        \
+                                int hkv, int t, float scale) {                                         \
+    gather_bwd<E>(q, k, v, ids, o, lse, d_o, dq, dk, dv, batch, q_len, kv_len, hq, hkv, t, scale);   \
+  }                                                                                                    \
+  QSA_KERNEL void __launch_bounds__(ATT_THREADS)                                                        \
+      qsa_attn_staged_fwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids, float* o,   \
+                                float* lse, int batch, int q_len, int kv_len, int hq, int hkv, int t,  \
+                                float scale, int hc, int qt, int nbuf) {                               \
+    staged_fwd<E>(q, k, v, ids, o, lse, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt, nbuf);      \
+  }                                                                                                    \
+  QSA_KERNEL void __launch_bounds__(ATT_THREADS)                                                        \
+      qsa_attn_staged_bwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids,             \
+                                const float* o, const float* lse, const float* d_o, float* dq,         \
+                                float* dk, float* dv, int batch, int q_len, int kv_len, int hq,        \
+                                int hkv, int t, float scale, int hc, int qt, int nbuf) {               \
+    staged_bwd<E>(q, k, v, ids, o, lse, d_o, dq, dk, dv, batch, q_len, kv_len, hq, hkv, t, scale, hc, \
+                  qt, nbuf);                                                                           \
+  }
+
+QSA_ATTN_INSTANCES(bf16, Bf16)
+QSA_ATTN_INSTANCES(f16, F16)
