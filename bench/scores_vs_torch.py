@@ -1,0 +1,285 @@
+#!/usr/bin/env python3
+"""Block scores: qsa's kernels vs torch, side by side in one process on the same inputs.
+
+S[q,b] = sum_h w[q,h] * relu(Q[q,h,:] . Kb[b,:]), head dim 128, f32.
+
+Loads the sm_90 (or any) cubin of kernels/block_scores.cu with cupy, and
+  1. checks every kernel against an FP64 reference (RMSE, max abs error, and the ratio to the
+     warp kernel's error on the same inputs), on ragged shapes and on the bench shapes; the
+     warp and SIMT kernels are also compared bit for bit with a numpy emulation of the
+     summation order the CPU backend reproduces;
+  2. times each kernel and torch (einsum + relu + weighted head sum, FP32 and TF32, plus
+     the GEMM alone) with CUDA events: median of repetitions after warm-up;
+  3. prints a Markdown table.
+
+Usage: python3 bench/scores_vs_torch.py --cubin block_scores_sm90.cubin [--out DIR]
+Needs: torch, cupy, numpy, a CUDA GPU. No Rust.
+"""
+import argparse
+import datetime
+import math
+import os
+import sys
+
+import cupy as cp
+import numpy as np
+import torch
+
+HEAD_DIM = 128
+# Ceilings of the H200 SXM (datasheet dense rates; HBM as measured on the machine).
+PEAK = {"fp32": 67e12, "tf32": 494e12, "bf16": 989e12, "hbm": 4.3e12}
+
+# name -> (WM, WN, NSTAGE) of the tensor-core kernels' template (see the .cu).
+TC = {
+    "block_scores_tf32": (2, 4, 2),
+    "block_scores_tf32_decode": (1, 8, 2),
+    "block_scores_tf32_decode_s3": (1, 8, 3),
+    "block_scores_tf32_s4": (2, 4, 4),
+    "block_scores_bf16": (2, 4, 2),
+    "block_scores_bf16_decode": (1, 8, 2),
+    "block_scores_bf16_s4": (2, 4, 4),
+}
+KERNELS = ["block_scores_warp", "block_scores_simt"] + list(TC)
+
+
+def cdiv(a, b):
+    return (a + b - 1) // b
+
+
+class Scorer:
+    def __init__(self, cubin):
+        self.mod = cp.RawModule(path=cubin)
+        self.fn = {}
+        for k in KERNELS:
+            try:
+                f = self.mod.get_function(k)
+            except Exception as e:  # noqa: BLE001 - absent below sm_80: report and go on
+                print(f"# {k}: not in the cubin ({e})")
+                continue
+            if k in TC:
+                f.max_dynamic_shared_size_bytes = self.shared(k)
+            self.fn[k] = f
+
+    @staticmethod
+    def shared(k):
+        wm, wn, ns = TC[k]
+        return ns * (64 * wm + 32 * wn) * 36 * 4
+
+    def dims(self, k, nq, heads, blocks):
+        if k == "block_scores_warp":
+            return (cdiv(nq * blocks, 256 // 32),), (256,), 0
+        if k == "block_scores_simt":
+            return (cdiv(blocks, 64), cdiv(nq, 32)), (256,), 0
+        wm, wn, _ = TC[k]
+        mt, bn = 4 * wm, 32 * wn
+        mtq = cdiv(heads, 16)
+        qpc = mt // mtq if mtq <= mt else 1
+        return (cdiv(blocks, bn), cdiv(nq, qpc)), (32 * wm * wn,), self.shared(k)
+
+    def launcher(self, k, q, kb, w, s, nq, heads, blocks):
+        """A closure that launches kernel k once (arguments converted once, outside timing)."""
+        grid, block, shm = self.dims(k, nq, heads, blocks)
+        args = tuple(cp.asarray(x) for x in (q, kb, w, s)) + (
+            np.int32(nq), np.int32(heads), np.int32(blocks))
+        f = self.fn[k]
+        return lambda: f(grid, block, args, shared_mem=shm)
+
+    def launch(self, k, q, kb, w, s, nq, heads, blocks):
+        self.launcher(k, q, kb, w, s, nq, heads, blocks)()
+
+
+def make_inputs(nq, heads, blocks, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    q = torch.randn(nq, heads, HEAD_DIM, device="cuda", generator=g)
+    kb = torch.randn(blocks, HEAD_DIM, device="cuda", generator=g)
+    w = torch.rand(nq, heads, device="cuda", generator=g)
+    return q, kb, w
+
+
+def reference_f64(q, kb, w):
+    """FP64 reference on the GPU (products of f32 values are exact in f64)."""
+    d = torch.einsum("qhd,bd->qhb", q.double(), kb.double())
+    return (w.double()[:, :, None] * torch.relu(d)).sum(1)
+
+
+def torch_scores(q, kb, w):
+    return (w[:, :, None] * torch.relu(torch.einsum("qhd,bd->qhb", q, kb))).sum(1)
+
+
+def emulate_order(q, kb, w, kind):
+    """numpy emulation of the warp / SIMT summation orders (what the CPU backend does).
+    fmaf(a, b, c) = f32(f64(a) * f64(b) + f64(c)): the product is exact in f64; the one
+    f64 rounding of the sum can differ from a single f32 rounding only in rare ties."""
+    f32 = np.float32
+    Q = q.cpu().numpy().astype(np.float64)  # [nq, h, d]
+    K = kb.cpu().numpy().astype(np.float64)  # [b, d]
+    W = w.cpu().numpy().astype(np.float64)
+    nq, heads, _ = Q.shape
+    blocks = K.shape[0]
+    out = np.zeros((nq, blocks), dtype=f32)
+    for h in range(heads):
+        qh = Q[:, h, :]  # [nq, d]
+        if kind == "warp":
+            ql = qh.reshape(nq, 32, 4)
+            kl = K.reshape(blocks, 32, 4)
+            p = (ql[:, None, :, 0] * kl[None, :, :, 0]).astype(f32)  # [nq, b, 32]
+            for j in range(1, 4):
+                p = (ql[:, None, :, j] * kl[None, :, :, j] + p.astype(np.float64)).astype(f32)
+            for o in (16, 8, 4, 2, 1):
+                idx = np.arange(32) ^ o
+                p = (p.astype(np.float64) + p[:, :, idx].astype(np.float64)).astype(f32)
+            dot = p[:, :, 0]
+        else:
+            dot = np.zeros((nq, blocks), dtype=f32)
+            for d in range(HEAD_DIM):
+                dot = (qh[:, None, d] * K[None, :, d] + dot.astype(np.float64)).astype(f32)
+        r = np.maximum(dot, f32(0)).astype(np.float64)
+        out = (W[:, h, None] * r + out.astype(np.float64)).astype(f32)
+    return out
+
+
+def errors(s, ref):
+    e = s.double() - ref
+    return math.sqrt(float((e * e).mean())), float(e.abs().max())
+
+
+def check(sc, shapes, log):
+    log("## FP64 error per kernel (RMSE / max abs; ratio = max(rmse, max) ratio to the warp kernel)\n")
+    log("| shape nq x heads x blocks | kernel | RMSE | max abs | RMSE / warp | max / warp | scale max|S| |")
+    log("|---|---|---|---|---|---|---|")
+    ok = True
+    for (nq, heads, blocks), seed in shapes:
+        q, kb, w = make_inputs(nq, heads, blocks, seed)
+        ref = reference_f64(q, kb, w)
+        base = None
+        for k in sc.fn:
+            s = torch.full((nq, blocks), float("nan"), device="cuda")
+            sc.launch(k, q, kb, w, s, nq, heads, blocks)
+            torch.cuda.synchronize()
+            if torch.isnan(s).any():
+                log(f"| {nq}x{heads}x{blocks} | {k} | NaN in output (unwritten cells) | | | | |")
+                ok = False
+                continue
+            rmse, mx = errors(s, ref)
+            if k == "block_scores_warp":
+                base = (rmse, mx)
+            r1 = rmse / base[0] if base and base[0] > 0 else float("nan")
+            r2 = mx / base[1] if base and base[1] > 0 else float("nan")
+            log(f"| {nq}x{heads}x{blocks} | {k} | {rmse:.3e} | {mx:.3e} | {r1:.2f} | {r2:.2f} | "
+                f"{float(ref.abs().max()):.1f} |")
+            if k == "block_scores_simt" and (r1 > 4 or r2 > 4):
+                ok = False
+        # Bit-exact order check on small shapes.
+        if nq * heads * blocks <= 64 * 1024:
+            for k, kind in (("block_scores_warp", "warp"), ("block_scores_simt", "simt")):
+                s = torch.empty((nq, blocks), device="cuda")
+                sc.launch(k, q, kb, w, s, nq, heads, blocks)
+                torch.cuda.synchronize()
+                em = emulate_order(q, kb, w, kind)
+                got = s.cpu().numpy()
+                diff = int((got.view(np.uint32) != em.view(np.uint32)).sum())
+                log(f"| {nq}x{heads}x{blocks} | {k} vs emulated order | bits differ in {diff} of {got.size} | | | | |")
+                if diff:
+                    ok = False
+    log("")
+    return ok
+
+
+def time_it(fn, reps, inner=10, warmup=3):
+    """Median (min, max) over `reps` batches of the per-call time of `inner` back-to-back
+    calls between two CUDA events: batching keeps the host's launch cost off the GPU clock."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(inner):
+            fn()
+        b.record()
+        b.synchronize()
+        ts.append(a.elapsed_time(b) * 1e-3 / inner)
+    ts.sort()
+    return ts[len(ts) // 2], ts[0], ts[-1]
+
+
+def bench(sc, shapes, log):
+    dev = torch.cuda.get_device_name()
+    log(f"## Timings: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}, {dev}, "
+        f"torch {torch.__version__}, cupy {cp.__version__}; median of reps after warm-up, CUDA events\n")
+    log("| shape nq x heads x blocks | implementation | median us | min..max us | TFLOP/s | GB/s | vs torch FP32 unfused | vs torch TF32 unfused | fraction of limit |")
+    log("|---|---|---|---|---|---|---|---|---|")
+    for nq, heads, blocks in shapes:
+        q, kb, w = make_inputs(nq, heads, blocks, 7)
+        flop = 2.0 * nq * heads * blocks * HEAD_DIM
+        nbytes = 4.0 * (blocks * HEAD_DIM + nq * heads * HEAD_DIM + nq * heads + nq * blocks)
+        decode = nq * heads <= 64
+        s = torch.empty((nq, blocks), device="cuda")
+        rows = []
+        reps = 10
+
+        def tr(tf32):
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+            return lambda: torch_scores(q, kb, w)
+        rows.append(("torch unfused FP32", time_it(tr(False), reps), "fp32"))
+        rows.append(("torch unfused TF32", time_it(tr(True), reps), "tf32"))
+        q2, kbt = q.view(-1, HEAD_DIM), kb.t()
+        torch.backends.cuda.matmul.allow_tf32 = False
+        rows.append(("torch GEMM alone FP32", time_it(lambda: torch.mm(q2, kbt), reps), "fp32"))
+        torch.backends.cuda.matmul.allow_tf32 = True
+        rows.append(("torch GEMM alone TF32", time_it(lambda: torch.mm(q2, kbt), reps), "tf32"))
+        qb, kbb = q2.bfloat16(), kbt.bfloat16()
+        rows.append(("torch GEMM alone BF16 (pre-converted)", time_it(lambda: torch.mm(qb, kbb), reps), "bf16"))
+        torch.backends.cuda.matmul.allow_tf32 = False
+        for k in sc.fn:
+            if decode != ("decode" in k) and k in TC:
+                continue  # the other tile shape is not dispatched for this shape
+            kind = "bf16" if "bf16" in k else "tf32" if "tf32" in k else "fp32"
+            r = reps if k != "block_scores_warp" else max(5, reps // 4)
+            rows.append((k, time_it(sc.launcher(k, q, kb, w, s, nq, heads, blocks), r), kind))
+        t_fp32 = rows[0][1][0]
+        t_tf32 = rows[1][1][0]
+        for name, (med, lo, hi), kind in rows:
+            tf = flop / med / 1e12
+            gbs = nbytes / med / 1e9
+            if decode:
+                frac = f"{nbytes / med / PEAK['hbm']:.0%} of HBM 4.3 TB/s"
+            else:
+                frac = f"{flop / med / PEAK[kind]:.0%} of {kind.upper()} {PEAK[kind] / 1e12:.0f} TF"
+            log(f"| {nq}x{heads}x{blocks} | {name} | {med * 1e6:.1f} | {lo * 1e6:.1f}..{hi * 1e6:.1f} | "
+                f"{tf:.1f} | {gbs:.0f} | {t_fp32 / med:.2f}x | {t_tf32 / med:.2f}x | {frac} |")
+        del q, kb, w, s
+        torch.cuda.empty_cache()
+    log("")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cubin", required=True)
+    ap.add_argument("--out", default=os.environ.get("OUT", "."))
+    ap.add_argument("--skip-check", action="store_true")
+    ap.add_argument("--skip-bench", action="store_true")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    lines = []
+
+    def log(x):
+        print(x, flush=True)
+        lines.append(x)
+
+    sc = Scorer(a.cubin)
+    ok = True
+    if not a.skip_check:
+        ok = check(sc, [((3, 5, 70), 1), ((5, 48, 129), 2), ((2, 200, 300), 3), ((1, 64, 1000), 4),
+                        ((37, 64, 1000), 5), ((256, 64, 4096), 6), ((1, 64, 262144), 8)], log)
+    if not a.skip_bench:
+        bench(sc, [(256, 64, 4096), (256, 64, 2048), (1, 64, 262144)], log)
+    with open(os.path.join(a.out, "scores_vs_torch.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("CHECK", "PASS" if ok else "FAIL")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

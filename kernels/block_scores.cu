@@ -1,0 +1,521 @@
+// Indexer block scores: S[q,b] = sum_h w[q,h] * relu(Q[q,h,:] . Kb[b,:]), head dim 128.
+//
+// Q [nq, heads, 128], Kb [blocks, 128], w [nq, heads], S [nq, blocks], all f32 row-major.
+// A GEMM (M = nq*heads, N = blocks, K = 128) whose epilogue applies ReLU per head and sums
+// the heads of each query with their weights. relu(x) = fmaxf(x, 0) (a NaN dot gives 0).
+//
+// Kernels (extern "C", launched by name; launch rules are in src/gpu/scores.rs):
+//   block_scores_warp         the baseline: one 32-lane group per (q, b). Every target.
+//   block_scores_simt         FP32 tiled SIMT GEMM, 2 queries x 4 heads x 4 blocks per
+//                             thread. Every target. Same arithmetic as the CPU backend.
+//   block_scores_tf32         TF32 tensor cores (mma.sync m16n8k8), 128 rows x 128 blocks
+//                             per CTA. NVIDIA sm_80+ only.
+//   block_scores_tf32_decode  the same with 64 rows x 256 blocks per CTA, for few queries.
+//   block_scores_bf16         BF16 tensor cores (mma.sync m16n8k16), inputs rounded to bf16
+//   block_scores_bf16_decode  in the kernel, f32 accumulation. NVIDIA sm_80+ only.
+//
+// Summation orders (the CPU backend reproduces the first two bit for bit):
+//   warp: lane l (0..31) of a group: p = Q[4l]*K[4l]; p = fmaf(Q[4l+j], K[4l+j], p) for
+//         j = 1, 2, 3; then p += shfl_xor(p, o) for o = 16, 8, 4, 2, 1 (each lane then holds
+//         the same sum: float addition is commutative); per (q, b): acc = 0;
+//         acc = fmaf(w[q,h], relu(dot_h), acc) for h = 0 .. heads-1.
+//   simt: dot = 0; dot = fmaf(Q[d], K[d], dot) for d = 0 .. 127 (the first step is the
+//         rounded product); the same head loop as the warp kernel.
+//   tf32 / bf16: tensor-core order (k permuted within 32-wide chunks), heads summed in a
+//         fixed tree order; deterministic run to run, not equal to the above.
+#include "common/portable.h"
+
+#define QSA_HEAD_DIM 128
+
+QSA_DEVICE float qsa_relu(float x) { return fmaxf(x, 0.f); }
+
+// ---------------------------------------------------------------------------------------
+// Warp kernel. A "group" is 32 consecutive lanes of a wave: one group per wave on NVIDIA and
+// gfx1201, two per wave on wave64 targets (gfx906, gfx950); the xor offsets 16..1 never cross
+// a group, so the result is the same on every wave width. Block: 256 threads (any multiple of
+// 32 works); grid.x = ceil(nq * blocks / (blockDim.x / 32)). No shared memory.
+// ---------------------------------------------------------------------------------------
+QSA_KERNEL void block_scores_warp(const float* __restrict__ q, const float* __restrict__ kb,
+                                  const float* __restrict__ w, float* __restrict__ s, int nq,
+                                  int heads, int blocks) {
+  static_assert(QSA_WAVE % 32 == 0, "a wave holds whole 32-lane groups");
+  const long long group = (long long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  const int l = threadIdx.x % 32;
+  if (group >= (long long)nq * blocks) return;  // uniform over the group
+  const int qi = (int)(group / blocks);
+  const int b = (int)(group % blocks);
+  const float4 k4 = reinterpret_cast<const float4*>(kb + (size_t)b * QSA_HEAD_DIM)[l];
+  const float* qrow = q + (size_t)qi * heads * QSA_HEAD_DIM;
+  float acc = 0.f;
+  for (int h = 0; h < heads; ++h) {
+    const float4 q4 = reinterpret_cast<const float4*>(qrow + (size_t)h * QSA_HEAD_DIM)[l];
+    float p = q4.x * k4.x;
+    p = fmaf(q4.y, k4.y, p);
+    p = fmaf(q4.z, k4.z, p);
+    p = fmaf(q4.w, k4.w, p);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) p += qsa_shfl_xor(p, o);
+    acc = fmaf(w[(size_t)qi * heads + h], qsa_relu(p), acc);
+  }
+  if (l == 0) s[(size_t)qi * blocks + b] = acc;
+}
+
+// ---------------------------------------------------------------------------------------
+// FP32 tiled SIMT kernel. CTA = 256 threads as 16 (blocks) x 16 (query pairs); CTA tile =
+// 32 queries x 64 blocks. Each thread owns 2 queries x 4 blocks of output and walks the heads
+// 4 at a time: 2 x 4 x 4 = 32 dot accumulators in registers, K = 128 in order. The Kb tile
+// (64 x 128, transposed) stays in shared memory; Q comes through shared memory 16 d at a
+// time. Static shared memory 43,264 bytes (< 48 KiB: no opt-in needed anywhere).
+// grid = (ceil(blocks / 64), ceil(nq / 32)), block = (256, 1, 1), no dynamic shared memory.
+// ---------------------------------------------------------------------------------------
+#define SIMT_TQ 32   // queries per CTA
+#define SIMT_TB 64   // blocks per CTA
+#define SIMT_HG 4    // heads per register group
+#define SIMT_DC 16   // d per Q stage
+#define SIMT_KLD (SIMT_TB + 4)                   // Ks row stride (floats)
+#define SIMT_QLD (SIMT_TQ * SIMT_HG + 4)         // Qs row stride (floats)
+
+QSA_KERNEL void __launch_bounds__(256) block_scores_simt(const float* __restrict__ q,
+                                                          const float* __restrict__ kb,
+                                                          const float* __restrict__ w,
+                                                          float* __restrict__ s, int nq,
+                                                          int heads, int blocks) {
+  __shared__ __align__(16) float Ks[QSA_HEAD_DIM * SIMT_KLD];  // [d][b]
+  __shared__ __align__(16) float Qs[SIMT_DC * SIMT_QLD];       // [d][q*4 + h]
+  const int tid = threadIdx.x;
+  const int tx = tid % 16;  // blocks 4tx .. 4tx+3
+  const int ty = tid / 16;  // queries 2ty, 2ty+1
+  const int b0 = blockIdx.x * SIMT_TB;
+  const int q0 = blockIdx.y * SIMT_TQ;
+
+  // Kb tile, transposed; rows past `blocks` are zero (their outputs are never stored).
+  for (int i = tid; i < SIMT_TB * (QSA_HEAD_DIM / 4); i += 256) {
+    const int bl = i / (QSA_HEAD_DIM / 4);
+    const int d4 = i % (QSA_HEAD_DIM / 4);
+    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (b0 + bl < blocks)
+      v = reinterpret_cast<const float4*>(kb + (size_t)(b0 + bl) * QSA_HEAD_DIM)[d4];
+    Ks[(4 * d4 + 0) * SIMT_KLD + bl] = v.x;
+    Ks[(4 * d4 + 1) * SIMT_KLD + bl] = v.y;
+    Ks[(4 * d4 + 2) * SIMT_KLD + bl] = v.z;
+    Ks[(4 * d4 + 3) * SIMT_KLD + bl] = v.w;
+  }
+
+  float out[2][4];
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) out[i][j] = 0.f;
+
+  for (int h0 = 0; h0 < heads; h0 += SIMT_HG) {
+    float acc[2][SIMT_HG][4];
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int hh = 0; hh < SIMT_HG; ++hh)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][hh][j] = 0.f;
+
+    for (int dc = 0; dc < QSA_HEAD_DIM; dc += SIMT_DC) {
+      __syncthreads();  // previous stage consumed (and, the first time, Ks written)
+      // Stage Q[q0 .. q0+31][h0 .. h0+3][dc .. dc+15] as Qs[d][q*4 + h]: 512 float4, 2 each.
+      for (int i = tid; i < SIMT_TQ * SIMT_HG * (SIMT_DC / 4); i += 256) {
+        const int qh = i % (SIMT_TQ * SIMT_HG);
+        const int d4 = i / (SIMT_TQ * SIMT_HG);
+        const int qq = q0 + qh / SIMT_HG;
+        const int hh = h0 + qh % SIMT_HG;
+        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (qq < nq && hh < heads)
+          v = reinterpret_cast<const float4*>(q + ((size_t)qq * heads + hh) * QSA_HEAD_DIM +
+                                              dc)[d4];
+        Qs[(4 * d4 + 0) * SIMT_QLD + qh] = v.x;
+        Qs[(4 * d4 + 1) * SIMT_QLD + qh] = v.y;
+        Qs[(4 * d4 + 2) * SIMT_QLD + qh] = v.z;
+        Qs[(4 * d4 + 3) * SIMT_QLD + qh] = v.w;
+      }
+      __syncthreads();
+#pragma unroll 4
+      for (int d = 0; d < SIMT_DC; ++d) {
+        const float4 kv = *reinterpret_cast<const float4*>(&Ks[(dc + d) * SIMT_KLD + 4 * tx]);
+        const float4 qa = *reinterpret_cast<const float4*>(&Qs[d * SIMT_QLD + 8 * ty]);
+        const float4 qb = *reinterpret_cast<const float4*>(&Qs[d * SIMT_QLD + 8 * ty + 4]);
+        const float qv[2][4] = {{qa.x, qa.y, qa.z, qa.w}, {qb.x, qb.y, qb.z, qb.w}};
+        const float kvv[4] = {kv.x, kv.y, kv.z, kv.w};
+#pragma unroll
+        for (int i = 0; i < 2; ++i)
+#pragma unroll
+          for (int hh = 0; hh < SIMT_HG; ++hh)
+#pragma unroll
+            for (int j = 0; j < 4; ++j) acc[i][hh][j] = fmaf(qv[i][hh], kvv[j], acc[i][hh][j]);
+      }
+    }
+    // Epilogue of this head group: heads in ascending order, as the warp kernel.
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int qq = q0 + 2 * ty + i;
+#pragma unroll
+      for (int hh = 0; hh < SIMT_HG; ++hh) {
+        if (qq < nq && h0 + hh < heads) {
+          const float wv = w[(size_t)qq * heads + h0 + hh];
+#pragma unroll
+          for (int j = 0; j < 4; ++j) out[i][j] = fmaf(wv, qsa_relu(acc[i][hh][j]), out[i][j]);
+        }
+      }
+    }
+  }
+
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int qq = q0 + 2 * ty + i;
+    if (qq >= nq) continue;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int b = b0 + 4 * tx + j;
+      if (b < blocks) s[(size_t)qq * blocks + b] = out[i][j];
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Tensor-core kernels (NVIDIA sm_80+). Absent from every other target's code object; the
+// host never launches them there (dispatch requires Feature::Tf32Tc / Bf16Tc).
+//
+// CTA tile: MT = 4 * WM m-tiles of 16 rows by BN = 32 * WN blocks; warps WM x WN, each warp
+// 64 rows x 32 blocks (4 x 4 mma tiles). K = 128 in chunks of 32 through an NSTAGE-deep
+// cp.async pipeline; shared rows are 36 floats, so the LDS.128 fragment loads are free of
+// bank conflicts. Within a 32-wide chunk the k index is permuted (thread t of a quad reads
+// k = 8t .. 8t+7 with two LDS.128 and feeds them to four k8 steps, or two k16 steps); A and B
+// use the same permutation, so each dot still sums all 128 products exactly once.
+//
+// Rows: each query's heads are padded to whole m-tiles (mtq = ceil(heads / 16)). When
+// mtq <= MT a CTA holds QPC = MT / mtq queries; otherwise one query in ceil(mtq / MT) passes.
+// Padded rows and rows of absent queries load zeros and carry weight 0.
+//
+// Epilogue: v = w * relu(acc) per row, the 16 rows of each m-tile reduced with a shuffle
+// transpose (3 steps), partials per (m-tile, block) in shared memory, then summed over the
+// query's m-tiles in ascending order. Deterministic.
+//
+// Launch: block = (32 * WM * WN, 1, 1); grid = (ceil(blocks / BN), ceil(nq / QPC)) with
+// QPC as above; dynamic shared = NSTAGE * (64 * WM + BN) * 36 * 4 bytes (above 48 KiB: the
+// host opts in with the max-dynamic-shared-size attribute).
+// ---------------------------------------------------------------------------------------
+#if defined(QSA_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+
+#define TC_BK 32
+#define TC_LD 36  // shared row stride, floats
+
+QSA_DEVICE unsigned tc_smem_addr(const void* p) {
+  return (unsigned)__cvta_generic_to_shared(p);
+}
+
+// 16-byte async copy global -> shared; src_bytes = 0 fills zeros (masked rows).
+QSA_DEVICE void tc_cp_async16(void* dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(tc_smem_addr(dst)),
+               "l"(src), "r"(src_bytes));
+}
+QSA_DEVICE void tc_cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> QSA_DEVICE void tc_cp_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+QSA_DEVICE unsigned tc_to_tf32(float x) {
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+  return r;
+}
+// Two floats -> one bf16x2 register, `lo` in the low half (the lower k index).
+QSA_DEVICE unsigned tc_to_bf16x2(float lo, float hi) {
+  unsigned r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+QSA_DEVICE void tc_mma_tf32(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+  asm(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+QSA_DEVICE void tc_mma_bf16(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+  asm(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+template <int WM, int WN, int NSTAGE, bool BF16>
+__device__ __forceinline__ void tc_body(const float* __restrict__ q, const float* __restrict__ kb,
+                                        const float* __restrict__ w, float* __restrict__ s,
+                                        int nq, int heads, int blocks) {
+  constexpr int MT = 4 * WM;        // m-tiles per CTA
+  constexpr int BM = 16 * MT;       // rows per CTA
+  constexpr int BN = 32 * WN;       // blocks per CTA
+  constexpr int THREADS = 32 * WM * WN;
+  constexpr int KCH = QSA_HEAD_DIM / TC_BK;  // 4 chunks
+  constexpr int STAGE = (BM + BN) * TC_LD;   // floats per stage
+  QSA_DYNAMIC_SHARED(smem_raw);
+  float* smem = reinterpret_cast<float*>(smem_raw);
+
+  const int tid = threadIdx.x;
+  const int lane = tid % 32;
+  const int warp = tid / 32;
+  const int wm = warp / WN;
+  const int wn = warp % WN;
+  const int g = lane >> 2;
+  const int t = lane & 3;
+
+  const int mtq = (heads + 15) / 16;
+  const int qpc = mtq <= MT ? MT / mtq : 1;
+  const int passes = mtq <= MT ? 1 : (mtq + MT - 1) / MT;
+  const int qbase = blockIdx.y * qpc;
+  const int b0 = blockIdx.x * BN;
+
+  // Where CTA row r of pass p comes from: (query, head), or invalid (zero row, weight 0).
+  auto row_src = [&](int p, int r, int& qq, int& hh) -> bool {
+    const int mi = r / 16;
+    int slot, ht;
+    if (passes == 1) {
+      slot = mi / mtq;
+      ht = mi % mtq;
+      if (slot >= qpc) return false;
+    } else {
+      slot = 0;
+      ht = p * MT + mi;
+    }
+    qq = qbase + slot;
+    hh = ht * 16 + r % 16;
+    return qq < nq && hh < heads;
+  };
+
+  float total = 0.f;  // running sum over passes (passes > 1: one block per thread, tid < BN)
+
+  for (int p = 0; p < passes; ++p) {
+    // Source offsets (floats) of the A rows this thread copies, -1 for zero rows: computed
+    // once per pass so the pipeline loop carries 4 ints, not 4 pointers and the row mapping.
+    constexpr int A4 = BM * (TC_BK / 4);
+    constexpr int B4 = BN * (TC_BK / 4);
+    constexpr int APT = A4 / THREADS;  // A copies per thread per chunk
+    constexpr int BPT = B4 / THREADS;
+    static_assert(A4 % THREADS == 0 && B4 % THREADS == 0, "whole copies per thread");
+    int aoff[APT];
+#pragma unroll
+    for (int k = 0; k < APT; ++k) {
+      const int i = tid + k * THREADS;
+      int qq, hh;
+      aoff[k] = row_src(p, i / (TC_BK / 4), qq, hh)
+                    ? ((qq * heads + hh) * QSA_HEAD_DIM + (i % (TC_BK / 4)) * 4)
+                    : -1;
+    }
+    auto load_chunk = [&](int kc, int st) {
+      float* As = smem + st * STAGE;
+      float* Bs = As + BM * TC_LD;
+#pragma unroll
+      for (int k = 0; k < APT; ++k) {
+        const int i = tid + k * THREADS;
+        const int r = i / (TC_BK / 4), c4 = i % (TC_BK / 4);
+        const bool ok = aoff[k] >= 0;
+        tc_cp_async16(As + r * TC_LD + c4 * 4, ok ? q + aoff[k] + kc * TC_BK : q, ok ? 16 : 0);
+      }
+#pragma unroll
+      for (int k = 0; k < BPT; ++k) {
+        const int i = tid + k * THREADS;
+        const int r = i / (TC_BK / 4), c4 = i % (TC_BK / 4);
+        const bool ok = b0 + r < blocks;
+        const float* src = ok ? kb + (size_t)(b0 + r) * QSA_HEAD_DIM + kc * TC_BK + c4 * 4 : kb;
+        tc_cp_async16(Bs + r * TC_LD + c4 * 4, src, ok ? 16 : 0);
+      }
+    };
+
+    float acc[4][4][4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+
+    __syncthreads();  // the previous pass's epilogue is done with shared memory
+#pragma unroll
+    for (int st = 0; st < NSTAGE - 1; ++st) {
+      if (st < KCH) load_chunk(st, st);
+      tc_cp_commit();
+    }
+#pragma unroll 1
+    for (int kc = 0; kc < KCH; ++kc) {
+      tc_cp_wait<NSTAGE - 2>();
+      if constexpr (!BF16) {
+        // Round this thread's own copies of the chunk to TF32 in place (its cp.async data
+        // is visible to it after the wait): once per element instead of once per use.
+        float* As = smem + (kc % NSTAGE) * STAGE;
+        float* Bs = As + BM * TC_LD;
+#pragma unroll
+        for (int k = 0; k < APT + BPT; ++k) {
+          const int i = tid + (k < APT ? k : k - APT) * THREADS;
+          float* p4 = (k < APT ? As : Bs) + (i / (TC_BK / 4)) * TC_LD + (i % (TC_BK / 4)) * 4;
+          float4 v = *reinterpret_cast<float4*>(p4);
+          v.x = __uint_as_float(tc_to_tf32(v.x));
+          v.y = __uint_as_float(tc_to_tf32(v.y));
+          v.z = __uint_as_float(tc_to_tf32(v.z));
+          v.w = __uint_as_float(tc_to_tf32(v.w));
+          *reinterpret_cast<float4*>(p4) = v;
+        }
+      }
+      __syncthreads();
+      {
+        const int nk = kc + NSTAGE - 1;
+        if (nk < KCH) load_chunk(nk, nk % NSTAGE);
+        tc_cp_commit();
+      }
+      const float* As = smem + (kc % NSTAGE) * STAGE;
+      const float* Bs = As + BM * TC_LD;
+      // Two halves of the chunk (k 8t..8t+3, then 8t+4..8t+7): one float4 per fragment row
+      // at a time keeps the live fragment registers at 24.
+#pragma unroll 1
+      for (int half = 0; half < 2; ++half) {
+        float4 bf[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          bf[j] = *reinterpret_cast<const float4*>(Bs + (wn * 32 + j * 8 + g) * TC_LD + 8 * t +
+                                                   4 * half);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const int r = wm * 64 + i * 16 + g;
+          const float4 al = *reinterpret_cast<const float4*>(As + r * TC_LD + 8 * t + 4 * half);
+          const float4 ah =
+              *reinterpret_cast<const float4*>(As + (r + 8) * TC_LD + 8 * t + 4 * half);
+          if constexpr (BF16) {
+            const unsigned a[4] = {tc_to_bf16x2(al.x, al.y), tc_to_bf16x2(ah.x, ah.y),
+                                   tc_to_bf16x2(al.z, al.w), tc_to_bf16x2(ah.z, ah.w)};
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+              const unsigned b[2] = {tc_to_bf16x2(bf[j].x, bf[j].y),
+                                     tc_to_bf16x2(bf[j].z, bf[j].w)};
+              tc_mma_bf16(acc[i][j], a, b);
+            }
+          } else {
+            const unsigned a0[4] = {__float_as_uint(al.x), __float_as_uint(ah.x),
+                                    __float_as_uint(al.y), __float_as_uint(ah.y)};
+            const unsigned a1[4] = {__float_as_uint(al.z), __float_as_uint(ah.z),
+                                    __float_as_uint(al.w), __float_as_uint(ah.w)};
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+              const unsigned b0v[2] = {__float_as_uint(bf[j].x), __float_as_uint(bf[j].y)};
+              const unsigned b1v[2] = {__float_as_uint(bf[j].z), __float_as_uint(bf[j].w)};
+              tc_mma_tf32(acc[i][j], a0, b0v);
+              tc_mma_tf32(acc[i][j], a1, b1v);
+            }
+          }
+        }
+      }
+    }
+    tc_cp_wait<0>();
+    __syncthreads();  // every warp is done reading the pipeline: reuse it for the partials
+
+    // Epilogue: part[mi][col] = sum over the 16 rows of m-tile mi of w * relu(acc).
+    float* part = smem;  // [MT][BN]
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int r = wm * 64 + i * 16 + g;
+      int qq, hh;
+      const float w_lo = row_src(p, r, qq, hh) ? w[(size_t)qq * heads + hh] : 0.f;
+      const float w_hi = row_src(p, r + 8, qq, hh) ? w[(size_t)qq * heads + hh] : 0.f;
+      float v[8];  // u = 2j + c  <->  block column 8j + 2t + c
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int c = 0; c < 2; ++c)
+          v[2 * j + c] = fmaf(w_hi, qsa_relu(acc[i][j][2 + c]), w_lo * qsa_relu(acc[i][j][c]));
+      // Transpose-reduce over g (lane bits 2..4): after the three steps lane (g, t) holds
+      // u = g summed over all 16 rows.
+      const bool u4 = (g & 4) != 0, u2 = (g & 2) != 0, u1 = (g & 1) != 0;
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const float send = u4 ? v[k] : v[k + 4];
+        const float keep = u4 ? v[k + 4] : v[k];
+        v[k] = keep + qsa_shfl_xor(send, 16);
+      }
+#pragma unroll
+      for (int k = 0; k < 2; ++k) {
+        const float send = u2 ? v[k] : v[k + 2];
+        const float keep = u2 ? v[k + 2] : v[k];
+        v[k] = keep + qsa_shfl_xor(send, 8);
+      }
+      {
+        const float send = u1 ? v[0] : v[1];
+        const float keep = u1 ? v[1] : v[0];
+        v[0] = keep + qsa_shfl_xor(send, 4);
+      }
+      const int col = wn * 32 + 8 * (g >> 1) + 2 * t + (g & 1);
+      part[(wm * 4 + i) * BN + col] = v[0];
+    }
+    __syncthreads();
+
+    if (passes == 1) {
+      for (int idx = tid; idx < qpc * BN; idx += THREADS) {
+        const int slot = idx / BN, col = idx % BN;
+        const int qq = qbase + slot, b = b0 + col;
+        if (qq >= nq || b >= blocks) continue;
+        float sum = part[(slot * mtq) * BN + col];
+        for (int m = 1; m < mtq; ++m) sum += part[(slot * mtq + m) * BN + col];
+        s[(size_t)qq * blocks + b] = sum;
+      }
+    } else if (tid < BN) {
+      const int mts = min(MT, mtq - p * MT);
+#pragma unroll 1
+      for (int m = 0; m < mts; ++m) total += part[m * BN + tid];
+    }
+  }
+  if (passes > 1 && tid < BN && qbase < nq && b0 + tid < blocks)
+    s[(size_t)qbase * blocks + b0 + tid] = total;
+}
+
+// Wide tile: 128 rows (2 queries of 64 heads) x 128 blocks, 8 warps, 73,728 B shared.
+QSA_KERNEL void __launch_bounds__(256, 2)
+    block_scores_tf32(const float* __restrict__ q, const float* __restrict__ kb,
+                      const float* __restrict__ w, float* __restrict__ s, int nq, int heads,
+                      int blocks) {
+  tc_body<2, 4, 2, false>(q, kb, w, s, nq, heads, blocks);
+}
+// Decode tile: 64 rows (1 query of 64 heads) x 256 blocks, 8 warps, 94,208 B shared.
+QSA_KERNEL void __launch_bounds__(256, 2)
+    block_scores_tf32_decode(const float* __restrict__ q, const float* __restrict__ kb,
+                             const float* __restrict__ w, float* __restrict__ s, int nq,
+                             int heads, int blocks) {
+  tc_body<1, 8, 2, false>(q, kb, w, s, nq, heads, blocks);
+}
+QSA_KERNEL void __launch_bounds__(256, 2)
+    block_scores_bf16(const float* __restrict__ q, const float* __restrict__ kb,
+                      const float* __restrict__ w, float* __restrict__ s, int nq, int heads,
+                      int blocks) {
+  tc_body<2, 4, 2, true>(q, kb, w, s, nq, heads, blocks);
+}
+QSA_KERNEL void __launch_bounds__(256, 2)
+    block_scores_bf16_decode(const float* __restrict__ q, const float* __restrict__ kb,
+                             const float* __restrict__ w, float* __restrict__ s, int nq,
+                             int heads, int blocks) {
+  tc_body<1, 8, 2, true>(q, kb, w, s, nq, heads, blocks);
+}
+// Experimental (measured, not dispatched): decode tile with a 3-deep pipeline, 1 CTA per SM.
+QSA_KERNEL void __launch_bounds__(256, 1)
+    block_scores_tf32_decode_s3(const float* __restrict__ q, const float* __restrict__ kb,
+                                const float* __restrict__ w, float* __restrict__ s, int nq,
+                                int heads, int blocks) {
+  tc_body<1, 8, 3, false>(q, kb, w, s, nq, heads, blocks);
+}
+// Experimental (measured, not dispatched): whole K resident (4 stages), 147,456 B shared.
+QSA_KERNEL void __launch_bounds__(256, 1)
+    block_scores_tf32_s4(const float* __restrict__ q, const float* __restrict__ kb,
+                         const float* __restrict__ w, float* __restrict__ s, int nq, int heads,
+                         int blocks) {
+  tc_body<2, 4, 4, false>(q, kb, w, s, nq, heads, blocks);
+}
+QSA_KERNEL void __launch_bounds__(256, 1)
+    block_scores_bf16_s4(const float* __restrict__ q, const float* __restrict__ kb,
+                         const float* __restrict__ w, float* __restrict__ s, int nq, int heads,
+                         int blocks) {
+  tc_body<2, 4, 4, true>(q, kb, w, s, nq, heads, blocks);
+}
+
+#endif  // QSA_CUDA && __CUDA_ARCH__ >= 800
