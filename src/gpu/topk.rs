@@ -1,1 +1,311 @@
-//! GPU host code: topk (see gpu/mod.rs).
+//! GPU host code for the top-k family (kernels/topk.cu): validation, dispatch, buffers and
+//! launches, written once against `GpuApi` for CUDA and HIP.
+//!
+//! Kernel ABI (extern "C", all arguments by value):
+//!
+//! - `qsa_topk_register(const float* scores, int capacity, int nq, int n, int k,
+//!   const int* active /* or null */, int* out)`: grid (nq), block `register_threads(n)`
+//!   (a multiple of 64 in 256..=1024 with block * 8 >= n), no dynamic shared memory.
+//! - `qsa_topk_wide(...)`: same arguments; grid (nq), block `WIDE_THREADS`.
+//! - `qsa_topk_split_bound(const float* scores, int capacity, int nq, int n, int k,
+//!   unsigned* ws)`: grid (chunks, nq), block `SPLIT_THREADS`.
+//! - `qsa_topk_split_select(const float* scores, int capacity, int nq, int n, int k,
+//!   unsigned* ws, int* out)`: grid (chunks, nq), block `SPLIT_THREADS`, after the bound
+//!   kernel on the same stream. `ws` is `split_workspace_bytes` bytes, zeroed once before
+//!   its first use; the kernels leave it reusable. One workspace per stream.
+//!
+//! chunks = ceil(n / SPLIT_CHUNK). Output: `nq * k` ids, row q at `out + q * k`.
+
+use super::{Arg, DevPtr, Family, GpuApi, LaunchDims};
+use crate::backend::{BackendError, BackendResult, Prepared};
+use crate::dispatch::topk::{choose, TopkKernel, TopkShape, REGISTER_MAX_N, SPLIT_CHUNK};
+use crate::dispatch::{Switches, TargetCaps};
+use crate::problem::{Output, TopkProblem};
+
+/// Keys each thread of the register kernel holds (TOPK_REG_ITEMS in kernels/topk.cu).
+pub const REGISTER_ITEMS: usize = 8;
+/// Threads of a wide-kernel CTA.
+pub const WIDE_THREADS: u32 = 1024;
+/// Threads of a split CTA (TOPK_SPLIT_THREADS in kernels/topk.cu).
+pub const SPLIT_THREADS: u32 = 512;
+
+/// Block size of the register kernel for rows of `n` entries: enough threads for 8 keys
+/// each, at least 256 (one per histogram bin), a multiple of 64 (whole waves on every target).
+pub fn register_threads(n: usize) -> u32 {
+    let need = n.div_ceil(REGISTER_ITEMS).div_ceil(64) * 64;
+    need.clamp(256, 1024) as u32
+}
+
+/// Chunks of the split for rows of `n` entries.
+pub fn split_chunks(n: usize) -> usize {
+    n.div_ceil(SPLIT_CHUNK).max(1)
+}
+
+/// Bytes of the split's workspace (layout in kernels/topk.cu, TopkSplitWs).
+pub fn split_workspace_bytes(nq: usize, n: usize, k: usize) -> usize {
+    let m = split_chunks(n);
+    let kc = k.min(SPLIT_CHUNK);
+    4 * (nq + 2 * nq * m + 2 * nq * m * kc)
+}
+
+// The register kernel's largest block holds REGISTER_MAX_N keys, and the split's final
+// step scans one chunk count per thread.
+const _: () = assert!(REGISTER_MAX_N <= 1024 * REGISTER_ITEMS);
+const _: () = assert!(crate::dispatch::topk::MAX_N / SPLIT_CHUNK <= SPLIT_THREADS as usize);
+
+fn validate(p: &TopkProblem) -> BackendResult<()> {
+    if p.nq == 0 {
+        return Err(BackendError::Input("top-k with nq = 0 queries".into()));
+    }
+    if p.k == 0 {
+        return Err(BackendError::Input(
+            "top-k with k = 0: k must be at least 1".into(),
+        ));
+    }
+    if p.n > p.capacity {
+        return Err(BackendError::Input(format!(
+            "top-k with n = {} > capacity = {}",
+            p.n, p.capacity
+        )));
+    }
+    if p.capacity > i32::MAX as usize || p.nq > i32::MAX as usize {
+        return Err(BackendError::Shape(format!(
+            "top-k capacity {} / nq {} exceed the kernels' 32-bit arguments",
+            p.capacity, p.nq
+        )));
+    }
+    let want =
+        p.nq.checked_mul(p.capacity)
+            .ok_or_else(|| BackendError::Shape("nq * capacity overflows".into()))?;
+    if p.scores.len() != want {
+        return Err(BackendError::Input(format!(
+            "top-k scores hold {} values; nq * capacity = {} * {} = {want}",
+            p.scores.len(),
+            p.nq,
+            p.capacity
+        )));
+    }
+    if let Some(a) = &p.active {
+        if a.len() != p.nq {
+            return Err(BackendError::Input(format!(
+                "top-k active counts: {} for {} queries",
+                a.len(),
+                p.nq
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Upload `p`'s inputs, choose the kernel with `crate::dispatch`, and return the prepared
+/// call. The signature is the contract with `gpu::backend`.
+pub fn prepare<'a, A: GpuApi>(
+    api: &'a A,
+    caps: &TargetCaps,
+    switches: &Switches,
+    p: &'a TopkProblem,
+) -> BackendResult<Box<dyn Prepared + 'a>> {
+    validate(p)?;
+    let shape = TopkShape {
+        nq: p.nq,
+        n: p.n,
+        k: p.k,
+        has_active: p.active.is_some(),
+    };
+    let kernel = choose(caps, switches, shape)?;
+    if kernel == TopkKernel::Register && p.n > REGISTER_MAX_N {
+        return Err(BackendError::Shape(format!(
+            "register top-k over n = {} > {REGISTER_MAX_N}",
+            p.n
+        )));
+    }
+    if kernel == TopkKernel::Split && p.nq > 65535 {
+        return Err(BackendError::Shape(format!(
+            "split top-k with nq = {} > 65535 (grid y)",
+            p.nq
+        )));
+    }
+    let mut prep = TopkPrepared {
+        api,
+        kernel,
+        p,
+        buffers: Vec::new(),
+        scores: None,
+        active: None,
+        out: None,
+        ws: None,
+    };
+    let scores = prep.alloc(std::mem::size_of_val(p.scores.as_slice()))?;
+    api.upload(scores, super::as_bytes(&p.scores))?;
+    prep.scores = Some(scores);
+    if let Some(a) = &p.active {
+        let dev = prep.alloc(std::mem::size_of_val(a.as_slice()))?;
+        api.upload(dev, super::as_bytes(a))?;
+        prep.active = Some(dev);
+    }
+    let out = prep.alloc(p.nq * p.k * 4)?;
+    prep.out = Some(out);
+    if kernel == TopkKernel::Split {
+        let ws = prep.alloc(split_workspace_bytes(p.nq, p.n, p.k))?;
+        api.memset_zero(ws)?;
+        prep.ws = Some(ws);
+    }
+    Ok(Box::new(prep))
+}
+
+struct TopkPrepared<'a, A: GpuApi> {
+    api: &'a A,
+    kernel: TopkKernel,
+    p: &'a TopkProblem,
+    /// Every allocation, freed on drop (also when prepare fails half-way).
+    buffers: Vec<DevPtr>,
+    scores: Option<DevPtr>,
+    active: Option<DevPtr>,
+    out: Option<DevPtr>,
+    ws: Option<DevPtr>,
+}
+
+impl<A: GpuApi> TopkPrepared<'_, A> {
+    fn alloc(&mut self, bytes: usize) -> BackendResult<DevPtr> {
+        let ptr = self.api.alloc(bytes)?;
+        self.buffers.push(ptr);
+        Ok(ptr)
+    }
+
+    fn ptr(p: Option<DevPtr>) -> BackendResult<DevPtr> {
+        p.ok_or_else(|| {
+            BackendError::Device("top-k buffer missing (prepare did not finish)".into())
+        })
+    }
+
+    /// Enqueue the chosen kernel(s); asynchronous.
+    fn enqueue(&self) -> BackendResult<()> {
+        let p = self.p;
+        let scores = Arg::Ptr(Self::ptr(self.scores)?);
+        let out = Arg::Ptr(Self::ptr(self.out)?);
+        let active = self.active.map_or(Arg::Null, Arg::Ptr);
+        let (cap, nq, n, k) = (
+            Arg::I32(p.capacity as i32),
+            Arg::I32(p.nq as i32),
+            Arg::I32(p.n as i32),
+            Arg::I32(p.k as i32),
+        );
+        let one = |grid: (u32, u32, u32), threads: u32| LaunchDims {
+            grid,
+            block: (threads, 1, 1),
+            shared_bytes: 0,
+        };
+        match self.kernel {
+            TopkKernel::Register => self.api.launch(
+                Family::Topk,
+                "qsa_topk_register",
+                one((p.nq as u32, 1, 1), register_threads(p.n)),
+                &[scores, cap, nq, n, k, active, out],
+            ),
+            TopkKernel::Wide => self.api.launch(
+                Family::Topk,
+                "qsa_topk_wide",
+                one((p.nq as u32, 1, 1), WIDE_THREADS),
+                &[scores, cap, nq, n, k, active, out],
+            ),
+            TopkKernel::Split => {
+                let ws = Arg::Ptr(Self::ptr(self.ws)?);
+                let grid = (split_chunks(p.n) as u32, p.nq as u32, 1);
+                self.api.launch(
+                    Family::Topk,
+                    "qsa_topk_split_bound",
+                    one(grid, SPLIT_THREADS),
+                    &[scores, cap, nq, n, k, ws],
+                )?;
+                self.api.launch(
+                    Family::Topk,
+                    "qsa_topk_split_select",
+                    one(grid, SPLIT_THREADS),
+                    &[scores, cap, nq, n, k, ws, out],
+                )
+            }
+        }
+    }
+}
+
+impl<A: GpuApi> Prepared for TopkPrepared<'_, A> {
+    fn dispatched(&self) -> String {
+        self.kernel.name().to_string()
+    }
+
+    fn run(&mut self) -> BackendResult<()> {
+        self.enqueue()?;
+        self.api.synchronize()
+    }
+
+    fn time(&mut self, reps: usize) -> BackendResult<Vec<f64>> {
+        let this = &*self;
+        (0..reps)
+            .map(|_| this.api.time(&mut || this.enqueue()))
+            .collect()
+    }
+
+    fn output(&mut self) -> BackendResult<Output> {
+        let mut ids = vec![0i32; self.p.nq * self.p.k];
+        self.api
+            .download(Self::ptr(self.out)?, super::as_bytes_mut(&mut ids))?;
+        Ok(Output::Ids(ids))
+    }
+}
+
+impl<A: GpuApi> Drop for TopkPrepared<'_, A> {
+    fn drop(&mut self) {
+        // Nothing may still use the buffers: wait for queued launches, best effort.
+        let _ = self.api.synchronize();
+        for b in self.buffers.drain(..) {
+            self.api.free(b);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The kernel source's constants must agree with the host's launch rules.
+    #[test]
+    fn kernel_constants_match_the_host() {
+        let src = include_str!("../../kernels/topk.cu");
+        let define = |name: &str| -> usize {
+            let line = src
+                .lines()
+                .find(|l| l.starts_with(&format!("#define {name} ")))
+                .unwrap_or_else(|| panic!("{name} not defined in kernels/topk.cu"));
+            line.split_whitespace().nth(2).unwrap().parse().unwrap()
+        };
+        assert_eq!(define("TOPK_REG_ITEMS"), REGISTER_ITEMS);
+        assert_eq!(define("TOPK_SPLIT_CHUNK"), SPLIT_CHUNK);
+        assert_eq!(define("TOPK_SPLIT_THREADS"), SPLIT_THREADS as usize);
+        assert_eq!(
+            define("TOPK_MAX_CHUNKS"),
+            crate::dispatch::topk::MAX_N / SPLIT_CHUNK
+        );
+        assert!(WIDE_THREADS as usize <= define("TOPK_MAX_THREADS"));
+    }
+
+    #[test]
+    fn register_threads_cover_the_row() {
+        for n in [1, 255, 2048, 2049, 4096, 8191, 8192] {
+            let t = register_threads(n) as usize;
+            assert!(
+                t * REGISTER_ITEMS >= n && t % 64 == 0 && (256..=1024).contains(&t),
+                "n={n} t={t}"
+            );
+        }
+    }
+
+    #[test]
+    fn split_workspace_layout() {
+        // done[1] | bound[64] | cnt[64] | keys[64*2048] | ids[64*2048]
+        assert_eq!(
+            split_workspace_bytes(1, 262_144, 2048),
+            4 * (1 + 128 + 2 * 64 * 2048)
+        );
+        assert_eq!(split_chunks(4097), 2);
+    }
+}

@@ -1,0 +1,507 @@
+// qsa top-k block selection: per query, the k largest of n f32 scores.
+//
+// Contract (DESIGN.md, src/contract.rs): key = qsa_order_key(score); larger key first, ties
+// by lower index; per query the min(k, count) selected ids ascending, -1 in the cells past
+// that count. count = n (decode) or clamp(active[q], 0, n) (prefill).
+//
+// Every kernel is a radix select on the 32-bit key, one 8-bit digit at a time: a 256-bin
+// shared-memory histogram of the entries still matching the decided prefix, then ONE
+// parallel block scan of the 256 bins (from the top) picks the bin that holds the k-th
+// key. The selection that results is "(key & mask) > prefix, plus the first `need` entries
+// (by index) with (key & mask) == prefix"; an ordered block scan then writes the ids
+// ascending, so ties by lower index fall out of index order with no extra pass.
+//
+// Kernels (ABI in src/gpu/topk.rs and the report):
+//   qsa_topk_register      one CTA per query, keys in registers (n <= blockDim * 8 <= 8192)
+//   qsa_topk_wide          one CTA per query, streams the row from global memory per pass
+//   qsa_topk_split_bound   split stage A: one CTA per chunk of <= 4096 entries
+//   qsa_topk_split_select  split stage B: one CTA per chunk, the last one per query finishes
+//
+// The split (decode): stage A computes, per chunk, a key v_c with at least
+// r = ceil(k / chunks) of the chunk's entries at or above it (two radix digits, so v_c is a
+// 16-bit-aligned lower edge). X = min_c v_c is a lower bound of the query's k-th key:
+// every chunk has >= r entries >= X, or some chunk is shorter than r and X = 0. Stage B
+// keeps, per chunk, the entries >= X (capped to the chunk's own top min(k, chunk) when
+// heavy ties make that larger), in index order, in the chunk's slot of the caller's
+// workspace; the last CTA of a query (atomic ticket, no grid-wide wait, so no deadlock
+// whatever else runs) selects the query's k among those few candidates. Candidates are
+// the union of "chunk's top entries", so the query's selection is among them (a query's
+// selection restricted to a chunk is a prefix of that chunk's order), and candidate order
+// is index order, so ties resolve exactly as the contract says.
+#include "common/portable.h"
+
+#define TOPK_BINS 256
+#define TOPK_MAX_THREADS 1024
+#define TOPK_MAX_WAVES (TOPK_MAX_THREADS / QSA_WAVE)
+// Register kernel: keys per thread (blocked layout). n <= blockDim * 8 (dispatch: 8192).
+#define TOPK_REG_ITEMS 8
+// Split: entries per chunk (dispatch::topk::SPLIT_CHUNK), threads per chunk CTA.
+#define TOPK_SPLIT_CHUNK 4096
+#define TOPK_SPLIT_THREADS 512
+#define TOPK_SPLIT_ITEMS (TOPK_SPLIT_CHUNK / TOPK_SPLIT_THREADS)
+// Split final step: candidates per thread held in registers before it falls back to
+// streaming them from the workspace.
+#define TOPK_FINAL_ITEMS 16
+// Radix digits stage A spends on each chunk's bound: two give a 16-bit-aligned bound.
+#define TOPK_BOUND_DIGITS 2
+// Most chunks per query: MAX_N / SPLIT_CHUNK (dispatch::topk::MAX_N = 1 << 20).
+#define TOPK_MAX_CHUNKS 256
+// Stream loops keep this many loads per thread in flight (top-k is latency-bound).
+#define TOPK_UNROLL 8
+
+struct TopkShared {
+  unsigned hist[TOPK_BINS];
+  unsigned waves[TOPK_MAX_WAVES + 1];
+  unsigned offsets[TOPK_MAX_CHUNKS + 1];
+  unsigned bin, above, count, flag;
+};
+
+// The selection a radix select leaves: entries with (key & mask) > prefix, plus the first
+// `need` (by index) of those with (key & mask) == prefix.
+struct TopkSel {
+  unsigned mask, prefix, need;
+};
+
+// Loads of what other CTAs of this launch wrote: past L1, which is not coherent.
+QSA_DEVICE unsigned topk_load_cg(const unsigned* p) {
+#if defined(QSA_HIP)
+  return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+#else
+  return __ldcg(p);
+#endif
+}
+
+QSA_DEVICE int topk_clamp_count(const int* active, int q, int n) {
+  if (!active) return n;
+  const int a = active[q];
+  return a < 0 ? 0 : (a > n ? n : a);
+}
+
+// Inclusive scan over the wave.
+QSA_DEVICE unsigned topk_wave_scan(unsigned x) {
+  const unsigned lane = qsa_lane();
+#pragma unroll
+  for (int off = 1; off < QSA_WAVE; off <<= 1) {
+    const unsigned y = qsa_shfl(x, lane >= (unsigned)off ? lane - off : lane);
+    if (lane >= (unsigned)off) x += y;
+  }
+  return x;
+}
+
+// Exclusive scan over the block (every thread calls it); `total` gets the block's sum.
+QSA_DEVICE unsigned topk_block_scan(unsigned v, unsigned& total, TopkShared& s) {
+  const unsigned lane = qsa_lane(), wave = threadIdx.x / QSA_WAVE;
+  const unsigned nwaves = blockDim.x / QSA_WAVE;
+  const unsigned x = topk_wave_scan(v);
+  QSA_SYNC();  // the previous reader of s.waves is done
+  if (lane == QSA_WAVE - 1) s.waves[wave] = x;
+  QSA_SYNC();
+  if (wave == 0) {
+    const unsigned w = lane < nwaves ? s.waves[lane] : 0u;
+    const unsigned z = topk_wave_scan(w);
+    if (lane < nwaves) s.waves[lane] = z - w;
+    if (lane == QSA_WAVE - 1) s.waves[TOPK_MAX_WAVES] = z;
+  }
+  QSA_SYNC();
+  total = s.waves[TOPK_MAX_WAVES];
+  return s.waves[wave] + x - v;
+}
+
+// Add one entry per lane to the histogram. When the whole wave falls in one bin (the top
+// digit of similar scores), one atomic replaces QSA_WAVE colliding ones.
+QSA_DEVICE void topk_hist_add(TopkShared& s, bool valid, unsigned bin) {
+  const unsigned b = valid ? bin : 0xffffu;
+  const unsigned b0 = qsa_shfl(b, 0);
+  const qsa_lanemask_t same = qsa_ballot(b == b0);
+  if (qsa_popc_mask(same) == QSA_WAVE) {
+    if (qsa_lane() == 0 && b0 != 0xffffu) atomicAdd(&s.hist[b0], (unsigned)QSA_WAVE);
+  } else if (valid) {
+    atomicAdd(&s.hist[bin], 1u);
+  }
+}
+
+QSA_DEVICE void topk_hist_clear(TopkShared& s) {
+  for (unsigned i = threadIdx.x; i < TOPK_BINS; i += blockDim.x) s.hist[i] = 0;
+}
+
+// After the histogram is complete (and a barrier): the parallel scan of the 256 bins from
+// the top picks the bin where the running count reaches kr.
+QSA_DEVICE void topk_choose_bin(TopkShared& s, unsigned kr) {
+  const unsigned t = threadIdx.x;
+  const unsigned c = t < TOPK_BINS ? s.hist[TOPK_BINS - 1 - t] : 0u;
+  unsigned total;
+  const unsigned excl = topk_block_scan(c, total, s);
+  if (t < TOPK_BINS && excl < kr && kr <= excl + c) {
+    s.bin = TOPK_BINS - 1 - t;
+    s.above = excl;
+    s.count = c;
+  }
+  QSA_SYNC();
+}
+
+// One digit decided: update the selection; true when the chosen bin is taken whole.
+QSA_DEVICE bool topk_take_digit(TopkShared& s, int shift, TopkSel& sel, unsigned& kr) {
+  const unsigned bin = s.bin, above = s.above, count = s.count;
+  sel.mask |= 0xffu << shift;
+  sel.prefix |= bin << shift;
+  kr -= above;
+  sel.need = kr;
+  QSA_SYNC();  // every thread has read s.bin before the next digit rewrites it
+  return count == kr;
+}
+
+// Radix select over keys held in registers (blocked: thread t holds entries
+// t * ITEMS .. + ITEMS - 1, the first `nv` valid). Requires 1 <= k <= valid entries.
+template <int ITEMS>
+QSA_DEVICE TopkSel topk_radix_regs(const unsigned (&key)[ITEMS], int nv, unsigned k, int digits,
+                                   TopkShared& s) {
+  TopkSel sel = {0u, 0u, k};
+  unsigned kr = k;
+  for (int d = 0; d < digits; ++d) {
+    const int shift = 24 - 8 * d;
+    topk_hist_clear(s);
+    QSA_SYNC();
+#pragma unroll
+    for (int j = 0; j < ITEMS; ++j) {
+      const bool v = j < nv && (key[j] & sel.mask) == sel.prefix;
+      topk_hist_add(s, v, (key[j] >> shift) & 0xffu);
+    }
+    QSA_SYNC();
+    topk_choose_bin(s, kr);
+    if (topk_take_digit(s, shift, sel, kr)) break;
+  }
+  return sel;
+}
+
+// Ordered compaction of register-held keys: emit(pos, j) for each selected entry, pos its
+// rank in index order. Returns the number selected. Block totals stay below 2^16.
+template <int ITEMS, class Emit>
+QSA_DEVICE unsigned topk_compact_regs(const unsigned (&key)[ITEMS], int nv, TopkSel sel, Emit emit,
+                                      TopkShared& s) {
+  unsigned gt = 0, eq = 0;
+#pragma unroll
+  for (int j = 0; j < ITEMS; ++j) {
+    const unsigned m = key[j] & sel.mask;
+    gt += (j < nv && m > sel.prefix);
+    eq += (j < nv && m == sel.prefix);
+  }
+  unsigned total;
+  const unsigned before = topk_block_scan(gt | (eq << 16), total, s);
+  unsigned gb = before & 0xffffu, eb = before >> 16;
+#pragma unroll
+  for (int j = 0; j < ITEMS; ++j) {
+    const unsigned m = key[j] & sel.mask;
+    if (j >= nv) {
+      // past the thread's entries
+    } else if (m > sel.prefix) {
+      emit(gb + min(eb, sel.need), j);
+      ++gb;
+    } else if (m == sel.prefix) {
+      if (eb < sel.need) emit(gb + eb, j);
+      ++eb;
+    }
+  }
+  return (total & 0xffffu) + min(total >> 16, sel.need);
+}
+
+// Radix select streaming keys from a source (src.key(i), i < count) on every pass.
+template <class Src>
+QSA_DEVICE TopkSel topk_radix_stream(const Src& src, unsigned count, unsigned k, TopkShared& s) {
+  TopkSel sel = {0u, 0u, k};
+  unsigned kr = k;
+  const unsigned step = blockDim.x * TOPK_UNROLL;
+  for (int d = 0; d < 4; ++d) {
+    const int shift = 24 - 8 * d;
+    topk_hist_clear(s);
+    QSA_SYNC();
+    for (unsigned base = 0; base < count; base += step) {  // block-uniform trip count
+      unsigned key[TOPK_UNROLL];
+#pragma unroll
+      for (int u = 0; u < TOPK_UNROLL; ++u) {
+        const unsigned i = base + u * blockDim.x + threadIdx.x;
+        key[u] = i < count ? src.key(i) : 0u;
+      }
+#pragma unroll
+      for (int u = 0; u < TOPK_UNROLL; ++u) {
+        const unsigned i = base + u * blockDim.x + threadIdx.x;
+        const bool v = i < count && (key[u] & sel.mask) == sel.prefix;
+        topk_hist_add(s, v, (key[u] >> shift) & 0xffu);
+      }
+    }
+    QSA_SYNC();
+    topk_choose_bin(s, kr);
+    if (topk_take_digit(s, shift, sel, kr)) break;
+  }
+  return sel;
+}
+
+// Ordered compaction over a streamed source: each wave owns one contiguous segment, counts
+// it with ballots, one block scan gives every wave its offsets, and a second walk writes
+// ids in index order. Two block scans in all, whatever the count.
+template <class Src, class Emit>
+QSA_DEVICE void topk_compact_stream(const Src& src, unsigned count, TopkSel sel, Emit emit,
+                                    TopkShared& s) {
+  const unsigned lane = qsa_lane(), wave = threadIdx.x / QSA_WAVE;
+  const unsigned nwaves = blockDim.x / QSA_WAVE;
+  const unsigned tile = QSA_WAVE * TOPK_UNROLL;
+  unsigned seg = (count + nwaves - 1) / nwaves;
+  seg = (seg + tile - 1) / tile * tile;
+  const unsigned start = min(wave * seg, count), end = min(start + seg, count);
+  unsigned gt = 0, eq = 0;
+  for (unsigned base = start; base < end; base += tile) {  // wave-uniform trip count
+    unsigned key[TOPK_UNROLL];
+#pragma unroll
+    for (int u = 0; u < TOPK_UNROLL; ++u) {
+      const unsigned i = base + u * QSA_WAVE + lane;
+      key[u] = i < end ? src.key(i) : 0u;
+    }
+#pragma unroll
+    for (int u = 0; u < TOPK_UNROLL; ++u) {
+      const unsigned i = base + u * QSA_WAVE + lane;
+      const unsigned m = key[u] & sel.mask;
+      gt += qsa_popc_mask(qsa_ballot(i < end && m > sel.prefix));
+      eq += qsa_popc_mask(qsa_ballot(i < end && m == sel.prefix));
+    }
+  }
+  unsigned tg, te;
+  unsigned gb = topk_block_scan(lane == 0 ? gt : 0u, tg, s);
+  unsigned eb = topk_block_scan(lane == 0 ? eq : 0u, te, s);
+  gb = qsa_shfl(gb, 0);
+  eb = qsa_shfl(eb, 0);
+  const qsa_lanemask_t below = qsa_lanes_below();
+  for (unsigned base = start; base < end; base += tile) {
+    unsigned key[TOPK_UNROLL];
+#pragma unroll
+    for (int u = 0; u < TOPK_UNROLL; ++u) {
+      const unsigned i = base + u * QSA_WAVE + lane;
+      key[u] = i < end ? src.key(i) : 0u;
+    }
+#pragma unroll
+    for (int u = 0; u < TOPK_UNROLL; ++u) {
+      const unsigned i = base + u * QSA_WAVE + lane;
+      const unsigned m = key[u] & sel.mask;
+      const bool g = i < end && m > sel.prefix, e = i < end && m == sel.prefix;
+      const qsa_lanemask_t gm = qsa_ballot(g), em = qsa_ballot(e);
+      const unsigned gbl = gb + qsa_popc_mask(gm & below), ebl = eb + qsa_popc_mask(em & below);
+      if (g) emit(gbl + min(ebl, sel.need), i);
+      if (e && ebl < sel.need) emit(gbl + ebl, i);
+      gb += qsa_popc_mask(gm);
+      eb += qsa_popc_mask(em);
+    }
+  }
+}
+
+// Cells [from, k) of an output row hold -1; [0, from) hold 0.. when `all` (k >= count).
+QSA_DEVICE void topk_write_all(int* o, int count, int k) {
+  for (int i = threadIdx.x; i < k; i += blockDim.x) o[i] = i < count ? i : -1;
+}
+
+struct TopkRowSrc {
+  const float* row;
+  __device__ unsigned key(unsigned i) const { return qsa_order_key(row[i]); }
+};
+
+// ---------------------------------------------------------------------------------------
+// Register kernel. grid (nq), block: a multiple of the wave, 256..1024, >= ceil(n / 8).
+QSA_KERNEL __launch_bounds__(TOPK_MAX_THREADS, 1) void qsa_topk_register(
+    const float* __restrict__ scores, int capacity, int nq, int n, int k,
+    const int* __restrict__ active, int* __restrict__ out) {
+  __shared__ TopkShared s;
+  const int q = blockIdx.x;
+  if (q >= nq) return;
+  const int count = topk_clamp_count(active, q, n);
+  int* o = out + (size_t)q * k;
+  if (k >= count) {
+    topk_write_all(o, count, k);
+    return;
+  }
+  const float* row = scores + (size_t)q * capacity;
+  const int base = threadIdx.x * TOPK_REG_ITEMS;
+  const int nv = max(0, min(TOPK_REG_ITEMS, count - base));
+  unsigned key[TOPK_REG_ITEMS];
+#pragma unroll
+  for (int j = 0; j < TOPK_REG_ITEMS; ++j) key[j] = j < nv ? qsa_order_key(row[base + j]) : 0u;
+  const TopkSel sel = topk_radix_regs(key, nv, (unsigned)k, 4, s);
+  topk_compact_regs(key, nv, sel, [&](unsigned pos, int j) { o[pos] = base + j; }, s);
+}
+
+// Wide kernel. grid (nq), block: a multiple of the wave, 256..1024; any n.
+QSA_KERNEL __launch_bounds__(TOPK_MAX_THREADS, 1) void qsa_topk_wide(
+    const float* __restrict__ scores, int capacity, int nq, int n, int k,
+    const int* __restrict__ active, int* __restrict__ out) {
+  __shared__ TopkShared s;
+  const int q = blockIdx.x;
+  if (q >= nq) return;
+  const int count = topk_clamp_count(active, q, n);
+  int* o = out + (size_t)q * k;
+  if (k >= count) {
+    topk_write_all(o, count, k);
+    return;
+  }
+  const TopkRowSrc src = {scores + (size_t)q * capacity};
+  const TopkSel sel = topk_radix_stream(src, (unsigned)count, (unsigned)k, s);
+  topk_compact_stream(src, (unsigned)count, sel, [&](unsigned pos, unsigned i) { o[pos] = (int)i; }, s);
+}
+
+// ---------------------------------------------------------------------------------------
+// Split workspace (u32 words, caller-provided, zeroed once before first use; the kernels
+// leave it zeroed where it must be): done[nq] | bound[nq*m] | cnt[nq*m] |
+// cand_key[nq*m*kc] | cand_idx[nq*m*kc], m = ceil(n / 4096), kc = min(k, 4096).
+struct TopkSplitWs {
+  unsigned *done, *bound, *cnt, *ckey;
+  int* cidx;
+  unsigned m, kc;
+  __device__ TopkSplitWs(unsigned* ws, int nq, int n, int k) {
+    m = (unsigned)((n + TOPK_SPLIT_CHUNK - 1) / TOPK_SPLIT_CHUNK);
+    kc = (unsigned)min(k, TOPK_SPLIT_CHUNK);
+    const size_t qm = (size_t)nq * m;
+    done = ws;
+    bound = done + nq;
+    cnt = bound + qm;
+    ckey = cnt + qm;
+    cidx = (int*)(ckey + qm * kc);
+  }
+};
+
+QSA_DEVICE int topk_load_chunk(const float* row, int n, int chunk, unsigned (&key)[TOPK_SPLIT_ITEMS]) {
+  const int base = chunk * TOPK_SPLIT_CHUNK + threadIdx.x * TOPK_SPLIT_ITEMS;
+  const int nv = max(0, min(TOPK_SPLIT_ITEMS, n - base));
+#pragma unroll
+  for (int j = 0; j < TOPK_SPLIT_ITEMS; ++j) key[j] = j < nv ? qsa_order_key(row[base + j]) : 0u;
+  return nv;
+}
+
+// Stage A. grid (m, nq), block TOPK_SPLIT_THREADS.
+QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, 1) void qsa_topk_split_bound(
+    const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws) {
+  __shared__ TopkShared s;
+  const int c = blockIdx.x, q = blockIdx.y;
+  const TopkSplitWs w(ws, nq, n, k);
+  if (q >= nq || c >= (int)w.m) return;
+  const unsigned r = ((unsigned)k + w.m - 1) / w.m;
+  const int len = min(TOPK_SPLIT_CHUNK, n - c * TOPK_SPLIT_CHUNK);
+  unsigned* bound = w.bound + (size_t)q * w.m + c;
+  if (k >= n || (unsigned)len <= r) {  // every entry may matter: bound at the lowest key
+    if (threadIdx.x == 0) *bound = 0u;
+    return;
+  }
+  unsigned key[TOPK_SPLIT_ITEMS];
+  const int nv = topk_load_chunk(scores + (size_t)q * capacity, n, c, key);
+  const TopkSel sel = topk_radix_regs(key, nv, r, TOPK_BOUND_DIGITS, s);
+  if (threadIdx.x == 0) *bound = sel.prefix;  // >= r of the chunk's keys are >= prefix
+}
+
+// Where candidate p of a query lives: the chunk whose offset range holds it.
+QSA_DEVICE unsigned topk_cand_slot(const TopkShared& s, unsigned m, unsigned kc, unsigned p) {
+  unsigned lo = 0, hi = m;  // offsets[lo] <= p < offsets[hi]
+  while (hi - lo > 1) {
+    const unsigned mid = (lo + hi) / 2;
+    if (s.offsets[mid] <= p) lo = mid; else hi = mid;
+  }
+  return lo * kc + (p - s.offsets[lo]);
+}
+
+struct TopkCandSrc {
+  const TopkShared* s;
+  const unsigned* ckey;
+  unsigned m, kc;
+  __device__ unsigned key(unsigned p) const { return topk_load_cg(ckey + topk_cand_slot(*s, m, kc, p)); }
+};
+
+// The last CTA of a query: select k among the chunks' candidates.
+QSA_DEVICE void topk_split_final(const TopkSplitWs& w, int q, int k, int* o, TopkShared& s) {
+  const unsigned* cnt = w.cnt + (size_t)q * w.m;
+  const unsigned* ckey = w.ckey + (size_t)q * w.m * w.kc;
+  const int* cidx = w.cidx + (size_t)q * w.m * w.kc;
+  const unsigned t = threadIdx.x;
+  const unsigned c = t < w.m ? topk_load_cg(cnt + t) : 0u;  // m <= 256 <= blockDim
+  unsigned total;
+  const unsigned off = topk_block_scan(c, total, s);
+  if (t < w.m) s.offsets[t] = off;
+  if (t == 0) s.offsets[w.m] = total;
+  QSA_SYNC();
+  auto id_of = [&](unsigned p) {
+    return (int)topk_load_cg((const unsigned*)cidx + topk_cand_slot(s, w.m, w.kc, p));
+  };
+  if ((unsigned)k >= total) {  // only when k >= n: every candidate, then -1
+    for (unsigned i = t; i < (unsigned)k; i += blockDim.x) o[i] = i < total ? id_of(i) : -1;
+    return;
+  }
+  if (total <= blockDim.x * TOPK_FINAL_ITEMS) {
+    const unsigned base = t * TOPK_FINAL_ITEMS;
+    const int nv = (int)min((unsigned)TOPK_FINAL_ITEMS, total > base ? total - base : 0u);
+    unsigned key[TOPK_FINAL_ITEMS];
+    if (nv > 0) {
+      unsigned slot = topk_cand_slot(s, w.m, w.kc, base), ch = slot / w.kc;
+#pragma unroll
+      for (int j = 0; j < TOPK_FINAL_ITEMS; ++j) {
+        const unsigned p = base + j;
+        if (j < nv) {
+          while (p >= s.offsets[ch + 1]) ++ch;  // the next non-empty chunk
+          key[j] = topk_load_cg(ckey + ch * w.kc + (p - s.offsets[ch]));
+        } else {
+          key[j] = 0u;
+        }
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < TOPK_FINAL_ITEMS; ++j) key[j] = 0u;
+    }
+    const TopkSel sel = topk_radix_regs(key, nv, (unsigned)k, 4, s);
+    topk_compact_regs(key, nv, sel, [&](unsigned pos, int j) { o[pos] = id_of(base + j); }, s);
+  } else {  // heavy ties left many candidates: stream them
+    const TopkCandSrc src = {&s, ckey, w.m, w.kc};
+    const TopkSel sel = topk_radix_stream(src, total, (unsigned)k, s);
+    topk_compact_stream(src, total, sel, [&](unsigned pos, unsigned p) { o[pos] = id_of(p); }, s);
+  }
+}
+
+// Stage B. grid (m, nq), block TOPK_SPLIT_THREADS; same workspace as stage A.
+QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, 1) void qsa_topk_split_select(
+    const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
+    int* __restrict__ out) {
+  __shared__ TopkShared s;
+  const int c = blockIdx.x, q = blockIdx.y;
+  const TopkSplitWs w(ws, nq, n, k);
+  if (q >= nq || c >= (int)w.m) return;
+  unsigned key[TOPK_SPLIT_ITEMS];
+  const int nv = topk_load_chunk(scores + (size_t)q * capacity, n, c, key);
+  const int base = c * TOPK_SPLIT_CHUNK + threadIdx.x * TOPK_SPLIT_ITEMS;
+
+  // X = min over the chunks' bounds.
+  if (threadIdx.x == 0) s.flag = 0xffffffffu;
+  QSA_SYNC();
+  const unsigned* bound = w.bound + (size_t)q * w.m;
+  for (unsigned i = threadIdx.x; i < w.m; i += blockDim.x) atomicMin(&s.flag, bound[i]);
+  QSA_SYNC();
+  TopkSel sel = {0xffffffffu, s.flag, 0xffffffffu};  // key >= X, every tie
+  unsigned ge = 0;
+#pragma unroll
+  for (int j = 0; j < TOPK_SPLIT_ITEMS; ++j) ge += (j < nv && key[j] >= sel.prefix);
+  unsigned total;
+  topk_block_scan(ge, total, s);
+  if (total > w.kc) sel = topk_radix_regs(key, nv, w.kc, 4, s);  // heavy ties: the chunk's own top kc
+  unsigned* ckey = w.ckey + ((size_t)q * w.m + c) * w.kc;
+  int* cidx = w.cidx + ((size_t)q * w.m + c) * w.kc;
+  const unsigned kept = topk_compact_regs(
+      key, nv, sel,
+      [&](unsigned pos, int j) {
+        ckey[pos] = key[j];
+        cidx[pos] = base + j;
+      },
+      s);
+  if (threadIdx.x == 0) w.cnt[(size_t)q * w.m + c] = kept;
+
+  // The last chunk CTA of this query to finish selects (threadFenceReduction pattern).
+  __threadfence();
+  QSA_SYNC();
+  if (threadIdx.x == 0) {
+    const unsigned ticket = atomicAdd(&w.done[q], 1u);
+    s.flag = ticket == w.m - 1;
+    if (s.flag) w.done[q] = 0;  // ready for the next call
+  }
+  QSA_SYNC();
+  if (!s.flag) return;
+  __threadfence();
+  topk_split_final(w, q, k, out + (size_t)q * k, s);
+}
