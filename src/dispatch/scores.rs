@@ -1,5 +1,6 @@
 //! Block-score dispatch: tensor cores where the target has them, the FP32 tiled SIMT kernel
-//! below sm_80 and where tensor cores are switched off, the warp kernel when forced.
+//! below sm_80 and where tensor cores are switched off, the warp kernel when forced; and,
+//! for the tensor-core kernels, which CTA tile fits the shape.
 
 use super::{Feature, Switches, TargetCaps, Vendor};
 
@@ -24,6 +25,10 @@ impl ScoresKernel {
             ScoresKernel::Bf16 => "bf16",
         }
     }
+    /// Whether the kernel needs tensor cores (and exists only in sm_80+ code objects).
+    pub fn tensor_cores(self) -> bool {
+        matches!(self, ScoresKernel::Tf32 | ScoresKernel::Bf16)
+    }
 }
 
 pub fn choose(caps: &TargetCaps, sw: &Switches) -> ScoresKernel {
@@ -40,5 +45,106 @@ pub fn choose(caps: &TargetCaps, sw: &Switches) -> ScoresKernel {
         ScoresKernel::Warp
     } else {
         ScoresKernel::Simt
+    }
+}
+
+/// CTA tile of the tensor-core kernels (kernels/block_scores.cu, `tc_body`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TcTile {
+    /// 128 rows (8 m-tiles of 16 heads) x 128 blocks: prefill.
+    Wide,
+    /// 64 rows (4 m-tiles) x 256 blocks: when every row of the call fits in 64 (decode), so
+    /// no CTA computes a half tile of zero rows and Kb is streamed once by wide CTAs.
+    Decode,
+}
+
+impl TcTile {
+    /// 16-row m-tiles per CTA.
+    pub fn m_tiles(self) -> usize {
+        match self {
+            TcTile::Wide => 8,
+            TcTile::Decode => 4,
+        }
+    }
+    /// Blocks per CTA.
+    pub fn blocks(self) -> usize {
+        match self {
+            TcTile::Wide => 128,
+            TcTile::Decode => 256,
+        }
+    }
+}
+
+/// Each query's heads are padded to whole 16-row m-tiles; the decode tile is taken when the
+/// padded rows of all queries fit one decode CTA's 4 m-tiles (e.g. 1 query x 64 heads).
+pub fn tc_tile(nq: usize, heads: usize) -> TcTile {
+    if nq * heads.div_ceil(16) <= TcTile::Decode.m_tiles() {
+        TcTile::Decode
+    } else {
+        TcTile::Wide
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caps(vendor: Vendor, features: Vec<Feature>) -> TargetCaps {
+        TargetCaps {
+            name: "t".into(),
+            vendor,
+            wave: 32,
+            shared_per_block: 65536,
+            multiprocessors: 1,
+            features,
+        }
+    }
+
+    fn sw(kv: &[(&str, &str)]) -> Switches {
+        Switches::new(
+            kv.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn tensor_cores_only_where_the_target_has_them() {
+        let sm75 = caps(Vendor::Nvidia, vec![]);
+        let sm90 = caps(Vendor::Nvidia, vec![Feature::Tf32Tc, Feature::Bf16Tc]);
+        let gfx950 = caps(Vendor::Amd, vec![Feature::Mfma]);
+        assert_eq!(choose(&sm75, &sw(&[])), ScoresKernel::Simt);
+        assert_eq!(
+            choose(&sm75, &sw(&[("STRATA_BF16_TC", "1")])),
+            ScoresKernel::Simt
+        );
+        assert_eq!(
+            choose(&gfx950, &sw(&[("STRATA_BF16_TC", "1")])),
+            ScoresKernel::Simt
+        );
+        assert_eq!(choose(&sm90, &sw(&[])), ScoresKernel::Tf32);
+        assert_eq!(
+            choose(&sm90, &sw(&[("STRATA_BF16_TC", "1")])),
+            ScoresKernel::Bf16
+        );
+        assert_eq!(
+            choose(&sm90, &sw(&[("STRATA_QSA_WARP", "1")])),
+            ScoresKernel::Simt
+        );
+        let warp = sw(&[("STRATA_QSA_WARP", "1"), ("STRATA_SELECT_SIMT", "0")]);
+        assert_eq!(choose(&sm90, &warp), ScoresKernel::Warp);
+        assert_eq!(
+            choose(&sm90, &sw(&[("STRATA_SELECT_OLD", "1")])),
+            ScoresKernel::Warp
+        );
+    }
+
+    #[test]
+    fn decode_tile_only_when_all_rows_fit_one_cta() {
+        assert_eq!(tc_tile(1, 64), TcTile::Decode);
+        assert_eq!(tc_tile(2, 64), TcTile::Wide);
+        assert_eq!(tc_tile(4, 16), TcTile::Decode);
+        assert_eq!(tc_tile(1, 65), TcTile::Wide);
+        assert_eq!(tc_tile(256, 64), TcTile::Wide);
     }
 }

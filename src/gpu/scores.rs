@@ -1,1 +1,345 @@
-//! GPU host code: scores (see gpu/mod.rs).
+//! GPU host code for the scores family: shape checks, dispatch, upload, launches
+//! (see gpu/mod.rs). Launch rules mirror the header comments of kernels/block_scores.cu.
+
+use super::{as_bytes, as_bytes_mut, Arg, DevPtr, Family, GpuApi, LaunchDims};
+use crate::backend::{BackendError, BackendResult, Prepared};
+use crate::dispatch::scores::{choose, tc_tile, ScoresKernel, TcTile};
+use crate::dispatch::{Feature, Switches, TargetCaps};
+use crate::problem::{Output, ScoresProblem, HEAD_DIM};
+
+/// Threads per block of every scores kernel.
+const THREADS: u32 = 256;
+/// The SIMT kernel's CTA tile (SIMT_TQ x SIMT_TB in the source).
+const SIMT_QUERIES: usize = 32;
+const SIMT_BLOCKS: usize = 64;
+/// Tensor-core kernels: K chunk rows are 36 floats in shared memory, 2 pipeline stages.
+const TC_ROW_FLOATS: usize = 36;
+const TC_STAGES: usize = 2;
+/// Largest grid.y of a launch.
+const MAX_GRID_Y: usize = 65_535;
+
+/// The launch of one kernel for one shape.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScoresLaunch {
+    /// `extern "C"` name in block_scores.cubin / .co.
+    pub kernel: &'static str,
+    /// What `Prepared::dispatched` reports: the variant name, plus the tile for TC kernels.
+    pub variant: String,
+    pub grid: (u32, u32, u32),
+    pub shared_bytes: u32,
+}
+
+fn shape_err(msg: String) -> BackendError {
+    BackendError::Shape(msg)
+}
+
+fn to_u32(x: usize, what: &str) -> BackendResult<u32> {
+    u32::try_from(x).map_err(|_| shape_err(format!("{what} = {x} does not fit a launch")))
+}
+
+/// Grid and shared memory of `kernel` for `nq x heads x blocks` (all >= 1), or the limit the
+/// shape breaks. Pure, so it is unit-tested without a device.
+pub fn plan(
+    kernel: ScoresKernel,
+    nq: usize,
+    heads: usize,
+    blocks: usize,
+    shared_limit: u32,
+) -> BackendResult<ScoresLaunch> {
+    let too_big = |v: usize, name: &str| {
+        if v > i32::MAX as usize {
+            Err(shape_err(format!(
+                "{name} = {v} exceeds the kernels' int32 argument"
+            )))
+        } else {
+            Ok(())
+        }
+    };
+    too_big(nq, "nq")?;
+    too_big(heads, "heads")?;
+    too_big(blocks, "blocks")?;
+    match kernel {
+        ScoresKernel::Warp => {
+            let groups = nq
+                .checked_mul(blocks)
+                .ok_or_else(|| shape_err("nq * blocks overflows".into()))?;
+            let grid = groups.div_ceil(THREADS as usize / 32);
+            if grid > i32::MAX as usize {
+                return Err(shape_err(format!(
+                    "warp kernel: nq * blocks = {groups} needs {grid} CTAs (> 2^31 - 1); split the queries"
+                )));
+            }
+            Ok(ScoresLaunch {
+                kernel: "block_scores_warp",
+                variant: kernel.name().into(),
+                grid: (to_u32(grid, "grid.x")?, 1, 1),
+                shared_bytes: 0,
+            })
+        }
+        ScoresKernel::Simt => {
+            let gy = nq.div_ceil(SIMT_QUERIES);
+            if gy > MAX_GRID_Y {
+                return Err(shape_err(format!(
+                    "simt kernel: nq = {nq} needs grid.y = {gy} > {MAX_GRID_Y}; split the queries"
+                )));
+            }
+            Ok(ScoresLaunch {
+                kernel: "block_scores_simt",
+                variant: kernel.name().into(),
+                grid: (
+                    to_u32(blocks.div_ceil(SIMT_BLOCKS), "grid.x")?,
+                    gy as u32,
+                    1,
+                ),
+                shared_bytes: 0,
+            })
+        }
+        ScoresKernel::Tf32 | ScoresKernel::Bf16 => {
+            // The kernel addresses Q with 32-bit offsets.
+            let q_floats = nq * heads * HEAD_DIM;
+            if q_floats > i32::MAX as usize {
+                return Err(shape_err(format!(
+                    "{} kernel: nq * heads * 128 = {q_floats} exceeds 2^31 - 1 (32-bit offsets); split the queries",
+                    kernel.name()
+                )));
+            }
+            let tile = tc_tile(nq, heads);
+            let mt = tile.m_tiles();
+            let mtq = heads.div_ceil(16);
+            let qpc = if mtq <= mt { mt / mtq } else { 1 };
+            let gy = nq.div_ceil(qpc);
+            if gy > MAX_GRID_Y {
+                return Err(shape_err(format!(
+                    "{} kernel: nq = {nq} needs grid.y = {gy} > {MAX_GRID_Y}; split the queries",
+                    kernel.name()
+                )));
+            }
+            let shared = TC_STAGES * (16 * mt + tile.blocks()) * TC_ROW_FLOATS * 4;
+            if shared > shared_limit as usize {
+                return Err(BackendError::Unsupported(format!(
+                    "{} kernel needs {shared} B of shared memory per block, the target allows {shared_limit}",
+                    kernel.name()
+                )));
+            }
+            let (name, suffix) = match (kernel, tile) {
+                (ScoresKernel::Tf32, TcTile::Wide) => ("block_scores_tf32", ""),
+                (ScoresKernel::Tf32, TcTile::Decode) => ("block_scores_tf32_decode", "_decode"),
+                (_, TcTile::Wide) => ("block_scores_bf16", ""),
+                (_, TcTile::Decode) => ("block_scores_bf16_decode", "_decode"),
+            };
+            Ok(ScoresLaunch {
+                kernel: name,
+                variant: format!("{}{suffix}", kernel.name()),
+                grid: (
+                    to_u32(blocks.div_ceil(tile.blocks()), "grid.x")?,
+                    gy as u32,
+                    1,
+                ),
+                shared_bytes: shared as u32,
+            })
+        }
+    }
+}
+
+fn check_lengths(p: &ScoresProblem) -> BackendResult<()> {
+    let want = |name: &str, got: usize, dims: &[usize]| {
+        let n = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+        match n {
+            Some(n) if n == got => Ok(()),
+            _ => Err(BackendError::Input(format!(
+                "scores: {name} has {got} values, expected {dims:?} = {n:?}"
+            ))),
+        }
+    };
+    want("q", p.q.len(), &[p.nq, p.heads, HEAD_DIM])?;
+    want("kb", p.kb.len(), &[p.blocks, HEAD_DIM])?;
+    want("w", p.w.len(), &[p.nq, p.heads])
+}
+
+/// Upload `p`'s inputs, choose the kernel with `crate::dispatch`, and return the prepared
+/// call. The signature is the contract with `gpu::backend`.
+pub fn prepare<'a, A: GpuApi>(
+    api: &'a A,
+    caps: &TargetCaps,
+    switches: &Switches,
+    p: &'a ScoresProblem,
+) -> BackendResult<Box<dyn Prepared + 'a>> {
+    check_lengths(p)?;
+    let kernel = choose(caps, switches);
+    // Defence in depth: the TC kernels are absent from code objects below sm_80 and on AMD.
+    let need = match kernel {
+        ScoresKernel::Tf32 => Some(Feature::Tf32Tc),
+        ScoresKernel::Bf16 => Some(Feature::Bf16Tc),
+        _ => None,
+    };
+    if let Some(f) = need {
+        if !caps.has(f) {
+            return Err(BackendError::Unsupported(format!(
+                "{} scorer needs {f:?}, which target {} lacks",
+                kernel.name(),
+                caps.name
+            )));
+        }
+    }
+    let empty = p.nq == 0 || p.blocks == 0 || p.heads == 0;
+    let launch = if empty {
+        None
+    } else {
+        let limit = caps.shared_per_block.min(api.props().max_shared_per_block);
+        Some(plan(kernel, p.nq, p.heads, p.blocks, limit)?)
+    };
+    let variant = launch
+        .as_ref()
+        .map_or_else(|| kernel.name().to_string(), |l| l.variant.clone());
+    let mut call = ScoresCall {
+        api,
+        launch,
+        variant,
+        bufs: Vec::new(),
+        out: None,
+        nq: p.nq,
+        heads: p.heads,
+        blocks: p.blocks,
+    };
+    if p.nq * p.blocks == 0 {
+        return Ok(Box::new(call));
+    }
+    // Buffers are pushed as they are made, so Drop frees every one even after an error.
+    let s = call.alloc(p.nq * p.blocks * 4)?;
+    call.out = Some(s);
+    if !empty {
+        for data in [&p.q, &p.kb, &p.w] {
+            let d = call.alloc(data.len() * 4)?;
+            api.upload(d, as_bytes(data))?;
+        }
+    }
+    Ok(Box::new(call))
+}
+
+/// A prepared scores call: inputs on the device, kernel chosen. Frees its memory on drop.
+struct ScoresCall<'a, A: GpuApi> {
+    api: &'a A,
+    /// None when there is nothing to compute (heads == 0: every score is 0; or empty).
+    launch: Option<ScoresLaunch>,
+    variant: String,
+    /// Output first, then q, kb, w.
+    bufs: Vec<DevPtr>,
+    out: Option<DevPtr>,
+    nq: usize,
+    heads: usize,
+    blocks: usize,
+}
+
+impl<A: GpuApi> ScoresCall<'_, A> {
+    fn alloc(&mut self, bytes: usize) -> BackendResult<DevPtr> {
+        let d = self.api.alloc(bytes)?;
+        self.bufs.push(d);
+        Ok(d)
+    }
+
+    /// Enqueue one call (no wait).
+    fn enqueue(&self) -> BackendResult<()> {
+        let Some(out) = self.out else {
+            return Ok(());
+        };
+        let Some(l) = &self.launch else {
+            return self.api.memset_zero(out);
+        };
+        let (q, kb, w) = (self.bufs[1], self.bufs[2], self.bufs[3]);
+        let dims = LaunchDims {
+            grid: l.grid,
+            block: (THREADS, 1, 1),
+            shared_bytes: l.shared_bytes,
+        };
+        let args = [
+            Arg::Ptr(q),
+            Arg::Ptr(kb),
+            Arg::Ptr(w),
+            Arg::Ptr(out),
+            Arg::I32(self.nq as i32),
+            Arg::I32(self.heads as i32),
+            Arg::I32(self.blocks as i32),
+        ];
+        self.api.launch(Family::Scores, l.kernel, dims, &args)
+    }
+}
+
+impl<A: GpuApi> Prepared for ScoresCall<'_, A> {
+    fn dispatched(&self) -> String {
+        self.variant.clone()
+    }
+
+    fn run(&mut self) -> BackendResult<()> {
+        self.enqueue()?;
+        self.api.synchronize()
+    }
+
+    fn time(&mut self, reps: usize) -> BackendResult<Vec<f64>> {
+        let mut out = Vec::with_capacity(reps);
+        for _ in 0..reps {
+            out.push(self.api.time(&mut || self.enqueue())?);
+        }
+        Ok(out)
+    }
+
+    fn output(&mut self) -> BackendResult<Output> {
+        let mut s = vec![0f32; self.nq * self.blocks];
+        if let Some(d) = self.out {
+            self.api.download(d, as_bytes_mut(&mut s))?;
+        }
+        Ok(Output::Scores(s))
+    }
+}
+
+impl<A: GpuApi> Drop for ScoresCall<'_, A> {
+    fn drop(&mut self) {
+        for d in self.bufs.drain(..) {
+            self.api.free(d);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans_match_the_kernel_tiles() {
+        let l = plan(ScoresKernel::Tf32, 256, 64, 4096, 232_448).unwrap();
+        assert_eq!(
+            (l.kernel, l.grid, l.shared_bytes),
+            ("block_scores_tf32", (32, 128, 1), 73_728)
+        );
+        let l = plan(ScoresKernel::Tf32, 1, 64, 262_144, 232_448).unwrap();
+        assert_eq!(
+            (l.kernel, l.grid, l.shared_bytes),
+            ("block_scores_tf32_decode", (1024, 1, 1), 92_160)
+        );
+        assert_eq!(l.variant, "tf32_decode");
+        // sm_86's 99 KiB holds both tiles.
+        assert!(plan(ScoresKernel::Bf16, 1, 64, 100, 101_376).is_ok());
+        assert!(matches!(
+            plan(ScoresKernel::Bf16, 1, 64, 100, 65_536),
+            Err(BackendError::Unsupported(_))
+        ));
+        // heads > 128: one query per CTA, several passes.
+        let l = plan(ScoresKernel::Tf32, 3, 200, 300, 232_448).unwrap();
+        assert_eq!(l.grid, (3, 3, 1));
+        let l = plan(ScoresKernel::Simt, 37, 64, 1000, 0).unwrap();
+        assert_eq!(l.grid, (16, 2, 1));
+        let l = plan(ScoresKernel::Warp, 3, 5, 70, 0).unwrap();
+        assert_eq!(l.grid, (27, 1, 1));
+    }
+
+    #[test]
+    fn limits_are_shape_errors() {
+        assert!(matches!(
+            plan(ScoresKernel::Simt, 32 * 65_536, 1, 1, 0),
+            Err(BackendError::Shape(_))
+        ));
+        assert!(matches!(
+            plan(ScoresKernel::Tf32, 1 << 20, 64, 1, 1 << 20),
+            Err(BackendError::Shape(_))
+        ));
+    }
+}
