@@ -3,11 +3,16 @@
 //! that `cargo xtask matrix` runs on every target. ARCHITECTURE.md is the map.
 
 pub mod backend;
+pub mod cases;
 pub mod contract;
 pub mod cpu;
 pub mod dispatch;
 pub mod gen;
-pub mod matrix;
 pub mod gpu;
+pub mod matrix;
+pub mod npy;
 pub mod problem;
 pub mod reference;
+pub mod results;
+pub mod runner;
+pub mod suites;

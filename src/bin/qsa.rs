@@ -1,1 +1,180 @@
-fn main() {}
+//! `qsa`: the runner. Runs the suites of one target in its own process and writes the
+//! results as YAML. It is what travels to a GPU machine that has no Rust toolchain;
+//! `cargo xtask matrix` starts one per target, with a time limit.
+//!
+//! Exit codes: 0 results written (failures are inside them); 2 bad usage or configuration;
+//! 3 the target's device is absent (results written with status built-not-run / skipped).
+
+use clap::{Parser, Subcommand};
+use qsa::matrix::{Matrix, Suite};
+use qsa::results::TargetStatus;
+use qsa::runner::{self, RunSpec};
+use qsa::suites::bench::BenchGolden;
+use qsa::suites::Filter;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "qsa", version, about = "Run qsa's parity, error and bench suites for one target")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run the suites of one target and write results.yaml.
+    Run(RunArgs),
+    /// Print the device the backend of each target would use here (or why there is none).
+    Devices {
+        #[arg(long, default_value = "matrix.yaml")]
+        matrix: PathBuf,
+        #[arg(long, default_value = "build/kernels")]
+        code_objects: PathBuf,
+    },
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// The matrix file.
+    #[arg(long, default_value = "matrix.yaml")]
+    matrix: PathBuf,
+    /// Extra cases (a YAML file with a `cases:` list); repeatable.
+    #[arg(long = "cases")]
+    cases_files: Vec<PathBuf>,
+    /// Target name from the matrix (cpu, sm_90, gfx906, ...).
+    #[arg(long)]
+    target: String,
+    /// Only these cases (repeatable).
+    #[arg(long = "case")]
+    case: Vec<String>,
+    /// Only these suites: parity, error, bench (repeatable).
+    #[arg(long = "suite", value_parser = parse_suite)]
+    suite: Vec<Suite>,
+    /// Only these variants (repeatable).
+    #[arg(long = "variant")]
+    variant: Vec<String>,
+    /// Only these distributions (repeatable).
+    #[arg(long = "dist")]
+    dist: Vec<String>,
+    /// Run shard i of n (1-based), e.g. 2/4.
+    #[arg(long, value_parser = parse_shard)]
+    shard: Option<(usize, usize)>,
+    /// Folder of code objects: <dir>/<target>/<kernel>.cubin|.co
+    #[arg(long, default_value = "build/kernels")]
+    code_objects: PathBuf,
+    /// Golden benchmark medians to compare with (golden/<target>/bench.yaml).
+    #[arg(long)]
+    bench_golden: Option<PathBuf>,
+    /// Where to write the results (atomically).
+    #[arg(long)]
+    out: PathBuf,
+    /// Suppress the progress lines on stderr.
+    #[arg(long)]
+    quiet: bool,
+}
+
+fn parse_suite(s: &str) -> Result<Suite, String> {
+    Suite::ALL.into_iter().find(|x| x.name() == s).ok_or_else(|| format!("unknown suite `{s}`: use parity, error or bench"))
+}
+
+pub fn parse_shard(s: &str) -> Result<(usize, usize), String> {
+    let (i, n) = s.split_once('/').ok_or_else(|| format!("`{s}`: a shard is i/n, e.g. 1/4"))?;
+    let (i, n): (usize, usize) = (i.parse().map_err(|_| format!("`{s}`: i is not a number"))?, n.parse().map_err(|_| format!("`{s}`: n is not a number"))?);
+    if n == 0 || i == 0 || i > n {
+        return Err(format!("`{s}`: need 1 <= i <= n"));
+    }
+    Ok((i, n))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.cmd {
+        Cmd::Run(a) => run(a),
+        Cmd::Devices { matrix, code_objects } => devices(&matrix, &code_objects),
+    }
+}
+
+fn load_matrix(path: &PathBuf, extra: &[PathBuf]) -> Result<Matrix, String> {
+    let mut m = Matrix::load(path).map_err(|e| e.to_string())?;
+    for f in extra {
+        m.add_cases_file(f).map_err(|e| e.to_string())?;
+    }
+    Ok(m)
+}
+
+fn devices(matrix: &PathBuf, code_objects: &std::path::Path) -> ExitCode {
+    let m = match load_matrix(matrix, &[]) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    for t in &m.targets {
+        match runner::open_backend(t, &code_objects.join(&t.name)) {
+            Ok(b) => println!("{:8} {}", t.name, b.device().name),
+            Err(e) => println!("{:8} none: {}", t.name, e.0),
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn run(a: RunArgs) -> ExitCode {
+    let m = match load_matrix(&a.matrix, &a.cases_files) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let Some(target) = m.target(&a.target) else {
+        eprintln!("error: unknown target `{}`; {} declares: {}", a.target, a.matrix.display(), m.target_names().join(", "));
+        return ExitCode::from(2);
+    };
+    let golden = match &a.bench_golden {
+        Some(p) if p.exists() => match std::fs::read_to_string(p).map_err(|e| e.to_string()).and_then(|t| serde_yaml::from_str::<BenchGolden>(&t).map_err(|e| e.to_string())) {
+            Ok(g) => g,
+            Err(e) => {
+                eprintln!("error: {}: {e}", p.display());
+                return ExitCode::from(2);
+            }
+        },
+        _ => BenchGolden::default(),
+    };
+    let filter = Filter { cases: a.case, suites: a.suite, variants: a.variant, dists: a.dist, shard: a.shard };
+    for c in &filter.cases {
+        if m.cases.iter().all(|x| &x.name != c) {
+            eprintln!("error: unknown case `{c}` (see {})", a.matrix.display());
+            return ExitCode::from(2);
+        }
+    }
+    let repro_extra: String = a.cases_files.iter().map(|f| format!(" --cases {}", f.display())).collect();
+    let code_objects = a.code_objects.join(&target.name);
+    let results = match runner::open_backend(target, &code_objects) {
+        Ok(backend) => {
+            let spec = RunSpec { matrix: &m, target, filter: &filter, bench_golden: &golden, repro_extra };
+            let quiet = a.quiet;
+            runner::run_target(&spec, backend.as_ref(), &mut |line| {
+                if !quiet {
+                    eprintln!("{line}");
+                }
+            })
+        }
+        Err(no) => {
+            let status = if code_objects.is_dir() { TargetStatus::BuiltNotRun } else { TargetStatus::Skipped };
+            let r = runner::not_run(&m, target, status, no.0);
+            if let Err(e) = r.write(&a.out) {
+                eprintln!("error: {e:#}");
+                return ExitCode::from(2);
+            }
+            eprintln!("{}: {}: {}", target.name, status.label(), r.reason);
+            return ExitCode::from(3);
+        }
+    };
+    if let Err(e) = results.write(&a.out) {
+        eprintln!("error: {e:#}");
+        return ExitCode::from(2);
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,256 @@
+//! Error: RMSE and max error of every variant against FP64, gated at `error_ratio` times the
+//! family baseline's error on the same inputs, or the absolute floor, whichever is larger.
+//! Scores must also stay inside the rigorous per-element error bound of their precision.
+
+use super::parity::input_roundoff;
+use super::stats::{error_stats, ErrorStats};
+use super::{mark_error, round_sci, run_once, Ctx};
+use crate::cases;
+use crate::matrix::{Case, FamilyName, Suite};
+use crate::problem::{AttnProblem, Output, Problem, HEAD_DIM};
+use crate::reference;
+use crate::results::{Record, Status};
+
+/// Largest relative max error any attention output may have, whatever the baseline does
+/// (bf16/f16 inputs are exact in f32; kernels that round P to 16 bits stay far below this).
+const ATTN_ABS_LIMIT: f64 = 2.0e-2;
+
+pub fn run(ctx: &Ctx, case: &Case) -> Vec<Record> {
+    match case.family() {
+        FamilyName::Scores => scores(ctx, case),
+        FamilyName::Attention => attention(ctx, case),
+        FamilyName::Topk => Vec::new(),
+    }
+}
+
+/// One output tensor's errors for every variant, gated against the baseline's.
+struct Measured {
+    variant: String,
+    kernel: String,
+    stats: ErrorStats,
+}
+
+/// Gate `m` against the baseline's error: writes status, message, metrics and snapshot.
+fn gate(ctx: &Ctx, rec: &mut Record, family: FamilyName, m: &ErrorStats, base: Option<&ErrorStats>) {
+    let floor = ctx.matrix.gates.error_floor.get(&family).copied().unwrap_or(0.0);
+    let ratio = ctx.matrix.gates.error_ratio;
+    let base_rel = base.map(|b| b.rel_max());
+    let limit = base_rel.map_or(floor, |b| (ratio * b).max(floor));
+    rec.metrics.insert("rmse".into(), m.rmse);
+    rec.metrics.insert("max_abs".into(), m.max_abs);
+    rec.metrics.insert("rel_max".into(), m.rel_max());
+    rec.metrics.insert("limit".into(), limit);
+    if let Some(b) = base_rel {
+        rec.metrics.insert("baseline_rel_max".into(), b);
+    }
+    rec.snapshot = Some(format!("rel_max {} rel_rmse {}", round_sci(m.rel_max()), round_sci(m.rel_rmse())));
+    if !(m.rel_max() <= limit) {
+        rec.status = Status::Fail;
+        rec.message = match base_rel {
+            Some(b) => format!(
+                "relative max error {:.3e} exceeds the gate {limit:.3e} (= max({ratio} x baseline {b:.3e}, floor {floor:.1e})); RMSE {:.3e} over {} values",
+                m.rel_max(),
+                m.rmse,
+                m.count
+            ),
+            None => format!("relative max error {:.3e} exceeds the floor {floor:.1e} (no baseline result to compare with)", m.rel_max()),
+        };
+    }
+}
+
+fn input_error(ctx: &Ctx, case: &Case, dist: &str, msg: String) -> Record {
+    let mut r = ctx.record(Suite::Error, case, dist, "-", "inputs");
+    r.status = Status::Error;
+    r.message = msg;
+    r
+}
+
+/// The baseline variant first (its error gates the others), then the case's variants.
+fn variants_with_baseline(ctx: &Ctx, case: &Case, family: FamilyName) -> (Option<String>, Vec<String>) {
+    let base = ctx.matrix.baselines.get(&family).cloned();
+    let mut list: Vec<String> = base.iter().cloned().collect();
+    for v in &case.variants {
+        if !list.contains(v) && ctx.filter.variant(v) {
+            list.push(v.clone());
+        }
+    }
+    (base, list)
+}
+
+fn scores(ctx: &Ctx, case: &Case) -> Vec<Record> {
+    let mut out = Vec::new();
+    let (base_name, variants) = variants_with_baseline(ctx, case, FamilyName::Scores);
+    for dist in cases::dists(case) {
+        if !ctx.filter.dist(&dist) {
+            continue;
+        }
+        let p = match cases::scores_problem(ctx.matrix.seed, case, &dist) {
+            Ok(p) => p,
+            Err(e) => {
+                out.push(input_error(ctx, case, &dist, e));
+                continue;
+            }
+        };
+        let s64 = reference::scores::scores_f64(&p);
+        let problem = Problem::Scores(p);
+        let mut measured: Vec<Measured> = Vec::new();
+        let mut recs = Vec::new();
+        for variant in &variants {
+            let mut rec = ctx.record(Suite::Error, case, &dist, variant, "scores");
+            match run_once(ctx, FamilyName::Scores, variant, &problem) {
+                Ok((kernel, Output::Scores(s))) => {
+                    let Problem::Scores(p) = &problem else { unreachable!("built above") };
+                    let stats = error_stats(&s, &s64, None);
+                    // The rigorous bound of the kernel's precision: no element may exceed it.
+                    let bound = reference::scores::scores_error_bound(p, input_roundoff(&kernel), f32::EPSILON as f64 / 2.0);
+                    let over = s.iter().zip(&s64).zip(&bound).filter(|((g, w), b)| !((**g as f64 - **w).abs() <= **b)).count();
+                    rec.metrics.insert("over_bound".into(), over as f64);
+                    if over > 0 {
+                        rec.status = Status::Fail;
+                        rec.message = format!("{over} scores exceed the rigorous error bound of a {kernel} kernel: the arithmetic is wrong, not just reordered");
+                    }
+                    rec.dispatched = Some(kernel.clone());
+                    measured.push(Measured { variant: variant.clone(), kernel, stats });
+                }
+                Ok((_, other)) => {
+                    rec.status = Status::Error;
+                    rec.message = format!("backend returned {other:?}-shaped output for a scores problem");
+                }
+                Err(e) => mark_error(&mut rec, &e),
+            }
+            recs.push(rec);
+        }
+        let base = base_name.as_ref().and_then(|b| measured.iter().find(|m| &m.variant == b)).map(|m| m.stats);
+        for rec in &mut recs {
+            if let Some(m) = measured.iter().find(|m| m.variant == rec.variant) {
+                let failed_bound = rec.status == Status::Fail;
+                let msg = std::mem::take(&mut rec.message);
+                gate(ctx, rec, FamilyName::Scores, &m.stats, base.as_ref());
+                if failed_bound {
+                    rec.status = Status::Fail;
+                    rec.message = if rec.message.is_empty() { msg } else { format!("{msg}; {}", rec.message) };
+                }
+                let _ = &m.kernel;
+            }
+        }
+        // The baseline ran only to gate the others: keep its record only if the case lists it.
+        out.extend(recs.into_iter().filter(|r| case.variants.contains(&r.variant)));
+    }
+    out
+}
+
+/// Flat indices of the checked rows in a `[batch, q_len, width]` tensor.
+fn row_indices(p: &AttnProblem, rows: &[(usize, usize)], width: usize) -> Vec<usize> {
+    rows.iter().flat_map(|&(b, i)| {
+        let base = (b * p.q_len + i) * width;
+        base..base + width
+    }).collect()
+}
+
+fn attention(ctx: &Ctx, case: &Case) -> Vec<Record> {
+    let mut out = Vec::new();
+    let (base_name, variants) = variants_with_baseline(ctx, case, FamilyName::Attention);
+    let shape = case.attention.as_ref().expect("attention case");
+    let rows = cases::checked_rows(shape, case.check_rows);
+    for dist in cases::dists(case) {
+        if !ctx.filter.dist(&dist) {
+            continue;
+        }
+        let p = match cases::attn_problem(ctx.matrix.seed, case, &dist) {
+            Ok(p) => p,
+            Err(e) => {
+                out.push(input_error(ctx, case, &dist, e));
+                continue;
+            }
+        };
+        let fwd64 = match reference::attention::attn_forward_f64(&p, Some(&rows)) {
+            Ok(r) => r,
+            Err(e) => {
+                out.push(input_error(ctx, case, &dist, e.to_string()));
+                continue;
+            }
+        };
+        let bwd64 = match reference::attention::attn_backward_f64(&p) {
+            Ok(r) => r,
+            Err(e) => {
+                out.push(input_error(ctx, case, &dist, e.to_string()));
+                continue;
+            }
+        };
+        let o_idx = row_indices(&p, &rows, p.hq * HEAD_DIM);
+        let lse_idx = row_indices(&p, &rows, p.hq);
+        // Tensors checked per pass, as (check name, stats) per variant.
+        let mut recs: Vec<(Record, Vec<(&'static str, ErrorStats)>)> = Vec::new();
+        let fwd = Problem::AttnForward(p.clone());
+        let bwd = Problem::AttnBackward(p);
+        for variant in &variants {
+            let mut rec = ctx.record(Suite::Error, case, &dist, variant, "fwd");
+            let mut checks = Vec::new();
+            match run_once(ctx, FamilyName::Attention, variant, &fwd) {
+                Ok((kernel, Output::AttnForward(f))) => {
+                    rec.dispatched = Some(kernel);
+                    checks.push(("o", error_stats(&f.o, &fwd64.o, Some(&o_idx))));
+                    checks.push(("lse", error_stats(&f.lse, &fwd64.lse, Some(&lse_idx))));
+                }
+                Ok((_, other)) => {
+                    rec.status = Status::Error;
+                    rec.message = format!("backend returned {other:?}-shaped output for attention forward");
+                }
+                Err(e) => mark_error(&mut rec, &e),
+            }
+            recs.push((rec, checks));
+            let mut rec = ctx.record(Suite::Error, case, &dist, variant, "bwd");
+            let mut checks = Vec::new();
+            match run_once(ctx, FamilyName::Attention, variant, &bwd) {
+                Ok((kernel, Output::AttnBackward(g))) => {
+                    rec.dispatched = Some(kernel);
+                    checks.push(("dq", error_stats(&g.dq, &bwd64.dq, None)));
+                    checks.push(("dk", error_stats(&g.dk, &bwd64.dk, None)));
+                    checks.push(("dv", error_stats(&g.dv, &bwd64.dv, None)));
+                }
+                Ok((_, other)) => {
+                    rec.status = Status::Error;
+                    rec.message = format!("backend returned {other:?}-shaped output for attention backward");
+                }
+                Err(e) => mark_error(&mut rec, &e),
+            }
+            recs.push((rec, checks));
+        }
+        for i in 0..recs.len() {
+            if recs[i].1.is_empty() {
+                continue;
+            }
+            let base_checks: Option<Vec<(&str, ErrorStats)>> = base_name.as_ref().and_then(|b| {
+                recs.iter().find(|(r, c)| &r.variant == b && r.check == recs[i].0.check && !c.is_empty()).map(|(_, c)| c.clone())
+            });
+            let (rec, checks) = &mut recs[i];
+            let mut parts = Vec::new();
+            let mut failures = Vec::new();
+            for (name, stats) in checks.iter() {
+                let base = base_checks.as_ref().and_then(|bc| bc.iter().find(|(n, _)| n == name)).map(|(_, s)| *s);
+                let mut sub = rec.clone();
+                sub.status = Status::Pass;
+                sub.message.clear();
+                gate(ctx, &mut sub, FamilyName::Attention, stats, base.as_ref());
+                if stats.rel_max() > ATTN_ABS_LIMIT {
+                    sub.status = Status::Fail;
+                    sub.message = format!("relative max error {:.3e} above the absolute limit {ATTN_ABS_LIMIT:.0e}", stats.rel_max());
+                }
+                for (k, v) in sub.metrics {
+                    rec.metrics.insert(format!("{name}_{k}"), v);
+                }
+                parts.push(format!("{name} {}", sub.snapshot.unwrap_or_default()));
+                if sub.status == Status::Fail {
+                    failures.push(format!("{name}: {}", sub.message));
+                }
+            }
+            rec.snapshot = Some(parts.join("; "));
+            if !failures.is_empty() {
+                rec.status = Status::Fail;
+                rec.message = failures.join("; ");
+            }
+        }
+        out.extend(recs.into_iter().map(|(r, _)| r).filter(|r| case.variants.contains(&r.variant)));
+    }
+    out
+}

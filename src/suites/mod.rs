@@ -1,0 +1,144 @@
+//! The suites: parity (exact ids), error (FP64 error against the baseline variant's) and
+//! bench (median over repetitions). Each turns one case into `Record`s; none of them knows
+//! which backend it drives.
+
+pub mod bench;
+pub mod error;
+pub mod parity;
+pub mod stats;
+
+use crate::backend::{Backend, BackendError, Prepared};
+use crate::matrix::{Case, FamilyName, Matrix, Suite, Target};
+use crate::problem::{Output, Problem};
+use crate::results::{Record, Status};
+use std::collections::BTreeMap;
+
+/// Which checks to run: every `None` means "all".
+#[derive(Clone, Debug, Default)]
+pub struct Filter {
+    pub cases: Vec<String>,
+    pub suites: Vec<Suite>,
+    pub variants: Vec<String>,
+    pub dists: Vec<String>,
+    /// `(i, n)`: run only the cases whose index in the plan is i mod n (1-based i).
+    pub shard: Option<(usize, usize)>,
+}
+
+impl Filter {
+    pub fn case(&self, name: &str) -> bool {
+        self.cases.is_empty() || self.cases.iter().any(|c| c == name)
+    }
+    pub fn suite(&self, s: Suite) -> bool {
+        self.suites.is_empty() || self.suites.contains(&s)
+    }
+    pub fn variant(&self, v: &str) -> bool {
+        self.variants.is_empty() || self.variants.iter().any(|x| x == v)
+    }
+    pub fn dist(&self, d: &str) -> bool {
+        self.dists.is_empty() || self.dists.iter().any(|x| x == d)
+    }
+    pub fn is_full(&self) -> bool {
+        self.cases.is_empty() && self.suites.is_empty() && self.variants.is_empty() && self.dists.is_empty() && self.shard.is_none()
+    }
+}
+
+/// Everything a suite needs to run one case on one target.
+pub struct Ctx<'a> {
+    pub matrix: &'a Matrix,
+    pub target: &'a Target,
+    pub backend: &'a dyn Backend,
+    pub filter: &'a Filter,
+    /// Golden benchmark medians of this target (bench.yaml), if any.
+    pub bench_golden: &'a bench::BenchGolden,
+    /// Extra arguments that `repro` must repeat (e.g. `--cases FILE`).
+    pub repro_extra: String,
+}
+
+impl Ctx<'_> {
+    /// The command that reruns exactly one check.
+    pub fn repro(&self, suite: Suite, case: &str, dist: &str, variant: &str) -> String {
+        let mut cmd = format!("cargo xtask matrix --target {} --case {case} --suite {}", self.target.name, suite.name());
+        if dist != "-" {
+            cmd.push_str(&format!(" --dist {dist}"));
+        }
+        if variant != "-" {
+            cmd.push_str(&format!(" --variant {variant}"));
+        }
+        cmd.push_str(&self.repro_extra);
+        cmd
+    }
+
+    pub fn record(&self, suite: Suite, case: &Case, dist: &str, variant: &str, check: &str) -> Record {
+        Record {
+            suite,
+            case: case.name.clone(),
+            dist: dist.to_string(),
+            variant: variant.to_string(),
+            check: check.to_string(),
+            dispatched: None,
+            status: Status::Pass,
+            message: String::new(),
+            metrics: BTreeMap::new(),
+            snapshot: None,
+            repro: self.repro(suite, &case.name, dist, variant),
+        }
+    }
+}
+
+/// Run one variant of a problem once: (dispatched kernel, output), or the backend's reason.
+pub fn run_once(ctx: &Ctx, family: FamilyName, variant: &str, problem: &Problem) -> Result<(String, Output), BackendError> {
+    let v = ctx
+        .matrix
+        .variant(family, variant)
+        .ok_or_else(|| BackendError::Input(format!("unknown {} variant `{variant}`", family.name())))?;
+    let mut prepared: Box<dyn Prepared + '_> = ctx.backend.prepare(&v.switches(), problem)?;
+    prepared.run()?;
+    let out = prepared.output()?;
+    Ok((prepared.dispatched(), out))
+}
+
+/// Turn a backend error into the record's status and message.
+pub fn mark_error(rec: &mut Record, e: &BackendError) {
+    rec.status = match e {
+        BackendError::Unsupported(_) => Status::Unsupported,
+        _ => Status::Error,
+    };
+    rec.message = e.to_string();
+}
+
+/// Run every selected suite of `case`: the records, in a stable order.
+pub fn run_case(ctx: &Ctx, case: &Case, progress: &mut dyn FnMut(&str)) -> Vec<Record> {
+    let mut out = Vec::new();
+    for suite in Suite::ALL {
+        if !case.suites.contains(&suite) || !ctx.filter.suite(suite) {
+            continue;
+        }
+        progress(&format!("{} {}", suite.name(), case.name));
+        let recs = match suite {
+            Suite::Parity => parity::run(ctx, case),
+            Suite::Error => error::run(ctx, case),
+            Suite::Bench => bench::run(ctx, case),
+        };
+        out.extend(recs);
+    }
+    out
+}
+
+/// Short stable digest of bytes (first 16 hex digits of SHA-256).
+pub fn digest(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    let h = Sha256::digest(bytes);
+    h.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+/// One significant digit, scientific: stable across tiny run-to-run changes, still shows a
+/// change of magnitude in a snapshot diff.
+pub fn round_sci(x: f64) -> String {
+    if x == 0.0 {
+        "0".into()
+    } else if !x.is_finite() {
+        format!("{x}")
+    } else {
+        format!("{x:.0e}")
+    }
+}
