@@ -19,10 +19,18 @@ pub fn dists(case: &Case) -> Vec<String> {
 pub fn active_counts(mode: ActiveMode, nq: usize, n: usize, k: usize) -> Option<Vec<i32>> {
     match mode {
         ActiveMode::None => None,
-        ActiveMode::Causal => Some((0..nq).map(|q| (n + q + 1).saturating_sub(nq).min(n) as i32).collect()),
+        ActiveMode::Causal => Some(
+            (0..nq)
+                .map(|q| (n + q + 1).saturating_sub(nq).min(n) as i32)
+                .collect(),
+        ),
         ActiveMode::Edge => {
             let edges = [0, 1, k.saturating_sub(1), k, k + 1, n];
-            Some((0..nq).map(|q| edges[q % edges.len()].min(n) as i32).collect())
+            Some(
+                (0..nq)
+                    .map(|q| edges[q % edges.len()].min(n) as i32)
+                    .collect(),
+            )
         }
     }
 }
@@ -33,7 +41,13 @@ pub fn topk_problem(seed: u64, case: &Case, dist: &str) -> Result<TopkProblem, S
         Some(path) => {
             let a: npy::Npy<f32> = npy::read(path)?;
             if a.shape != [s.queries, s.capacity] {
-                return Err(format!("{}: shape {:?}, the case needs [queries, capacity] = [{}, {}]", path.display(), a.shape, s.queries, s.capacity));
+                return Err(format!(
+                    "{}: shape {:?}, the case needs [queries, capacity] = [{}, {}]",
+                    path.display(),
+                    a.shape,
+                    s.queries,
+                    s.capacity
+                ));
             }
             a.data
         }
@@ -43,16 +57,32 @@ pub fn topk_problem(seed: u64, case: &Case, dist: &str) -> Result<TopkProblem, S
         Some(path) => {
             let a: npy::Npy<i32> = npy::read(path)?;
             if a.shape != [s.queries] {
-                return Err(format!("{}: shape {:?}, the case needs [queries] = [{}]", path.display(), a.shape, s.queries));
+                return Err(format!(
+                    "{}: shape {:?}, the case needs [queries] = [{}]",
+                    path.display(),
+                    a.shape,
+                    s.queries
+                ));
             }
             if let Some(bad) = a.data.iter().find(|&&x| x < 0 || x as usize > s.n) {
-                return Err(format!("{}: active count {bad} is outside [0, n = {}]", path.display(), s.n));
+                return Err(format!(
+                    "{}: active count {bad} is outside [0, n = {}]",
+                    path.display(),
+                    s.n
+                ));
             }
             Some(a.data)
         }
         None => active_counts(s.active, s.queries, s.n, s.k),
     };
-    Ok(TopkProblem { nq: s.queries, n: s.n, capacity: s.capacity, k: s.k, scores, active })
+    Ok(TopkProblem {
+        nq: s.queries,
+        n: s.n,
+        capacity: s.capacity,
+        k: s.k,
+        scores,
+        active,
+    })
 }
 
 pub fn scores_problem(seed: u64, case: &Case, dist: &str) -> Result<ScoresProblem, String> {
@@ -70,13 +100,20 @@ pub fn scores_problem(seed: u64, case: &Case, dist: &str) -> Result<ScoresProble
     for (name, shape) in wanted {
         let Some(path) = case.inputs.get(name) else {
             if !case.inputs.is_empty() {
-                return Err(format!("case `{}` reads its inputs from files but names no `{name}`", case.name));
+                return Err(format!(
+                    "case `{}` reads its inputs from files but names no `{name}`",
+                    case.name
+                ));
             }
             continue;
         };
         let a: npy::Npy<f32> = npy::read(path)?;
         if a.shape != shape {
-            return Err(format!("{}: shape {:?}, the case needs {name} = {shape:?}", path.display(), a.shape));
+            return Err(format!(
+                "{}: shape {:?}, the case needs {name} = {shape:?}",
+                path.display(),
+                a.shape
+            ));
         }
         match name {
             "q" => q = a.data,
@@ -84,7 +121,14 @@ pub fn scores_problem(seed: u64, case: &Case, dist: &str) -> Result<ScoresProble
             _ => w = a.data,
         }
     }
-    Ok(ScoresProblem { nq: s.queries, heads: s.heads, blocks: s.blocks, q, kb, w })
+    Ok(ScoresProblem {
+        nq: s.queries,
+        heads: s.heads,
+        blocks: s.blocks,
+        q,
+        kb,
+        w,
+    })
 }
 
 /// The (batch, query-token) rows checked against FP64: all, or `check_rows` evenly spaced
@@ -92,15 +136,33 @@ pub fn scores_problem(seed: u64, case: &Case, dist: &str) -> Result<ScoresProble
 pub fn checked_rows(s: &AttnShape, check_rows: Option<usize>) -> Vec<(usize, usize)> {
     let total = s.batch * s.q_len;
     let pick = check_rows.unwrap_or(total).clamp(1, total);
-    let mut rows: Vec<usize> = (0..pick).map(|j| if pick == 1 { 0 } else { j * (total - 1) / (pick - 1) }).collect();
+    let mut rows: Vec<usize> = (0..pick)
+        .map(|j| {
+            if pick == 1 {
+                0
+            } else {
+                j * (total - 1) / (pick - 1)
+            }
+        })
+        .collect();
     rows.dedup();
-    rows.into_iter().map(|r| (r / s.q_len, r % s.q_len)).collect()
+    rows.into_iter()
+        .map(|r| (r / s.q_len, r % s.q_len))
+        .collect()
 }
 
 pub fn attn_problem(seed: u64, case: &Case, dist: &str) -> Result<AttnProblem, String> {
     let s = case.attention.as_ref().ok_or("not an attention case")?;
     let rows = case.check_rows.map(|_| checked_rows(s, case.check_rows));
-    let shape = gen::AttnGenShape { batch: s.batch, q_len: s.q_len, kv_len: s.kv_len, hq: s.hq, hkv: s.hkv, t: s.t, dtype: s.dtype };
+    let shape = gen::AttnGenShape {
+        batch: s.batch,
+        q_len: s.q_len,
+        kv_len: s.kv_len,
+        hq: s.hq,
+        hkv: s.hkv,
+        t: s.t,
+        dtype: s.dtype,
+    };
     let inp = gen::attn_inputs(seed, &case.name, dist, shape, rows.as_deref())?;
     Ok(AttnProblem {
         batch: s.batch,
@@ -123,9 +185,13 @@ pub fn attn_problem(seed: u64, case: &Case, dist: &str) -> Result<AttnProblem, S
 pub fn input_bytes(case: &Case) -> usize {
     match case.family() {
         FamilyName::Topk => case.topk.as_ref().map_or(0, |s| s.queries * s.capacity * 4),
-        FamilyName::Scores => case.scores.as_ref().map_or(0, |s| (s.queries * s.heads * HEAD_DIM + s.blocks * HEAD_DIM + s.queries * s.heads) * 4),
+        FamilyName::Scores => case.scores.as_ref().map_or(0, |s| {
+            (s.queries * s.heads * HEAD_DIM + s.blocks * HEAD_DIM + s.queries * s.heads) * 4
+        }),
         FamilyName::Attention => case.attention.as_ref().map_or(0, |s| {
-            (s.batch * s.q_len * s.hq * HEAD_DIM) * 6 + s.batch * s.kv_len * s.hkv * HEAD_DIM * 4 + s.batch * s.q_len * s.hkv * s.t * 4
+            (s.batch * s.q_len * s.hq * HEAD_DIM) * 6
+                + s.batch * s.kv_len * s.hkv * HEAD_DIM * 4
+                + s.batch * s.q_len * s.hkv * s.t * 4
         }),
     }
 }
@@ -144,7 +210,16 @@ mod tests {
 
     #[test]
     fn checked_rows_span_the_batch() {
-        let s = AttnShape { batch: 2, q_len: 10, kv_len: 100, hq: 4, hkv: 2, t: 4, dtype: crate::problem::AttnDtype::Bf16, scale: None };
+        let s = AttnShape {
+            batch: 2,
+            q_len: 10,
+            kv_len: 100,
+            hq: 4,
+            hkv: 2,
+            t: 4,
+            dtype: crate::problem::AttnDtype::Bf16,
+            scale: None,
+        };
         let r = checked_rows(&s, Some(3));
         assert_eq!(r, vec![(0, 0), (0, 9), (1, 9)]);
         assert_eq!(checked_rows(&s, None).len(), 20);

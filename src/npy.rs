@@ -23,21 +23,40 @@ fn parse(bytes: &[u8], path: &Path) -> Result<(String, bool, Vec<usize>, usize),
     }
     let (len, start) = match bytes[6] {
         1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
-        2 | 3 if bytes.len() >= 12 => (u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize, 12),
+        2 | 3 if bytes.len() >= 12 => (
+            u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
+            12,
+        ),
         v => return Err(bad(&format!("format version {v} is not supported"))),
     };
-    let header = std::str::from_utf8(bytes.get(start..start + len).ok_or_else(|| bad("truncated header"))?)
-        .map_err(|_| bad("header is not UTF-8"))?;
+    let header = std::str::from_utf8(
+        bytes
+            .get(start..start + len)
+            .ok_or_else(|| bad("truncated header"))?,
+    )
+    .map_err(|_| bad("header is not UTF-8"))?;
     let descr = header_field(header, "descr").ok_or_else(|| bad("no descr"))?;
-    let descr = descr.trim_start_matches(['\'', '"']).split(['\'', '"']).next().unwrap_or("").to_string();
+    let descr = descr
+        .trim_start_matches(['\'', '"'])
+        .split(['\'', '"'])
+        .next()
+        .unwrap_or("")
+        .to_string();
     let fortran = header_field(header, "fortran_order").is_some_and(|v| v.starts_with("True"));
     let shape_txt = header_field(header, "shape").ok_or_else(|| bad("no shape"))?;
-    let inner = shape_txt.trim_start_matches('(').split(')').next().unwrap_or("");
+    let inner = shape_txt
+        .trim_start_matches('(')
+        .split(')')
+        .next()
+        .unwrap_or("");
     let shape = inner
         .split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
-        .map(|s| s.parse::<usize>().map_err(|_| bad(&format!("bad shape `{shape_txt}`"))))
+        .map(|s| {
+            s.parse::<usize>()
+                .map_err(|_| bad(&format!("bad shape `{shape_txt}`")))
+        })
         .collect::<Result<Vec<_>, _>>()?;
     Ok((descr, fortran, shape, start + len))
 }
@@ -47,17 +66,28 @@ pub fn read<T: NpyElem>(path: &Path) -> Result<Npy<T>, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let (descr, fortran, shape, off) = parse(&bytes, path)?;
     if fortran {
-        return Err(format!("{}: Fortran-order arrays are not supported: save with np.ascontiguousarray", path.display()));
+        return Err(format!(
+            "{}: Fortran-order arrays are not supported: save with np.ascontiguousarray",
+            path.display()
+        ));
     }
     let count: usize = shape.iter().product();
     let width = match descr.as_str() {
         "<f4" | "<i4" => 4,
         "<f8" | "<i8" => 8,
-        other => return Err(format!("{}: dtype `{other}` is not supported: use little-endian float32/float64/int32/int64", path.display())),
+        other => return Err(format!(
+            "{}: dtype `{other}` is not supported: use little-endian float32/float64/int32/int64",
+            path.display()
+        )),
     };
     let body = &bytes[off..];
     if body.len() < count * width {
-        return Err(format!("{}: truncated: shape {shape:?} needs {} bytes, file has {}", path.display(), count * width, body.len()));
+        return Err(format!(
+            "{}: truncated: shape {shape:?} needs {} bytes, file has {}",
+            path.display(),
+            count * width,
+            body.len()
+        ));
     }
     let data = (0..count)
         .map(|i| T::from_le(&descr, &body[i * width..(i + 1) * width]))
@@ -85,7 +115,8 @@ impl NpyElem for i32 {
     fn from_le(descr: &str, b: &[u8]) -> Result<i32, String> {
         match descr {
             "<i4" => Ok(i32::from_le_bytes(b.try_into().expect("4 bytes"))),
-            "<i8" => i32::try_from(i64::from_le_bytes(b.try_into().expect("8 bytes"))).map_err(|_| "int64 value out of int32 range".to_string()),
+            "<i8" => i32::try_from(i64::from_le_bytes(b.try_into().expect("8 bytes")))
+                .map_err(|_| "int64 value out of int32 range".to_string()),
             other => Err(format!("expected an integer array, got dtype `{other}`")),
         }
     }
@@ -95,9 +126,16 @@ impl NpyElem for i32 {
 pub fn write_le(path: &Path, descr: &str, shape: &[usize], data: &[u8]) -> std::io::Result<()> {
     let shape_txt = match shape {
         [n] => format!("({n},)"),
-        s => format!("({})", s.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")),
+        s => format!(
+            "({})",
+            s.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     };
-    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape_txt}, }}");
+    let mut header =
+        format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape_txt}, }}");
     while (10 + header.len() + 1) % 64 != 0 {
         header.push(' ');
     }

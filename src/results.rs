@@ -97,11 +97,16 @@ pub struct TargetResults {
 
 impl TargetResults {
     pub fn failures(&self) -> usize {
-        self.records.iter().filter(|r| r.status.is_failure()).count()
+        self.records
+            .iter()
+            .filter(|r| r.status.is_failure())
+            .count()
     }
     pub fn read(path: &Path) -> anyhow::Result<TargetResults> {
-        let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
-        serde_yaml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: not a qsa results file: {e}", path.display()))
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+        serde_yaml::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("{}: not a qsa results file: {e}", path.display()))
     }
     pub fn write(&self, path: &Path) -> anyhow::Result<()> {
         let text = serde_yaml::to_string(self)?;
@@ -112,11 +117,16 @@ impl TargetResults {
 /// Write `bytes` to `path` through a temporary file in the same folder and a rename, so a
 /// reader (or a crash) never sees half a file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    std::fs::write(&tmp, bytes).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", tmp.display()))?;
+    std::fs::write(&tmp, bytes)
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", tmp.display()))?;
     std::fs::rename(&tmp, path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
         anyhow::anyhow!("cannot rename {} to {}: {e}", tmp.display(), path.display())
@@ -139,5 +149,10 @@ pub fn utc_now() -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }

@@ -28,14 +28,22 @@ fn open_cuda(target: &Target, dir: &Path) -> Result<Box<dyn Backend>, NoDevice> 
     let api = crate::backend::cuda::CudaApi::open(0, dir).map_err(|e| NoDevice(e.to_string()))?;
     let arch = crate::gpu::GpuApi::props(&api).arch.clone();
     if arch != target.name {
-        return Err(NoDevice(format!("the CUDA device here is {arch}, not {}: run target {arch} instead", target.name)));
+        return Err(NoDevice(format!(
+            "the CUDA device here is {arch}, not {}: run target {arch} instead",
+            target.name
+        )));
     }
-    Ok(Box::new(crate::gpu::backend::GpuBackend::new(api, target.caps())))
+    Ok(Box::new(crate::gpu::backend::GpuBackend::new(
+        api,
+        target.caps(),
+    )))
 }
 
 #[cfg(not(feature = "cuda"))]
 fn open_cuda(_: &Target, _: &Path) -> Result<Box<dyn Backend>, NoDevice> {
-    Err(NoDevice("this runner was built without the `cuda` feature".into()))
+    Err(NoDevice(
+        "this runner was built without the `cuda` feature".into(),
+    ))
 }
 
 #[cfg(feature = "hip")]
@@ -43,9 +51,15 @@ fn open_hip(target: &Target, dir: &Path) -> Result<Box<dyn Backend>, NoDevice> {
     let api = crate::backend::hip::HipApi::open(0, dir).map_err(|e| NoDevice(e.to_string()))?;
     let arch = crate::gpu::GpuApi::props(&api).arch.clone();
     if arch != target.name {
-        return Err(NoDevice(format!("the HIP device here is {arch}, not {}: run target {arch} instead", target.name)));
+        return Err(NoDevice(format!(
+            "the HIP device here is {arch}, not {}: run target {arch} instead",
+            target.name
+        )));
     }
-    Ok(Box::new(crate::gpu::backend::GpuBackend::new(api, target.caps())))
+    Ok(Box::new(crate::gpu::backend::GpuBackend::new(
+        api,
+        target.caps(),
+    )))
 }
 
 #[cfg(not(feature = "hip"))]
@@ -63,7 +77,11 @@ pub struct RunSpec<'a> {
 }
 
 /// Run the selected cases on `backend`; progress lines go to `progress`.
-pub fn run_target(spec: &RunSpec, backend: &dyn Backend, progress: &mut dyn FnMut(&str)) -> TargetResults {
+pub fn run_target(
+    spec: &RunSpec,
+    backend: &dyn Backend,
+    progress: &mut dyn FnMut(&str),
+) -> TargetResults {
     let started = utc_now();
     let clock = std::time::Instant::now();
     let ctx = Ctx {
@@ -78,7 +96,8 @@ pub fn run_target(spec: &RunSpec, backend: &dyn Backend, progress: &mut dyn FnMu
     let total = cases.len();
     let mut records: Vec<Record> = Vec::new();
     for (i, case) in cases.iter().enumerate() {
-        let mut line = |what: &str| progress(&format!("[{}/{total}] {} {what}", i + 1, spec.target.name));
+        let mut line =
+            |what: &str| progress(&format!("[{}/{total}] {} {what}", i + 1, spec.target.name));
         records.extend(run_case(&ctx, case, &mut line));
     }
     TargetResults {
@@ -94,7 +113,11 @@ pub fn run_target(spec: &RunSpec, backend: &dyn Backend, progress: &mut dyn FnMu
 }
 
 /// The cases of `matrix` that run on `target` under `filter` (shards applied), in order.
-pub fn planned_cases<'m>(matrix: &'m Matrix, target: &Target, filter: &Filter) -> Vec<&'m crate::matrix::Case> {
+pub fn planned_cases<'m>(
+    matrix: &'m Matrix,
+    target: &Target,
+    filter: &Filter,
+) -> Vec<&'m crate::matrix::Case> {
     matrix
         .cases
         .iter()
@@ -107,7 +130,12 @@ pub fn planned_cases<'m>(matrix: &'m Matrix, target: &Target, filter: &Filter) -
 }
 
 /// Results for a target that did not run: `built, not run` or `skipped`, with the reason.
-pub fn not_run(matrix: &Matrix, target: &Target, status: TargetStatus, reason: String) -> TargetResults {
+pub fn not_run(
+    matrix: &Matrix,
+    target: &Target,
+    status: TargetStatus,
+    reason: String,
+) -> TargetResults {
     TargetResults {
         target: target.name.clone(),
         status,

@@ -15,7 +15,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "qsa", version, about = "Run qsa's parity, error and bench suites for one target")]
+#[command(
+    name = "qsa",
+    version,
+    about = "Run qsa's parity, error and bench suites for one target"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -75,12 +79,20 @@ struct RunArgs {
 }
 
 fn parse_suite(s: &str) -> Result<Suite, String> {
-    Suite::ALL.into_iter().find(|x| x.name() == s).ok_or_else(|| format!("unknown suite `{s}`: use parity, error or bench"))
+    Suite::ALL
+        .into_iter()
+        .find(|x| x.name() == s)
+        .ok_or_else(|| format!("unknown suite `{s}`: use parity, error or bench"))
 }
 
 pub fn parse_shard(s: &str) -> Result<(usize, usize), String> {
-    let (i, n) = s.split_once('/').ok_or_else(|| format!("`{s}`: a shard is i/n, e.g. 1/4"))?;
-    let (i, n): (usize, usize) = (i.parse().map_err(|_| format!("`{s}`: i is not a number"))?, n.parse().map_err(|_| format!("`{s}`: n is not a number"))?);
+    let (i, n) = s
+        .split_once('/')
+        .ok_or_else(|| format!("`{s}`: a shard is i/n, e.g. 1/4"))?;
+    let (i, n): (usize, usize) = (
+        i.parse().map_err(|_| format!("`{s}`: i is not a number"))?,
+        n.parse().map_err(|_| format!("`{s}`: n is not a number"))?,
+    );
     if n == 0 || i == 0 || i > n {
         return Err(format!("`{s}`: need 1 <= i <= n"));
     }
@@ -91,7 +103,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::Run(a) => run(a),
-        Cmd::Devices { matrix, code_objects } => devices(&matrix, &code_objects),
+        Cmd::Devices {
+            matrix,
+            code_objects,
+        } => devices(&matrix, &code_objects),
     }
 }
 
@@ -129,11 +144,19 @@ fn run(a: RunArgs) -> ExitCode {
         }
     };
     let Some(target) = m.target(&a.target) else {
-        eprintln!("error: unknown target `{}`; {} declares: {}", a.target, a.matrix.display(), m.target_names().join(", "));
+        eprintln!(
+            "error: unknown target `{}`; {} declares: {}",
+            a.target,
+            a.matrix.display(),
+            m.target_names().join(", ")
+        );
         return ExitCode::from(2);
     };
     let golden = match &a.bench_golden {
-        Some(p) if p.exists() => match std::fs::read_to_string(p).map_err(|e| e.to_string()).and_then(|t| serde_yaml::from_str::<BenchGolden>(&t).map_err(|e| e.to_string())) {
+        Some(p) if p.exists() => match std::fs::read_to_string(p)
+            .map_err(|e| e.to_string())
+            .and_then(|t| serde_yaml::from_str::<BenchGolden>(&t).map_err(|e| e.to_string()))
+        {
             Ok(g) => g,
             Err(e) => {
                 eprintln!("error: {}: {e}", p.display());
@@ -142,18 +165,34 @@ fn run(a: RunArgs) -> ExitCode {
         },
         _ => BenchGolden::default(),
     };
-    let filter = Filter { cases: a.case, suites: a.suite, variants: a.variant, dists: a.dist, shard: a.shard };
+    let filter = Filter {
+        cases: a.case,
+        suites: a.suite,
+        variants: a.variant,
+        dists: a.dist,
+        shard: a.shard,
+    };
     for c in &filter.cases {
         if m.cases.iter().all(|x| &x.name != c) {
             eprintln!("error: unknown case `{c}` (see {})", a.matrix.display());
             return ExitCode::from(2);
         }
     }
-    let repro_extra: String = a.cases_files.iter().map(|f| format!(" --cases {}", f.display())).collect();
+    let repro_extra: String = a
+        .cases_files
+        .iter()
+        .map(|f| format!(" --cases {}", f.display()))
+        .collect();
     let code_objects = a.code_objects.join(&target.name);
     let results = match runner::open_backend(target, &code_objects) {
         Ok(backend) => {
-            let spec = RunSpec { matrix: &m, target, filter: &filter, bench_golden: &golden, repro_extra };
+            let spec = RunSpec {
+                matrix: &m,
+                target,
+                filter: &filter,
+                bench_golden: &golden,
+                repro_extra,
+            };
             let quiet = a.quiet;
             runner::run_target(&spec, backend.as_ref(), &mut |line| {
                 if !quiet {
@@ -162,7 +201,11 @@ fn run(a: RunArgs) -> ExitCode {
             })
         }
         Err(no) => {
-            let status = if code_objects.is_dir() { TargetStatus::BuiltNotRun } else { TargetStatus::Skipped };
+            let status = if code_objects.is_dir() {
+                TargetStatus::BuiltNotRun
+            } else {
+                TargetStatus::Skipped
+            };
             let r = runner::not_run(&m, target, status, no.0);
             if let Err(e) = r.write(&a.out) {
                 eprintln!("error: {e:#}");

@@ -87,7 +87,10 @@ pub fn measure(p: &mut dyn Prepared, g: &BenchGates) -> BackendResult<TimingStat
         samples.extend(p.time(batch)?);
         let t = timing_stats(&samples);
         let spent = start.elapsed().as_secs_f64();
-        if samples.len() >= g.max_reps || spent >= g.max_seconds || (samples.len() >= g.min_reps && t.rel_noise <= g.target_rel_noise) {
+        if samples.len() >= g.max_reps
+            || spent >= g.max_seconds
+            || (samples.len() >= g.min_reps && t.rel_noise <= g.target_rel_noise)
+        {
             return Ok(t);
         }
         batch = (samples.len()).min(g.max_reps - samples.len()).max(1);
@@ -100,13 +103,25 @@ fn work(problem: &Problem) -> (f64, f64) {
         Problem::Topk(p) => (0.0, (p.nq * p.n * 4) as f64),
         Problem::Scores(p) => {
             let flop = 2.0 * (p.nq * p.heads * p.blocks * HEAD_DIM) as f64;
-            let bytes = ((p.nq * p.heads * HEAD_DIM + p.blocks * HEAD_DIM + p.nq * p.heads + p.nq * p.blocks) * 4) as f64;
+            let bytes = ((p.nq * p.heads * HEAD_DIM
+                + p.blocks * HEAD_DIM
+                + p.nq * p.heads
+                + p.nq * p.blocks)
+                * 4) as f64;
             (flop, bytes)
         }
         Problem::AttnForward(p) | Problem::AttnBackward(p) => {
             let keys = (p.t * crate::problem::ATTN_BLOCK) as f64;
             let rows = (p.batch * p.q_len * p.hq) as f64;
-            let flop = 4.0 * rows * keys * HEAD_DIM as f64 * if matches!(problem, Problem::AttnBackward(_)) { 2.5 } else { 1.0 };
+            let flop = 4.0
+                * rows
+                * keys
+                * HEAD_DIM as f64
+                * if matches!(problem, Problem::AttnBackward(_)) {
+                    2.5
+                } else {
+                    1.0
+                };
             let bytes = (p.batch * p.q_len * p.hkv) as f64 * keys * HEAD_DIM as f64 * 2.0 * 2.0;
             (flop, bytes)
         }
@@ -120,9 +135,17 @@ pub fn run(ctx: &Ctx, case: &Case) -> Vec<Record> {
     };
     let family = case.family();
     let built: Result<Vec<(&'static str, Problem)>, String> = match family {
-        FamilyName::Topk => cases::topk_problem(ctx.matrix.seed, case, &dist).map(|p| vec![("-", Problem::Topk(p))]),
-        FamilyName::Scores => cases::scores_problem(ctx.matrix.seed, case, &dist).map(|p| vec![("-", Problem::Scores(p))]),
-        FamilyName::Attention => cases::attn_problem(ctx.matrix.seed, case, &dist).map(|p| vec![("fwd", Problem::AttnForward(p.clone())), ("bwd", Problem::AttnBackward(p))]),
+        FamilyName::Topk => {
+            cases::topk_problem(ctx.matrix.seed, case, &dist).map(|p| vec![("-", Problem::Topk(p))])
+        }
+        FamilyName::Scores => cases::scores_problem(ctx.matrix.seed, case, &dist)
+            .map(|p| vec![("-", Problem::Scores(p))]),
+        FamilyName::Attention => cases::attn_problem(ctx.matrix.seed, case, &dist).map(|p| {
+            vec![
+                ("fwd", Problem::AttnForward(p.clone())),
+                ("bwd", Problem::AttnBackward(p)),
+            ]
+        }),
     };
     let problems = match built {
         Ok(p) => p,
@@ -143,7 +166,14 @@ pub fn run(ctx: &Ctx, case: &Case) -> Vec<Record> {
     out
 }
 
-fn bench_one(ctx: &Ctx, family: FamilyName, variant: &str, check: &str, problem: &Problem, rec: &mut Record) {
+fn bench_one(
+    ctx: &Ctx,
+    family: FamilyName,
+    variant: &str,
+    check: &str,
+    problem: &Problem,
+    rec: &mut Record,
+) {
     let Some(v) = ctx.matrix.variant(family, variant) else {
         rec.status = Status::Error;
         rec.message = format!("unknown variant `{variant}`");
@@ -155,7 +185,10 @@ fn bench_one(ctx: &Ctx, family: FamilyName, variant: &str, check: &str, problem:
         Err(e) => return mark_error(rec, &e),
     };
     rec.dispatched = Some(prepared.dispatched());
-    let golden = ctx.bench_golden.entries.get(&key(&rec.case, variant, check));
+    let golden = ctx
+        .bench_golden
+        .entries
+        .get(&key(&rec.case, variant, check));
     let tol = ctx.target.bench_tolerance;
     let mut t = match measure(prepared.as_mut(), gates) {
         Ok(t) => t,
@@ -185,18 +218,33 @@ fn bench_one(ctx: &Ctx, family: FamilyName, variant: &str, check: &str, problem:
     }
     rec.metrics.insert("gbps".into(), bytes / t.median / 1e9);
     if let Some(g) = golden {
-        rec.metrics.insert("golden_median_us".into(), g.median * 1e6);
+        rec.metrics
+            .insert("golden_median_us".into(), g.median * 1e6);
         rec.metrics.insert("ratio".into(), t.median / g.median);
     }
-    rec.message = format!("{} median {:.2} us ({} reps, noise {:.1}%)", v.name(), t.median * 1e6, t.reps, t.rel_noise * 100.0);
+    rec.message = format!(
+        "{} median {:.2} us ({} reps, noise {:.1}%)",
+        v.name(),
+        t.median * 1e6,
+        t.reps,
+        t.rel_noise * 100.0
+    );
     if let Some(g) = golden {
-        rec.message.push_str(&format!(", golden {:.2} us, ratio {:.3}, tolerance {:.0}%", g.median * 1e6, t.median / g.median, tol * 100.0));
+        rec.message.push_str(&format!(
+            ", golden {:.2} us, ratio {:.3}, tolerance {:.0}%",
+            g.median * 1e6,
+            t.median / g.median,
+            tol * 100.0
+        ));
     }
     if v == Verdict::Slower {
         rec.status = Status::Fail;
-        rec.message.push_str(&format!(" — still slower after {remeasured} re-measurements"));
+        rec.message.push_str(&format!(
+            " — still slower after {remeasured} re-measurements"
+        ));
     }
-    rec.metrics.insert(format!("verdict_{}", v.name().to_lowercase()), 1.0);
+    rec.metrics
+        .insert(format!("verdict_{}", v.name().to_lowercase()), 1.0);
 }
 
 #[cfg(test)]
@@ -204,7 +252,13 @@ mod tests {
     use super::*;
 
     fn t(median: f64, rel_noise: f64) -> TimingStats {
-        TimingStats { median, min: median, max: median, rel_noise, reps: 50 }
+        TimingStats {
+            median,
+            min: median,
+            max: median,
+            rel_noise,
+            reps: 50,
+        }
     }
 
     #[test]
@@ -215,7 +269,10 @@ mod tests {
         assert_eq!(verdict(&t(120.0, 0.002), Some(&g), 0.05), Verdict::Slower);
         assert_eq!(verdict(&t(120.0, 0.04), Some(&g), 0.05), Verdict::Noisy);
         // Noise widens the band: 8% slower with 2% noise on each side is not a regression.
-        assert_eq!(verdict(&t(108.0, 0.02), Some(&t(100.0, 0.02)), 0.05), Verdict::Same);
+        assert_eq!(
+            verdict(&t(108.0, 0.02), Some(&t(100.0, 0.02)), 0.05),
+            Verdict::Same
+        );
         assert_eq!(verdict(&t(100.0, 0.0), None, 0.05), Verdict::New);
     }
 
@@ -232,7 +289,9 @@ mod tests {
             Ok(())
         }
         fn time(&mut self, reps: usize) -> BackendResult<Vec<f64>> {
-            Ok((0..reps).map(|i| self.times[i % self.times.len()]).collect())
+            Ok((0..reps)
+                .map(|i| self.times[i % self.times.len()])
+                .collect())
         }
         fn output(&mut self) -> BackendResult<crate::problem::Output> {
             unreachable!("bench never reads outputs")
@@ -241,12 +300,25 @@ mod tests {
 
     #[test]
     fn stopping_rule_stops_early_when_quiet_and_at_the_cap_when_noisy() {
-        let g = BenchGates { warmup: 2, min_reps: 10, max_reps: 200, max_seconds: 10.0, target_rel_noise: 0.005, remeasure: 1 };
-        let mut quiet = Fake { times: vec![1.0, 1.001, 0.999], runs: 0 };
+        let g = BenchGates {
+            warmup: 2,
+            min_reps: 10,
+            max_reps: 200,
+            max_seconds: 10.0,
+            target_rel_noise: 0.005,
+            remeasure: 1,
+        };
+        let mut quiet = Fake {
+            times: vec![1.0, 1.001, 0.999],
+            runs: 0,
+        };
         let s = measure(&mut quiet, &g).unwrap();
         assert_eq!(quiet.runs, 2);
         assert_eq!(s.reps, 10);
-        let mut noisy = Fake { times: vec![1.0, 3.0, 0.5, 2.0], runs: 0 };
+        let mut noisy = Fake {
+            times: vec![1.0, 3.0, 0.5, 2.0],
+            runs: 0,
+        };
         assert_eq!(measure(&mut noisy, &g).unwrap().reps, 200);
     }
 }

@@ -31,8 +31,20 @@ struct Measured {
 }
 
 /// Gate `m` against the baseline's error: writes status, message, metrics and snapshot.
-fn gate(ctx: &Ctx, rec: &mut Record, family: FamilyName, m: &ErrorStats, base: Option<&ErrorStats>) {
-    let floor = ctx.matrix.gates.error_floor.get(&family).copied().unwrap_or(0.0);
+fn gate(
+    ctx: &Ctx,
+    rec: &mut Record,
+    family: FamilyName,
+    m: &ErrorStats,
+    base: Option<&ErrorStats>,
+) {
+    let floor = ctx
+        .matrix
+        .gates
+        .error_floor
+        .get(&family)
+        .copied()
+        .unwrap_or(0.0);
     let ratio = ctx.matrix.gates.error_ratio;
     let base_rel = base.map(|b| b.rel_max());
     let limit = base_rel.map_or(floor, |b| (ratio * b).max(floor));
@@ -43,7 +55,11 @@ fn gate(ctx: &Ctx, rec: &mut Record, family: FamilyName, m: &ErrorStats, base: O
     if let Some(b) = base_rel {
         rec.metrics.insert("baseline_rel_max".into(), b);
     }
-    rec.snapshot = Some(format!("rel_max {} rel_rmse {}", round_sci(m.rel_max()), round_sci(m.rel_rmse())));
+    rec.snapshot = Some(format!(
+        "rel_max {} rel_rmse {}",
+        round_sci(m.rel_max()),
+        round_sci(m.rel_rmse())
+    ));
     if !(m.rel_max() <= limit) {
         rec.status = Status::Fail;
         rec.message = match base_rel {
@@ -66,7 +82,11 @@ fn input_error(ctx: &Ctx, case: &Case, dist: &str, msg: String) -> Record {
 }
 
 /// The baseline variant first (its error gates the others), then the case's variants.
-fn variants_with_baseline(ctx: &Ctx, case: &Case, family: FamilyName) -> (Option<String>, Vec<String>) {
+fn variants_with_baseline(
+    ctx: &Ctx,
+    case: &Case,
+    family: FamilyName,
+) -> (Option<String>, Vec<String>) {
     let base = ctx.matrix.baselines.get(&family).cloned();
     let mut list: Vec<String> = base.iter().cloned().collect();
     for v in &case.variants {
@@ -99,28 +119,47 @@ fn scores(ctx: &Ctx, case: &Case) -> Vec<Record> {
             let mut rec = ctx.record(Suite::Error, case, &dist, variant, "scores");
             match run_once(ctx, FamilyName::Scores, variant, &problem) {
                 Ok((kernel, Output::Scores(s))) => {
-                    let Problem::Scores(p) = &problem else { unreachable!("built above") };
+                    let Problem::Scores(p) = &problem else {
+                        unreachable!("built above")
+                    };
                     let stats = error_stats(&s, &s64, None);
                     // The rigorous bound of the kernel's precision: no element may exceed it.
-                    let bound = reference::scores::scores_error_bound(p, input_roundoff(&kernel), f32::EPSILON as f64 / 2.0);
-                    let over = s.iter().zip(&s64).zip(&bound).filter(|((g, w), b)| !((**g as f64 - **w).abs() <= **b)).count();
+                    let bound = reference::scores::scores_error_bound(
+                        p,
+                        input_roundoff(&kernel),
+                        f32::EPSILON as f64 / 2.0,
+                    );
+                    let over = s
+                        .iter()
+                        .zip(&s64)
+                        .zip(&bound)
+                        .filter(|((g, w), b)| !((**g as f64 - **w).abs() <= **b))
+                        .count();
                     rec.metrics.insert("over_bound".into(), over as f64);
                     if over > 0 {
                         rec.status = Status::Fail;
                         rec.message = format!("{over} scores exceed the rigorous error bound of a {kernel} kernel: the arithmetic is wrong, not just reordered");
                     }
                     rec.dispatched = Some(kernel.clone());
-                    measured.push(Measured { variant: variant.clone(), kernel, stats });
+                    measured.push(Measured {
+                        variant: variant.clone(),
+                        kernel,
+                        stats,
+                    });
                 }
                 Ok((_, other)) => {
                     rec.status = Status::Error;
-                    rec.message = format!("backend returned {other:?}-shaped output for a scores problem");
+                    rec.message =
+                        format!("backend returned {other:?}-shaped output for a scores problem");
                 }
                 Err(e) => mark_error(&mut rec, &e),
             }
             recs.push(rec);
         }
-        let base = base_name.as_ref().and_then(|b| measured.iter().find(|m| &m.variant == b)).map(|m| m.stats);
+        let base = base_name
+            .as_ref()
+            .and_then(|b| measured.iter().find(|m| &m.variant == b))
+            .map(|m| m.stats);
         for rec in &mut recs {
             if let Some(m) = measured.iter().find(|m| m.variant == rec.variant) {
                 let failed_bound = rec.status == Status::Fail;
@@ -128,23 +167,32 @@ fn scores(ctx: &Ctx, case: &Case) -> Vec<Record> {
                 gate(ctx, rec, FamilyName::Scores, &m.stats, base.as_ref());
                 if failed_bound {
                     rec.status = Status::Fail;
-                    rec.message = if rec.message.is_empty() { msg } else { format!("{msg}; {}", rec.message) };
+                    rec.message = if rec.message.is_empty() {
+                        msg
+                    } else {
+                        format!("{msg}; {}", rec.message)
+                    };
                 }
                 let _ = &m.kernel;
             }
         }
         // The baseline ran only to gate the others: keep its record only if the case lists it.
-        out.extend(recs.into_iter().filter(|r| case.variants.contains(&r.variant)));
+        out.extend(
+            recs.into_iter()
+                .filter(|r| case.variants.contains(&r.variant)),
+        );
     }
     out
 }
 
 /// Flat indices of the checked rows in a `[batch, q_len, width]` tensor.
 fn row_indices(p: &AttnProblem, rows: &[(usize, usize)], width: usize) -> Vec<usize> {
-    rows.iter().flat_map(|&(b, i)| {
-        let base = (b * p.q_len + i) * width;
-        base..base + width
-    }).collect()
+    rows.iter()
+        .flat_map(|&(b, i)| {
+            let base = (b * p.q_len + i) * width;
+            base..base + width
+        })
+        .collect()
 }
 
 fn attention(ctx: &Ctx, case: &Case) -> Vec<Record> {
@@ -194,7 +242,8 @@ fn attention(ctx: &Ctx, case: &Case) -> Vec<Record> {
                 }
                 Ok((_, other)) => {
                     rec.status = Status::Error;
-                    rec.message = format!("backend returned {other:?}-shaped output for attention forward");
+                    rec.message =
+                        format!("backend returned {other:?}-shaped output for attention forward");
                 }
                 Err(e) => mark_error(&mut rec, &e),
             }
@@ -210,7 +259,8 @@ fn attention(ctx: &Ctx, case: &Case) -> Vec<Record> {
                 }
                 Ok((_, other)) => {
                     rec.status = Status::Error;
-                    rec.message = format!("backend returned {other:?}-shaped output for attention backward");
+                    rec.message =
+                        format!("backend returned {other:?}-shaped output for attention backward");
                 }
                 Err(e) => mark_error(&mut rec, &e),
             }
@@ -221,20 +271,28 @@ fn attention(ctx: &Ctx, case: &Case) -> Vec<Record> {
                 continue;
             }
             let base_checks: Option<Vec<(&str, ErrorStats)>> = base_name.as_ref().and_then(|b| {
-                recs.iter().find(|(r, c)| &r.variant == b && r.check == recs[i].0.check && !c.is_empty()).map(|(_, c)| c.clone())
+                recs.iter()
+                    .find(|(r, c)| &r.variant == b && r.check == recs[i].0.check && !c.is_empty())
+                    .map(|(_, c)| c.clone())
             });
             let (rec, checks) = &mut recs[i];
             let mut parts = Vec::new();
             let mut failures = Vec::new();
             for (name, stats) in checks.iter() {
-                let base = base_checks.as_ref().and_then(|bc| bc.iter().find(|(n, _)| n == name)).map(|(_, s)| *s);
+                let base = base_checks
+                    .as_ref()
+                    .and_then(|bc| bc.iter().find(|(n, _)| n == name))
+                    .map(|(_, s)| *s);
                 let mut sub = rec.clone();
                 sub.status = Status::Pass;
                 sub.message.clear();
                 gate(ctx, &mut sub, FamilyName::Attention, stats, base.as_ref());
                 if stats.rel_max() > ATTN_ABS_LIMIT {
                     sub.status = Status::Fail;
-                    sub.message = format!("relative max error {:.3e} above the absolute limit {ATTN_ABS_LIMIT:.0e}", stats.rel_max());
+                    sub.message = format!(
+                        "relative max error {:.3e} above the absolute limit {ATTN_ABS_LIMIT:.0e}",
+                        stats.rel_max()
+                    );
                 }
                 for (k, v) in sub.metrics {
                     rec.metrics.insert(format!("{name}_{k}"), v);
@@ -250,7 +308,11 @@ fn attention(ctx: &Ctx, case: &Case) -> Vec<Record> {
                 rec.message = failures.join("; ");
             }
         }
-        out.extend(recs.into_iter().map(|(r, _)| r).filter(|r| case.variants.contains(&r.variant)));
+        out.extend(
+            recs.into_iter()
+                .map(|(r, _)| r)
+                .filter(|r| case.variants.contains(&r.variant)),
+        );
     }
     out
 }

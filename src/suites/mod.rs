@@ -38,7 +38,11 @@ impl Filter {
         self.dists.is_empty() || self.dists.iter().any(|x| x == d)
     }
     pub fn is_full(&self) -> bool {
-        self.cases.is_empty() && self.suites.is_empty() && self.variants.is_empty() && self.dists.is_empty() && self.shard.is_none()
+        self.cases.is_empty()
+            && self.suites.is_empty()
+            && self.variants.is_empty()
+            && self.dists.is_empty()
+            && self.shard.is_none()
     }
 }
 
@@ -57,7 +61,11 @@ pub struct Ctx<'a> {
 impl Ctx<'_> {
     /// The command that reruns exactly one check.
     pub fn repro(&self, suite: Suite, case: &str, dist: &str, variant: &str) -> String {
-        let mut cmd = format!("cargo xtask matrix --target {} --case {case} --suite {}", self.target.name, suite.name());
+        let mut cmd = format!(
+            "cargo xtask matrix --target {} --case {case} --suite {}",
+            self.target.name,
+            suite.name()
+        );
         if dist != "-" {
             cmd.push_str(&format!(" --dist {dist}"));
         }
@@ -68,7 +76,14 @@ impl Ctx<'_> {
         cmd
     }
 
-    pub fn record(&self, suite: Suite, case: &Case, dist: &str, variant: &str, check: &str) -> Record {
+    pub fn record(
+        &self,
+        suite: Suite,
+        case: &Case,
+        dist: &str,
+        variant: &str,
+        check: &str,
+    ) -> Record {
         Record {
             suite,
             case: case.name.clone(),
@@ -86,11 +101,15 @@ impl Ctx<'_> {
 }
 
 /// Run one variant of a problem once: (dispatched kernel, output), or the backend's reason.
-pub fn run_once(ctx: &Ctx, family: FamilyName, variant: &str, problem: &Problem) -> Result<(String, Output), BackendError> {
-    let v = ctx
-        .matrix
-        .variant(family, variant)
-        .ok_or_else(|| BackendError::Input(format!("unknown {} variant `{variant}`", family.name())))?;
+pub fn run_once(
+    ctx: &Ctx,
+    family: FamilyName,
+    variant: &str,
+    problem: &Problem,
+) -> Result<(String, Output), BackendError> {
+    let v = ctx.matrix.variant(family, variant).ok_or_else(|| {
+        BackendError::Input(format!("unknown {} variant `{variant}`", family.name()))
+    })?;
     let mut prepared: Box<dyn Prepared + '_> = ctx.backend.prepare(&v.switches(), problem)?;
     prepared.run()?;
     let out = prepared.output()?;

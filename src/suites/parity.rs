@@ -55,13 +55,19 @@ fn topk(ctx: &Ctx, case: &Case) -> Vec<Record> {
             match run_once(ctx, FamilyName::Topk, variant, &problem) {
                 Ok((kernel, Output::Ids(got))) => {
                     rec.dispatched = Some(kernel);
-                    let Problem::Topk(p) = &problem else { unreachable!("built above") };
+                    let Problem::Topk(p) = &problem else {
+                        unreachable!("built above")
+                    };
                     compare_ids(&mut rec, p, &want, &got);
-                    rec.snapshot = Some(format!("ids {} selected {selected}", digest(&ids_bytes(&got))));
+                    rec.snapshot = Some(format!(
+                        "ids {} selected {selected}",
+                        digest(&ids_bytes(&got))
+                    ));
                 }
                 Ok((_, other)) => {
                     rec.status = Status::Error;
-                    rec.message = format!("backend returned {other:?}-shaped output for a top-k problem");
+                    rec.message =
+                        format!("backend returned {other:?}-shaped output for a top-k problem");
                 }
                 Err(e) => mark_error(&mut rec, &e),
             }
@@ -78,13 +84,30 @@ fn compare_ids(rec: &mut Record, p: &TopkProblem, want: &[i32], got: &[i32]) {
         rec.message = format!("got {} ids, expected nq * k = {}", got.len(), want.len());
         return;
     }
-    let bad: Vec<usize> = (0..p.nq).filter(|&q| got[q * p.k..(q + 1) * p.k] != want[q * p.k..(q + 1) * p.k]).collect();
-    rec.metrics.insert("queries_differing".into(), bad.len() as f64);
+    let bad: Vec<usize> = (0..p.nq)
+        .filter(|&q| got[q * p.k..(q + 1) * p.k] != want[q * p.k..(q + 1) * p.k])
+        .collect();
+    rec.metrics
+        .insert("queries_differing".into(), bad.len() as f64);
     if let Some(&q) = bad.first() {
         let (w, g) = (&want[q * p.k..(q + 1) * p.k], &got[q * p.k..(q + 1) * p.k]);
-        let missing: Vec<i32> = w.iter().filter(|x| **x >= 0 && !g.contains(x)).take(5).copied().collect();
-        let extra: Vec<i32> = g.iter().filter(|x| **x >= 0 && !w.contains(x)).take(5).copied().collect();
-        let order = if missing.is_empty() && extra.is_empty() { " (same set: order or -1 padding differs)" } else { "" };
+        let missing: Vec<i32> = w
+            .iter()
+            .filter(|x| **x >= 0 && !g.contains(x))
+            .take(5)
+            .copied()
+            .collect();
+        let extra: Vec<i32> = g
+            .iter()
+            .filter(|x| **x >= 0 && !w.contains(x))
+            .take(5)
+            .copied()
+            .collect();
+        let order = if missing.is_empty() && extra.is_empty() {
+            " (same set: order or -1 padding differs)"
+        } else {
+            ""
+        };
         rec.status = Status::Fail;
         rec.message = format!(
             "{} of {} queries differ from the reference; first: query {q} (candidates {}): missing ids {missing:?}, unexpected ids {extra:?}{order}",
@@ -125,14 +148,21 @@ fn select(ctx: &Ctx, case: &Case) -> Vec<Record> {
             let mut rec = ctx.record(Suite::Parity, case, &dist, variant, "select");
             match run_once(ctx, FamilyName::Scores, variant, &problem) {
                 Ok((kernel, Output::Scores(s32))) => {
-                    let Problem::Scores(p) = &problem else { unreachable!("built above") };
-                    let bound = reference::scores::scores_error_bound(p, input_roundoff(&kernel), f32::EPSILON as f64 / 2.0);
+                    let Problem::Scores(p) = &problem else {
+                        unreachable!("built above")
+                    };
+                    let bound = reference::scores::scores_error_bound(
+                        p,
+                        input_roundoff(&kernel),
+                        f32::EPSILON as f64 / 2.0,
+                    );
                     rec.dispatched = Some(kernel);
                     compare_selection(&mut rec, p, k, &s32, &s64, &bound, &want);
                 }
                 Ok((_, other)) => {
                     rec.status = Status::Error;
-                    rec.message = format!("backend returned {other:?}-shaped output for a scores problem");
+                    rec.message =
+                        format!("backend returned {other:?}-shaped output for a scores problem");
                 }
                 Err(e) => mark_error(&mut rec, &e),
             }
@@ -145,30 +175,67 @@ fn select(ctx: &Ctx, case: &Case) -> Vec<Record> {
 /// Select from the kernel's f32 scores and from the FP64 scores; every id that differs must
 /// be a swap justified by the error bound: S64[b] - S64[a] <= bound[a] + bound[b] for every
 /// id a selected only from the kernel's scores and b selected only from the FP64 scores.
-fn compare_selection(rec: &mut Record, p: &ScoresProblem, k: usize, s32: &[f32], s64: &[f64], bound: &[f64], want: &[i32]) {
+fn compare_selection(
+    rec: &mut Record,
+    p: &ScoresProblem,
+    k: usize,
+    s32: &[f32],
+    s64: &[f64],
+    bound: &[f64],
+    want: &[i32],
+) {
     if s32.len() != p.nq * p.blocks {
         rec.status = Status::Fail;
         rec.message = format!("got {} scores, expected {}", s32.len(), p.nq * p.blocks);
         return;
     }
-    let tp = TopkProblem { nq: p.nq, n: p.blocks, capacity: p.blocks, k, scores: s32.to_vec(), active: None };
+    let tp = TopkProblem {
+        nq: p.nq,
+        n: p.blocks,
+        capacity: p.blocks,
+        k,
+        scores: s32.to_vec(),
+        active: None,
+    };
     let got = reference::topk::topk_ids(&tp);
     let (mut swaps, mut unjustified) = (Vec::new(), Vec::new());
     for q in 0..p.nq {
         let (w, g) = (&want[q * k..(q + 1) * k], &got[q * k..(q + 1) * k]);
-        let only_kernel: Vec<i32> = g.iter().filter(|x| **x >= 0 && !w.contains(x)).copied().collect();
-        let only_ref: Vec<i32> = w.iter().filter(|x| **x >= 0 && !g.contains(x)).copied().collect();
+        let only_kernel: Vec<i32> = g
+            .iter()
+            .filter(|x| **x >= 0 && !w.contains(x))
+            .copied()
+            .collect();
+        let only_ref: Vec<i32> = w
+            .iter()
+            .filter(|x| **x >= 0 && !g.contains(x))
+            .copied()
+            .collect();
         if only_kernel.is_empty() {
             continue;
         }
         // The worst pair: the best FP64 score the kernel dropped against the worst one it
         // took. Every pair is justified iff this one is.
         let at = |id: i32| q * p.blocks + id as usize;
-        let a = *only_kernel.iter().min_by(|x, y| s64[at(**x)].total_cmp(&s64[at(**y)])).expect("non-empty");
-        let b = *only_ref.iter().max_by(|x, y| s64[at(**x)].total_cmp(&s64[at(**y)])).unwrap_or(&a);
+        let a = *only_kernel
+            .iter()
+            .min_by(|x, y| s64[at(**x)].total_cmp(&s64[at(**y)]))
+            .expect("non-empty");
+        let b = *only_ref
+            .iter()
+            .max_by(|x, y| s64[at(**x)].total_cmp(&s64[at(**y)]))
+            .unwrap_or(&a);
         let gap = s64[at(b)] - s64[at(a)];
-        let allowed = only_kernel.iter().chain(&only_ref).map(|&x| bound[at(x)]).fold(0.0, f64::max) * 2.0;
-        let line = format!("q{q}: took {a} over {b} ({} swapped), FP64 gap {gap:.3e}, bound {allowed:.3e}", only_kernel.len());
+        let allowed = only_kernel
+            .iter()
+            .chain(&only_ref)
+            .map(|&x| bound[at(x)])
+            .fold(0.0, f64::max)
+            * 2.0;
+        let line = format!(
+            "q{q}: took {a} over {b} ({} swapped), FP64 gap {gap:.3e}, bound {allowed:.3e}",
+            only_kernel.len()
+        );
         if gap <= allowed {
             swaps.push(line);
         } else {
@@ -176,17 +243,31 @@ fn compare_selection(rec: &mut Record, p: &ScoresProblem, k: usize, s32: &[f32],
         }
     }
     rec.metrics.insert("swaps".into(), swaps.len() as f64);
-    rec.metrics.insert("unjustified".into(), unjustified.len() as f64);
-    rec.snapshot = Some(format!("select k={k} swaps {} unjustified {}", swaps.len(), unjustified.len()));
+    rec.metrics
+        .insert("unjustified".into(), unjustified.len() as f64);
+    rec.snapshot = Some(format!(
+        "select k={k} swaps {} unjustified {}",
+        swaps.len(),
+        unjustified.len()
+    ));
     if !unjustified.is_empty() {
         rec.status = Status::Fail;
         rec.message = format!(
             "{} selection differences beyond the error bound (first: {}); {} justified",
             unjustified.len(),
-            unjustified.iter().take(3).cloned().collect::<Vec<_>>().join("; "),
+            unjustified
+                .iter()
+                .take(3)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("; "),
             swaps.len()
         );
     } else if !swaps.is_empty() {
-        rec.message = format!("{} justified swaps: {}", swaps.len(), swaps.iter().take(8).cloned().collect::<Vec<_>>().join("; "));
+        rec.message = format!(
+            "{} justified swaps: {}",
+            swaps.len(),
+            swaps.iter().take(8).cloned().collect::<Vec<_>>().join("; ")
+        );
     }
 }

@@ -53,8 +53,17 @@ pub fn error_stats(got: &[f32], want: &[f64], idx: Option<&[usize]>) -> ErrorSta
         Some(ix) => ix.iter().for_each(|&i| visit(i)),
         None => (0..got.len().min(want.len())).for_each(&mut visit),
     }
-    let rmse = if count > 0 { (sum2 / count as f64).sqrt() } else { 0.0 };
-    ErrorStats { rmse, max_abs, scale, count }
+    let rmse = if count > 0 {
+        (sum2 / count as f64).sqrt()
+    } else {
+        0.0
+    };
+    ErrorStats {
+        rmse,
+        max_abs,
+        scale,
+        count,
+    }
 }
 
 /// Median, min, max and the relative standard error of the median of timings (seconds).
@@ -75,11 +84,29 @@ pub fn timing_stats(samples: &[f64]) -> TimingStats {
     let mut s = samples.to_vec();
     s.sort_by(f64::total_cmp);
     let n = s.len();
-    let median = if n % 2 == 1 { s[n / 2] } else { 0.5 * (s[n / 2 - 1] + s[n / 2]) };
+    let median = if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        0.5 * (s[n / 2 - 1] + s[n / 2])
+    };
     let mean = s.iter().sum::<f64>() / n as f64;
-    let var = if n > 1 { s.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64 } else { 0.0 };
-    let rel_noise = if median > 0.0 && n > 1 { 1.2533 * var.sqrt() / (n as f64).sqrt() / median } else { f64::INFINITY };
-    TimingStats { median, min: s[0], max: s[n - 1], rel_noise, reps: n }
+    let var = if n > 1 {
+        s.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64
+    } else {
+        0.0
+    };
+    let rel_noise = if median > 0.0 && n > 1 {
+        1.2533 * var.sqrt() / (n as f64).sqrt() / median
+    } else {
+        f64::INFINITY
+    };
+    TimingStats {
+        median,
+        min: s[0],
+        max: s[n - 1],
+        rel_noise,
+        reps: n,
+    }
 }
 
 #[cfg(test)]
@@ -92,7 +119,11 @@ mod tests {
         assert!((e.max_abs - 1.0).abs() < 1e-12);
         assert!((e.rmse - ((0.25f64 + 1.0) / 3.0).sqrt()).abs() < 1e-12);
         assert_eq!(e.scale, 3.0);
-        let inf = error_stats(&[f32::NEG_INFINITY, f32::NAN], &[f64::NEG_INFINITY, 1.0], None);
+        let inf = error_stats(
+            &[f32::NEG_INFINITY, f32::NAN],
+            &[f64::NEG_INFINITY, 1.0],
+            None,
+        );
         assert!(inf.max_abs.is_infinite());
         let ok = error_stats(&[f32::NEG_INFINITY], &[f64::NEG_INFINITY], None);
         assert_eq!(ok.max_abs, 0.0);
