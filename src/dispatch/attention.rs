@@ -1,7 +1,11 @@
 //! Selection-attention dispatch: the staged kernel (shared-memory / LDS staging, sized from
-//! the target's limit) unless the straightforward gather kernel is forced.
+//! the target's limit) unless the straightforward gather kernel is forced; and the staged
+//! kernel's launch plan (rows per CTA, staging depth, decode splits). Pure functions, so the
+//! dispatch snapshot of every target is computed on any machine; bench/attention_vs_torch.py
+//! mirrors them for the cupy runs on the H200.
 
 use super::{Switches, TargetCaps};
+use crate::backend::BackendError;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AttnKernel {
@@ -24,5 +28,163 @@ pub fn choose(_caps: &TargetCaps, sw: &Switches) -> AttnKernel {
     match sw.get("QSA_ATTN_KERNEL") {
         Some("gather") => AttnKernel::Gather,
         _ => AttnKernel::Staged,
+    }
+}
+
+/// Rows (query heads x query tokens) of one staged CTA: ATT_ROWS in the kernel.
+pub const STAGED_ROWS: usize = 16;
+/// Threads of a staged CTA (ATT_THREADS); the gather kernels run 256.
+pub const STAGED_THREADS: u32 = 128;
+pub const GATHER_THREADS: u32 = 256;
+/// Shared-memory strides of the kernel (Q_STRIDE, S_STRIDE floats; KV_STRIDE u16).
+const Q_STRIDE: usize = 132;
+const S_STRIDE: usize = 68;
+const KV_STRIDE: usize = 136;
+const BLOCK: usize = crate::problem::ATTN_BLOCK;
+/// Decode splits aim at this many CTAs per multiprocessor.
+const SPLIT_CTAS_PER_SM: usize = 2;
+/// Each split keeps at least this many blocks (fewer make the merge cost more than it saves).
+const SPLIT_MIN_BLOCKS: usize = 2;
+
+/// The staged kernel's launch plan for one shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StagedPlan {
+    /// Query heads per CTA (a divisor of the group, at most STAGED_ROWS).
+    pub hc: usize,
+    /// Query tokens per CTA: their selections are merged, each block loaded once.
+    pub qt: usize,
+    /// Staged K/V buffers: 2 = double buffering.
+    pub nbuf: usize,
+    /// Work items (grid.x): batch x token tiles x kv heads x head chunks.
+    pub items: usize,
+    /// CTAs per work item (grid.y); > 1 writes partials merged by qsa_attn_combine.
+    pub nsplit: usize,
+    /// Dynamic shared bytes.
+    pub shared: u32,
+}
+
+/// Heads per CTA (largest divisor of `group` <= STAGED_ROWS) and tokens per CTA.
+pub fn staged_geometry(group: usize, q_len: usize) -> (usize, usize) {
+    let hc = (1..=group.min(STAGED_ROWS))
+        .rev()
+        .find(|d| group % d == 0)
+        .unwrap_or(1);
+    let qt = (STAGED_ROWS / hc).min(q_len).max(1);
+    (hc, qt)
+}
+
+/// Dynamic shared bytes of a staged CTA; the layout is `staged_smem` in the kernel.
+pub fn staged_shared_bytes(cap: usize, nbuf: usize, backward: bool) -> usize {
+    let rows = if backward { 2 } else { 1 };
+    let b = rows * (STAGED_ROWS * Q_STRIDE * 4 + STAGED_ROWS * S_STRIDE * 4)
+        + 3 * STAGED_ROWS * 4
+        + (4 * cap + 1) * 4;
+    b.div_ceil(16) * 16 + nbuf * 2 * BLOCK * KV_STRIDE * 2
+}
+
+/// Plan the staged kernel for `batch x q_len` tokens, `hq / hkv` heads, `t` ids per list, on
+/// `caps`. Double buffering is taken where it costs no resident CTAs (shared memory per
+/// multiprocessor approximated by the per-block limit, which is within 1 KiB on every target
+/// of matrix.yaml): on the H200 single buffering at 4 CTAs / SM ran prefill 1.4x faster than
+/// double buffering at 2 CTAs / SM (.devrun/attention, first run). Decode shapes whose grid
+/// is under SPLIT_CTAS_PER_SM CTAs per multiprocessor split each list over several CTAs.
+pub fn staged_plan(
+    caps: &TargetCaps,
+    batch: usize,
+    q_len: usize,
+    hq: usize,
+    hkv: usize,
+    t: usize,
+    backward: bool,
+) -> Result<StagedPlan, BackendError> {
+    let group = hq / hkv;
+    let (hc, qt) = staged_geometry(group, q_len);
+    let cap = qt * t;
+    let limit = caps.shared_per_block as usize;
+    let one = staged_shared_bytes(cap, 1, backward);
+    if one > limit {
+        let per_id = 4 * 4 * qt;
+        let fixed = staged_shared_bytes(0, 1, backward);
+        let max_t = limit.saturating_sub(fixed) / per_id;
+        return Err(BackendError::Shape(format!(
+            "staged selection attention needs {one} bytes of shared memory for t = {t} ids per list \
+             ({qt} tokens per CTA) but {} allows {limit}: at most t = {max_t} here, or force \
+             QSA_ATTN_KERNEL=gather",
+            caps.name
+        )));
+    }
+    let two = staged_shared_bytes(cap, 2, backward);
+    let nbuf = if limit / two >= limit / one { 2 } else { 1 };
+    let items = batch * q_len.div_ceil(qt) * hkv * (group / hc);
+    let target = SPLIT_CTAS_PER_SM * caps.multiprocessors.max(1) as usize;
+    let nsplit = if backward || items >= target {
+        1
+    } else {
+        target
+            .div_ceil(items)
+            .min((cap / SPLIT_MIN_BLOCKS).max(1))
+            .max(1)
+    };
+    let shared = if nbuf == 2 { two } else { one };
+    Ok(StagedPlan {
+        hc,
+        qt,
+        nbuf,
+        items,
+        nsplit,
+        shared: shared as u32,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dispatch::Vendor;
+
+    fn caps(name: &str, shared_kib: u32, sms: u32) -> TargetCaps {
+        TargetCaps {
+            name: name.into(),
+            vendor: Vendor::Nvidia,
+            wave: 32,
+            shared_per_block: shared_kib * 1024,
+            multiprocessors: sms,
+            features: vec![],
+        }
+    }
+
+    #[test]
+    fn geometry_fills_sixteen_rows_with_divisors_of_the_group() {
+        assert_eq!(staged_geometry(16, 100), (16, 1));
+        assert_eq!(staged_geometry(8, 100), (8, 2));
+        assert_eq!(staged_geometry(4, 3), (4, 3));
+        assert_eq!(staged_geometry(32, 5), (16, 1));
+        assert_eq!(staged_geometry(6, 10), (6, 2));
+        assert_eq!(staged_geometry(1, 40), (1, 16));
+    }
+
+    #[test]
+    fn shared_bytes_match_the_kernel_layout() {
+        // q 8448 + s 4352 + row state 192 + list 4 * 16 * 4 + 4 = 13252 -> 13264, + 34816 / buffer.
+        assert_eq!(staged_shared_bytes(16, 1, false), 13_264 + 34_816);
+        assert_eq!(staged_shared_bytes(16, 2, false), 13_264 + 2 * 34_816);
+    }
+
+    #[test]
+    fn decode_splits_and_prefill_does_not() {
+        let h200 = caps("sm_90", 227, 132);
+        let d = staged_plan(&h200, 1, 1, 128, 8, 16, false).unwrap();
+        assert_eq!((d.items, d.nsplit), (8, 8));
+        let p = staged_plan(&h200, 4, 16384, 64, 4, 16, false).unwrap();
+        assert_eq!((p.items, p.nsplit, p.nbuf), (262_144, 1, 1));
+        let b = staged_plan(&h200, 1, 1, 128, 8, 16, true).unwrap();
+        assert_eq!(b.nsplit, 1);
+    }
+
+    #[test]
+    fn too_many_ids_for_the_shared_budget_is_a_shape_error() {
+        let gfx906 = caps("gfx906", 64, 60);
+        assert!(staged_plan(&gfx906, 1, 4, 16, 4, 16, false).is_ok());
+        let e = staged_plan(&gfx906, 1, 64, 4, 4, 2048, false).unwrap_err();
+        assert!(e.to_string().contains("at most t ="), "{e}");
     }
 }

@@ -1,0 +1,492 @@
+#!/usr/bin/env python3
+"""NSA selection attention on one CUDA GPU: correctness against a float64 reference, then a
+side-by-side benchmark of qsa's kernels, torch (gather + scaled_dot_product_attention) and
+fla's parallel_nsa (when fla-core imports), on the same inputs in one run.
+
+No Rust is needed: the kernels are loaded from the sm_90 cubin with cupy.RawModule, and the
+launch rules (grid, block, shared bytes, splits) mirror src/gpu/attention.rs and
+src/dispatch/attention.rs; a change there must be made here too.
+
+    python3 bench/attention_vs_torch.py --cubin .devrun/attention/selection_attention_sm90.cubin \
+        [--check] [--bench] [--out DIR]
+
+Writes check.md / bench.md (Markdown tables with date and device) under --out.
+"""
+import argparse
+import datetime
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+
+D, BLK, ROWS, THREADS = 128, 64, 16, 128
+Q_STRIDE, S_STRIDE, KV_STRIDE = 132, 68, 136
+
+
+# ---- launch rules (the same as src/gpu/attention.rs) --------------------------------------------
+def staged_geometry(group, q_len):
+    """Heads per CTA (largest divisor of the group <= 16) and query tokens per CTA."""
+    hc = max(d for d in range(1, min(group, ROWS) + 1) if group % d == 0)
+    qt = max(1, min(ROWS // hc, q_len))
+    return hc, qt
+
+
+def staged_shared_bytes(cap, nbuf, backward):
+    qb, sb = ROWS * Q_STRIDE * 4, ROWS * S_STRIDE * 4
+    b = qb * (2 if backward else 1) + sb * (2 if backward else 1) + 3 * ROWS * 4 + (4 * cap + 1) * 4
+    b = (b + 15) // 16 * 16
+    return b + nbuf * 2 * BLK * KV_STRIDE * 2
+
+
+def choose_nbuf(cap, backward, shared_limit):
+    return 2 if staged_shared_bytes(cap, 2, backward) <= shared_limit else 1
+
+
+def choose_splits(items, unique_max, sms):
+    """Split a work item's blocks over CTAs while the grid is smaller than two waves of
+    CTAs; each split keeps at least two blocks."""
+    target = 2 * sms
+    if items >= target:
+        return 1
+    return max(1, min(math.ceil(target / items), max(1, unique_max // 2)))
+
+
+class Qsa:
+    def __init__(self, cubin, shared_limit):
+        import cupy
+
+        self.cp = cupy
+        self.mod = cupy.RawModule(path=cubin)
+        self.shared_limit = shared_limit
+        self.sms = torch.cuda.get_device_properties(0).multi_processor_count
+        self.k = {}
+
+    def kern(self, name, shared=0):
+        f = self.k.get(name)
+        if f is None:
+            f = self.mod.get_function(name)
+            self.k[name] = f
+        if shared > 48 * 1024 and f.max_dynamic_shared_size_bytes < shared:
+            f.max_dynamic_shared_size_bytes = shared
+        return f
+
+    @staticmethod
+    def ptr(t):
+        return np.uint64(t.data_ptr())
+
+    def gather_fwd(self, P, o, lse):
+        rows = P["batch"] * P["q_len"] * P["hq"]
+        f = self.kern("qsa_attn_gather_fwd_" + P["dtype"])
+        f(((rows + 7) // 8,), (256,), self.args(P) + (self.ptr(o), self.ptr(lse)) + self.dims(P))
+
+    def gather_bwd(self, P, o, lse, dq, dk, dv):
+        rows = P["batch"] * P["q_len"] * P["hq"]
+        dk.zero_()
+        dv.zero_()
+        f = self.kern("qsa_attn_gather_bwd_" + P["dtype"])
+        f(((rows + 7) // 8,), (256,),
+          self.args(P) + tuple(self.ptr(x) for x in (o, lse, P["do"], dq, dk, dv)) + self.dims(P))
+
+    def args(self, P):
+        return (self.ptr(P["q"]), self.ptr(P["k"]), self.ptr(P["v"]), self.ptr(P["ids"]))
+
+    @staticmethod
+    def dims(P):
+        return (np.int32(P["batch"]), np.int32(P["q_len"]), np.int32(P["kv_len"]), np.int32(P["hq"]),
+                np.int32(P["hkv"]), np.int32(P["t"]), np.float32(P["scale"]))
+
+    def plan(self, P, backward, nbuf=None, nsplit=None):
+        group = P["hq"] // P["hkv"]
+        hc, qt = staged_geometry(group, P["q_len"])
+        cap = qt * P["t"]
+        nb = nbuf or choose_nbuf(cap, backward, self.shared_limit)
+        items = P["batch"] * ((P["q_len"] + qt - 1) // qt) * P["hkv"] * (group // hc)
+        ns = 1 if backward else (nsplit or choose_splits(items, cap, self.sms))
+        return dict(hc=hc, qt=qt, cap=cap, nbuf=nb, items=items, nsplit=ns,
+                    shared=staged_shared_bytes(cap, nb, backward))
+
+    def staged_fwd(self, P, o, lse, plan, ws=None):
+        f = self.kern("qsa_attn_staged_fwd_" + P["dtype"], plan["shared"])
+        rows = P["batch"] * P["q_len"] * P["hq"]
+        ns = plan["nsplit"]
+        if ns > 1:
+            o_p, lse_p = ws
+            dst = (o_p, lse_p)
+        else:
+            dst = (o, lse)
+        f((plan["items"], ns), (THREADS,),
+          self.args(P) + (self.ptr(dst[0]), self.ptr(dst[1])) + self.dims(P)
+          + (np.int32(plan["hc"]), np.int32(plan["qt"]), np.int32(plan["nbuf"])),
+          shared_mem=plan["shared"])
+        if ns > 1:
+            c = self.kern("qsa_attn_combine")
+            c((rows,), (D,), (self.ptr(o_p), self.ptr(lse_p), self.ptr(o), self.ptr(lse),
+                              np.int64(rows), np.int32(ns)))
+
+    def workspace(self, P, plan):
+        rows = P["batch"] * P["q_len"] * P["hq"]
+        if plan["nsplit"] <= 1:
+            return None
+        return (torch.empty(plan["nsplit"] * rows * D, device="cuda"),
+                torch.empty(plan["nsplit"] * rows, device="cuda"))
+
+    def staged_bwd(self, P, o, lse, dq, dk, dv, plan):
+        dk.zero_()
+        dv.zero_()
+        f = self.kern("qsa_attn_staged_bwd_" + P["dtype"], plan["shared"])
+        f((plan["items"], 1), (THREADS,),
+          self.args(P) + tuple(self.ptr(x) for x in (o, lse, P["do"], dq, dk, dv)) + self.dims(P)
+          + (np.int32(plan["hc"]), np.int32(plan["qt"]), np.int32(plan["nbuf"])),
+          shared_mem=plan["shared"])
+
+
+# ---- problems ---------------------------------------------------------------------------------
+TDT = {"bf16": torch.bfloat16, "f16": torch.float16}
+
+
+def make_problem(batch, q_len, kv_len, hq, hkv, t, dtype, seed, ids=None, ids_kind="random"):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    td = TDT[dtype]
+    q = torch.randn(batch, q_len, hq, D, device="cuda", generator=g).to(td)
+    k = torch.randn(batch, kv_len, hkv, D, device="cuda", generator=g).to(td)
+    v = torch.randn(batch, kv_len, hkv, D, device="cuda", generator=g).to(td)
+    do = torch.randn(batch, q_len, hq, D, device="cuda", generator=g)
+    nblk = (kv_len + BLK - 1) // BLK
+    if ids is None:
+        if ids_kind == "random":  # repeats, -1, and ids past the causal edge or kv_len
+            ids = torch.randint(-1, nblk + 2, (batch, q_len, hkv, t), device="cuda", generator=g)
+        else:  # distinct causal ids (benchmark form, what a top-k emits), -1 past the count
+            pos = kv_len - q_len + torch.arange(q_len, device="cuda")
+            vis = (pos // BLK + 1).clamp(max=nblk)
+            r = torch.rand(batch, q_len, hkv, nblk, device="cuda", generator=g)
+            r = torch.where(torch.arange(nblk, device="cuda")[None, None, None, :] < vis[None, :, None, None],
+                            r, torch.full_like(r, -1.0))
+            val, idx = torch.topk(r, min(t, nblk), dim=-1)
+            idx = torch.where(val < 0, torch.full_like(idx, -1), idx)
+            ids = torch.sort(idx, dim=-1).values
+            if ids.shape[-1] < t:
+                ids = torch.cat([ids, torch.full((batch, q_len, hkv, t - ids.shape[-1]), -1, device="cuda",
+                                                 dtype=ids.dtype)], -1)
+            del r, val, idx
+    ids = ids.to(torch.int32).contiguous()
+    return dict(batch=batch, q_len=q_len, kv_len=kv_len, hq=hq, hkv=hkv, t=t, dtype=dtype,
+                scale=1.0 / math.sqrt(D), q=q, k=k, v=v, ids=ids, do=do)
+
+
+def visibility(P):
+    """[b, i, g, j] bool: key j visible to (b, i, g) — a set, so repeated ids count once."""
+    B, Tq, Tk, H = P["batch"], P["q_len"], P["kv_len"], P["hkv"]
+    ids = P["ids"].long()
+    nblk = (Tk + BLK - 1) // BLK
+    sel = torch.zeros(B, Tq, H, nblk + 1, dtype=torch.bool, device="cuda")
+    idc = torch.where((ids >= 0) & (ids < nblk), ids, torch.full_like(ids, nblk))
+    sel.scatter_(-1, idc, True)
+    sel = sel[..., :nblk]
+    vis = sel.repeat_interleave(BLK, dim=-1)[..., :Tk]
+    pos = Tk - Tq + torch.arange(Tq, device="cuda")
+    causal = torch.arange(Tk, device="cuda")[None, :] <= pos[:, None]
+    return vis & causal[None, :, None, :]
+
+
+def reference(P):
+    """float64 forward and backward of the contract."""
+    G = P["hq"] // P["hkv"]
+    q = P["q"].double().requires_grad_(True)
+    k = P["k"].double().requires_grad_(True)
+    v = P["v"].double().requires_grad_(True)
+    vis = visibility(P).repeat_interleave(G, dim=2)  # [b, i, h, j]
+    kk = k.repeat_interleave(G, dim=2)
+    vv = v.repeat_interleave(G, dim=2)
+    s = torch.einsum("bihd,bjhd->bihj", q, kk) * P["scale"]
+    s = torch.where(vis, s, torch.full_like(s, -math.inf))
+    lse = torch.logsumexp(s, dim=-1)
+    none = torch.isinf(lse)
+    lse_safe = torch.where(none, torch.zeros_like(lse), lse)
+    p = torch.where(vis, torch.exp(s - lse_safe[..., None]), torch.zeros_like(s))
+    o = torch.einsum("bihj,bjhd->bihd", p, vv)
+    dq, dk, dv = torch.autograd.grad(o, (q, k, v), P["do"].double())
+    return dict(o=o.detach(), lse=lse.detach(), dq=dq, dk=dk, dv=dv)
+
+
+def err(x, ref):
+    x = x.double().reshape(ref.shape)
+    fin = torch.isfinite(ref)
+    same_inf = bool(torch.equal(torch.isinf(x) & ~fin, ~fin))
+    d = (x - ref)[fin]
+    if d.numel() == 0:
+        return 0.0, 0.0, same_inf
+    return d.abs().max().item(), d.pow(2).mean().sqrt().item(), same_inf
+
+
+# ---- check ------------------------------------------------------------------------------------
+CHECK_CASES = [
+    # name, batch, q_len, kv_len, hq, hkv, t, dtype
+    ("g4 partial-last-block", 2, 37, 1000, 16, 4, 8, "bf16"),
+    ("g4 f16", 2, 37, 1000, 16, 4, 8, "f16"),
+    ("g8", 1, 20, 333, 16, 2, 6, "f16"),
+    ("g8 bf16", 1, 20, 333, 16, 2, 6, "bf16"),
+    ("g16 decode", 2, 5, 4100, 32, 2, 16, "bf16"),
+    ("g16 decode f16", 2, 5, 4100, 32, 2, 16, "f16"),
+    ("g16 causal from 0", 1, 200, 200, 16, 1, 4, "f16"),
+    ("g32 two chunks", 1, 9, 700, 32, 1, 5, "bf16"),
+    ("g1", 1, 33, 500, 2, 2, 7, "bf16"),
+    ("g3 odd", 1, 11, 640, 6, 2, 4, "f16"),
+]
+
+
+def run_check(qsa, out):
+    lines = ["| case | dtype | variant | o max / rms | lse max | dq max / rms | dk max / rms | dv max / rms | "
+             "staged/gather (max o, dq, dk, dv) | gate |", "|---|---|---|---|---|---|---|---|---|---|"]
+    ok_all = True
+    for ci, (name, B, Tq, Tk, hq, hkv, t, dt) in enumerate(CHECK_CASES):
+        P = make_problem(B, Tq, Tk, hq, hkv, t, dt, seed=100 + ci)
+        # Rows with no block at all: the whole list -1 for one token, and one all-invisible.
+        P["ids"][0, 0] = -1
+        if Tq > 2:
+            P["ids"][0, 1, :, 0] = (Tk + 63) // 64 + 5
+            P["ids"][0, 1, :, 1:] = -1
+        # Repeats: the same id in several slots.
+        P["ids"][..., -1] = P["ids"][..., 0]
+        R = reference(P)
+        rows = B * Tq * hq
+        res = {}
+        o = torch.empty(rows * D, device="cuda")
+        lse = torch.empty(rows, device="cuda")
+        dq = torch.empty(rows * D, device="cuda")
+        dk = torch.empty(P["k"].numel(), device="cuda")
+        dv = torch.empty(P["v"].numel(), device="cuda")
+        qsa.gather_fwd(P, o, lse)
+        qsa.gather_bwd(P, o, lse, dq, dk, dv)
+        torch.cuda.synchronize()
+        res["gather"] = {n: err(x, R[n]) for n, x in (("o", o), ("lse", lse), ("dq", dq), ("dk", dk), ("dv", dv))}
+        variants = [("staged", None, None), ("staged nbuf=1", 1, None), ("staged split=3", None, 3)]
+        for vname, nb, ns in variants:
+            o2 = torch.full((rows * D,), float("nan"), device="cuda")
+            lse2 = torch.full((rows,), float("nan"), device="cuda")
+            plan = qsa.plan(P, False, nbuf=nb, nsplit=ns)
+            qsa.staged_fwd(P, o2, lse2, plan, qsa.workspace(P, plan))
+            bplan = qsa.plan(P, True, nbuf=nb)
+            dq2 = torch.full((rows * D,), float("nan"), device="cuda")
+            qsa.staged_bwd(P, o2, lse2, dq2, dk, dv, bplan)
+            torch.cuda.synchronize()
+            res[vname] = {n: err(x, R[n]) for n, x in (("o", o2), ("lse", lse2), ("dq", dq2), ("dk", dk),
+                                                        ("dv", dv))}
+        floor = 1e-6
+        for vname, r in res.items():
+            ratios, gate = [], True
+            for n in ("o", "dq", "dk", "dv"):
+                gm = res["gather"][n][0]
+                ratios.append(r[n][0] / gm if gm > 0 else float("inf") if r[n][0] > 0 else 1.0)
+                if r[n][0] > 4 * gm + floor:
+                    gate = False
+            for n in ("o", "lse", "dq", "dk", "dv"):
+                if not r[n][2] or not math.isfinite(r[n][0]):
+                    gate = False
+            if vname == "gather":  # the baseline's own sanity: near the FP64 reference
+                gate = all(r[n][0] < 5e-3 * max(1.0, R[n].abs().max().item()) and r[n][2]
+                           for n in ("o", "lse", "dq", "dk", "dv"))
+            ok_all &= gate
+            f = lambda n: f"{r[n][0]:.2e} / {r[n][1]:.2e}"
+            lines.append(f"| {name} | {dt} | {vname} | {f('o')} | {r['lse'][0]:.2e} | {f('dq')} | {f('dk')} | "
+                         f"{f('dv')} | {', '.join(f'{x:.2f}' for x in ratios)} | {'pass' if gate else 'FAIL'} |")
+        del P, R
+    text = "\n".join(lines)
+    print(text)
+    return text, ok_all
+
+
+# ---- bench ------------------------------------------------------------------------------------
+def time_ms(fn, warmup=3, reps=20):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        ts.append(a.elapsed_time(b))
+    ts.sort()
+    return ts[len(ts) // 2], ts[0], ts[-1]
+
+
+def torch_sel_attn(P, idx, mask):
+    """torch: gather the selected K/V rows, then scaled_dot_product_attention per (b, i, g)."""
+    B, Tq, H, G = P["batch"], P["q_len"], P["hkv"], P["hq"] // P["hkv"]
+    N = B * Tq * H
+    kf = P["k"].permute(0, 2, 1, 3)  # [B, H, Tk, D]
+    bi = torch.arange(B, device="cuda")[:, None, None, None]
+    hi = torch.arange(H, device="cuda")[None, None, :, None]
+    ks = kf[bi, hi, idx].reshape(N, 1, -1, D)
+    vs = P["v"].permute(0, 2, 1, 3)[bi, hi, idx].reshape(N, 1, -1, D)
+    qs = P["q"].reshape(N, G, D)[:, None]
+    return torch.nn.functional.scaled_dot_product_attention(qs, ks, vs, attn_mask=mask, scale=P["scale"])
+
+
+def torch_index(P):
+    """Token indices [B, Tq, H, t*64] and the visibility mask (dedup, causal) for the torch path."""
+    ids = P["ids"].long()
+    t = P["t"]
+    first = torch.ones_like(ids, dtype=torch.bool)
+    for s in range(1, t):
+        first[..., s] = (ids[..., s:s + 1] != ids[..., :s]).all(-1)
+    idx = ids.clamp(min=0)[..., None] * BLK + torch.arange(BLK, device="cuda")
+    pos = P["kv_len"] - P["q_len"] + torch.arange(P["q_len"], device="cuda")
+    ok = (ids >= 0) & first
+    vis = ok[..., None] & (idx <= pos[None, :, None, None, None])
+    idx = idx.clamp(max=P["kv_len"] - 1).reshape(*ids.shape[:3], -1)
+    N = idx.shape[0] * idx.shape[1] * idx.shape[2]
+    return idx, vis.reshape(N, 1, 1, -1)
+
+
+def run_bench(qsa, out, fla):
+    rows_md = ["| case | GQA group | kernel | median ms | min ms | max ms | vs torch | vs fla | note |",
+               "|---|---|---|---|---|---|---|---|---|"]
+    hbm_ceiling = 4.3e12
+
+    def add(case, group, kernel, tm, torch_ms=None, fla_ms=None, note=""):
+        med, lo, hi = tm
+        vt = f"{torch_ms / med:.2f}x" if torch_ms else "-"
+        vf = f"{med / fla_ms:.2f} of fla" if fla_ms else "-"
+        rows_md.append(f"| {case} | {group} | {kernel} | {med:.4f} | {lo:.4f} | {hi:.4f} | {vt} | {vf} | {note} |")
+        print(rows_md[-1], flush=True)
+
+    decode = [("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 128, 8),
+              ("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 64, 8),
+              ("decode 1 q x 8 kv heads, 262K", 1, 1, 262144, 128, 8),
+              ("decode 1 q x 8 kv heads, 262K", 1, 1, 262144, 64, 8)]
+    kv_cache = {}
+    for case, B, Tq, Tk, hq, hkv in decode:
+        G = hq // hkv
+        key = (B, Tk, hkv)
+        P = make_problem(B, Tq, Tk, hq, hkv, 16, "bf16", seed=7, ids_kind="distinct")
+        if key in kv_cache:
+            P["k"], P["v"] = kv_cache[key]
+        else:
+            kv_cache[key] = (P["k"], P["v"])
+        rows = B * Tq * hq
+        o = torch.empty(rows * D, device="cuda")
+        lse = torch.empty(rows, device="cuda")
+        plan = qsa.plan(P, False)
+        ws = qsa.workspace(P, plan)
+        idx, mask = torch_index(P)
+        tt = time_ms(lambda: torch_sel_attn(P, idx, mask))
+        o_t = torch_sel_attn(P, idx, mask).reshape(-1).float()
+        add(case, G, "torch gather+sdpa", tt, note="index and mask precomputed")
+        tg = time_ms(lambda: qsa.gather_fwd(P, o, lse))
+        add(case, G, "qsa gather fwd", tg, tt[0])
+        ts = time_ms(lambda: qsa.staged_fwd(P, o, lse, plan, ws))
+        by = Tq * hkv * 16 * BLK * D * 2 * 2
+        add(case, G, "qsa staged fwd", ts, tt[0],
+            note=f"{plan['items']}x{plan['nsplit']} CTAs, nbuf {plan['nbuf']}; K/V {by / 1e6:.0f} MB = "
+                 f"{by / hbm_ceiling * 1e3:.4f} ms at 4.3 TB/s; |o - torch| {(o - o_t).abs().max().item():.1e}")
+        for nb in (1, 2):
+            if nb != plan["nbuf"]:
+                p2 = qsa.plan(P, False, nbuf=nb)
+                add(case, G, f"qsa staged fwd nbuf={nb}", time_ms(lambda: qsa.staged_fwd(P, o, lse, p2, ws)), tt[0])
+        for ns in (1, 4, 16):
+            if ns != plan["nsplit"]:
+                p3 = qsa.plan(P, False, nsplit=ns)
+                ws3 = qsa.workspace(P, p3)
+                add(case, G, f"qsa staged fwd split={ns}", time_ms(lambda: qsa.staged_fwd(P, o, lse, p3, ws3)),
+                    tt[0])
+        del P, idx, mask, ws
+    kv_cache.clear()
+    torch.cuda.empty_cache()
+
+    # Prefill: B=4, T=16K, 64 q heads, 4 kv heads (group 16), 16 blocks.
+    case = "prefill B=4 T=16K 64/4 heads, 16 blocks"
+    P = make_problem(4, 16384, 16384, 64, 4, 16, "bf16", seed=9, ids_kind="distinct")
+    rows = 4 * 16384 * 64
+    o = torch.empty(rows * D, device="cuda")
+    lse = torch.empty(rows, device="cuda")
+    dq = torch.empty(rows * D, device="cuda")
+    dk = torch.empty(P["k"].numel(), device="cuda")
+    dv = torch.empty(P["v"].numel(), device="cuda")
+    fla_f = fla_b = None
+    if fla is not None:
+        try:
+            from fla.ops.nsa.parallel import ParallelNSAFunction, parallel_nsa_fwd
+            qf = P["q"].clone().requires_grad_(True)
+            kf = P["k"].clone().requires_grad_(True)
+            vf = P["v"].clone().requires_grad_(True)
+            bidx = P["ids"].long()
+            fwd = lambda: parallel_nsa_fwd(q=qf, k=kf, v=vf, block_indices=bidx, block_counts=16, block_size=BLK,
+                                           scale=P["scale"])
+            fla_f = time_ms(fwd, warmup=2, reps=5)
+            o_fla = ParallelNSAFunction.apply(qf, kf, vf, bidx, 16, BLK, P["scale"], None)
+            do_b = P["do"].to(torch.bfloat16)
+            bwd = lambda: torch.autograd.grad(o_fla, (qf, kf, vf), do_b, retain_graph=True)
+            fla_b = time_ms(bwd, warmup=1, reps=3)
+            add(case, 16, "fla parallel_nsa fwd", fla_f)
+            add(case, 16, "fla parallel_nsa bwd", fla_b, note="autograd.grad of ParallelNSAFunction")
+            fla_o = o_fla.detach().float().reshape(-1)
+            del qf, kf, vf
+        except Exception as e:  # report, never hide
+            print("fla failed:", repr(e), flush=True)
+            rows_md.append(f"| {case} | 16 | fla | - | - | - | - | - | failed: {type(e).__name__}: {e} |")
+            fla = None
+    plan = qsa.plan(P, False)
+    ws = qsa.workspace(P, plan)
+    tf = time_ms(lambda: qsa.staged_fwd(P, o, lse, plan, ws), warmup=2, reps=5)
+    flop = 4 * 16384 * 64 * 16 * BLK * D * 4
+    note = f"{plan['items']} CTAs, nbuf {plan['nbuf']}, {flop / tf[0] / 1e9:.0f} TFLOP/s"
+    if fla is not None:
+        note += f"; |o - fla| max {(o - fla_o).abs().max().item():.1e}"
+    add(case, 16, "qsa staged fwd", tf, fla_ms=fla_f[0] if fla_f else None, note=note)
+    for nb in (1, 2):
+        if nb != plan["nbuf"]:
+            p2 = qsa.plan(P, False, nbuf=nb)
+            add(case, 16, f"qsa staged fwd nbuf={nb}", time_ms(lambda: qsa.staged_fwd(P, o, lse, p2, ws), 1, 3),
+                fla_ms=fla_f[0] if fla_f else None)
+    bplan = qsa.plan(P, True)
+    tb = time_ms(lambda: qsa.staged_bwd(P, o, lse, dq, dk, dv, bplan), warmup=1, reps=3)
+    add(case, 16, "qsa staged bwd", tb, fla_ms=fla_b[0] if fla_b else None,
+        note=f"nbuf {bplan['nbuf']}, includes zeroing dk/dv, {2 * flop / tb[0] / 1e9:.0f} TFLOP/s")
+    tg = time_ms(lambda: qsa.gather_fwd(P, o, lse), warmup=1, reps=3)
+    add(case, 16, "qsa gather fwd", tg, fla_ms=fla_f[0] if fla_f else None)
+    rows_md.append("")
+    rows_md.append("torch on the prefill case is not run: gathering K/V per (token, kv head) is "
+                   "4*16384*4*1024*128*2*2 B = 137 GB.")
+    return "\n".join(rows_md)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cubin", required=True)
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--bench", action="store_true")
+    ap.add_argument("--out", default=os.environ.get("OUT", "."))
+    ap.add_argument("--shared-limit", type=int, default=227 * 1024, help="shared bytes per block of the target")
+    a = ap.parse_args()
+    qsa = Qsa(a.cubin, a.shared_limit)
+    dev = torch.cuda.get_device_name(0)
+    head = f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {dev}, torch {torch.__version__}"
+    rc = 0
+    if a.check:
+        text, ok = run_check(qsa, a.out)
+        with open(os.path.join(a.out, "check.md"), "w") as f:
+            f.write(f"# selection attention: errors vs FP64 ({head})\n\n{text}\n")
+        rc |= 0 if ok else 1
+        print("CHECK", "PASS" if ok else "FAIL", flush=True)
+    if a.bench:
+        try:
+            import fla  # noqa: F401
+            fla_mod = fla
+        except Exception as e:
+            print("fla does not import:", repr(e), flush=True)
+            fla_mod = None
+        text = run_bench(qsa, a.out, fla_mod)
+        with open(os.path.join(a.out, "bench.md"), "w") as f:
+            f.write(f"# selection attention benchmark ({head})\n\n"
+                    f"`python3 bench/attention_vs_torch.py --bench`; medians of CUDA-event timings after warm-up\n\n"
+                    f"{text}\n")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
