@@ -11,7 +11,7 @@ use super::code_object::{self, GfxTarget};
 use super::ffi::{self, hipEvent_t, hipFunction_t, hipModule_t};
 use super::params::KernelParams;
 use super::status::{check, device_error, error_name};
-use crate::backend::{BackendError, BackendResult, DeviceInfo};
+use crate::backend::{BackendError, BackendResult};
 use crate::gpu::{Arg, DevPtr, Family, GpuApi, GpuProps, LaunchDims};
 
 /// Names the gfx target when the code objects cannot (a compressed bundle), and otherwise
@@ -72,7 +72,7 @@ impl HipApi {
         match status {
             ffi::SUCCESS => Ok(usize::try_from(count).unwrap_or(0)),
             ffi::ERROR_NO_DEVICE => Ok(0),
-            ffi::ERROR_INSUFFICIENT_DRIVER => Err(BackendError::Unsupported(format!(
+            ffi::ERROR_INSUFFICIENT_DRIVER => Err(BackendError::Device(format!(
                 "no usable HIP device: hipGetDeviceCount: {} ({status}): the amdgpu kernel \
                  driver is older than this ROCm runtime needs",
                 error_name(status)
@@ -90,7 +90,7 @@ impl HipApi {
     pub fn open(ordinal: usize, code_object_dir: &Path) -> BackendResult<Self> {
         let count = Self::device_count()?;
         if count == 0 {
-            return Err(BackendError::Unsupported(no_device_message()));
+            return Err(BackendError::Device(no_device_message()));
         }
         if ordinal >= count {
             return Err(BackendError::Device(format!(
@@ -131,7 +131,7 @@ impl HipApi {
             props,
             gfx_version: (major, minor),
             target,
-            runtime_version: runtime_version()?,
+            runtime_version: format!("HIP runtime {}", runtime_version()?),
             dir: code_object_dir.to_path_buf(),
             modules: RefCell::new(HashMap::new()),
         };
@@ -145,17 +145,9 @@ impl HipApi {
         &self.target
     }
 
-    pub fn code_object_dir(&self) -> &Path {
-        &self.dir
-    }
-
-    /// For results and JUnit properties: name, gfx arch, HIP runtime version.
-    pub fn device_info(&self) -> DeviceInfo {
-        DeviceInfo {
-            name: self.props.name.clone(),
-            arch: self.target.arch.clone(),
-            driver: format!("HIP runtime {}", self.runtime_version),
-        }
+    /// Runtime version, free text ("HIP runtime 6.4.43482"), like `CudaApi::driver`.
+    pub fn driver(&self) -> &str {
+        &self.runtime_version
     }
 
     fn load_module(&self, family: Family) -> BackendResult<()> {
@@ -274,11 +266,13 @@ impl HipApi {
                 value,
             )
         };
-        // Newer clr looks module functions up and records the value; ROCm 5 returns success
-        // without doing anything; a release whose lookup only knows functions registered
-        // by a host fat binary answers hipErrorInvalidDeviceFunction for a module handle.
-        // On AMD the launch checks the request against the device's LDS itself, so that
-        // one answer is not a failure: the launch's own status is the one that counts.
+        // Current clr (hip_module.cpp) accepts a module function here and records the
+        // value; older releases returned success without doing anything ("No way to set
+        // function attribute yet"); a release whose lookup knows only functions registered
+        // from a host fat binary may answer hipErrorInvalidDeviceFunction for a module
+        // handle. clr checks a module launch's dynamic LDS against the device's LDS size,
+        // not against this attribute, so that one answer is not a failure: the launch's
+        // own status is the one that counts.
         if status != ffi::SUCCESS && status != ffi::ERROR_INVALID_DEVICE_FUNCTION {
             return Err(device_error(
                 &format!("hipFuncSetAttribute({name}, MaxDynamicSharedMemorySize, {bytes})"),
@@ -303,13 +297,12 @@ impl GpuApi for HipApi {
     }
 
     fn alloc(&self, bytes: usize) -> BackendResult<DevPtr> {
-        if bytes == 0 {
-            return Ok(DevPtr { addr: 0, bytes: 0 });
-        }
+        // hipMalloc(0) succeeds with a null pointer; like the CUDA side, an empty buffer
+        // still gets a real address, so kernels and `free` never see null for a buffer.
         let mut ptr: *mut c_void = null_mut();
         // SAFETY: one out-parameter.
         check(&format!("hipMalloc({bytes} bytes)"), unsafe {
-            ffi::hipMalloc(&mut ptr, bytes)
+            ffi::hipMalloc(&mut ptr, bytes.max(1))
         })?;
         Ok(DevPtr {
             addr: ptr as u64,
@@ -383,7 +376,10 @@ impl GpuApi for HipApi {
         // SAFETY: the whole allocation.
         check(&format!("hipMemset({} bytes)", dst.bytes), unsafe {
             ffi::hipMemset(dst.addr as *mut c_void, 0, dst.bytes)
-        })
+        })?;
+        // hipMemset may return before the device is done; the trait promises a finished
+        // call (the CUDA side synchronizes its stream here too).
+        self.synchronize()
     }
 
     fn launch(
@@ -690,8 +686,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let err = HipApi::open(0, dir.path()).unwrap_err();
         let msg = err.to_string();
+        eprintln!("HipApi::open here: {msg}");
         if HipApi::device_count().unwrap() == 0 {
-            assert!(matches!(err, BackendError::Unsupported(_)), "{msg}");
+            assert!(matches!(err, BackendError::Device(_)), "{msg}");
             assert!(msg.contains("no HIP device"), "{msg}");
             assert!(msg.contains("/dev/kfd"), "{msg}");
         } else {

@@ -23,7 +23,7 @@
 //! `.so.5`, `.so.6`, `.so.7`), so the HIP runner is built on the AMD runner against its
 //! ROCm, and the default build (`cuda` only) never links it. With the library present and
 //! no GPU, `hipGetDeviceCount` answers `hipErrorNoDevice` with a count of 0 (5.2.3, here),
-//! and `open` returns `BackendError::Unsupported("no HIP device: ...")`.
+//! and `open` returns `BackendError::Device("no HIP device: ...")`, as the CUDA side does.
 
 mod api;
 mod code_object;
