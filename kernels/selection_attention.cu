@@ -70,8 +70,8 @@ struct F16 {
 QSA_DEVICE float qsa_neg_inf() { return __uint_as_float(0xff800000u); }
 
 // ---- the selection of one (b, i, g): de-duplicated, visible block ids --------------------------
-// True when slot s of `list` (length t) is the first occurrence of a visible block.
-QSA_DEVICE bool qsa_first_visible(const int* list, int t, int s, long long q_pos) {
+// True when slot s of `list` is the first occurrence of a visible block.
+QSA_DEVICE bool qsa_first_visible(const int* list, int s, long long q_pos) {
   const int id = list[s];
   if (id < 0 || (long long)id * ATT_BLK > q_pos) return false;
   for (int u = 0; u < s; ++u)
@@ -113,7 +113,7 @@ QSA_DEVICE void gather_fwd(const u16* __restrict__ q, const u16* __restrict__ k,
   for (int e = 0; e < DPL; ++e) acc[e] = 0.f;
   float m = qsa_neg_inf(), l = 0.f;
   for (int s = 0; s < t; ++s) {
-    if (!qsa_first_visible(list, t, s, q_pos)) continue;
+    if (!qsa_first_visible(list, s, q_pos)) continue;
     const long long base = (long long)list[s] * ATT_BLK;
     const long long last = q_pos < base + ATT_BLK - 1 ? q_pos : base + ATT_BLK - 1;
     for (long long j = base; j <= last; ++j) {
@@ -177,7 +177,7 @@ QSA_DEVICE void gather_bwd(const u16* __restrict__ q, const u16* __restrict__ k,
     return;
   }
   for (int s = 0; s < t; ++s) {
-    if (!qsa_first_visible(list, t, s, q_pos)) continue;
+    if (!qsa_first_visible(list, s, q_pos)) continue;
     const long long base = (long long)list[s] * ATT_BLK;
     const long long last = q_pos < base + ATT_BLK - 1 ? q_pos : base + ATT_BLK - 1;
     for (long long j = base; j <= last; ++j) {
