@@ -25,6 +25,7 @@ SPLIT_MAX_QUERIES = 16
 SPLIT_THREADS = 512
 WIDE_THREADS = 1024
 REGISTER_ITEMS = 8
+STATIC_SHARED_BYTES = 4096
 
 
 # ---------------------------------------------------------------------------------------
@@ -93,6 +94,10 @@ class QsaTopk:
             name: self.mod.get_function("qsa_topk_" + name)
             for name in ("register", "wide", "split_bound", "split_select")
         }
+        dev = cupy.cuda.Device()
+        self.max_shared = dev.attributes["MaxSharedMemoryPerBlockOptin"]
+        # Opt the wide kernel into more than 48 KiB of dynamic shared memory.
+        self.fn["wide"].max_dynamic_shared_size_bytes = self.max_shared - STATIC_SHARED_BYTES
 
     def call(self, kernel, scores, capacity, nq, n, k, active, out, ws=None):
         """Enqueue on torch's current stream (so CUDA graph capture sees it)."""
@@ -107,7 +112,11 @@ class QsaTopk:
             if kernel == "register":
                 self.fn["register"]((nq,), (register_threads(n),), (sc, i32(capacity), i32(nq), i32(n), i32(k), act, o))
             elif kernel == "wide":
-                self.fn["wide"]((nq,), (WIDE_THREADS,), (sc, i32(capacity), i32(nq), i32(n), i32(k), act, o))
+                staged = n * 4 + STATIC_SHARED_BYTES <= self.max_shared
+                self.fn["wide"](
+                    (nq,), (WIDE_THREADS,), (sc, i32(capacity), i32(nq), i32(n), i32(k), act, o, i32(staged)),
+                    shared_mem=n * 4 if staged else 0,
+                )
             elif kernel == "split":
                 assert active is None, "the split is the decode form"
                 w = cp.asarray(ws)

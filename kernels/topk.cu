@@ -49,11 +49,14 @@
 // Stream loops keep this many loads per thread in flight (top-k is latency-bound).
 #define TOPK_UNROLL 8
 
+// Two histograms and two digit results: pass d fills hist[d & 1] while hist[(d + 1) & 1]
+// is cleared, so a digit costs three barriers.
 struct TopkShared {
-  unsigned hist[TOPK_BINS];
+  unsigned hist[2][TOPK_BINS];
   unsigned waves[TOPK_MAX_WAVES + 1];
   unsigned offsets[TOPK_MAX_CHUNKS + 1];
-  unsigned bin, above, count, flag;
+  unsigned bin[2], above[2], count[2];
+  unsigned flag;
 };
 
 // The selection a radix select leaves: entries with (key & mask) > prefix, plus the first
@@ -109,45 +112,55 @@ QSA_DEVICE unsigned topk_block_scan(unsigned v, unsigned& total, TopkShared& s) 
 
 // Add one entry per lane to the histogram. When the whole wave falls in one bin (the top
 // digit of similar scores), one atomic replaces QSA_WAVE colliding ones.
-QSA_DEVICE void topk_hist_add(TopkShared& s, bool valid, unsigned bin) {
+QSA_DEVICE void topk_hist_add(unsigned* hist, bool valid, unsigned bin) {
   const unsigned b = valid ? bin : 0xffffu;
   const unsigned b0 = qsa_shfl(b, 0);
   const qsa_lanemask_t same = qsa_ballot(b == b0);
   if (qsa_popc_mask(same) == QSA_WAVE) {
-    if (qsa_lane() == 0 && b0 != 0xffffu) atomicAdd(&s.hist[b0], (unsigned)QSA_WAVE);
+    if (qsa_lane() == 0 && b0 != 0xffffu) atomicAdd(&hist[b0], (unsigned)QSA_WAVE);
   } else if (valid) {
-    atomicAdd(&s.hist[bin], 1u);
+    atomicAdd(&hist[bin], 1u);
   }
 }
 
-QSA_DEVICE void topk_hist_clear(TopkShared& s) {
-  for (unsigned i = threadIdx.x; i < TOPK_BINS; i += blockDim.x) s.hist[i] = 0;
+QSA_DEVICE void topk_hist_clear(unsigned* hist) {
+  for (unsigned i = threadIdx.x; i < TOPK_BINS; i += blockDim.x) hist[i] = 0;
 }
 
-// After the histogram is complete (and a barrier): the parallel scan of the 256 bins from
-// the top picks the bin where the running count reaches kr.
-QSA_DEVICE void topk_choose_bin(TopkShared& s, unsigned kr) {
-  const unsigned t = threadIdx.x;
-  const unsigned c = t < TOPK_BINS ? s.hist[TOPK_BINS - 1 - t] : 0u;
-  unsigned total;
-  const unsigned excl = topk_block_scan(c, total, s);
-  if (t < TOPK_BINS && excl < kr && kr <= excl + c) {
-    s.bin = TOPK_BINS - 1 - t;
-    s.above = excl;
-    s.count = c;
+// After the histogram hist[b] is complete (and a barrier): the parallel scan of the 256
+// bins from the top picks the bin where the running count reaches kr. Only the waves
+// that cover the bins scan; each adds the totals of the waves before it (at most 8), so
+// it takes two barriers.
+QSA_DEVICE void topk_choose_bin(TopkShared& s, int b, unsigned kr) {
+  const unsigned t = threadIdx.x, lane = qsa_lane(), wave = t / QSA_WAVE;
+  const unsigned bin_waves = TOPK_BINS / QSA_WAVE;
+  unsigned c = 0, x = 0;
+  if (wave < bin_waves) {  // wave-uniform
+    c = s.hist[b][TOPK_BINS - 1 - t];
+    x = topk_wave_scan(c);
+    if (lane == QSA_WAVE - 1) s.waves[wave] = x;
+  }
+  QSA_SYNC();
+  if (wave < bin_waves) {
+    unsigned incl = x;
+    for (unsigned w = 0; w < wave; ++w) incl += s.waves[w];
+    const unsigned excl = incl - c;
+    if (excl < kr && kr <= incl) {
+      s.bin[b] = TOPK_BINS - 1 - t;
+      s.above[b] = excl;
+      s.count[b] = c;
+    }
   }
   QSA_SYNC();
 }
 
 // One digit decided: update the selection; true when the chosen bin is taken whole.
-QSA_DEVICE bool topk_take_digit(TopkShared& s, int shift, TopkSel& sel, unsigned& kr) {
-  const unsigned bin = s.bin, above = s.above, count = s.count;
+QSA_DEVICE bool topk_take_digit(const TopkShared& s, int b, int shift, TopkSel& sel, unsigned& kr) {
   sel.mask |= 0xffu << shift;
-  sel.prefix |= bin << shift;
-  kr -= above;
+  sel.prefix |= s.bin[b] << shift;
+  kr -= s.above[b];
   sel.need = kr;
-  QSA_SYNC();  // every thread has read s.bin before the next digit rewrites it
-  return count == kr;
+  return s.count[b] == kr;
 }
 
 // Radix select over keys held in registers (blocked: thread t holds entries
@@ -157,27 +170,32 @@ QSA_DEVICE TopkSel topk_radix_regs(const unsigned (&key)[ITEMS], int nv, unsigne
                                    TopkShared& s) {
   TopkSel sel = {0u, 0u, k};
   unsigned kr = k;
+  topk_hist_clear(s.hist[0]);
+  QSA_SYNC();
   for (int d = 0; d < digits; ++d) {
-    const int shift = 24 - 8 * d;
-    topk_hist_clear(s);
-    QSA_SYNC();
+    const int shift = 24 - 8 * d, b = d & 1;
 #pragma unroll
     for (int j = 0; j < ITEMS; ++j) {
       const bool v = j < nv && (key[j] & sel.mask) == sel.prefix;
-      topk_hist_add(s, v, (key[j] >> shift) & 0xffu);
+      topk_hist_add(s.hist[b], v, (key[j] >> shift) & 0xffu);
     }
+    topk_hist_clear(s.hist[b ^ 1]);
     QSA_SYNC();
-    topk_choose_bin(s, kr);
-    if (topk_take_digit(s, shift, sel, kr)) break;
+    topk_choose_bin(s, b, kr);
+    if (topk_take_digit(s, b, shift, sel, kr)) break;
   }
   return sel;
 }
 
-// Ordered compaction of register-held keys: emit(pos, j) for each selected entry, pos its
-// rank in index order. Returns the number selected. Block totals stay below 2^16.
-template <int ITEMS, class Emit>
-QSA_DEVICE unsigned topk_compact_regs(const unsigned (&key)[ITEMS], int nv, TopkSel sel, Emit emit,
-                                      TopkShared& s) {
+// Ordered compaction of register-held keys, in two halves: count (one block scan) gives
+// each thread the selected entries before its own; emit(pos, j) then writes each selected
+// entry at its rank in index order. Block totals stay below 2^16.
+struct TopkCounts {
+  unsigned gt_before, eq_before, gt_total, eq_total;
+};
+
+template <int ITEMS>
+QSA_DEVICE TopkCounts topk_count_regs(const unsigned (&key)[ITEMS], int nv, TopkSel sel, TopkShared& s) {
   unsigned gt = 0, eq = 0;
 #pragma unroll
   for (int j = 0; j < ITEMS; ++j) {
@@ -187,7 +205,13 @@ QSA_DEVICE unsigned topk_compact_regs(const unsigned (&key)[ITEMS], int nv, Topk
   }
   unsigned total;
   const unsigned before = topk_block_scan(gt | (eq << 16), total, s);
-  unsigned gb = before & 0xffffu, eb = before >> 16;
+  return TopkCounts{before & 0xffffu, before >> 16, total & 0xffffu, total >> 16};
+}
+
+// Returns the number selected.
+template <int ITEMS, class Emit>
+QSA_DEVICE unsigned topk_emit_regs(const unsigned (&key)[ITEMS], int nv, TopkSel sel, TopkCounts c, Emit emit) {
+  unsigned gb = c.gt_before, eb = c.eq_before;
 #pragma unroll
   for (int j = 0; j < ITEMS; ++j) {
     const unsigned m = key[j] & sel.mask;
@@ -201,7 +225,13 @@ QSA_DEVICE unsigned topk_compact_regs(const unsigned (&key)[ITEMS], int nv, Topk
       ++eb;
     }
   }
-  return (total & 0xffffu) + min(total >> 16, sel.need);
+  return c.gt_total + min(c.eq_total, sel.need);
+}
+
+template <int ITEMS, class Emit>
+QSA_DEVICE unsigned topk_compact_regs(const unsigned (&key)[ITEMS], int nv, TopkSel sel, Emit emit,
+                                      TopkShared& s) {
+  return topk_emit_regs(key, nv, sel, topk_count_regs(key, nv, sel, s), emit);
 }
 
 // Radix select streaming keys from a source (src.key(i), i < count) on every pass.
@@ -210,10 +240,10 @@ QSA_DEVICE TopkSel topk_radix_stream(const Src& src, unsigned count, unsigned k,
   TopkSel sel = {0u, 0u, k};
   unsigned kr = k;
   const unsigned step = blockDim.x * TOPK_UNROLL;
+  topk_hist_clear(s.hist[0]);
+  QSA_SYNC();
   for (int d = 0; d < 4; ++d) {
-    const int shift = 24 - 8 * d;
-    topk_hist_clear(s);
-    QSA_SYNC();
+    const int shift = 24 - 8 * d, b = d & 1;
     for (unsigned base = 0; base < count; base += step) {  // block-uniform trip count
       unsigned key[TOPK_UNROLL];
 #pragma unroll
@@ -225,12 +255,13 @@ QSA_DEVICE TopkSel topk_radix_stream(const Src& src, unsigned count, unsigned k,
       for (int u = 0; u < TOPK_UNROLL; ++u) {
         const unsigned i = base + u * blockDim.x + threadIdx.x;
         const bool v = i < count && (key[u] & sel.mask) == sel.prefix;
-        topk_hist_add(s, v, (key[u] >> shift) & 0xffu);
+        topk_hist_add(s.hist[b], v, (key[u] >> shift) & 0xffu);
       }
     }
+    topk_hist_clear(s.hist[b ^ 1]);
     QSA_SYNC();
-    topk_choose_bin(s, kr);
-    if (topk_take_digit(s, shift, sel, kr)) break;
+    topk_choose_bin(s, b, kr);
+    if (topk_take_digit(s, b, shift, sel, kr)) break;
   }
   return sel;
 }
@@ -325,11 +356,19 @@ QSA_KERNEL __launch_bounds__(TOPK_MAX_THREADS, 1) void qsa_topk_register(
   topk_compact_regs(key, nv, sel, [&](unsigned pos, int j) { o[pos] = base + j; }, s);
 }
 
-// Wide kernel. grid (nq), block: a multiple of the wave, 256..1024; any n.
+struct TopkSharedSrc {
+  const unsigned* keys;
+  __device__ unsigned key(unsigned i) const { return keys[i]; }
+};
+
+// Wide kernel. grid (nq), block: a multiple of the wave, 256..1024; any n. With
+// `staged` != 0 the launch gives n * 4 bytes of dynamic shared memory: the row's keys are
+// read from global memory once and every later pass reads them from there.
 QSA_KERNEL __launch_bounds__(TOPK_MAX_THREADS, 1) void qsa_topk_wide(
     const float* __restrict__ scores, int capacity, int nq, int n, int k,
-    const int* __restrict__ active, int* __restrict__ out) {
+    const int* __restrict__ active, int* __restrict__ out, int staged) {
   __shared__ TopkShared s;
+  QSA_DYNAMIC_SHARED(topk_dyn);
   const int q = blockIdx.x;
   if (q >= nq) return;
   const int count = topk_clamp_count(active, q, n);
@@ -339,8 +378,31 @@ QSA_KERNEL __launch_bounds__(TOPK_MAX_THREADS, 1) void qsa_topk_wide(
     return;
   }
   const TopkRowSrc src = {scores + (size_t)q * capacity};
-  const TopkSel sel = topk_radix_stream(src, (unsigned)count, (unsigned)k, s);
-  topk_compact_stream(src, (unsigned)count, sel, [&](unsigned pos, unsigned i) { o[pos] = (int)i; }, s);
+  auto emit = [&](unsigned pos, unsigned i) { o[pos] = (int)i; };
+  if (staged) {
+    unsigned* keys = (unsigned*)topk_dyn;
+    const unsigned step = blockDim.x * TOPK_UNROLL;
+    for (unsigned base = 0; base < (unsigned)count; base += step) {
+      float x[TOPK_UNROLL];
+#pragma unroll
+      for (int u = 0; u < TOPK_UNROLL; ++u) {
+        const unsigned i = base + u * blockDim.x + threadIdx.x;
+        x[u] = i < (unsigned)count ? src.row[i] : 0.f;
+      }
+#pragma unroll
+      for (int u = 0; u < TOPK_UNROLL; ++u) {
+        const unsigned i = base + u * blockDim.x + threadIdx.x;
+        if (i < (unsigned)count) keys[i] = qsa_order_key(x[u]);
+      }
+    }
+    QSA_SYNC();
+    const TopkSharedSrc ssrc = {keys};
+    const TopkSel sel = topk_radix_stream(ssrc, (unsigned)count, (unsigned)k, s);
+    topk_compact_stream(ssrc, (unsigned)count, sel, emit, s);
+  } else {
+    const TopkSel sel = topk_radix_stream(src, (unsigned)count, (unsigned)k, s);
+    topk_compact_stream(src, (unsigned)count, sel, emit, s);
+  }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -475,21 +537,17 @@ QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, 1) void qsa_topk_split_select(
   for (unsigned i = threadIdx.x; i < w.m; i += blockDim.x) atomicMin(&s.flag, bound[i]);
   QSA_SYNC();
   TopkSel sel = {0xffffffffu, s.flag, 0xffffffffu};  // key >= X, every tie
-  unsigned ge = 0;
-#pragma unroll
-  for (int j = 0; j < TOPK_SPLIT_ITEMS; ++j) ge += (j < nv && key[j] >= sel.prefix);
-  unsigned total;
-  topk_block_scan(ge, total, s);
-  if (total > w.kc) sel = topk_radix_regs(key, nv, w.kc, 4, s);  // heavy ties: the chunk's own top kc
+  TopkCounts counts = topk_count_regs(key, nv, sel, s);
+  if (counts.gt_total + counts.eq_total > w.kc) {  // heavy ties: the chunk's own top kc
+    sel = topk_radix_regs(key, nv, w.kc, 4, s);
+    counts = topk_count_regs(key, nv, sel, s);
+  }
   unsigned* ckey = w.ckey + ((size_t)q * w.m + c) * w.kc;
   int* cidx = w.cidx + ((size_t)q * w.m + c) * w.kc;
-  const unsigned kept = topk_compact_regs(
-      key, nv, sel,
-      [&](unsigned pos, int j) {
-        ckey[pos] = key[j];
-        cidx[pos] = base + j;
-      },
-      s);
+  const unsigned kept = topk_emit_regs(key, nv, sel, counts, [&](unsigned pos, int j) {
+    ckey[pos] = key[j];
+    cidx[pos] = base + j;
+  });
   if (threadIdx.x == 0) w.cnt[(size_t)q * w.m + c] = kept;
 
   // The last chunk CTA of this query to finish selects (threadFenceReduction pattern).

@@ -6,7 +6,9 @@
 //! - `qsa_topk_register(const float* scores, int capacity, int nq, int n, int k,
 //!   const int* active /* or null */, int* out)`: grid (nq), block `register_threads(n)`
 //!   (a multiple of 64 in 256..=1024 with block * 8 >= n), no dynamic shared memory.
-//! - `qsa_topk_wide(...)`: same arguments; grid (nq), block `WIDE_THREADS`.
+//! - `qsa_topk_wide(<the register kernel's arguments>, int staged)`: grid (nq), block
+//!   `WIDE_THREADS`; `staged` = 1 with `n * 4` bytes of dynamic shared memory when that
+//!   fits the device (`wide_staged_bytes`), else 0 and none (every pass reads global memory).
 //! - `qsa_topk_split_bound(const float* scores, int capacity, int nq, int n, int k,
 //!   unsigned* ws)`: grid (chunks, nq), block `SPLIT_THREADS`.
 //! - `qsa_topk_split_select(const float* scores, int capacity, int nq, int n, int k,
@@ -34,6 +36,15 @@ pub const SPLIT_THREADS: u32 = 512;
 pub fn register_threads(n: usize) -> u32 {
     let need = n.div_ceil(REGISTER_ITEMS).div_ceil(64) * 64;
     need.clamp(256, 1024) as u32
+}
+
+/// Static shared memory of the top-k kernels, rounded up (TopkShared is ~3.3 KiB).
+const STATIC_SHARED_BYTES: usize = 4096;
+
+/// Dynamic shared memory for the wide kernel to hold a row's keys, if the device has it.
+pub fn wide_staged_bytes(n: usize, max_shared_per_block: u32) -> Option<u32> {
+    let bytes = n * 4;
+    (bytes + STATIC_SHARED_BYTES <= max_shared_per_block as usize).then_some(bytes as u32)
 }
 
 /// Chunks of the split for rows of `n` entries.
@@ -202,12 +213,18 @@ impl<A: GpuApi> TopkPrepared<'_, A> {
                 one((p.nq as u32, 1, 1), register_threads(p.n)),
                 &[scores, cap, nq, n, k, active, out],
             ),
-            TopkKernel::Wide => self.api.launch(
-                Family::Topk,
-                "qsa_topk_wide",
-                one((p.nq as u32, 1, 1), WIDE_THREADS),
-                &[scores, cap, nq, n, k, active, out],
-            ),
+            TopkKernel::Wide => {
+                let staged = wide_staged_bytes(p.n, self.api.props().max_shared_per_block);
+                let mut dims = one((p.nq as u32, 1, 1), WIDE_THREADS);
+                dims.shared_bytes = staged.unwrap_or(0);
+                let flag = Arg::I32(staged.is_some() as i32);
+                self.api.launch(
+                    Family::Topk,
+                    "qsa_topk_wide",
+                    dims,
+                    &[scores, cap, nq, n, k, active, out, flag],
+                )
+            }
             TopkKernel::Split => {
                 let ws = Arg::Ptr(Self::ptr(self.ws)?);
                 let grid = (split_chunks(p.n) as u32, p.nq as u32, 1);
@@ -297,6 +314,13 @@ mod tests {
                 "n={n} t={t}"
             );
         }
+    }
+
+    #[test]
+    fn wide_stages_rows_that_fit() {
+        assert_eq!(wide_staged_bytes(32_768, 232_448), Some(131_072));
+        assert_eq!(wide_staged_bytes(262_144, 232_448), None);
+        assert_eq!(wide_staged_bytes(16_384, 65_536), None); // 64 KiB LDS minus the static part
     }
 
     #[test]
