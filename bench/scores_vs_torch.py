@@ -33,11 +33,8 @@ PEAK = {"fp32": 67e12, "tf32": 494e12, "bf16": 989e12, "hbm": 4.3e12}
 TC = {
     "block_scores_tf32": (2, 4, 2),
     "block_scores_tf32_decode": (1, 8, 2),
-    "block_scores_tf32_decode_s3": (1, 8, 3),
-    "block_scores_tf32_s4": (2, 4, 4),
     "block_scores_bf16": (2, 4, 2),
     "block_scores_bf16_decode": (1, 8, 2),
-    "block_scores_bf16_s4": (2, 4, 4),
 }
 KERNELS = ["block_scores_warp", "block_scores_simt"] + list(TC)
 
