@@ -56,7 +56,9 @@ fn label_hash(parts: &[&str]) -> u64 {
 
 impl Stream {
     pub fn new(seed: u64, labels: &[&str]) -> Stream {
-        Stream { key: mix(seed ^ mix(label_hash(labels))) }
+        Stream {
+            key: mix(seed ^ mix(label_hash(labels))),
+        }
     }
     /// 64 random bits for counter `i`.
     pub fn bits(&self, i: u64) -> u64 {
@@ -82,7 +84,15 @@ impl Stream {
 }
 
 /// Top-k scores `[nq, capacity]` (padding past `n` is NaN: a kernel that reads it breaks).
-pub fn topk_scores(seed: u64, case: &str, dist: &str, nq: usize, n: usize, capacity: usize, k: usize) -> Result<Vec<f32>, String> {
+pub fn topk_scores(
+    seed: u64,
+    case: &str,
+    dist: &str,
+    nq: usize,
+    n: usize,
+    capacity: usize,
+    k: usize,
+) -> Result<Vec<f32>, String> {
     let s = Stream::new(seed, &[case, dist, "scores"]);
     let mut out = vec![f32::NAN; nq * capacity];
     for q in 0..nq {
@@ -124,20 +134,37 @@ fn topk_value(s: &Stream, dist: &str, c: u64, i: usize, n: usize, k: usize) -> R
                 _ => f32::from_bits(pivot.to_bits() - 1 - s.below(c ^ 3, 255) as u32),
             }
         }
-        other => return Err(format!("unknown top-k distribution `{other}`; known: {}", TOPK_DISTS.join(", "))),
+        other => {
+            return Err(format!(
+                "unknown top-k distribution `{other}`; known: {}",
+                TOPK_DISTS.join(", ")
+            ))
+        }
     })
 }
 
 /// Block-score inputs: (q [nq, heads, 128], kb [blocks, 128], w [nq, heads]).
-pub fn scores_inputs(seed: u64, case: &str, dist: &str, nq: usize, heads: usize, blocks: usize) -> Result<(Vec<f32>, Vec<f32>, Vec<f32>), String> {
+pub fn scores_inputs(
+    seed: u64,
+    case: &str,
+    dist: &str,
+    nq: usize,
+    heads: usize,
+    blocks: usize,
+) -> Result<(Vec<f32>, Vec<f32>, Vec<f32>), String> {
     if !SCORES_DISTS.contains(&dist) {
-        return Err(format!("unknown scores distribution `{dist}`; known: {}", SCORES_DISTS.join(", ")));
+        return Err(format!(
+            "unknown scores distribution `{dist}`; known: {}",
+            SCORES_DISTS.join(", ")
+        ));
     }
     let sq = Stream::new(seed, &[case, dist, "q"]);
     let sk = Stream::new(seed, &[case, dist, "kb"]);
     let sw = Stream::new(seed, &[case, dist, "w"]);
-    let bias = if dist == "relu_sparse" { -0.35 } else { 0.0 };
-    let q: Vec<f32> = (0..nq * heads * HEAD_DIM).map(|i| (sq.normal(i as u64) * 0.25 + bias) as f32).collect();
+    let bias = if dist == "relu_sparse" { -0.05 } else { 0.0 };
+    let q: Vec<f32> = (0..nq * heads * HEAD_DIM)
+        .map(|i| (sq.normal(i as u64) * 0.25 + bias) as f32)
+        .collect();
     let kb: Vec<f32> = (0..blocks * HEAD_DIM)
         .map(|i| {
             let (b, d) = (i / HEAD_DIM, i % HEAD_DIM);
@@ -146,7 +173,9 @@ pub fn scores_inputs(seed: u64, case: &str, dist: &str, nq: usize, heads: usize,
             (sk.normal((src * HEAD_DIM + d) as u64) * 0.25 + 0.1) as f32
         })
         .collect();
-    let w: Vec<f32> = (0..nq * heads).map(|i| (sw.unit(i as u64) * 0.9 + 0.1) as f32).collect();
+    let w: Vec<f32> = (0..nq * heads)
+        .map(|i| (sw.unit(i as u64) * 0.9 + 0.1) as f32)
+        .collect();
     Ok((q, kb, w))
 }
 
@@ -171,13 +200,24 @@ pub struct AttnGenShape {
     pub dtype: AttnDtype,
 }
 
-pub fn attn_inputs(seed: u64, case: &str, dist: &str, s: AttnGenShape, grad_rows: Option<&[(usize, usize)]>) -> Result<AttnInputs, String> {
+pub fn attn_inputs(
+    seed: u64,
+    case: &str,
+    dist: &str,
+    s: AttnGenShape,
+    grad_rows: Option<&[(usize, usize)]>,
+) -> Result<AttnInputs, String> {
     if !ATTN_DISTS.contains(&dist) {
-        return Err(format!("unknown attention distribution `{dist}`; known: {}", ATTN_DISTS.join(", ")));
+        return Err(format!(
+            "unknown attention distribution `{dist}`; known: {}",
+            ATTN_DISTS.join(", ")
+        ));
     }
     let tensor = |name: &str, len: usize| -> Vec<u16> {
         let st = Stream::new(seed, &[case, dist, name]);
-        (0..len).map(|i| s.dtype.from_f32(st.normal(i as u64) as f32)).collect()
+        (0..len)
+            .map(|i| s.dtype.from_f32(st.normal(i as u64) as f32))
+            .collect()
     };
     let q = tensor("q", s.batch * s.q_len * s.hq * HEAD_DIM);
     let k = tensor("k", s.batch * s.kv_len * s.hkv * HEAD_DIM);
@@ -187,9 +227,12 @@ pub fn attn_inputs(seed: u64, case: &str, dist: &str, s: AttnGenShape, grad_rows
     // that dk/dv hold exactly the checked rows' contributions (see suites::error).
     let sd = Stream::new(seed, &[case, dist, "d_o"]);
     let row_len = s.hq * HEAD_DIM;
-    let mut d_o: Vec<f32> = (0..s.batch * s.q_len * row_len).map(|i| sd.normal(i as u64) as f32).collect();
+    let mut d_o: Vec<f32> = (0..s.batch * s.q_len * row_len)
+        .map(|i| sd.normal(i as u64) as f32)
+        .collect();
     if let Some(rows) = grad_rows {
-        let keep: std::collections::BTreeSet<usize> = rows.iter().map(|&(b, i)| b * s.q_len + i).collect();
+        let keep: std::collections::BTreeSet<usize> =
+            rows.iter().map(|&(b, i)| b * s.q_len + i).collect();
         for (r, chunk) in d_o.chunks_mut(row_len).enumerate() {
             if !keep.contains(&r) {
                 chunk.fill(0.0);
@@ -237,7 +280,11 @@ fn attn_ids(seed: u64, case: &str, dist: &str, s: AttnGenShape) -> Vec<i32> {
                         list[0] = (pos / ATTN_BLOCK) as i32;
                         for (j, slot) in list.iter_mut().enumerate().skip(1) {
                             if j % 3 == 0 && visible_blocks < all_blocks {
-                                let ahead = visible_blocks + st.below(c + 300 + j as u64, (all_blocks - visible_blocks) as u64) as usize;
+                                let ahead = visible_blocks
+                                    + st.below(
+                                        c + 300 + j as u64,
+                                        (all_blocks - visible_blocks) as u64,
+                                    ) as usize;
                                 *slot = ahead as i32;
                             }
                         }
@@ -274,7 +321,10 @@ mod tests {
         let s = topk_scores(20261130, "pin", "uniform", 2, 5, 8, 3).unwrap();
         let bits: Vec<u32> = s.iter().map(|x| x.to_bits()).collect();
         let h = bits.iter().fold(0u64, |h, &b| mix(h ^ b as u64));
-        assert_eq!(h, PINNED_UNIFORM_DIGEST, "generator output changed: {bits:x?}");
+        assert_eq!(
+            h, PINNED_UNIFORM_DIGEST,
+            "generator output changed: {bits:x?}"
+        );
     }
     const PINNED_UNIFORM_DIGEST: u64 = 11617779765431140889;
 
@@ -284,7 +334,11 @@ mod tests {
         let distinct: std::collections::BTreeSet<u32> = ties.iter().map(|x| x.to_bits()).collect();
         assert!(distinct.len() <= 16);
         let nan = topk_scores(1, "c", "nan_inf", 1, 4000, 4000, 10).unwrap();
-        assert!(nan.iter().any(|x| x.is_nan()) && nan.iter().any(|x| *x == f32::INFINITY) && nan.iter().any(|x| *x == f32::NEG_INFINITY));
+        assert!(
+            nan.iter().any(|x| x.is_nan())
+                && nan.iter().any(|x| *x == f32::INFINITY)
+                && nan.iter().any(|x| *x == f32::NEG_INFINITY)
+        );
         let z = topk_scores(1, "c", "signed_zeros", 1, 1000, 1000, 10).unwrap();
         assert!(z.iter().any(|x| x.to_bits() == 0x8000_0000) && z.iter().any(|x| x.to_bits() == 0));
         let pad = topk_scores(1, "c", "uniform", 2, 3, 5, 1).unwrap();
@@ -294,13 +348,23 @@ mod tests {
 
     #[test]
     fn attention_ids_are_visible_or_as_the_distribution_says() {
-        let shape = AttnGenShape { batch: 1, q_len: 10, kv_len: 1000, hq: 4, hkv: 2, t: 16, dtype: AttnDtype::Bf16 };
+        let shape = AttnGenShape {
+            batch: 1,
+            q_len: 10,
+            kv_len: 1000,
+            hq: 4,
+            hkv: 2,
+            t: 16,
+            dtype: AttnDtype::Bf16,
+        };
         let inp = attn_inputs(3, "c", "random_ids", shape, None).unwrap();
         for i in 0..10 {
             let pos = 990 + i;
             for g in 0..2 {
                 let list = &inp.ids[(i * 2 + g) * 16..(i * 2 + g + 1) * 16];
-                assert!(list.iter().all(|&id| id >= 0 && (id as usize) * ATTN_BLOCK <= pos));
+                assert!(list
+                    .iter()
+                    .all(|&id| id >= 0 && (id as usize) * ATTN_BLOCK <= pos));
             }
         }
         let inv = attn_inputs(3, "c", "invalid_ids", shape, None).unwrap();

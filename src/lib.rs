@@ -11,6 +11,7 @@ pub mod gen;
 pub mod gpu;
 pub mod matrix;
 pub mod npy;
+pub mod plan;
 pub mod problem;
 pub mod reference;
 pub mod results;

@@ -12,7 +12,9 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// The suites a case can run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, serde::Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, serde::Serialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Suite {
     /// Top-k ids equal the reference's exactly; end-to-end selection from a scorer.
@@ -35,7 +37,9 @@ impl Suite {
 }
 
 /// Kernel families, as matrix.yaml names them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, serde::Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, serde::Serialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum FamilyName {
     Topk,
@@ -140,6 +144,16 @@ pub struct Target {
     /// A reason: the target's failures are reported, not gating.
     #[serde(default)]
     pub unstable: Option<String>,
+    /// Keep golden benchmark medians and gate on them (false: every verdict is NEW).
+    #[serde(default = "yes")]
+    pub bench_gate: bool,
+    /// This target's measurement settings, replacing `gates.bench`.
+    #[serde(default)]
+    pub bench: Option<BenchGates>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl Target {
@@ -155,6 +169,10 @@ impl Target {
     }
     pub fn is_gpu(&self) -> bool {
         self.vendor != Vendor::Cpu
+    }
+    /// The benchmark settings in force on this target.
+    pub fn bench_gates<'a>(&'a self, matrix: &'a Matrix) -> &'a BenchGates {
+        self.bench.as_ref().unwrap_or(&matrix.gates.bench)
     }
 }
 
@@ -282,8 +300,21 @@ pub struct MatrixError {
 impl fmt::Display for MatrixError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.line {
-            Some(l) => write!(f, "{}:{}: {}: {}", self.path.display(), l, self.field, self.message),
-            None => write!(f, "{}: {}: {}", self.path.display(), self.field, self.message),
+            Some(l) => write!(
+                f,
+                "{}:{}: {}: {}",
+                self.path.display(),
+                l,
+                self.field,
+                self.message
+            ),
+            None => write!(
+                f,
+                "{}: {}: {}",
+                self.path.display(),
+                self.field,
+                self.message
+            ),
         }
     }
 }
@@ -346,11 +377,17 @@ impl Matrix {
             }
             self.check_case(&case, path, &source)?;
             if self.cases.iter().any(|c| c.name == case.name) {
-                return Err(err_at(path, &source, &case.name, "cases.name", format!(
-                    "case `{}` already exists in {}: give it another name",
-                    case.name,
-                    self.path.display()
-                )));
+                return Err(err_at(
+                    path,
+                    &source,
+                    &case.name,
+                    "cases.name",
+                    format!(
+                        "case `{}` already exists in {}: give it another name",
+                        case.name,
+                        self.path.display()
+                    ),
+                ));
             }
             self.cases.push(case);
         }
@@ -362,7 +399,9 @@ impl Matrix {
     }
 
     pub fn variant(&self, family: FamilyName, name: &str) -> Option<&Variant> {
-        self.variants.iter().find(|v| v.family == family && v.name == name)
+        self.variants
+            .iter()
+            .find(|v| v.family == family && v.name == name)
     }
 
     pub fn target_names(&self) -> Vec<&str> {
@@ -372,57 +411,118 @@ impl Matrix {
     fn validate(&self) -> Result<(), MatrixError> {
         let (path, src) = (self.path.as_path(), self.source.as_str());
         if self.version != 1 {
-            return Err(err_at(path, src, "version:", "version", format!(
-                "version {} is not supported: this qsa reads version 1",
-                self.version
-            )));
+            return Err(err_at(
+                path,
+                src,
+                "version:",
+                "version",
+                format!(
+                    "version {} is not supported: this qsa reads version 1",
+                    self.version
+                ),
+            ));
         }
         if !(self.gates.error_ratio >= 1.0) {
-            return Err(err_at(path, src, "error_ratio:", "gates.error_ratio", "must be a number >= 1.0".into()));
+            return Err(err_at(
+                path,
+                src,
+                "error_ratio:",
+                "gates.error_ratio",
+                "must be a number >= 1.0".into(),
+            ));
         }
         let b = &self.gates.bench;
         if b.min_reps == 0 || b.min_reps > b.max_reps || !(b.max_seconds > 0.0) {
-            return Err(err_at(path, src, "bench:", "gates.bench", format!(
-                "need 1 <= min_reps ({}) <= max_reps ({}) and max_seconds > 0",
-                b.min_reps, b.max_reps
-            )));
+            return Err(err_at(
+                path,
+                src,
+                "bench:",
+                "gates.bench",
+                format!(
+                    "need 1 <= min_reps ({}) <= max_reps ({}) and max_seconds > 0",
+                    b.min_reps, b.max_reps
+                ),
+            ));
         }
         let mut seen = std::collections::BTreeSet::new();
         for t in &self.targets {
             if !seen.insert(&t.name) {
-                return Err(err_at(path, src, &format!("name: {}", t.name), "targets.name", format!("target `{}` is declared twice", t.name)));
+                return Err(err_at(
+                    path,
+                    src,
+                    &format!("name: {}", t.name),
+                    "targets.name",
+                    format!("target `{}` is declared twice", t.name),
+                ));
             }
             self.check_target(t)?;
         }
         if !self.targets.iter().any(|t| t.vendor == Vendor::Cpu) {
-            return Err(err_at(path, src, "targets:", "targets", "a `cpu` target is required: it is the embedded default that always runs".into()));
+            return Err(err_at(
+                path,
+                src,
+                "targets:",
+                "targets",
+                "a `cpu` target is required: it is the embedded default that always runs".into(),
+            ));
         }
         let mut seen = std::collections::BTreeSet::new();
         for v in &self.variants {
             let at = format!("name: {}", v.name);
             if !seen.insert((v.family, &v.name)) {
-                return Err(err_at(path, src, &at, "variants.name", format!("variant `{}` of family {} is declared twice", v.name, v.family.name())));
+                return Err(err_at(
+                    path,
+                    src,
+                    &at,
+                    "variants.name",
+                    format!(
+                        "variant `{}` of family {} is declared twice",
+                        v.name,
+                        v.family.name()
+                    ),
+                ));
             }
             for key in v.env.keys() {
                 if !KNOWN_SWITCHES.iter().any(|(k, _)| k == key) {
                     let known: Vec<&str> = KNOWN_SWITCHES.iter().map(|(k, _)| *k).collect();
-                    return Err(err_at(path, src, key, "variants.env", format!(
-                        "unknown switch `{key}` in variant `{}`: known switches are {}",
-                        v.name,
-                        known.join(", ")
-                    )));
+                    return Err(err_at(
+                        path,
+                        src,
+                        key,
+                        "variants.env",
+                        format!(
+                            "unknown switch `{key}` in variant `{}`: known switches are {}",
+                            v.name,
+                            known.join(", ")
+                        ),
+                    ));
                 }
             }
         }
         for (family, name) in &self.baselines {
             if self.variant(*family, name).is_none() {
-                return Err(err_at(path, src, "baselines:", "baselines", format!("baseline `{name}` of {} is not a declared variant of that family", family.name())));
+                return Err(err_at(
+                    path,
+                    src,
+                    "baselines:",
+                    "baselines",
+                    format!(
+                        "baseline `{name}` of {} is not a declared variant of that family",
+                        family.name()
+                    ),
+                ));
             }
         }
         let mut seen = std::collections::BTreeSet::new();
         for c in &self.cases {
             if !seen.insert(&c.name) {
-                return Err(err_at(path, src, &format!("name: {}", c.name), "cases.name", format!("case `{}` is declared twice", c.name)));
+                return Err(err_at(
+                    path,
+                    src,
+                    &format!("name: {}", c.name),
+                    "cases.name",
+                    format!("case `{}` is declared twice", c.name),
+                ));
             }
             self.check_case(c, path, src)?;
         }
@@ -434,10 +534,16 @@ impl Matrix {
         let at = format!("name: {}", t.name);
         let valid_name = t.name == "cpu" || t.name.starts_with("sm_") || t.name.starts_with("gfx");
         if !valid_name {
-            return Err(err_at(path, src, &at, "targets.name", format!(
-                "`{}` is not a target name: use `cpu`, `sm_<NN>` (NVIDIA) or `gfx<NNN>` (AMD)",
-                t.name
-            )));
+            return Err(err_at(
+                path,
+                src,
+                &at,
+                "targets.name",
+                format!(
+                    "`{}` is not a target name: use `cpu`, `sm_<NN>` (NVIDIA) or `gfx<NNN>` (AMD)",
+                    t.name
+                ),
+            ));
         }
         let vendor_ok = matches!(
             (t.vendor, t.name.as_str()),
@@ -445,7 +551,13 @@ impl Matrix {
         ) && (t.vendor != Vendor::Nvidia || t.name.starts_with("sm_"))
             && (t.vendor != Vendor::Amd || t.name.starts_with("gfx"));
         if !vendor_ok {
-            return Err(err_at(path, src, &at, "targets.vendor", format!("target `{}` cannot have vendor {:?}", t.name, t.vendor)));
+            return Err(err_at(
+                path,
+                src,
+                &at,
+                "targets.vendor",
+                format!("target `{}` cannot have vendor {:?}", t.name, t.vendor),
+            ));
         }
         let want_tc = match t.vendor {
             Vendor::Nvidia => Toolchain::Cuda,
@@ -453,13 +565,28 @@ impl Matrix {
             Vendor::Cpu => Toolchain::None,
         };
         if t.toolchain != want_tc {
-            return Err(err_at(path, src, &at, "targets.toolchain", format!("target `{}` ({:?}) needs toolchain {:?}", t.name, t.vendor, want_tc)));
+            return Err(err_at(
+                path,
+                src,
+                &at,
+                "targets.toolchain",
+                format!(
+                    "target `{}` ({:?}) needs toolchain {:?}",
+                    t.name, t.vendor, want_tc
+                ),
+            ));
         }
         if t.is_gpu() {
             match t.wave {
                 Some(32) | Some(64) => {}
                 other => {
-                    return Err(err_at(path, src, &at, "targets.wave", format!("target `{}`: wave must be 32 or 64, got {other:?}", t.name)))
+                    return Err(err_at(
+                        path,
+                        src,
+                        &at,
+                        "targets.wave",
+                        format!("target `{}`: wave must be 32 or 64, got {other:?}", t.name),
+                    ))
                 }
             }
             if t.shared_per_block.unwrap_or(0) < 16 * 1024 || t.multiprocessors.unwrap_or(0) == 0 {
@@ -470,10 +597,22 @@ impl Matrix {
             }
         }
         if t.runs_on.is_empty() {
-            return Err(err_at(path, src, &at, "targets.runs_on", format!("target `{}` needs at least one runner label", t.name)));
+            return Err(err_at(
+                path,
+                src,
+                &at,
+                "targets.runs_on",
+                format!("target `{}` needs at least one runner label", t.name),
+            ));
         }
         if !(t.bench_tolerance > 0.0 && t.bench_tolerance < 1.0) {
-            return Err(err_at(path, src, &at, "targets.bench_tolerance", format!("target `{}`: bench_tolerance must be in (0, 1)", t.name)));
+            return Err(err_at(
+                path,
+                src,
+                &at,
+                "targets.bench_tolerance",
+                format!("target `{}`: bench_tolerance must be in (0, 1)", t.name),
+            ));
         }
         Ok(())
     }
@@ -483,25 +622,45 @@ impl Matrix {
         let e = |field: &str, msg: String| err_at(path, src, &at, field, msg);
         let families = [c.topk.is_some(), c.scores.is_some(), c.attention.is_some()];
         if families.iter().filter(|x| **x).count() != 1 {
-            return Err(e("cases", format!("case `{}` must have exactly one of `topk`, `scores`, `attention`", c.name)));
+            return Err(e(
+                "cases",
+                format!(
+                    "case `{}` must have exactly one of `topk`, `scores`, `attention`",
+                    c.name
+                ),
+            ));
         }
         let family = c.family();
         if c.variants.is_empty() {
-            return Err(e("cases.variants", format!("case `{}` lists no variants", c.name)));
+            return Err(e(
+                "cases.variants",
+                format!("case `{}` lists no variants", c.name),
+            ));
         }
         for v in &c.variants {
             if self.variant(family, v).is_none() {
-                let names: Vec<&str> = self.variants.iter().filter(|x| x.family == family).map(|x| x.name.as_str()).collect();
-                return Err(e("cases.variants", format!(
-                    "case `{}`: `{v}` is not a {} variant; declared: {}",
-                    c.name,
-                    family.name(),
-                    names.join(", ")
-                )));
+                let names: Vec<&str> = self
+                    .variants
+                    .iter()
+                    .filter(|x| x.family == family)
+                    .map(|x| x.name.as_str())
+                    .collect();
+                return Err(e(
+                    "cases.variants",
+                    format!(
+                        "case `{}`: `{v}` is not a {} variant; declared: {}",
+                        c.name,
+                        family.name(),
+                        names.join(", ")
+                    ),
+                ));
             }
         }
         if c.suites.is_empty() {
-            return Err(e("cases.suites", format!("case `{}` lists no suites", c.name)));
+            return Err(e(
+                "cases.suites",
+                format!("case `{}` lists no suites", c.name),
+            ));
         }
         if let TargetSel::Keyword(k) = &c.targets {
             if k != "all" && k != "gpu" {
@@ -511,29 +670,48 @@ impl Matrix {
         if let TargetSel::List(list) = &c.targets {
             for t in list {
                 if self.target(t).is_none() {
-                    return Err(e("cases.targets", format!("case `{}`: unknown target `{t}`; declared: {}", c.name, self.target_names().join(", "))));
+                    return Err(e(
+                        "cases.targets",
+                        format!(
+                            "case `{}`: unknown target `{t}`; declared: {}",
+                            c.name,
+                            self.target_names().join(", ")
+                        ),
+                    ));
                 }
             }
         }
         let needs_dists = c.inputs.is_empty();
         if needs_dists && c.dists.is_empty() {
-            return Err(e("cases.dists", format!("case `{}` needs at least one distribution (or `inputs`)", c.name)));
+            return Err(e(
+                "cases.dists",
+                format!(
+                    "case `{}` needs at least one distribution (or `inputs`)",
+                    c.name
+                ),
+            ));
         }
         for d in &c.dists {
             if !known_dists(family).contains(&d.as_str()) {
-                return Err(e("cases.dists", format!(
-                    "case `{}`: unknown {} distribution `{d}`; known: {}",
-                    c.name,
-                    family.name(),
-                    known_dists(family).join(", ")
-                )));
+                return Err(e(
+                    "cases.dists",
+                    format!(
+                        "case `{}`: unknown {} distribution `{d}`; known: {}",
+                        c.name,
+                        family.name(),
+                        known_dists(family).join(", ")
+                    ),
+                ));
             }
         }
         match family {
             FamilyName::Topk => {
                 let s = c.topk.as_ref().expect("family checked above");
                 if s.queries == 0 || s.n == 0 || s.k == 0 {
-                    return Err(e("cases.topk", format!("case `{}`: queries, n and k must be >= 1", c.name)));
+                    return Err(e(
+                        "cases.topk",
+                        format!("case `{}`: queries, n and k must be >= 1", c.name),
+                    ));
                 }
                 if s.n > s.capacity {
                     return Err(e("cases.topk.n", format!(
@@ -542,24 +720,48 @@ impl Matrix {
                     )));
                 }
                 if c.suites.contains(&Suite::Error) {
-                    return Err(e("cases.suites", format!("case `{}`: top-k has no error suite (ids are exact): use parity", c.name)));
+                    return Err(e(
+                        "cases.suites",
+                        format!(
+                            "case `{}`: top-k has no error suite (ids are exact): use parity",
+                            c.name
+                        ),
+                    ));
                 }
                 self.check_inputs(c, &["scores", "active"], &e)?;
             }
             FamilyName::Scores => {
                 let s = c.scores.as_ref().expect("family checked above");
                 if s.queries == 0 || s.heads == 0 || s.blocks == 0 {
-                    return Err(e("cases.scores", format!("case `{}`: queries, heads and blocks must be >= 1", c.name)));
+                    return Err(e(
+                        "cases.scores",
+                        format!("case `{}`: queries, heads and blocks must be >= 1", c.name),
+                    ));
                 }
                 self.check_inputs(c, &["q", "kb", "w"], &e)?;
             }
             FamilyName::Attention => {
                 let s = c.attention.as_ref().expect("family checked above");
-                if s.batch == 0 || s.q_len == 0 || s.kv_len == 0 || s.hq == 0 || s.hkv == 0 || s.t == 0 {
-                    return Err(e("cases.attention", format!("case `{}`: every size must be >= 1", c.name)));
+                if s.batch == 0
+                    || s.q_len == 0
+                    || s.kv_len == 0
+                    || s.hq == 0
+                    || s.hkv == 0
+                    || s.t == 0
+                {
+                    return Err(e(
+                        "cases.attention",
+                        format!("case `{}`: every size must be >= 1", c.name),
+                    ));
                 }
                 if s.hq % s.hkv != 0 {
-                    return Err(e("cases.attention.hq", format!("case `{}`: hq ({}) must be a multiple of hkv ({})", c.name, s.hq, s.hkv)));
+                    return Err(e(
+                        "cases.attention.hq",
+                        format!(
+                            "case `{}`: hq ({}) must be a multiple of hkv ({})",
+                            c.name, s.hq, s.hkv
+                        ),
+                    ));
                 }
                 if s.q_len > s.kv_len {
                     return Err(e("cases.attention.q_len", format!("case `{}`: q_len ({}) > kv_len ({}): queries sit at the end of the sequence", c.name, s.q_len, s.kv_len)));
@@ -581,11 +783,14 @@ impl Matrix {
     ) -> Result<(), MatrixError> {
         for key in c.inputs.keys() {
             if !allowed.contains(&key.as_str()) {
-                return Err(e("cases.inputs", format!(
+                return Err(e(
+                    "cases.inputs",
+                    format!(
                     "case `{}`: input `{key}` is not read from files for this family; allowed: {}",
                     c.name,
                     if allowed.is_empty() { "none".to_string() } else { allowed.join(", ") }
-                )));
+                ),
+                ));
             }
         }
         Ok(())
@@ -596,13 +801,28 @@ impl Matrix {
 /// location once serde has dropped spans).
 fn err_at(path: &Path, src: &str, needle: &str, field: &str, message: String) -> MatrixError {
     let line = src.lines().position(|l| l.contains(needle)).map(|i| i + 1);
-    MatrixError { path: path.to_owned(), line, field: field.to_owned(), message }
+    MatrixError {
+        path: path.to_owned(),
+        line,
+        field: field.to_owned(),
+        message,
+    }
 }
 
 fn yaml_error(path: &Path, e: &serde_yaml::Error) -> MatrixError {
     let line = e.location().map(|l| l.line());
     // serde's message already names the field path and the expected values.
     let text = e.to_string();
-    let field = text.split(':').next().unwrap_or("(syntax)").trim().to_string();
-    MatrixError { path: path.to_owned(), line, field, message: text }
+    let field = text
+        .split(':')
+        .next()
+        .unwrap_or("(syntax)")
+        .trim()
+        .to_string();
+    MatrixError {
+        path: path.to_owned(),
+        line,
+        field,
+        message: text,
+    }
 }

@@ -179,7 +179,7 @@ fn bench_one(
         rec.message = format!("unknown variant `{variant}`");
         return;
     };
-    let gates = &ctx.matrix.gates.bench;
+    let gates = ctx.target.bench_gates(ctx.matrix);
     let mut prepared = match ctx.backend.prepare(&v.switches(), problem) {
         Ok(p) => p,
         Err(e) => return mark_error(rec, &e),

@@ -1,1 +1,49 @@
-fn main() {}
+//! `cargo xtask`: the qsa build and test orchestrator (rust-analyzer's xtask convention:
+//! plain Rust, no make, run through the `.cargo/config.toml` alias).
+//!
+//! Exit codes: 0 every gate holds; 1 a gate failed; 2 bad usage or configuration.
+
+mod build;
+mod golden;
+mod matrix;
+mod report;
+mod setup;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "Build, test and gate the qsa kernels on every target", long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Install the pinned CUDA and HIP toolchains (idempotent; says what it did).
+    Setup(setup::SetupArgs),
+    /// Compile every kernel for each GPU target and write its resource report.
+    Build(build::BuildArgs),
+    /// Build, run every target's suites, compare with golden/, gate and report.
+    Matrix(matrix::MatrixArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.cmd {
+        Cmd::Setup(a) => setup::run(a),
+        Cmd::Build(a) => build::run(a).map(|_| ()),
+        Cmd::Matrix(a) => match matrix::run(a) {
+            Ok(code) => return ExitCode::from(code),
+            Err(e) => Err(e),
+        },
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! What runs where: the kernel each (case, variant) dispatches to on each target, computed
+//! from the pure dispatch functions, so the dispatch snapshot of every target (AMD
+//! included) is known on any machine, and a run can check that what ran is what was said.
+
+use crate::dispatch::{attention, scores, topk, Vendor};
+use crate::matrix::{Case, FamilyName, Matrix, Target};
+
+/// The kernel name `case` with `variant` dispatches to on `target` (the name the backend
+/// reports as `dispatched`), or the reason it cannot run there.
+pub fn predicted_kernel(matrix: &Matrix, target: &Target, case: &Case, variant: &str) -> Result<String, String> {
+    let family = case.family();
+    let v = matrix.variant(family, variant).ok_or_else(|| format!("unknown {} variant `{variant}`", family.name()))?;
+    let sw = v.switches();
+    let caps = target.caps();
+    let cpu = target.vendor == Vendor::Cpu;
+    match family {
+        FamilyName::Topk => {
+            let s = case.topk.as_ref().expect("family");
+            let shape = topk::TopkShape { nq: s.queries, n: s.n, k: s.k, has_active: s.active != crate::matrix::ActiveMode::None || case.inputs.contains_key("active") };
+            let kernel = topk::choose(&caps, &sw, shape).map_err(|e| e.to_string())?;
+            Ok(match (cpu, kernel) {
+                // The CPU has one single-pass radix select for the register and wide kernels.
+                (true, topk::TopkKernel::Split) => "split".into(),
+                (true, _) => "radix".into(),
+                (false, k) => k.name().into(),
+            })
+        }
+        FamilyName::Scores => {
+            let k = scores::choose(&caps, &sw);
+            Ok(match (cpu, k) {
+                (true, scores::ScoresKernel::Warp) => "warp".into(),
+                (true, _) => "simt".into(),
+                (false, k) => k.name().into(),
+            })
+        }
+        FamilyName::Attention => {
+            if cpu {
+                return Ok("gather".into());
+            }
+            Ok(attention::choose(&caps, &sw).name().into())
+        }
+    }
+}
+
+/// The dispatch snapshot of one target: one line per (case, variant) that runs there.
+pub fn dispatch_table(matrix: &Matrix, target: &Target) -> String {
+    let mut out = String::new();
+    for case in matrix.cases.iter().filter(|c| c.runs_on(target)) {
+        for v in &case.variants {
+            let k = predicted_kernel(matrix, target, case, v).unwrap_or_else(|e| format!("error: {e}"));
+            out.push_str(&format!("{:<24} {:<14} -> {k}\n", case.name, v));
+        }
+    }
+    out
+}

@@ -1,0 +1,73 @@
+//! The final table in the terminal, and the failures with their repro commands.
+
+use super::TargetReport;
+use qsa::results::{Status, TargetStatus};
+
+pub fn render(reports: &[TargetReport]) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(
+        "\n{:<9} {:<15} {:>5} {:>5} {:>6} {:>6}  {}\n",
+        "target", "status", "pass", "fail", "unsup", "gates", "device / reason"
+    ));
+    for tr in reports {
+        let r = &tr.results;
+        let c = tr.counts();
+        let what = if r.status == TargetStatus::Run {
+            r.device.name.clone()
+        } else {
+            r.reason.clone()
+        };
+        let verdict = if tr.failed() {
+            if tr.unstable.is_some() {
+                "FAIL (unstable)"
+            } else {
+                "FAIL"
+            }
+        } else {
+            r.status.label()
+        };
+        out.push_str(&format!(
+            "{:<9} {:<15} {:>5} {:>5} {:>6} {:>6}  {}\n",
+            r.target, verdict, c.pass, c.fail, c.unsupported, c.gate_failures, what
+        ));
+    }
+    for tr in reports {
+        for rec in tr.results.records.iter().filter(|r| r.status.is_failure()) {
+            out.push_str(&format!(
+                "\nFAIL {} {} {}/{}/{}/{}: {}\n  reproduce: {}\n",
+                tr.results.target,
+                rec.suite.name(),
+                rec.case,
+                rec.dist,
+                rec.variant,
+                rec.check,
+                rec.message,
+                rec.repro
+            ));
+        }
+        for n in tr.notes.iter().filter(|n| n.failed) {
+            out.push_str(&format!(
+                "\nFAIL {} {} {}: {}\n",
+                tr.results.target, n.kind, n.name, n.message
+            ));
+            if !n.diff.is_empty() {
+                for l in n.diff.lines().take(20) {
+                    out.push_str(&format!("  {l}\n"));
+                }
+            }
+            if !n.repro.is_empty() {
+                out.push_str(&format!("  reproduce: {}\n", n.repro));
+            }
+        }
+        let unsupported = tr
+            .results
+            .records
+            .iter()
+            .filter(|r| r.status == Status::Unsupported)
+            .count();
+        if unsupported > 0 {
+            out.push_str(&format!("\nnote: {} checks on {} are not supported by its backend (listed in the summary)\n", unsupported, tr.results.target));
+        }
+    }
+    out
+}
