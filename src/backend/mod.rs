@@ -5,6 +5,7 @@
 //! cannot run a variant says `Unsupported` with the reason; the suites report that as
 //! "not supported" (ggml's test-backend-ops habit), never as a pass.
 
+use crate::dispatch::Switches;
 use crate::problem::{Output, Problem};
 
 pub mod cpu;
@@ -58,11 +59,12 @@ pub trait Prepared {
 /// A device that can run problems.
 pub trait Backend {
     fn device(&self) -> DeviceInfo;
-    /// Prepare `problem` for `variant` (a variant name from matrix.yaml: "auto" lets the
-    /// backend dispatch as the engine would).
+    /// Prepare `problem` under the switches of one variant of matrix.yaml (the engine's
+    /// STRATA_* variables and qsa's forcing switches); dispatch picks the kernel from them
+    /// exactly as `crate::dispatch` says.
     fn prepare<'a>(
         &'a self,
-        variant: &str,
+        switches: &Switches,
         problem: &'a Problem,
     ) -> BackendResult<Box<dyn Prepared + 'a>>;
 }

@@ -21,7 +21,9 @@ pub enum Vendor {
 }
 
 /// Hardware features that change dispatch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Feature {
     /// TF32 tensor cores (NVIDIA sm_80+).
@@ -67,14 +69,35 @@ pub struct Switches {
 
 /// Every switch dispatch reads, with what it does: matrix.yaml's variants may set only these.
 pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
-    ("STRATA_QSA_WARP", "1: no tensor-core scorer (the SIMT or warp kernel runs)"),
-    ("STRATA_SELECT_SIMT", "0: no FP32 tiled SIMT scorer (the warp kernel runs where tensor cores are off)"),
-    ("STRATA_SELECT_OLD", "1: the old scorer (warp kernel), as STRATA_SELECT_SIMT=0"),
+    (
+        "STRATA_QSA_WARP",
+        "1: no tensor-core scorer (the SIMT or warp kernel runs)",
+    ),
+    (
+        "STRATA_SELECT_SIMT",
+        "0: no FP32 tiled SIMT scorer (the warp kernel runs where tensor cores are off)",
+    ),
+    (
+        "STRATA_SELECT_OLD",
+        "1: the old scorer (warp kernel), as STRATA_SELECT_SIMT=0",
+    ),
     ("STRATA_BF16_TC", "1: BF16 tensor-core scorer (opt-in)"),
-    ("STRATA_GFX906_TOPK_SPLIT", "1: two-stage split top-k for decode on gfx906"),
-    ("QSA_BENCH_TOPK_DECODE", "1: call the top-k without active counts, as a decode window does"),
-    ("QSA_TOPK_KERNEL", "register | wide | split: force one top-k kernel (qsa's switch, for tests)"),
-    ("QSA_ATTN_KERNEL", "gather | staged: force one selection-attention kernel (qsa's switch)"),
+    (
+        "STRATA_GFX906_TOPK_SPLIT",
+        "1: two-stage split top-k for decode on gfx906",
+    ),
+    (
+        "QSA_BENCH_TOPK_DECODE",
+        "1: call the top-k without active counts, as a decode window does",
+    ),
+    (
+        "QSA_TOPK_KERNEL",
+        "register | wide | split: force one top-k kernel (qsa's switch, for tests)",
+    ),
+    (
+        "QSA_ATTN_KERNEL",
+        "gather | staged: force one selection-attention kernel (qsa's switch)",
+    ),
 ];
 
 impl Switches {

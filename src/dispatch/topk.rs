@@ -88,5 +88,9 @@ pub fn choose(caps: &TargetCaps, sw: &Switches, s: TopkShape) -> Result<TopkKern
         // HIP: the split ships only for gfx906 and only when the engine's switch is on.
         Vendor::Amd => caps.is_gfx906() && sw.on("STRATA_GFX906_TOPK_SPLIT"),
     };
-    Ok(if decode && split_enabled { TopkKernel::Split } else { TopkKernel::Wide })
+    Ok(if decode && split_enabled {
+        TopkKernel::Split
+    } else {
+        TopkKernel::Wide
+    })
 }

@@ -57,7 +57,13 @@ pub trait GpuApi {
     fn download(&self, src: DevPtr, dst: &mut [u8]) -> BackendResult<()>;
     fn memset_zero(&self, dst: DevPtr) -> BackendResult<()>;
     /// Launch `kernel` (an `extern "C"` name in the family's code object). Asynchronous.
-    fn launch(&self, family: Family, kernel: &str, dims: LaunchDims, args: &[Arg]) -> BackendResult<()>;
+    fn launch(
+        &self,
+        family: Family,
+        kernel: &str,
+        dims: LaunchDims,
+        args: &[Arg],
+    ) -> BackendResult<()>;
     fn synchronize(&self) -> BackendResult<()>;
     /// Time `f` (which only enqueues launches) with device events: seconds elapsed.
     fn time(&self, f: &mut dyn FnMut() -> BackendResult<()>) -> BackendResult<f64>;
