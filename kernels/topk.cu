@@ -492,25 +492,25 @@ QSA_DEVICE void topk_split_final(const TopkSplitWs& w, int q, int k, int* o, Top
   if (total <= blockDim.x * TOPK_FINAL_ITEMS) {
     const unsigned base = t * TOPK_FINAL_ITEMS;
     const int nv = (int)min((unsigned)TOPK_FINAL_ITEMS, total > base ? total - base : 0u);
+    // Keys and ids are loaded together, up front: loading ids while writing the output
+    // would chain one L2 round trip per selected entry.
     unsigned key[TOPK_FINAL_ITEMS];
-    if (nv > 0) {
-      unsigned slot = topk_cand_slot(s, w.m, w.kc, base), ch = slot / w.kc;
+    int ids[TOPK_FINAL_ITEMS];
+    unsigned ch = nv > 0 ? topk_cand_slot(s, w.m, w.kc, base) / w.kc : 0u;
 #pragma unroll
-      for (int j = 0; j < TOPK_FINAL_ITEMS; ++j) {
-        const unsigned p = base + j;
-        if (j < nv) {
-          while (p >= s.offsets[ch + 1]) ++ch;  // the next non-empty chunk
-          key[j] = topk_load_cg(ckey + ch * w.kc + (p - s.offsets[ch]));
-        } else {
-          key[j] = 0u;
-        }
+    for (int j = 0; j < TOPK_FINAL_ITEMS; ++j) {
+      const unsigned p = base + j;
+      key[j] = 0u;
+      ids[j] = -1;
+      if (j < nv) {
+        while (p >= s.offsets[ch + 1]) ++ch;  // the next non-empty chunk
+        const unsigned slot = ch * w.kc + (p - s.offsets[ch]);
+        key[j] = topk_load_cg(ckey + slot);
+        ids[j] = (int)topk_load_cg((const unsigned*)cidx + slot);
       }
-    } else {
-#pragma unroll
-      for (int j = 0; j < TOPK_FINAL_ITEMS; ++j) key[j] = 0u;
     }
     const TopkSel sel = topk_radix_regs(key, nv, (unsigned)k, 4, s);
-    topk_compact_regs(key, nv, sel, [&](unsigned pos, int j) { o[pos] = id_of(base + j); }, s);
+    topk_compact_regs(key, nv, sel, [&](unsigned pos, int j) { o[pos] = ids[j]; }, s);
   } else {  // heavy ties left many candidates: stream them
     const TopkCandSrc src = {&s, ckey, w.m, w.kc};
     const TopkSel sel = topk_radix_stream(src, total, (unsigned)k, s);
