@@ -35,6 +35,7 @@ QSA_DEVICE float qsa_relu(float x) { return fmaxf(x, 0.f); }
 // a group, so the result is the same on every wave width. Block: 256 threads (any multiple of
 // 32 works); grid.x = ceil(nq * blocks / (blockDim.x / 32)). No shared memory.
 // ---------------------------------------------------------------------------------------
+// qsa:block 256
 QSA_KERNEL void block_scores_warp(const float* __restrict__ q, const float* __restrict__ kb,
                                   const float* __restrict__ w, float* __restrict__ s, int nq,
                                   int heads, int blocks) {
@@ -75,6 +76,7 @@ QSA_KERNEL void block_scores_warp(const float* __restrict__ q, const float* __re
 #define SIMT_KLD (SIMT_TB + 4)                   // Ks row stride (floats)
 #define SIMT_QLD (SIMT_TQ * SIMT_HG + 4)         // Qs row stride (floats)
 
+// qsa:block 256
 QSA_KERNEL void __launch_bounds__(256) block_scores_simt(const float* __restrict__ q,
                                                           const float* __restrict__ kb,
                                                           const float* __restrict__ w,
@@ -473,6 +475,8 @@ __device__ __forceinline__ void tc_body(const float* __restrict__ q, const float
 }
 
 // Wide tile: 128 rows (2 queries of 64 heads) x 128 blocks, 8 warps, 73,728 B shared.
+// qsa:block 256
+// qsa:dynamic_shared 73728
 QSA_KERNEL void __launch_bounds__(256, 2)
     block_scores_tf32(const float* __restrict__ q, const float* __restrict__ kb,
                       const float* __restrict__ w, float* __restrict__ s, int nq, int heads,
@@ -480,18 +484,24 @@ QSA_KERNEL void __launch_bounds__(256, 2)
   tc_body<2, 4, 2, false>(q, kb, w, s, nq, heads, blocks);
 }
 // Decode tile: 64 rows (1 query of 64 heads) x 256 blocks, 8 warps, 92,160 B shared.
+// qsa:block 256
+// qsa:dynamic_shared 92160
 QSA_KERNEL void __launch_bounds__(256, 2)
     block_scores_tf32_decode(const float* __restrict__ q, const float* __restrict__ kb,
                              const float* __restrict__ w, float* __restrict__ s, int nq,
                              int heads, int blocks) {
   tc_body<1, 8, 2, false>(q, kb, w, s, nq, heads, blocks);
 }
+// qsa:block 256
+// qsa:dynamic_shared 73728
 QSA_KERNEL void __launch_bounds__(256, 2)
     block_scores_bf16(const float* __restrict__ q, const float* __restrict__ kb,
                       const float* __restrict__ w, float* __restrict__ s, int nq, int heads,
                       int blocks) {
   tc_body<2, 4, 2, true>(q, kb, w, s, nq, heads, blocks);
 }
+// qsa:block 256
+// qsa:dynamic_shared 92160
 QSA_KERNEL void __launch_bounds__(256, 2)
     block_scores_bf16_decode(const float* __restrict__ q, const float* __restrict__ kb,
                              const float* __restrict__ w, float* __restrict__ s, int nq,

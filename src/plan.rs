@@ -26,10 +26,12 @@ pub fn predicted_kernel(matrix: &Matrix, target: &Target, case: &Case, variant: 
             })
         }
         FamilyName::Scores => {
+            let s = case.scores.as_ref().expect("family");
             let k = scores::choose(&caps, &sw);
             Ok(match (cpu, k) {
                 (true, scores::ScoresKernel::Warp) => "warp".into(),
                 (true, _) => "simt".into(),
+                (false, k) if k.tensor_cores() && scores::tc_tile(s.queries, s.heads) == scores::TcTile::Decode => format!("{}_decode", k.name()),
                 (false, k) => k.name().into(),
             })
         }

@@ -120,11 +120,42 @@ fn compare_ids(rec: &mut Record, p: &TopkProblem, want: &[i32], got: &[i32]) {
 
 /// Unit roundoff of the inputs a scorer kernel rounds to (0: exact f32 inputs).
 pub fn input_roundoff(kernel: &str) -> f64 {
-    match kernel {
-        "tf32" => 2f64.powi(-11),
-        "bf16" => 2f64.powi(-8),
-        _ => 0.0,
+    match input_format(kernel) {
+        InputFormat::Tf32 => 2f64.powi(-11),
+        InputFormat::Bf16 => 2f64.powi(-8),
+        InputFormat::F32 => 0.0,
     }
+}
+
+/// The format a scorer kernel rounds its inputs to ("tf32", "tf32_decode", ... by prefix).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputFormat {
+    F32,
+    Tf32,
+    Bf16,
+}
+
+pub fn input_format(kernel: &str) -> InputFormat {
+    if kernel.starts_with("tf32") {
+        InputFormat::Tf32
+    } else if kernel.starts_with("bf16") {
+        InputFormat::Bf16
+    } else {
+        InputFormat::F32
+    }
+}
+
+/// Round an f32 to TF32 (10 explicit mantissa bits, round to nearest, ties away: cvt.rna).
+pub fn round_tf32(x: f32) -> f32 {
+    if !x.is_finite() {
+        return x;
+    }
+    f32::from_bits((x.to_bits().wrapping_add(0x1000)) & 0xffff_e000)
+}
+
+/// Round an f32 to BF16 and back (round to nearest even, as cvt.rn.bf16x2).
+pub fn round_bf16(x: f32) -> f32 {
+    half::bf16::from_f32(x).to_f32()
 }
 
 fn select(ctx: &Ctx, case: &Case) -> Vec<Record> {
