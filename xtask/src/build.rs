@@ -121,6 +121,7 @@ pub fn select_targets<'m>(matrix: &'m Matrix, names: &[String]) -> Result<Vec<&'
 pub fn build_targets(targets: &[&Target], jobs: usize) -> Result<BuildSummary> {
     let start = Instant::now();
     let root = toolchain::project_root();
+    let _lock = BuildLock::acquire(&root.join("build").join("kernels"))?;
     let mut toolchains = Vec::new();
     for t in targets {
         let tc = toolchain::toolchain_status(t)
@@ -195,6 +196,61 @@ pub fn build_targets(targets: &[&Target], jobs: usize) -> Result<BuildSummary> {
         targets: out,
         seconds: start.elapsed().as_secs_f64(),
     })
+}
+
+/// One build at a time per checkout: a second `cargo xtask build` / `matrix` waits, instead
+/// of deleting outputs the first one is reading. A lock left by a dead process is taken over.
+struct BuildLock(PathBuf);
+
+impl BuildLock {
+    fn acquire(dir: &Path) -> Result<BuildLock> {
+        std::fs::create_dir_all(dir)?;
+        let path = dir.join(".lock");
+        let mut told = false;
+        loop {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
+                Ok(mut f) => {
+                    use std::io::Write as _;
+                    write!(f, "{}", std::process::id())?;
+                    return Ok(BuildLock(path));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let holder = std::fs::read_to_string(&path).unwrap_or_default();
+                    let pid = holder.trim();
+                    let alive = !pid.is_empty() && Path::new("/proc").join(pid).exists();
+                    if !alive {
+                        // Dead holder (or a lock being written this instant: re-check once).
+                        std::thread::sleep(std::time::Duration::from_millis(100));
+                        if std::fs::read_to_string(&path).unwrap_or_default() == holder {
+                            let _ = std::fs::remove_file(&path);
+                        }
+                        continue;
+                    }
+                    if !told {
+                        eprintln!(
+                            "waiting for another kernel build (pid {pid}, {})",
+                            path.display()
+                        );
+                        told = true;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                }
+                Err(e) => {
+                    return Err(e).with_context(|| format!("cannot create {}", path.display()))
+                }
+            }
+        }
+    }
+}
+
+impl Drop for BuildLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 /// Leave an unchanged file untouched (its mtime too), so watchers see only real changes.
