@@ -335,6 +335,9 @@ pub fn prepare<'a, A: GpuApi>(
     backward: bool,
 ) -> BackendResult<Box<dyn Prepared + 'a>> {
     validate(p)?;
+    // The contract every implementation shares (src/reference/attention.rs): ids outside
+    // [-1, blocks) are bad input, named with their position, not silently "no block".
+    crate::reference::attention::validate_attn(p, backward)?;
     if backward && p.d_o.len() != p.q.len() {
         return Err(BackendError::Input(format!(
             "d_o has {} elements, the backward needs {} (q's shape)",
