@@ -370,8 +370,20 @@ pub fn run(args: BuildArgs) -> Result<BuildSummary> {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let summary = build_targets(&targets, jobs)?;
     print_summary(&summary);
+    // Missing block sizes are listed once per kernel, not once per target.
+    let mut undeclared: std::collections::BTreeMap<String, Vec<String>> = Default::default();
     for v in gate_summary(&matrix, &summary)? {
-        println!("resource gate: {}", v.message);
+        if v.kind == resources::ViolationKind::NoBlockSize {
+            undeclared.entry(v.kernel).or_default().push(v.target);
+        } else {
+            println!("resource gate: {}", v.message);
+        }
+    }
+    for (kernel, targets) in &undeclared {
+        println!(
+            "resource gate: {kernel} declares no launch block size (add `// qsa:block N` above it): {}",
+            targets.join(" ")
+        );
     }
     if summary.failed() {
         bail!("some kernels failed to build (above)");
