@@ -4,8 +4,10 @@
 //! Exit codes: 0 every gate holds; 1 a gate failed; 2 bad usage or configuration.
 
 mod build;
+mod ci;
 mod golden;
 mod matrix;
+mod merge;
 mod report;
 mod setup;
 
@@ -27,6 +29,10 @@ enum Cmd {
     Build(build::BuildArgs),
     /// Build, run every target's suites, compare with golden/, gate and report.
     Matrix(matrix::MatrixArgs),
+    /// Print the CI job matrix of the enabled GPU targets (JSON, from matrix.yaml).
+    CiMatrix(ci::CiMatrixArgs),
+    /// Reports across runs: `report merge DIR...` joins per-runner results.
+    Report(merge::ReportArgs),
 }
 
 fn main() -> ExitCode {
@@ -35,6 +41,11 @@ fn main() -> ExitCode {
         Cmd::Setup(a) => setup::run(a),
         Cmd::Build(a) => build::run(a).map(|_| ()),
         Cmd::Matrix(a) => match matrix::run(a) {
+            Ok(code) => return ExitCode::from(code),
+            Err(e) => Err(e),
+        },
+        Cmd::CiMatrix(a) => ci::run(a),
+        Cmd::Report(a) => match merge::run(a) {
             Ok(code) => return ExitCode::from(code),
             Err(e) => Err(e),
         },

@@ -1,0 +1,676 @@
+//! `cargo xtask report merge DIR...`: join the results that runners on different machines
+//! uploaded (one folder per target, as `cargo xtask matrix --out` writes them) into one
+//! JUnit file, one Markdown summary and one exit code; and `bless --from DIR`: accept the
+//! pending snapshots of a downloaded CI run into golden/.
+//!
+//! What a folder may hold, found at any depth (artifact downloads add a folder level):
+//! - `<target>/report.yaml`: a `TargetReport` (results + gate notes); preferred.
+//! - `<target>/results.yaml`: the runner's `TargetResults` (used when no report.yaml).
+//! - `<target>/health.txt`: written by the workflow when the runner's health check failed.
+//! - `.../golden/<target>/<name>.snap.new`, `.../golden/<target>/bench.yaml.new`: pending
+//!   snapshots and benchmark proposals, as `bless --from` reads them.
+//!
+//! Several results of one target (shards, `--shard i/n`) are joined into one.
+//!
+//! Exit codes: 0 every gate holds (unstable targets do not gate); 1 a gate failed;
+//! 2 bad input (unreadable file, unknown enabled target).
+
+use crate::ci::{default_matrix_path, Enabled};
+use crate::report::{self, GateNote, TargetReport};
+use anyhow::{bail, Context, Result};
+use qsa::matrix::Matrix;
+use qsa::results::{write_atomic, TargetResults, TargetStatus};
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+
+/// How deep the walk goes below each DIR: `artifacts/<artifact>/<target>/pending/golden/<t>/x`.
+const MAX_DEPTH: usize = 8;
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ReportArgs {
+    #[command(subcommand)]
+    pub cmd: ReportCmd,
+}
+
+#[derive(clap::Subcommand, Debug, Clone)]
+pub enum ReportCmd {
+    /// Join per-runner results into one JUnit file, one Markdown summary and one exit code.
+    Merge(MergeArgs),
+    /// Accept the pending snapshots of a downloaded CI run into golden/ (after review).
+    Bless(BlessArgs),
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct BlessArgs {
+    /// A folder of downloaded CI artifacts (`gh run download RUN -p 'qsa-*' -D DIR`).
+    #[arg(long, value_name = "DIR")]
+    pub from: PathBuf,
+    /// The matrix file (default: matrix.yaml at the workspace root).
+    #[arg(long, value_name = "FILE")]
+    pub matrix: Option<PathBuf>,
+    /// Where the accepted snapshots go (default: golden/ at the root).
+    #[arg(long, value_name = "DIR")]
+    pub golden: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct MergeArgs {
+    /// Folders holding <target>/results.yaml (or report.yaml), at any depth.
+    #[arg(required = true, value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// Write the joined JUnit XML here.
+    #[arg(long, value_name = "OUT")]
+    pub junit: Option<PathBuf>,
+    /// Write the Markdown summary here.
+    #[arg(long, value_name = "OUT")]
+    pub summary: Option<PathBuf>,
+    /// The matrix file (default: matrix.yaml at the workspace root).
+    #[arg(long, value_name = "FILE")]
+    pub matrix: Option<PathBuf>,
+    /// The accepted snapshots, to diff pending ones against (default: golden/ at the root).
+    #[arg(long, value_name = "DIR")]
+    pub golden: Option<PathBuf>,
+    /// The GPU targets that were meant to run (as for ci-matrix): one of them without
+    /// results is a failure; the others are listed as not enabled. Neither flag: a target
+    /// without results is listed as not run, not gating.
+    #[arg(long, value_name = "LIST", conflicts_with = "enabled_from_env")]
+    pub enabled: Option<String>,
+    #[arg(long, value_name = "VAR")]
+    pub enabled_from_env: Option<String>,
+}
+
+/// What the walk found in the merged folders.
+#[derive(Default, Debug)]
+struct Found {
+    /// Per target, in the order found: one entry per results/report file (shards).
+    reports: BTreeMap<String, Vec<TargetReport>>,
+    /// Per target: health-check failure text.
+    health: BTreeMap<String, String>,
+    /// Pending files: (target, file under golden/<target>/, path on disk).
+    pending: Vec<(String, String, PathBuf)>,
+}
+
+/// The exit code: 0 every gate holds, 1 a gate failed (outputs are written either way).
+pub fn run(args: ReportArgs) -> Result<u8> {
+    match args.cmd {
+        ReportCmd::Merge(a) => merge(&a),
+        ReportCmd::Bless(a) => run_bless(&a).map(|()| 0),
+    }
+}
+
+/// `bless --from DIR`: accept, then say what changed.
+pub fn run_bless(a: &BlessArgs) -> Result<()> {
+    let matrix_path = a.matrix.clone().unwrap_or_else(default_matrix_path);
+    let matrix = Matrix::load(&matrix_path)?;
+    let golden = a.golden.clone().unwrap_or_else(|| {
+        matrix_path
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join("golden")
+    });
+    let done = bless_from(&a.from, &golden, &matrix)?;
+    for b in &done {
+        println!(
+            "{:8} {}  (from {})",
+            b.what,
+            b.to.display(),
+            b.from.display()
+        );
+    }
+    println!(
+        "{} file(s) accepted into {}: review `git diff {}` and commit",
+        done.len(),
+        golden.display(),
+        golden.display()
+    );
+    Ok(())
+}
+
+/// Merge, write the outputs, print the terminal table; the gate's exit code (0 or 1).
+pub fn merge(a: &MergeArgs) -> Result<u8> {
+    let matrix_path = a.matrix.clone().unwrap_or_else(default_matrix_path);
+    let matrix = Matrix::load(&matrix_path)?;
+    let golden = a.golden.clone().unwrap_or_else(|| {
+        matrix_path
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join("golden")
+    });
+    let enabled = match (&a.enabled, &a.enabled_from_env) {
+        (None, None) => None,
+        (e, v) => Some(Enabled::from_args(e.as_deref(), v.as_deref(), &matrix)?),
+    };
+    let mut found = Found::default();
+    for d in &a.dirs {
+        if !d.is_dir() {
+            bail!(
+                "{}: not a folder (expected a folder of <target>/results.yaml)",
+                d.display()
+            );
+        }
+        walk(d, 0, true, &mut found)?;
+    }
+    let reports = assemble(&matrix, &golden, enabled.as_ref(), found)?;
+    let mut summary = report::markdown::render(&reports);
+    summary.push_str(&bless_hint(&reports));
+    if let Some(p) = &a.summary {
+        write_atomic(p, summary.as_bytes())?;
+    }
+    if let Some(p) = &a.junit {
+        write_atomic(p, report::junit::render(&reports)?.as_bytes())?;
+    }
+    print!("{}", report::terminal::render(&reports));
+    Ok(report::exit_code(&reports))
+}
+
+/// Collect what `dir` holds; `results: false` collects pending files only (bless reads no
+/// results, so a broken results file cannot stop it).
+fn walk(dir: &Path, depth: usize, results: bool, found: &mut Found) -> Result<()> {
+    if depth > MAX_DEPTH {
+        return Ok(());
+    }
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot read {}", dir.display()))?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<std::io::Result<_>>()
+        .with_context(|| format!("cannot read {}", dir.display()))?;
+    entries.sort();
+    // report.yaml wins over results.yaml in the same folder: it holds the same results
+    // plus the gate notes.
+    let has_report = entries
+        .iter()
+        .any(|p| p.file_name().is_some_and(|n| n == "report.yaml"));
+    for p in entries {
+        // Artifacts are untrusted input: never follow a link out of the folder.
+        let meta = std::fs::symlink_metadata(&p)
+            .with_context(|| format!("cannot stat {}", p.display()))?;
+        if meta.file_type().is_symlink() {
+            continue;
+        }
+        if meta.is_dir() {
+            walk(&p, depth + 1, results, found)?;
+            continue;
+        }
+        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let folder = p
+            .parent()
+            .and_then(|d| d.file_name())
+            .and_then(|n| n.to_str())
+            .unwrap_or("")
+            .to_string();
+        match name {
+            "report.yaml" if results => {
+                let text = std::fs::read_to_string(&p)
+                    .with_context(|| format!("cannot read {}", p.display()))?;
+                let r: TargetReport = serde_yaml::from_str(&text)
+                    .map_err(|e| anyhow::anyhow!("{}: not a qsa report file: {e}", p.display()))?;
+                found
+                    .reports
+                    .entry(r.results.target.clone())
+                    .or_default()
+                    .push(r);
+            }
+            "results.yaml" if results && !has_report => {
+                let results = TargetResults::read(&p)?;
+                let r = TargetReport {
+                    results,
+                    unstable: None,
+                    build: String::new(),
+                    notes: Vec::new(),
+                };
+                found
+                    .reports
+                    .entry(r.results.target.clone())
+                    .or_default()
+                    .push(r);
+            }
+            "health.txt" if results => {
+                let text = std::fs::read_to_string(&p)
+                    .with_context(|| format!("cannot read {}", p.display()))?;
+                found.health.insert(folder, text.trim().to_string());
+            }
+            _ if name.ends_with(".snap.new") || name == "bench.yaml.new" => {
+                if let Some((target, file)) = golden_place(&p) {
+                    found.pending.push((target, file, p.clone()));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// `(target, file)` of a pending file from the components after its last `golden` folder:
+/// exactly `golden/<target>/<file>`.
+pub fn golden_place(p: &Path) -> Option<(String, String)> {
+    let comps: Vec<&str> = p
+        .components()
+        .map(|c| match c {
+            Component::Normal(s) => s.to_str().unwrap_or("\u{0}"),
+            _ => "\u{0}",
+        })
+        .collect();
+    let at = comps.iter().rposition(|c| *c == "golden")?;
+    match &comps[at + 1..] {
+        [target, file] if !target.contains('\u{0}') && !file.contains('\u{0}') => {
+            Some((target.to_string(), file.to_string()))
+        }
+        _ => None,
+    }
+}
+
+/// Join shards, add pending-snapshot notes and the targets without results, in matrix order.
+fn assemble(
+    matrix: &Matrix,
+    golden: &Path,
+    enabled: Option<&Enabled>,
+    mut found: Found,
+) -> Result<Vec<TargetReport>> {
+    let mut out = Vec::new();
+    let mut names: Vec<String> = matrix.targets.iter().map(|t| t.name.clone()).collect();
+    names.extend(
+        found
+            .reports
+            .keys()
+            .filter(|k| matrix.target(k).is_none())
+            .cloned(),
+    );
+    for name in names {
+        let declared = matrix.target(&name);
+        let mut tr = match found.reports.remove(&name) {
+            Some(shards) => join_shards(shards),
+            None => {
+                let expected = match enabled {
+                    Some(e) => {
+                        declared.is_some_and(|t| !t.is_gpu() || e.targets.contains_key(&name))
+                    }
+                    None => false,
+                };
+                let (status, reason) = if let Some(h) = found.health.get(&name) {
+                    (
+                        TargetStatus::Failed,
+                        format!("the runner's health check failed: {h}"),
+                    )
+                } else if expected {
+                    (TargetStatus::Failed, "enabled, but no results were uploaded: the job failed before the runner wrote them, was cancelled, or found no runner (see the job's log)".to_string())
+                } else if let (Some(e), Some(_)) = (enabled, declared) {
+                    (TargetStatus::Skipped, e.not_enabled_reason(&name))
+                } else {
+                    (
+                        TargetStatus::Skipped,
+                        "not run: no results for this target in the merged folders".to_string(),
+                    )
+                };
+                TargetReport {
+                    results: TargetResults {
+                        target: name.clone(),
+                        status,
+                        reason,
+                        device: Default::default(),
+                        seed: matrix.seed,
+                        started: String::new(),
+                        seconds: 0.0,
+                        records: Vec::new(),
+                    },
+                    unstable: None,
+                    build: String::new(),
+                    notes: Vec::new(),
+                }
+            }
+        };
+        // A target this repository has a runner for must run there: built-not-run or
+        // skipped on its own runner means the runner is wrong (labels, driver, toolchain).
+        let expected_run = enabled.is_some_and(|e| {
+            declared.is_some_and(|t| !t.is_gpu() || e.targets.contains_key(&name))
+        });
+        if expected_run
+            && matches!(
+                tr.results.status,
+                TargetStatus::BuiltNotRun | TargetStatus::Skipped
+            )
+        {
+            tr.notes.push(GateNote {
+                kind: "runner".into(),
+                name: name.clone(),
+                failed: true,
+                message: format!(
+                    "enabled for this repository but did not run on its runner ({}): {}",
+                    tr.results.status.label(),
+                    tr.results.reason
+                ),
+                diff: String::new(),
+                repro: String::new(),
+            });
+        }
+        // matrix.yaml of the merging checkout decides what is unstable.
+        if let Some(t) = declared {
+            tr.unstable = t.unstable.clone();
+        }
+        for (target, file, path) in found.pending.iter().filter(|(t, _, _)| *t == name) {
+            let snap = file
+                .trim_end_matches(".new")
+                .trim_end_matches(".snap")
+                .to_string();
+            if tr
+                .notes
+                .iter()
+                .any(|n| n.kind == "snapshot" && (n.name == snap || n.name == *file))
+            {
+                continue;
+            }
+            tr.notes.push(pending_note(golden, target, file, path)?);
+        }
+        out.push(tr);
+    }
+    Ok(out)
+}
+
+/// One target from several results files (shards of one suite run).
+fn join_shards(mut shards: Vec<TargetReport>) -> TargetReport {
+    let mut first = shards.remove(0);
+    for s in shards {
+        let (a, b) = (&mut first.results, s.results);
+        a.status = match (a.status, b.status) {
+            (TargetStatus::Failed, _) | (_, TargetStatus::Failed) => TargetStatus::Failed,
+            (TargetStatus::Run, _) | (_, TargetStatus::Run) => TargetStatus::Run,
+            (x, _) => x,
+        };
+        if !b.reason.is_empty() && !a.reason.contains(&b.reason) {
+            a.reason = if a.reason.is_empty() {
+                b.reason
+            } else {
+                format!("{}; {}", a.reason, b.reason)
+            };
+        }
+        if a.device.name.is_empty() {
+            a.device = b.device;
+        }
+        if !b.started.is_empty() && (a.started.is_empty() || b.started < a.started) {
+            a.started = b.started;
+        }
+        a.seconds += b.seconds;
+        a.records.extend(b.records);
+        if first.build.is_empty() {
+            first.build = s.build;
+        }
+        for n in s.notes {
+            if !first
+                .notes
+                .iter()
+                .any(|m| m.kind == n.kind && m.name == n.name && m.message == n.message)
+            {
+                first.notes.push(n);
+            }
+        }
+    }
+    first
+}
+
+/// A failing note for a pending snapshot or benchmark proposal, with its diff against the
+/// accepted one.
+fn pending_note(golden: &Path, target: &str, file: &str, path: &Path) -> Result<GateNote> {
+    let accepted = golden.join(target).join(file.trim_end_matches(".new"));
+    let (new, old) = if file.ends_with(".snap.new") {
+        (
+            snapshot_text(path)?,
+            if accepted.exists() {
+                Some(snapshot_text(&accepted)?)
+            } else {
+                None
+            },
+        )
+    } else {
+        let read = |p: &Path| {
+            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))
+        };
+        (
+            read(path)?,
+            if accepted.exists() {
+                Some(read(&accepted)?)
+            } else {
+                None
+            },
+        )
+    };
+    let (message, diff) = match &old {
+        Some(old) => (
+            "changed: pending review".to_string(),
+            crate::golden::diff(old, &new),
+        ),
+        None => (
+            "new: no accepted snapshot yet".to_string(),
+            new.lines().map(|l| format!("+{l}\n")).collect(),
+        ),
+    };
+    Ok(GateNote {
+        kind: "snapshot".into(),
+        name: format!("{target}/{file}")
+            .trim_end_matches(".new")
+            .to_string(),
+        failed: true,
+        message,
+        diff,
+        repro:
+            "cargo xtask report bless --from DIR (DIR: this run's downloaded artifacts; docs/ci.md)"
+                .into(),
+    })
+}
+
+fn snapshot_text(p: &Path) -> Result<String> {
+    let snap = insta::Snapshot::from_file(p)
+        .map_err(|e| anyhow::anyhow!("{}: not a readable insta snapshot: {e}", p.display()))?;
+    Ok(snap.as_text().map(|t| t.to_string()).unwrap_or_default())
+}
+
+/// The exact commands that accept this run's pending snapshots, when there are any.
+fn bless_hint(reports: &[TargetReport]) -> String {
+    let pending = reports
+        .iter()
+        .flat_map(|r| &r.notes)
+        .any(|n| n.kind == "snapshot" && n.failed);
+    if !pending {
+        return String::new();
+    }
+    let run = std::env::var("GITHUB_RUN_ID").ok();
+    let repo = std::env::var("GITHUB_REPOSITORY").ok();
+    let download = match (run, repo) {
+        (Some(run), Some(repo)) => {
+            format!("gh run download {run} -R {repo} -p 'qsa-*' -D ci-artifacts")
+        }
+        _ => "gh run download RUN_ID -p 'qsa-*' -D ci-artifacts".to_string(),
+    };
+    format!(
+        "\n### Accepting the pending snapshots\n\nRead the diffs above first. Then, in a checkout of this branch:\n\n```sh\n{download}\ncargo xtask report bless --from ci-artifacts\ngit add golden && git commit -m 'bless snapshots'\n```\n"
+    )
+}
+
+/// One file `bless --from` accepted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Blessed {
+    pub from: PathBuf,
+    pub to: PathBuf,
+    /// "new" or "changed" or "same".
+    pub what: &'static str,
+}
+
+/// Accept every pending `.snap.new` / `bench.yaml.new` under `from` into `golden_root`:
+/// all are checked first (each names a declared target, snapshots parse as insta
+/// snapshots, bench proposals as bench golden files, no two disagree), all are staged as
+/// temporary files beside their destinations, and only then renamed into place; a failure
+/// before the renames leaves golden/ untouched.
+pub fn bless_from(from: &Path, golden_root: &Path, matrix: &Matrix) -> Result<Vec<Blessed>> {
+    if !from.is_dir() {
+        bail!(
+            "{}: not a folder (download a CI run's artifacts into it: docs/ci.md)",
+            from.display()
+        );
+    }
+    let mut found = Found::default();
+    walk(from, 0, false, &mut found)?;
+    if found.pending.is_empty() {
+        bail!("{}: no pending snapshots (golden/<target>/*.snap.new) or bench proposals (golden/<target>/bench.yaml.new) found", from.display());
+    }
+    // dest -> (source, bytes)
+    let mut plan: BTreeMap<PathBuf, (PathBuf, Vec<u8>)> = BTreeMap::new();
+    for (target, file, path) in &found.pending {
+        if matrix.target(target).is_none() {
+            bail!(
+                "{}: target `{target}` is not declared in {}",
+                path.display(),
+                matrix.path.display()
+            );
+        }
+        let bytes =
+            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        if file.ends_with(".snap.new") {
+            snapshot_text(path)?;
+        } else {
+            let text = String::from_utf8_lossy(&bytes);
+            serde_yaml::from_str::<qsa::suites::bench::BenchGolden>(&text)
+                .map_err(|e| anyhow::anyhow!("{}: not a bench golden file: {e}", path.display()))?;
+        }
+        let dest = golden_root.join(target).join(file.trim_end_matches(".new"));
+        match plan.get(&dest) {
+            Some((other, b)) if *b != bytes => bail!(
+                "{} and {} propose different contents for {}: download one run only",
+                other.display(),
+                path.display(),
+                dest.display()
+            ),
+            Some(_) => {}
+            None => {
+                plan.insert(dest, (path.clone(), bytes));
+            }
+        }
+    }
+    let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
+    let stage = |staged: &mut Vec<(PathBuf, PathBuf)>| -> Result<()> {
+        for (dest, (_, bytes)) in &plan {
+            let dir = dest.parent().unwrap_or(Path::new("."));
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+            let name = dest.file_name().and_then(|n| n.to_str()).unwrap_or("snap");
+            let tmp = dir.join(format!(".{name}.bless-{}", std::process::id()));
+            std::fs::write(&tmp, bytes)
+                .with_context(|| format!("cannot write {}", tmp.display()))?;
+            staged.push((tmp, dest.clone()));
+        }
+        Ok(())
+    };
+    if let Err(e) = stage(&mut staged) {
+        for (tmp, _) in &staged {
+            let _ = std::fs::remove_file(tmp);
+        }
+        return Err(e);
+    }
+    let mut out = Vec::new();
+    for (tmp, dest) in staged {
+        let (src, bytes) = &plan[&dest];
+        let what = match std::fs::read(&dest) {
+            Ok(old) if old == *bytes => "same",
+            Ok(_) => "changed",
+            Err(_) => "new",
+        };
+        std::fs::rename(&tmp, &dest)
+            .with_context(|| format!("cannot rename {} to {}", tmp.display(), dest.display()))?;
+        out.push(Blessed {
+            from: src.clone(),
+            to: dest,
+            what,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snap(body: &str) -> String {
+        format!("---\nsource: xtask/src/golden.rs\nexpression: x\n---\n{body}\n")
+    }
+
+    fn matrix() -> Matrix {
+        Matrix::load(&default_matrix_path()).unwrap()
+    }
+
+    #[test]
+    fn golden_place_needs_golden_target_file() {
+        let p = Path::new("a/qsa-sm_90/sm_90/pending/golden/sm_90/parity__x.snap.new");
+        assert_eq!(
+            golden_place(p),
+            Some(("sm_90".into(), "parity__x.snap.new".into()))
+        );
+        assert_eq!(golden_place(Path::new("a/sm_90/parity__x.snap.new")), None);
+        assert_eq!(
+            golden_place(Path::new("golden/sm_90/deeper/x.snap.new")),
+            None
+        );
+    }
+
+    #[test]
+    fn bless_from_accepts_everything_or_nothing() {
+        let m = matrix();
+        let dir = tempfile::tempdir().unwrap();
+        let art = dir.path().join("art/qsa-sm_90/sm_90/pending/golden/sm_90");
+        std::fs::create_dir_all(&art).unwrap();
+        std::fs::write(art.join("parity__a.snap.new"), snap("a 2")).unwrap();
+        std::fs::write(
+            art.join("bench.yaml.new"),
+            "measured_on: H200\nentries: {}\n",
+        )
+        .unwrap();
+        let golden = dir.path().join("golden");
+        std::fs::create_dir_all(golden.join("sm_90")).unwrap();
+        std::fs::write(golden.join("sm_90/parity__a.snap"), snap("a 1")).unwrap();
+
+        // A broken proposal anywhere: nothing is written.
+        let bad = dir
+            .path()
+            .join("art/qsa-gfx906/gfx906/pending/golden/gfx906");
+        std::fs::create_dir_all(&bad).unwrap();
+        std::fs::write(bad.join("bench.yaml.new"), "entries: [not, a, map]\n").unwrap();
+        assert!(bless_from(&dir.path().join("art"), &golden, &m).is_err());
+        assert_eq!(
+            std::fs::read_to_string(golden.join("sm_90/parity__a.snap")).unwrap(),
+            snap("a 1")
+        );
+        assert!(!golden.join("sm_90/bench.yaml").exists());
+        let leftovers: Vec<_> = std::fs::read_dir(golden.join("sm_90")).unwrap().collect();
+        assert_eq!(leftovers.len(), 1, "no staged temporaries left behind");
+        std::fs::remove_dir_all(dir.path().join("art/qsa-gfx906")).unwrap();
+
+        let done = bless_from(&dir.path().join("art"), &golden, &m).unwrap();
+        assert_eq!(done.len(), 2);
+        assert_eq!(
+            std::fs::read_to_string(golden.join("sm_90/parity__a.snap")).unwrap(),
+            snap("a 2")
+        );
+        assert_eq!(
+            snapshot_text(&golden.join("sm_90/parity__a.snap")).unwrap(),
+            "a 2"
+        );
+        assert!(done.iter().any(|b| b.what == "changed"));
+        assert!(done
+            .iter()
+            .any(|b| b.what == "new" && b.to.ends_with("sm_90/bench.yaml")));
+    }
+
+    #[test]
+    fn bless_from_rejects_unknown_targets_and_empty_folders() {
+        let m = matrix();
+        let dir = tempfile::tempdir().unwrap();
+        let golden = dir.path().join("golden");
+        assert!(bless_from(dir.path(), &golden, &m)
+            .unwrap_err()
+            .to_string()
+            .contains("no pending"));
+        let art = dir.path().join("golden/sm_99");
+        std::fs::create_dir_all(&art).unwrap();
+        std::fs::write(art.join("x.snap.new"), snap("x")).unwrap();
+        assert!(bless_from(dir.path(), &dir.path().join("g2"), &m)
+            .unwrap_err()
+            .to_string()
+            .contains("sm_99"));
+    }
+}
