@@ -334,6 +334,7 @@ struct TopkRowSrc {
 
 // ---------------------------------------------------------------------------------------
 // Register kernel. grid (nq), block: a multiple of the wave, 256..1024, >= ceil(n / 8).
+// qsa:block 1024
 QSA_KERNEL __launch_bounds__(TOPK_MAX_THREADS, 1) void qsa_topk_register(
     const float* __restrict__ scores, int capacity, int nq, int n, int k,
     const int* __restrict__ active, int* __restrict__ out) {
@@ -364,6 +365,9 @@ struct TopkSharedSrc {
 // Wide kernel. grid (nq), block: a multiple of the wave, 256..1024; any n. With
 // `staged` != 0 the launch gives n * 4 bytes of dynamic shared memory: the row's keys are
 // read from global memory once and every later pass reads them from there.
+// Dynamic shared: n * 4 when it fits the target (131072 for the 32768-entry prefill rows).
+// qsa:block 1024
+// qsa:dynamic_shared 131072
 QSA_KERNEL __launch_bounds__(TOPK_MAX_THREADS, 1) void qsa_topk_wide(
     const float* __restrict__ scores, int capacity, int nq, int n, int k,
     const int* __restrict__ active, int* __restrict__ out, int staged) {
@@ -434,6 +438,7 @@ QSA_DEVICE int topk_load_chunk(const float* row, int n, int chunk, unsigned (&ke
 }
 
 // Stage A. grid (m, nq), block TOPK_SPLIT_THREADS.
+// qsa:block 512
 QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, 1) void qsa_topk_split_bound(
     const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws) {
   __shared__ TopkShared s;
@@ -519,6 +524,7 @@ QSA_DEVICE void topk_split_final(const TopkSplitWs& w, int q, int k, int* o, Top
 }
 
 // Stage B. grid (m, nq), block TOPK_SPLIT_THREADS; same workspace as stage A.
+// qsa:block 512
 QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, 1) void qsa_topk_split_select(
     const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
     int* __restrict__ out) {
