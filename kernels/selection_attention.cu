@@ -759,6 +759,7 @@ QSA_DEVICE void staged_bwd(const u16* __restrict__ q, const u16* __restrict__ k,
 }
 
 // Merge split partials: one CTA of ATT_D threads per (b, i, h) row.
+// qsa:block 128
 QSA_KERNEL void __launch_bounds__(ATT_D) qsa_attn_combine(const float* __restrict__ o_part,
                                                           const float* __restrict__ lse_part,
                                                           float* __restrict__ o, float* __restrict__ lse,
@@ -783,6 +784,21 @@ QSA_KERNEL void __launch_bounds__(ATT_D) qsa_attn_combine(const float* __restric
   if (d == 0) lse[row] = mx + logf(sum);
 }
 
+// Launch shapes for the resource report (xtask/src/build/annotations.rs). The staged
+// kernels' dynamic shared memory is the single-buffered size at t = 16 ids per list, what
+// src/dispatch/attention.rs::staged_plan picks for the matrix's cases on every target.
+// qsa:block 256 for qsa_attn_gather_fwd_bf16
+// qsa:block 256 for qsa_attn_gather_fwd_f16
+// qsa:block 256 for qsa_attn_gather_bwd_bf16
+// qsa:block 256 for qsa_attn_gather_bwd_f16
+// qsa:block 128 for qsa_attn_staged_fwd_bf16
+// qsa:block 128 for qsa_attn_staged_fwd_f16
+// qsa:block 128 for qsa_attn_staged_bwd_bf16
+// qsa:block 128 for qsa_attn_staged_bwd_f16
+// qsa:dynamic_shared 48080 for qsa_attn_staged_fwd_bf16
+// qsa:dynamic_shared 48080 for qsa_attn_staged_fwd_f16
+// qsa:dynamic_shared 60880 for qsa_attn_staged_bwd_bf16
+// qsa:dynamic_shared 60880 for qsa_attn_staged_bwd_f16
 #define QSA_ATTN_INSTANCES(SUF, E)                                                                      \
   QSA_KERNEL void __launch_bounds__(256)                                                                \
       qsa_attn_gather_fwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids, float* o,   \

@@ -365,9 +365,12 @@ struct TopkSharedSrc {
 // Wide kernel. grid (nq), block: a multiple of the wave, 256..1024; any n. With
 // `staged` != 0 the launch gives n * 4 bytes of dynamic shared memory: the row's keys are
 // read from global memory once and every later pass reads them from there.
-// Dynamic shared: n * 4 when it fits the target (131072 for the 32768-entry prefill rows).
+// Dynamic shared: n * 4 when it fits the target's opt-in limit (the host checks it, see
+// wide_staged_bytes in src/gpu/topk.rs), else 0 and the row streams from global memory. The
+// annotation declares the form every target can launch (0); the staged form trades
+// occupancy, which is one CTA per query anyway, for one read of the row.
 // qsa:block 1024
-// qsa:dynamic_shared 131072
+// qsa:dynamic_shared 0
 QSA_KERNEL __launch_bounds__(TOPK_MAX_THREADS, 1) void qsa_topk_wide(
     const float* __restrict__ scores, int capacity, int nq, int n, int k,
     const int* __restrict__ active, int* __restrict__ out, int staged) {

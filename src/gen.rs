@@ -213,11 +213,17 @@ pub fn attn_inputs(
             ATTN_DISTS.join(", ")
         ));
     }
+    // Counter-based, so filling in parallel chunks gives the same bytes as one thread.
+    const CHUNK: usize = 1 << 16;
     let tensor = |name: &str, len: usize| -> Vec<u16> {
         let st = Stream::new(seed, &[case, dist, name]);
-        (0..len)
-            .map(|i| s.dtype.from_f32(st.normal(i as u64) as f32))
-            .collect()
+        let mut out = vec![0u16; len];
+        crate::cpu::par::par_chunks_mut(&mut out, CHUNK, |c, chunk| {
+            for (j, x) in chunk.iter_mut().enumerate() {
+                *x = s.dtype.from_f32(st.normal((c * CHUNK + j) as u64) as f32);
+            }
+        });
+        out
     };
     let q = tensor("q", s.batch * s.q_len * s.hq * HEAD_DIM);
     let k = tensor("k", s.batch * s.kv_len * s.hkv * HEAD_DIM);
@@ -227,9 +233,12 @@ pub fn attn_inputs(
     // that dk/dv hold exactly the checked rows' contributions (see suites::error).
     let sd = Stream::new(seed, &[case, dist, "d_o"]);
     let row_len = s.hq * HEAD_DIM;
-    let mut d_o: Vec<f32> = (0..s.batch * s.q_len * row_len)
-        .map(|i| sd.normal(i as u64) as f32)
-        .collect();
+    let mut d_o = vec![0f32; s.batch * s.q_len * row_len];
+    crate::cpu::par::par_chunks_mut(&mut d_o, CHUNK, |c, chunk| {
+        for (j, x) in chunk.iter_mut().enumerate() {
+            *x = sd.normal((c * CHUNK + j) as u64) as f32;
+        }
+    });
     if let Some(rows) = grad_rows {
         let keep: std::collections::BTreeSet<usize> =
             rows.iter().map(|&(b, i)| b * s.q_len + i).collect();

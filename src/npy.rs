@@ -75,10 +75,12 @@ pub fn read<T: NpyElem>(path: &Path) -> Result<Npy<T>, String> {
     let width = match descr.as_str() {
         "<f4" | "<i4" => 4,
         "<f8" | "<i8" => 8,
-        other => return Err(format!(
+        other => {
+            return Err(format!(
             "{}: dtype `{other}` is not supported: use little-endian float32/float64/int32/int64",
             path.display()
-        )),
+        ))
+        }
     };
     let body = &bytes[off..];
     if body.len() < count * width {

@@ -6,17 +6,32 @@ use crate::dispatch::{attention, scores, topk, Vendor};
 use crate::matrix::{Case, FamilyName, Matrix, Target};
 
 /// The kernel name `case` with `variant` dispatches to on `target` (the name the backend
-/// reports as `dispatched`), or the reason it cannot run there.
-pub fn predicted_kernel(matrix: &Matrix, target: &Target, case: &Case, variant: &str) -> Result<String, String> {
+/// reports as `dispatched`), or the reason it cannot run there. `backward` selects the
+/// selection-attention pass (ignored by the other families).
+pub fn predicted_kernel(
+    matrix: &Matrix,
+    target: &Target,
+    case: &Case,
+    variant: &str,
+    backward: bool,
+) -> Result<String, String> {
     let family = case.family();
-    let v = matrix.variant(family, variant).ok_or_else(|| format!("unknown {} variant `{variant}`", family.name()))?;
+    let v = matrix
+        .variant(family, variant)
+        .ok_or_else(|| format!("unknown {} variant `{variant}`", family.name()))?;
     let sw = v.switches();
     let caps = target.caps();
     let cpu = target.vendor == Vendor::Cpu;
     match family {
         FamilyName::Topk => {
             let s = case.topk.as_ref().expect("family");
-            let shape = topk::TopkShape { nq: s.queries, n: s.n, k: s.k, has_active: s.active != crate::matrix::ActiveMode::None || case.inputs.contains_key("active") };
+            let shape = topk::TopkShape {
+                nq: s.queries,
+                n: s.n,
+                k: s.k,
+                has_active: s.active != crate::matrix::ActiveMode::None
+                    || case.inputs.contains_key("active"),
+            };
             let kernel = topk::choose(&caps, &sw, shape).map_err(|e| e.to_string())?;
             Ok(match (cpu, kernel) {
                 // The CPU has one single-pass radix select for the register and wide kernels.
@@ -31,7 +46,12 @@ pub fn predicted_kernel(matrix: &Matrix, target: &Target, case: &Case, variant: 
             Ok(match (cpu, k) {
                 (true, scores::ScoresKernel::Warp) => "warp".into(),
                 (true, _) => "simt".into(),
-                (false, k) if k.tensor_cores() && scores::tc_tile(s.queries, s.heads) == scores::TcTile::Decode => format!("{}_decode", k.name()),
+                (false, k)
+                    if k.tensor_cores()
+                        && scores::tc_tile(s.queries, s.heads) == scores::TcTile::Decode =>
+                {
+                    format!("{}_decode", k.name())
+                }
                 (false, k) => k.name().into(),
             })
         }
@@ -39,7 +59,20 @@ pub fn predicted_kernel(matrix: &Matrix, target: &Target, case: &Case, variant: 
             if cpu {
                 return Ok("gather".into());
             }
-            Ok(attention::choose(&caps, &sw).name().into())
+            let s = case.attention.as_ref().expect("family");
+            Ok(match attention::choose(&caps, &sw) {
+                attention::AttnKernel::Staged => {
+                    let plan =
+                        attention::staged_plan(&caps, s.batch, s.q_len, s.hq, s.hkv, s.t, backward)
+                            .map_err(|e| e.to_string())?;
+                    if plan.nsplit > 1 {
+                        "staged_split".into()
+                    } else {
+                        "staged".into()
+                    }
+                }
+                k => k.name().into(),
+            })
         }
     }
 }
@@ -48,9 +81,17 @@ pub fn predicted_kernel(matrix: &Matrix, target: &Target, case: &Case, variant: 
 pub fn dispatch_table(matrix: &Matrix, target: &Target) -> String {
     let mut out = String::new();
     for case in matrix.cases.iter().filter(|c| c.runs_on(target)) {
+        let passes: &[(&str, bool)] = if case.attention.is_some() {
+            &[("fwd", false), ("bwd", true)]
+        } else {
+            &[("-", false)]
+        };
         for v in &case.variants {
-            let k = predicted_kernel(matrix, target, case, v).unwrap_or_else(|e| format!("error: {e}"));
-            out.push_str(&format!("{:<24} {:<14} -> {k}\n", case.name, v));
+            for (pass, backward) in passes {
+                let k = predicted_kernel(matrix, target, case, v, *backward)
+                    .unwrap_or_else(|e| format!("error: {e}"));
+                out.push_str(&format!("{:<24} {:<8} {pass:<3} -> {k}\n", case.name, v));
+            }
         }
     }
     out

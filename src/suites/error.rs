@@ -126,7 +126,10 @@ fn scores(ctx: &Ctx, case: &Case) -> Vec<Record> {
                 kb: p.kb.iter().map(|x| round(*x)).collect(),
                 ..p.clone()
             };
-            let r64: Vec<f32> = reference::scores::scores_f64(&rp).iter().map(|x| *x as f32).collect();
+            let r64: Vec<f32> = reference::scores::scores_f64(&rp)
+                .iter()
+                .map(|x| *x as f32)
+                .collect();
             Some(error_stats(&r64, &s64, None))
         };
         let mut ideals: Vec<(InputFormat, Option<ErrorStats>)> = Vec::new();
@@ -184,7 +187,9 @@ fn scores(ctx: &Ctx, case: &Case) -> Vec<Record> {
                 let msg = std::mem::take(&mut rec.message);
                 let fmt = input_format(&m.kernel);
                 if !ideals.iter().any(|(f, _)| *f == fmt) {
-                    let Problem::Scores(sp) = &problem else { unreachable!("built above") };
+                    let Problem::Scores(sp) = &problem else {
+                        unreachable!("built above")
+                    };
                     ideals.push((fmt, ideal(sp, fmt)));
                 }
                 let ideal_stats = ideals.iter().find(|(f, _)| *f == fmt).and_then(|(_, s)| *s);
@@ -199,7 +204,13 @@ fn scores(ctx: &Ctx, case: &Case) -> Vec<Record> {
                 if let Some(i) = ideal_stats {
                     rec.metrics.insert("ideal_rel_max".into(), i.rel_max());
                 }
-                gate(ctx, rec, FamilyName::Scores, &m.stats, reference_err.as_ref());
+                gate(
+                    ctx,
+                    rec,
+                    FamilyName::Scores,
+                    &m.stats,
+                    reference_err.as_ref(),
+                );
                 if failed_bound {
                     rec.status = Status::Fail;
                     rec.message = if rec.message.is_empty() {

@@ -504,7 +504,8 @@ fn check_dispatch(m: &Matrix, t: &Target, r: &TargetResults, notes: &mut Vec<Gat
         else {
             continue;
         };
-        if let Ok(want) = qsa::plan::predicted_kernel(m, t, case, &rec.variant) {
+        if let Ok(want) = qsa::plan::predicted_kernel(m, t, case, &rec.variant, rec.check == "bwd")
+        {
             if &want != ran {
                 notes.push(note("dispatch", &format!("{}/{}", rec.case, rec.variant), true, format!("ran `{ran}`, but the dispatch table says `{want}`: src/dispatch and the backend disagree"), &rec.repro));
             }

@@ -28,7 +28,7 @@ pub fn render(reports: &[TargetReport]) -> anyhow::Result<String> {
             }
         };
         if r.status != TargetStatus::Run {
-            let mut suite = TestSuite::new(format!("{}", r.target));
+            let mut suite = TestSuite::new(r.target.as_str());
             props(&mut suite);
             let mut status = if r.status == TargetStatus::Failed {
                 TestCaseStatus::non_success(NonSuccessKind::Error)

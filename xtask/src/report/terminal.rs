@@ -69,5 +69,22 @@ pub fn render(reports: &[TargetReport]) -> String {
             out.push_str(&format!("\nnote: {} checks on {} are not supported by its backend (listed in the summary)\n", unsupported, tr.results.target));
         }
     }
+    // The plain closing line CI systems read: checks passed and failed, and what did not
+    // run (unsupported checks, targets not run).
+    let (mut pass, mut fail, mut skip) = (0, 0, 0);
+    for tr in reports {
+        let c = tr.counts();
+        pass += c.pass;
+        fail += c.fail + c.gate_failures + usize::from(tr.results.status == TargetStatus::Failed);
+        skip += c.skip
+            + c.unsupported
+            + usize::from(matches!(
+                tr.results.status,
+                TargetStatus::Skipped | TargetStatus::BuiltNotRun
+            ));
+    }
+    out.push_str(&format!(
+        "\nmatrix: {pass} passed, {fail} failed, {skip} skipped\n"
+    ));
     out
 }
