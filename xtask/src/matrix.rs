@@ -129,10 +129,10 @@ pub fn run(a: MatrixArgs) -> Result<u8> {
     let mut reports = Vec::new();
 
     // 1. Build every GPU target whose toolchain is here.
-    let (buildable, mut missing): (Vec<&Target>, Vec<(&Target, String)>) =
+    let (buildable, missing): (Vec<&Target>, Vec<(&Target, String)>) =
         split_by_toolchain(&targets);
     let mut builds: BTreeMap<String, build::TargetBuild> = BTreeMap::new();
-    if !buildable.is_empty() && a.from_results.is_none() {
+    if !buildable.is_empty() {
         eprintln!(
             "building kernels for {} ...",
             buildable
@@ -149,9 +149,6 @@ pub fn run(a: MatrixArgs) -> Result<u8> {
         for tb in summary.targets {
             builds.insert(tb.target.clone(), tb);
         }
-    } else if a.from_results.is_some() {
-        // Results made elsewhere: the code objects came from this tree's build there.
-        missing.retain(|_| true);
     }
 
     // 2. The runner binary (release: the suites are compute-heavy on the CPU).
@@ -563,8 +560,9 @@ fn resource_gates(
 
 /// `--bless`: this run's medians become the target's golden benchmark baseline.
 fn bless_bench(golden_root: &Path, t: &Target, r: &TargetResults) -> Result<()> {
+    let driver = if r.device.driver.is_empty() { String::new() } else { format!(" ({})", r.device.driver) };
     let mut g = BenchGolden {
-        measured_on: format!("{} ({}), {}", r.device.name, r.device.driver, r.started),
+        measured_on: format!("{}{driver}, runner started {}", r.device.name, r.started),
         entries: BTreeMap::new(),
     };
     for rec in r
