@@ -144,6 +144,9 @@ fn topk_value(s: &Stream, dist: &str, c: u64, i: usize, n: usize, k: usize) -> R
 }
 
 /// Block-score inputs: (q [nq, heads, 128], kb [blocks, 128], w [nq, heads]).
+pub type ScoresInputs = (Vec<f32>, Vec<f32>, Vec<f32>);
+
+/// Generate the block-score inputs of one case and distribution.
 pub fn scores_inputs(
     seed: u64,
     case: &str,
@@ -151,7 +154,7 @@ pub fn scores_inputs(
     nq: usize,
     heads: usize,
     blocks: usize,
-) -> Result<(Vec<f32>, Vec<f32>, Vec<f32>), String> {
+) -> Result<ScoresInputs, String> {
     if !SCORES_DISTS.contains(&dist) {
         return Err(format!(
             "unknown scores distribution `{dist}`; known: {}",
@@ -278,9 +281,9 @@ fn attn_ids(seed: u64, case: &str, dist: &str, s: AttnGenShape) -> Vec<i32> {
                     }
                     "invalid_ids" => {
                         let all_invalid = st.below(c + 1, 8) == 0;
-                        for j in 0..s.t {
+                        for (j, slot) in list.iter_mut().enumerate() {
                             if all_invalid || st.below(c + 200 + j as u64, 4) == 0 {
-                                list[j] = -1;
+                                *slot = -1;
                             }
                         }
                     }
@@ -345,8 +348,8 @@ mod tests {
         let nan = topk_scores(1, "c", "nan_inf", 1, 4000, 4000, 10).unwrap();
         assert!(
             nan.iter().any(|x| x.is_nan())
-                && nan.iter().any(|x| *x == f32::INFINITY)
-                && nan.iter().any(|x| *x == f32::NEG_INFINITY)
+                && nan.contains(&f32::INFINITY)
+                && nan.contains(&f32::NEG_INFINITY)
         );
         let z = topk_scores(1, "c", "signed_zeros", 1, 1000, 1000, 10).unwrap();
         assert!(z.iter().any(|x| x.to_bits() == 0x8000_0000) && z.iter().any(|x| x.to_bits() == 0));

@@ -42,7 +42,7 @@ pub fn predicted_kernel(
         }
         FamilyName::Scores => {
             let s = case.scores.as_ref().expect("family");
-            let k = scores::choose(&caps, &sw);
+            let k = scores::choose_for(&caps, &sw, s.queries);
             Ok(match (cpu, k) {
                 (true, scores::ScoresKernel::Warp) => "warp".into(),
                 (true, _) => "simt".into(),

@@ -174,7 +174,7 @@ fn plan<'a>(sw: &Switches, problem: &'a Problem) -> BackendResult<Job<'a>> {
         }
         Problem::Scores(p) => {
             validate_scores(p)?;
-            match dispatch::scores::choose(&caps, sw) {
+            match dispatch::scores::choose_for(&caps, sw, p.nq) {
                 ScoresKernel::Warp => Job::Scores(p, ScoreOrder::Warp),
                 _ => Job::Scores(p, ScoreOrder::Simt),
             }
@@ -312,23 +312,26 @@ mod tests {
 
     #[test]
     fn scores_dispatch() {
-        let p = ScoresProblem {
-            nq: 1,
+        // 8 queries: enough for the SIMT kernel (dispatch::scores::SIMT_MIN_QUERIES); one
+        // query is a decode call, which takes the warp kernel.
+        let make = |nq: usize| ScoresProblem {
+            nq,
             heads: 1,
             blocks: 2,
-            q: vec![0.5; HEAD_DIM],
+            q: vec![0.5; nq * HEAD_DIM],
             kb: vec![1.0; 2 * HEAD_DIM],
-            w: vec![2.0],
+            w: vec![2.0; nq],
         };
-        let p = Problem::Scores(p);
-        for (switches, want) in [
-            (sw(&[]), "simt"),
-            (sw(&[("STRATA_SELECT_SIMT", "0")]), "warp"),
-            (sw(&[("STRATA_QSA_WARP", "1")]), "simt"),
+        let (prefill, decode) = (Problem::Scores(make(8)), Problem::Scores(make(1)));
+        for (switches, p, want) in [
+            (sw(&[]), &prefill, "simt"),
+            (sw(&[("STRATA_SELECT_SIMT", "0")]), &prefill, "warp"),
+            (sw(&[("STRATA_QSA_WARP", "1")]), &prefill, "simt"),
+            (sw(&[]), &decode, "warp"),
         ] {
-            let (name, out) = run(&switches, &p);
+            let (name, out) = run(&switches, p);
             assert_eq!(name, want);
-            assert!(matches!(out, Output::Scores(s) if s == vec![128.0, 128.0]));
+            assert!(matches!(out, Output::Scores(s) if s.iter().all(|x| *x == 128.0)));
         }
     }
 

@@ -28,7 +28,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Run the suites of one target and write results.yaml.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Print the device the backend of each target would use here (or why there is none).
     Devices {
         #[arg(long, default_value = "matrix.yaml")]
@@ -102,7 +102,7 @@ pub fn parse_shard(s: &str) -> Result<(usize, usize), String> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.cmd {
-        Cmd::Run(a) => run(a),
+        Cmd::Run(a) => run(*a),
         Cmd::Devices {
             matrix,
             code_objects,
@@ -110,7 +110,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn load_matrix(path: &PathBuf, extra: &[PathBuf]) -> Result<Matrix, String> {
+fn load_matrix(path: &std::path::Path, extra: &[PathBuf]) -> Result<Matrix, String> {
     let mut m = Matrix::load(path).map_err(|e| e.to_string())?;
     for f in extra {
         m.add_cases_file(f).map_err(|e| e.to_string())?;
@@ -118,7 +118,7 @@ fn load_matrix(path: &PathBuf, extra: &[PathBuf]) -> Result<Matrix, String> {
     Ok(m)
 }
 
-fn devices(matrix: &PathBuf, code_objects: &std::path::Path) -> ExitCode {
+fn devices(matrix: &std::path::Path, code_objects: &std::path::Path) -> ExitCode {
     let m = match load_matrix(matrix, &[]) {
         Ok(m) => m,
         Err(e) => {

@@ -48,6 +48,21 @@ pub fn choose(caps: &TargetCaps, sw: &Switches) -> ScoresKernel {
     }
 }
 
+/// Fewest queries for which the FP32 tiled SIMT kernel pays: its CTA tile holds 32 queries,
+/// so a decode call (1 query) wastes 31/32 of it. Measured on the H200 (2026-11-30,
+/// bench/scores_vs_torch.py): 1 query x 64 heads x 262,144 blocks, SIMT 3,656 us against
+/// 682 us for the warp kernel.
+pub const SIMT_MIN_QUERIES: usize = 8;
+
+/// `choose` for a call with `nq` queries: where the tensor-core kernels are off or absent,
+/// decode-sized calls take the warp kernel instead of the SIMT kernel.
+pub fn choose_for(caps: &TargetCaps, sw: &Switches, nq: usize) -> ScoresKernel {
+    match choose(caps, sw) {
+        ScoresKernel::Simt if nq < SIMT_MIN_QUERIES => ScoresKernel::Warp,
+        k => k,
+    }
+}
+
 /// CTA tile of the tensor-core kernels (kernels/block_scores.cu, `tc_body`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TcTile {
@@ -114,6 +129,12 @@ mod tests {
         let sm90 = caps(Vendor::Nvidia, vec![Feature::Tf32Tc, Feature::Bf16Tc]);
         let gfx950 = caps(Vendor::Amd, vec![Feature::Mfma]);
         assert_eq!(choose(&sm75, &sw(&[])), ScoresKernel::Simt);
+        assert_eq!(choose_for(&sm75, &sw(&[]), 1), ScoresKernel::Warp);
+        assert_eq!(
+            choose_for(&sm75, &sw(&[]), SIMT_MIN_QUERIES),
+            ScoresKernel::Simt
+        );
+        assert_eq!(choose_for(&sm90, &sw(&[]), 1), ScoresKernel::Tf32);
         assert_eq!(
             choose(&sm75, &sw(&[("STRATA_BF16_TC", "1")])),
             ScoresKernel::Simt

@@ -3,7 +3,7 @@
 
 use super::{as_bytes, as_bytes_mut, Arg, DevPtr, Family, GpuApi, LaunchDims};
 use crate::backend::{BackendError, BackendResult, Prepared};
-use crate::dispatch::scores::{choose, tc_tile, ScoresKernel, TcTile};
+use crate::dispatch::scores::{choose_for, tc_tile, ScoresKernel, TcTile};
 use crate::dispatch::{Feature, Switches, TargetCaps};
 use crate::problem::{Output, ScoresProblem, HEAD_DIM};
 
@@ -165,7 +165,7 @@ pub fn prepare<'a, A: GpuApi>(
     p: &'a ScoresProblem,
 ) -> BackendResult<Box<dyn Prepared + 'a>> {
     check_lengths(p)?;
-    let kernel = choose(caps, switches);
+    let kernel = choose_for(caps, switches, p.nq);
     // Defence in depth: the TC kernels are absent from code objects below sm_80 and on AMD.
     let need = match kernel {
         ScoresKernel::Tf32 => Some(Feature::Tf32Tc),

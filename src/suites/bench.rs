@@ -57,7 +57,9 @@ impl Verdict {
 /// tolerance cannot call a slowdown.
 pub fn verdict(new: &TimingStats, golden: Option<&TimingStats>, tolerance: f64) -> Verdict {
     let Some(g) = golden else { return Verdict::New };
-    if !(g.median > 0.0) || !(new.median > 0.0) {
+    // NaN and zero medians both fail `> 0`: such a run cannot call anything.
+    let positive = |x: f64| x > 0.0;
+    if !positive(g.median) || !positive(new.median) {
         return Verdict::Noisy;
     }
     let ratio = new.median / g.median;

@@ -60,7 +60,7 @@ fn gate(
         round_sci(m.rel_max()),
         round_sci(m.rel_rmse())
     ));
-    if !(m.rel_max() <= limit) {
+    if m.rel_max().is_nan() || m.rel_max() > limit {
         rec.status = Status::Fail;
         rec.message = match base_rel {
             Some(b) => format!(
@@ -154,7 +154,11 @@ fn scores(ctx: &Ctx, case: &Case) -> Vec<Record> {
                         .iter()
                         .zip(&s64)
                         .zip(&bound)
-                        .filter(|((g, w), b)| !((**g as f64 - **w).abs() <= **b))
+                        .filter(|((g, w), b)| {
+                            // NaN in the kernel's output is over any bound.
+                            let e = (**g as f64 - **w).abs();
+                            e.is_nan() || e > **b
+                        })
                         .count();
                     rec.metrics.insert("over_bound".into(), over as f64);
                     if over > 0 {
