@@ -129,8 +129,7 @@ pub fn run(a: MatrixArgs) -> Result<u8> {
     let mut reports = Vec::new();
 
     // 1. Build every GPU target whose toolchain is here.
-    let (buildable, missing): (Vec<&Target>, Vec<(&Target, String)>) =
-        split_by_toolchain(&targets);
+    let (buildable, missing): (Vec<&Target>, Vec<(&Target, String)>) = split_by_toolchain(&targets);
     let mut builds: BTreeMap<String, build::TargetBuild> = BTreeMap::new();
     if !buildable.is_empty() {
         eprintln!(
@@ -560,7 +559,11 @@ fn resource_gates(
 
 /// `--bless`: this run's medians become the target's golden benchmark baseline.
 fn bless_bench(golden_root: &Path, t: &Target, r: &TargetResults) -> Result<()> {
-    let driver = if r.device.driver.is_empty() { String::new() } else { format!(" ({})", r.device.driver) };
+    let driver = if r.device.driver.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", r.device.driver)
+    };
     let mut g = BenchGolden {
         measured_on: format!("{}{driver}, runner started {}", r.device.name, r.started),
         entries: BTreeMap::new(),
