@@ -33,6 +33,8 @@ enum Cmd {
     CiMatrix(ci::CiMatrixArgs),
     /// Reports across runs: `report merge DIR...` joins per-runner results.
     Report(merge::ReportArgs),
+    /// Accept pending snapshots downloaded from a CI run (same as `report bless --from`).
+    Bless(merge::BlessArgs),
 }
 
 fn main() -> ExitCode {
@@ -45,6 +47,7 @@ fn main() -> ExitCode {
             Err(e) => Err(e),
         },
         Cmd::CiMatrix(a) => ci::run(a),
+        Cmd::Bless(a) => merge::run_bless(&a),
         Cmd::Report(a) => match merge::run(a) {
             Ok(code) => return ExitCode::from(code),
             Err(e) => Err(e),

@@ -223,8 +223,12 @@ pub fn run(a: MatrixArgs) -> Result<u8> {
         check_dispatch(&m, t, &results, &mut notes);
         if results.status == TargetStatus::Run {
             record_snapshots(&mut golden, &m, t, &results, &mut notes)?;
-            if a.bless && t.bench_gate {
-                bless_bench(&golden_root, t, &results)?;
+            // Benchmark medians: accepted with --bless, otherwise proposed as bench.yaml.new
+            // (CI uploads it with the pending snapshots; `cargo xtask bless --from` takes it).
+            let benched = results.records.iter().any(|r| r.suite == Suite::Bench && r.status == Status::Pass);
+            if t.bench_gate && benched {
+                let file = if a.bless { "bench.yaml" } else { "bench.yaml.new" };
+                write_bench(&golden_root, t, &results, file)?;
             }
             if full && a.cases.is_empty() {
                 let stale = golden.unreferenced(&t.name)?;
@@ -557,8 +561,9 @@ fn resource_gates(
     )
 }
 
-/// `--bless`: this run's medians become the target's golden benchmark baseline.
-fn bless_bench(golden_root: &Path, t: &Target, r: &TargetResults) -> Result<()> {
+/// This run's medians as the target's benchmark baseline (`bench.yaml`, with --bless) or a
+/// proposal for one (`bench.yaml.new`).
+fn write_bench(golden_root: &Path, t: &Target, r: &TargetResults, file: &str) -> Result<()> {
     let driver = if r.device.driver.is_empty() {
         String::new()
     } else {
@@ -591,7 +596,7 @@ fn bless_bench(golden_root: &Path, t: &Target, r: &TargetResults) -> Result<()> 
         serde_yaml::to_string(&g)?
     );
     write_atomic(
-        &golden_root.join(&t.name).join("bench.yaml"),
+        &golden_root.join(&t.name).join(file),
         text.as_bytes(),
     )
 }
