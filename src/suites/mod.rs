@@ -161,3 +161,6 @@ pub fn round_sci(x: f64) -> String {
         format!("{x:.0e}")
     }
 }
+
+#[cfg(test)]
+mod tests;
