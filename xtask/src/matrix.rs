@@ -225,9 +225,16 @@ pub fn run(a: MatrixArgs) -> Result<u8> {
             record_snapshots(&mut golden, &m, t, &results, &mut notes)?;
             // Benchmark medians: accepted with --bless, otherwise proposed as bench.yaml.new
             // (CI uploads it with the pending snapshots; `cargo xtask bless --from` takes it).
-            let benched = results.records.iter().any(|r| r.suite == Suite::Bench && r.status == Status::Pass);
+            let benched = results
+                .records
+                .iter()
+                .any(|r| r.suite == Suite::Bench && r.status == Status::Pass);
             if t.bench_gate && benched {
-                let file = if a.bless { "bench.yaml" } else { "bench.yaml.new" };
+                let file = if a.bless {
+                    "bench.yaml"
+                } else {
+                    "bench.yaml.new"
+                };
                 write_bench(&golden_root, t, &results, file)?;
             }
             if full && a.cases.is_empty() {
@@ -595,8 +602,5 @@ fn write_bench(golden_root: &Path, t: &Target, r: &TargetResults, file: &str) ->
         t.name,
         serde_yaml::to_string(&g)?
     );
-    write_atomic(
-        &golden_root.join(&t.name).join(file),
-        text.as_bytes(),
-    )
+    write_atomic(&golden_root.join(&t.name).join(file), text.as_bytes())
 }
