@@ -152,10 +152,7 @@ pub fn run(ctx: &Ctx, case: &Case) -> Vec<Record> {
     let problems = match built {
         Ok(p) => p,
         Err(e) => {
-            let mut r = ctx.record(Suite::Bench, case, &dist, "-", "inputs");
-            r.status = Status::Error;
-            r.message = e;
-            return vec![r];
+            return vec![ctx.input_error(Suite::Bench, case, &dist, e)];
         }
     };
     for (check, problem) in &problems {

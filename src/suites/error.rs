@@ -74,13 +74,6 @@ fn gate(
     }
 }
 
-fn input_error(ctx: &Ctx, case: &Case, dist: &str, msg: String) -> Record {
-    let mut r = ctx.record(Suite::Error, case, dist, "-", "inputs");
-    r.status = Status::Error;
-    r.message = msg;
-    r
-}
-
 /// The baseline variant first (its error gates the others), then the case's variants.
 fn variants_with_baseline(
     ctx: &Ctx,
@@ -107,7 +100,7 @@ fn scores(ctx: &Ctx, case: &Case) -> Vec<Record> {
         let p = match cases::scores_problem(ctx.matrix.seed, case, &dist) {
             Ok(p) => p,
             Err(e) => {
-                out.push(input_error(ctx, case, &dist, e));
+                out.push(ctx.input_error(Suite::Error, case, &dist, e));
                 continue;
             }
         };
@@ -256,21 +249,21 @@ fn attention(ctx: &Ctx, case: &Case) -> Vec<Record> {
         let p = match cases::attn_problem(ctx.matrix.seed, case, &dist) {
             Ok(p) => p,
             Err(e) => {
-                out.push(input_error(ctx, case, &dist, e));
+                out.push(ctx.input_error(Suite::Error, case, &dist, e));
                 continue;
             }
         };
         let fwd64 = match reference::attention::attn_forward_f64(&p, Some(&rows)) {
             Ok(r) => r,
             Err(e) => {
-                out.push(input_error(ctx, case, &dist, e.to_string()));
+                out.push(ctx.input_error(Suite::Error, case, &dist, e.to_string()));
                 continue;
             }
         };
         let bwd64 = match reference::attention::attn_backward_f64(&p) {
             Ok(r) => r,
             Err(e) => {
-                out.push(input_error(ctx, case, &dist, e.to_string()));
+                out.push(ctx.input_error(Suite::Error, case, &dist, e.to_string()));
                 continue;
             }
         };

@@ -76,6 +76,15 @@ impl Ctx<'_> {
         cmd
     }
 
+    /// A case whose inputs could not be made (a bad .npy, an unknown distribution): one
+    /// error record naming the problem, instead of checks that never ran.
+    pub fn input_error(&self, suite: Suite, case: &Case, dist: &str, msg: String) -> Record {
+        let mut r = self.record(suite, case, dist, "-", "inputs");
+        r.status = Status::Error;
+        r.message = msg;
+        r
+    }
+
     pub fn record(
         &self,
         suite: Suite,

@@ -25,14 +25,6 @@ fn ids_bytes(ids: &[i32]) -> Vec<u8> {
     ids.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
-/// Per-case input failure: one error record naming the problem.
-fn input_error(ctx: &Ctx, suite: Suite, case: &Case, dist: &str, msg: String) -> Record {
-    let mut r = ctx.record(suite, case, dist, "-", "inputs");
-    r.status = Status::Error;
-    r.message = msg;
-    r
-}
-
 fn topk(ctx: &Ctx, case: &Case) -> Vec<Record> {
     let mut out = Vec::new();
     for dist in cases::dists(case) {
@@ -42,7 +34,7 @@ fn topk(ctx: &Ctx, case: &Case) -> Vec<Record> {
         let p = match cases::topk_problem(ctx.matrix.seed, case, &dist) {
             Ok(p) => p,
             Err(e) => {
-                out.push(input_error(ctx, Suite::Parity, case, &dist, e));
+                out.push(ctx.input_error(Suite::Parity, case, &dist, e));
                 continue;
             }
         };
@@ -167,7 +159,7 @@ fn select(ctx: &Ctx, case: &Case) -> Vec<Record> {
         let p = match cases::scores_problem(ctx.matrix.seed, case, &dist) {
             Ok(p) => p,
             Err(e) => {
-                out.push(input_error(ctx, Suite::Parity, case, &dist, e));
+                out.push(ctx.input_error(Suite::Parity, case, &dist, e));
                 continue;
             }
         };
