@@ -13,7 +13,9 @@
 //
 // Kernels (ABI in src/gpu/topk.rs and the report):
 //   qsa_topk_register      one CTA per query, keys in registers (n <= blockDim * 8 <= 8192)
-//   qsa_topk_wide          one CTA per query, streams the row from global memory per pass
+//   qsa_topk_wide          one CTA per query, streams the row from global memory per pass;
+//                          for k <= waves per block it first tries a one-pass bound (the k-th
+//                          largest wave maximum) and ranks the few entries above it directly
 //   qsa_topk_split_bound   split stage A: one CTA per chunk of <= 4096 entries
 //   qsa_topk_split_select  split stage B: one CTA per chunk, the last one per query finishes
 //
@@ -39,15 +41,31 @@
 #define TOPK_SPLIT_CHUNK 4096
 #define TOPK_SPLIT_THREADS 512
 #define TOPK_SPLIT_ITEMS (TOPK_SPLIT_CHUNK / TOPK_SPLIT_THREADS)
+// Split CTAs resident per SM the register budget must allow (CUDA's __launch_bounds__
+// minimum blocks): with 16 queries the split launches 1024 CTAs per stage, and their
+// sync-bound steps overlap only when several share an SM. sm_90 runs 2048 threads per SM;
+// older targets (1024 or 1536) and HIP, whose second launch-bounds argument means waves
+// per EU, keep 1.
+#if defined(QSA_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define TOPK_SPLIT_BOUND_BLOCKS 4
+#define TOPK_SPLIT_SELECT_BLOCKS 2
+#else
+#define TOPK_SPLIT_BOUND_BLOCKS 1
+#define TOPK_SPLIT_SELECT_BLOCKS 1
+#endif
 // Split final step: candidates per thread held in registers before it falls back to
-// streaming them from the workspace.
-#define TOPK_FINAL_ITEMS 16
+// streaming them from the workspace (512 * 12 = 6144; ~3,100 for k = 2048 of 262,144).
+// 12, not 16, keeps stage B within 64 registers (two CTAs per SM on sm_90) without spills.
+#define TOPK_FINAL_ITEMS 12
 // Radix digits stage A spends on each chunk's bound: two give a 16-bit-aligned bound.
 #define TOPK_BOUND_DIGITS 2
 // Most chunks per query: MAX_N / SPLIT_CHUNK (dispatch::topk::MAX_N = 1 << 20).
 #define TOPK_MAX_CHUNKS 256
 // Stream loops keep this many loads per thread in flight (top-k is latency-bound).
 #define TOPK_UNROLL 8
+// Wide kernel, k <= waves per block: most candidates the per-wave-maxima bound may leave for
+// the direct ranking (they live in TopkShared::hist, 2 * 256 words: a key and an id each).
+#define TOPK_FEW_CAP 256
 
 // Two histograms and two digit results: pass d fills hist[d & 1] while hist[(d + 1) & 1]
 // is cleared, so a digit costs three barriers.
@@ -57,6 +75,7 @@ struct TopkShared {
   unsigned offsets[TOPK_MAX_CHUNKS + 1];
   unsigned bin[2], above[2], count[2];
   unsigned flag;
+  unsigned lo, hi;  // the split's final step: smallest and largest candidate key
 };
 
 // The selection a radix select leaves: entries with (key & mask) > prefix, plus the first
@@ -165,14 +184,17 @@ QSA_DEVICE bool topk_take_digit(const TopkShared& s, int b, int shift, TopkSel& 
 
 // Radix select over keys held in registers (blocked: thread t holds entries
 // t * ITEMS .. + ITEMS - 1, the first `nv` valid). Requires 1 <= k <= valid entries.
+// Digits [first, last) are decided; every valid key must share `prefix` in the `first`
+// digits above them (the caller knows it; 0 when first = 0).
 template <int ITEMS>
-QSA_DEVICE TopkSel topk_radix_regs(const unsigned (&key)[ITEMS], int nv, unsigned k, int digits,
-                                   TopkShared& s) {
-  TopkSel sel = {0u, 0u, k};
+QSA_DEVICE TopkSel topk_radix_regs(const unsigned (&key)[ITEMS], int nv, unsigned k, int first, unsigned prefix,
+                                   int last, TopkShared& s) {
+  const unsigned top = first > 0 ? ~0u << (32 - 8 * first) : 0u;
+  TopkSel sel = {top, prefix & top, k};
   unsigned kr = k;
-  topk_hist_clear(s.hist[0]);
+  topk_hist_clear(s.hist[first & 1]);
   QSA_SYNC();
-  for (int d = 0; d < digits; ++d) {
+  for (int d = first; d < last; ++d) {
     const int shift = 24 - 8 * d, b = d & 1;
 #pragma unroll
     for (int j = 0; j < ITEMS; ++j) {
@@ -185,6 +207,11 @@ QSA_DEVICE TopkSel topk_radix_regs(const unsigned (&key)[ITEMS], int nv, unsigne
     if (topk_take_digit(s, b, shift, sel, kr)) break;
   }
   return sel;
+}
+
+template <int ITEMS>
+QSA_DEVICE TopkSel topk_radix_regs(const unsigned (&key)[ITEMS], int nv, unsigned k, int digits, TopkShared& s) {
+  return topk_radix_regs(key, nv, k, 0, 0u, digits, s);
 }
 
 // Ordered compaction of register-held keys, in two halves: count (one block scan) gives
@@ -357,6 +384,96 @@ QSA_KERNEL __launch_bounds__(TOPK_MAX_THREADS, 1) void qsa_topk_register(
   topk_compact_regs(key, nv, sel, [&](unsigned pos, int j) { o[pos] = base + j; }, s);
 }
 
+// Small k (k <= waves of the block): L = the k-th largest of the per-wave maxima is a lower
+// bound of the row's k-th largest key (k distinct entries are >= L), and whatever the
+// distribution of exchangeable scores, only a few dozen entries reach it. The entries >= L
+// are gathered (unordered) into s.hist; when there are at most TOPK_FEW_CAP of them each one
+// finds its rank (key descending, index ascending) and, if selected, its place among the
+// selected ids ascending, by a scan of the candidates. Otherwise (heavy ties, sorted rows)
+// it returns false having written nothing, and the caller runs the full radix select.
+template <class Src>
+QSA_DEVICE bool topk_few(const Src& src, unsigned count, unsigned k, int* o, TopkShared& s) {
+  const unsigned t = threadIdx.x, lane = qsa_lane(), wave = t / QSA_WAVE;
+  const unsigned nwaves = blockDim.x / QSA_WAVE;
+  const unsigned step = blockDim.x * TOPK_UNROLL;
+  unsigned mx = 0;
+  for (unsigned base = 0; base < count; base += step) {
+    unsigned key[TOPK_UNROLL];
+#pragma unroll
+    for (int u = 0; u < TOPK_UNROLL; ++u) {
+      const unsigned i = base + u * blockDim.x + t;
+      key[u] = i < count ? src.key(i) : 0u;
+    }
+#pragma unroll
+    for (int u = 0; u < TOPK_UNROLL; ++u) mx = max(mx, key[u]);
+  }
+#pragma unroll
+  for (int off = QSA_WAVE / 2; off > 0; off >>= 1) mx = max(mx, (unsigned)qsa_shfl_xor(mx, off));
+  if (lane == 0) s.waves[wave] = mx;  // a wave with no entry gives 0, below every key
+  if (t == 0) s.flag = 0;
+  QSA_SYNC();
+  if (wave == 0) {  // the k-th largest of the wave maxima, k <= nwaves <= QSA_WAVE
+    const unsigned v = lane < nwaves ? s.waves[lane] : 0u;
+    unsigned gt = 0, ge = 0;
+#pragma unroll
+    for (int j = 0; j < QSA_WAVE; ++j) {
+      const unsigned x = qsa_shfl(v, j);
+      gt += x > v;
+      ge += x >= v;
+    }
+    if (gt < k && k <= ge) s.bin[0] = v;  // lanes holding that value write the same word
+  }
+  QSA_SYNC();
+  const unsigned lo = s.bin[0];
+  unsigned* ckey = s.hist[0];
+  unsigned* cidx = s.hist[1];
+  const qsa_lanemask_t below = qsa_lanes_below();
+  for (unsigned base = 0; base < count; base += step) {  // block-uniform trip count
+    unsigned key[TOPK_UNROLL];
+#pragma unroll
+    for (int u = 0; u < TOPK_UNROLL; ++u) {
+      const unsigned i = base + u * blockDim.x + t;
+      key[u] = i < count ? src.key(i) : 0u;
+    }
+#pragma unroll
+    for (int u = 0; u < TOPK_UNROLL; ++u) {
+      const unsigned i = base + u * blockDim.x + t;
+      const bool c = i < count && key[u] >= lo;
+      const qsa_lanemask_t bm = qsa_ballot(c);
+      if (bm) {  // wave-uniform: one atomic per wave
+        unsigned pos = 0;
+        if (lane == 0) pos = atomicAdd(&s.flag, (unsigned)qsa_popc_mask(bm));
+        pos = qsa_shfl(pos, 0) + qsa_popc_mask(bm & below);
+        if (c && pos < TOPK_FEW_CAP) {
+          ckey[pos] = key[u];
+          cidx[pos] = i;
+        }
+      }
+    }
+  }
+  QSA_SYNC();
+  const unsigned total = s.flag;
+  if (total > TOPK_FEW_CAP) return false;  // block-uniform
+  unsigned key = 0, id = 0, rank = 0;
+  if (t < total) {
+    key = ckey[t];
+    id = cidx[t];
+    for (unsigned j = 0; j < total; ++j) {
+      const unsigned kj = ckey[j], ij = cidx[j];
+      rank += kj > key || (kj == key && ij < id);
+    }
+  }
+  QSA_SYNC();
+  if (t < total) ckey[t] = rank < k;
+  QSA_SYNC();
+  if (t < total && rank < k) {  // exactly k selected: >= k candidates hold the top k
+    unsigned pos = 0;
+    for (unsigned j = 0; j < total; ++j) pos += ckey[j] != 0u && cidx[j] < id;
+    o[pos] = (int)id;
+  }
+  return true;
+}
+
 struct TopkSharedSrc {
   const unsigned* keys;
   __device__ unsigned key(unsigned i) const { return keys[i]; }
@@ -386,6 +503,7 @@ QSA_KERNEL __launch_bounds__(TOPK_MAX_THREADS, 1) void qsa_topk_wide(
   }
   const TopkRowSrc src = {scores + (size_t)q * capacity};
   auto emit = [&](unsigned pos, unsigned i) { o[pos] = (int)i; };
+  const bool few = (unsigned)k <= blockDim.x / QSA_WAVE;  // block-uniform
   if (staged) {
     unsigned* keys = (unsigned*)topk_dyn;
     const unsigned step = blockDim.x * TOPK_UNROLL;
@@ -404,9 +522,11 @@ QSA_KERNEL __launch_bounds__(TOPK_MAX_THREADS, 1) void qsa_topk_wide(
     }
     QSA_SYNC();
     const TopkSharedSrc ssrc = {keys};
+    if (few && topk_few(ssrc, (unsigned)count, (unsigned)k, o, s)) return;
     const TopkSel sel = topk_radix_stream(ssrc, (unsigned)count, (unsigned)k, s);
     topk_compact_stream(ssrc, (unsigned)count, sel, emit, s);
   } else {
+    if (few && topk_few(src, (unsigned)count, (unsigned)k, o, s)) return;
     const TopkSel sel = topk_radix_stream(src, (unsigned)count, (unsigned)k, s);
     topk_compact_stream(src, (unsigned)count, sel, emit, s);
   }
@@ -442,7 +562,7 @@ QSA_DEVICE int topk_load_chunk(const float* row, int n, int chunk, unsigned (&ke
 
 // Stage A. grid (m, nq), block TOPK_SPLIT_THREADS.
 // qsa:block 512
-QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, 1) void qsa_topk_split_bound(
+QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_BOUND_BLOCKS) void qsa_topk_split_bound(
     const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws) {
   __shared__ TopkShared s;
   const int c = blockIdx.x, q = blockIdx.y;
@@ -488,7 +608,11 @@ QSA_DEVICE void topk_split_final(const TopkSplitWs& w, int q, int k, int* o, Top
   unsigned total;
   const unsigned off = topk_block_scan(c, total, s);
   if (t < w.m) s.offsets[t] = off;
-  if (t == 0) s.offsets[w.m] = total;
+  if (t == 0) {
+    s.offsets[w.m] = total;
+    s.lo = 0xffffffffu;
+    s.hi = 0u;
+  }
   QSA_SYNC();
   auto id_of = [&](unsigned p) {
     return (int)topk_load_cg((const unsigned*)cidx + topk_cand_slot(s, w.m, w.kc, p));
@@ -498,12 +622,16 @@ QSA_DEVICE void topk_split_final(const TopkSplitWs& w, int q, int k, int* o, Top
     return;
   }
   if (total <= blockDim.x * TOPK_FINAL_ITEMS) {
-    const unsigned base = t * TOPK_FINAL_ITEMS;
-    const int nv = (int)min((unsigned)TOPK_FINAL_ITEMS, total > base ? total - base : 0u);
+    // Blocked over every thread (per <= TOPK_FINAL_ITEMS each), so that the serial
+    // histogram adds per thread are as few as the candidates allow.
+    const unsigned per = (total + blockDim.x - 1) / blockDim.x;
+    const unsigned base = t * per;
+    const int nv = (int)min(per, total > base ? total - base : 0u);
     // Keys and ids are loaded together, up front: loading ids while writing the output
     // would chain one L2 round trip per selected entry.
     unsigned key[TOPK_FINAL_ITEMS];
     int ids[TOPK_FINAL_ITEMS];
+    unsigned lo = 0xffffffffu, hi = 0u;
     unsigned ch = nv > 0 ? topk_cand_slot(s, w.m, w.kc, base) / w.kc : 0u;
 #pragma unroll
     for (int j = 0; j < TOPK_FINAL_ITEMS; ++j) {
@@ -515,9 +643,25 @@ QSA_DEVICE void topk_split_final(const TopkSplitWs& w, int q, int k, int* o, Top
         const unsigned slot = ch * w.kc + (p - s.offsets[ch]);
         key[j] = topk_load_cg(ckey + slot);
         ids[j] = (int)topk_load_cg((const unsigned*)cidx + slot);
+        lo = min(lo, key[j]);
+        hi = max(hi, key[j]);
       }
     }
-    const TopkSel sel = topk_radix_regs(key, nv, (unsigned)k, 4, s);
+    // The digits that every candidate shares need no pass: start below them.
+#pragma unroll
+    for (int off = QSA_WAVE / 2; off > 0; off >>= 1) {
+      lo = min(lo, (unsigned)qsa_shfl_xor(lo, off));
+      hi = max(hi, (unsigned)qsa_shfl_xor(hi, off));
+    }
+    if (qsa_lane() == 0) {
+      atomicMin(&s.lo, lo);
+      atomicMax(&s.hi, hi);
+    }
+    QSA_SYNC();
+    lo = s.lo;
+    hi = s.hi;
+    const int first = lo == hi ? 4 : __clz((int)(lo ^ hi)) / 8;
+    const TopkSel sel = topk_radix_regs(key, nv, (unsigned)k, first, lo, 4, s);
     topk_compact_regs(key, nv, sel, [&](unsigned pos, int j) { o[pos] = ids[j]; }, s);
   } else {  // heavy ties left many candidates: stream them
     const TopkCandSrc src = {&s, ckey, w.m, w.kc};
@@ -528,7 +672,7 @@ QSA_DEVICE void topk_split_final(const TopkSplitWs& w, int q, int k, int* o, Top
 
 // Stage B. grid (m, nq), block TOPK_SPLIT_THREADS; same workspace as stage A.
 // qsa:block 512
-QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, 1) void qsa_topk_split_select(
+QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void qsa_topk_split_select(
     const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
     int* __restrict__ out) {
   __shared__ TopkShared s;
@@ -540,10 +684,13 @@ QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, 1) void qsa_topk_split_select(
   const int base = c * TOPK_SPLIT_CHUNK + threadIdx.x * TOPK_SPLIT_ITEMS;
 
   // X = min over the chunks' bounds.
+  // m <= TOPK_MAX_CHUNKS <= blockDim: one bound per thread, one shared atomic per wave.
   if (threadIdx.x == 0) s.flag = 0xffffffffu;
+  unsigned x = threadIdx.x < w.m ? w.bound[(size_t)q * w.m + threadIdx.x] : 0xffffffffu;
+#pragma unroll
+  for (int off = QSA_WAVE / 2; off > 0; off >>= 1) x = min(x, (unsigned)qsa_shfl_xor(x, off));
   QSA_SYNC();
-  const unsigned* bound = w.bound + (size_t)q * w.m;
-  for (unsigned i = threadIdx.x; i < w.m; i += blockDim.x) atomicMin(&s.flag, bound[i]);
+  if (qsa_lane() == 0 && x != 0xffffffffu) atomicMin(&s.flag, x);
   QSA_SYNC();
   TopkSel sel = {0xffffffffu, s.flag, 0xffffffffu};  // key >= X, every tie
   TopkCounts counts = topk_count_regs(key, nv, sel, s);

@@ -9,6 +9,8 @@
 //! - `qsa_topk_wide(<the register kernel's arguments>, int staged)`: grid (nq), block
 //!   `WIDE_THREADS`; `staged` = 1 with `n * 4` bytes of dynamic shared memory when that
 //!   fits the device (`wide_staged_bytes`), else 0 and none (every pass reads global memory).
+//!   For k <= waves per block (prefill's small k) one pass and a direct ranking of the few
+//!   entries above a bound usually replace the radix passes; same launch either way.
 //! - `qsa_topk_split_bound(const float* scores, int capacity, int nq, int n, int k,
 //!   unsigned* ws)`: grid (chunks, nq), block `SPLIT_THREADS`.
 //! - `qsa_topk_split_select(const float* scores, int capacity, int nq, int n, int k,
@@ -303,6 +305,8 @@ mod tests {
             crate::dispatch::topk::MAX_N / SPLIT_CHUNK
         );
         assert!(WIDE_THREADS as usize <= define("TOPK_MAX_THREADS"));
+        // The wide kernel's small-k path ranks one candidate per thread.
+        assert!(define("TOPK_FEW_CAP") <= WIDE_THREADS as usize);
     }
 
     #[test]
