@@ -79,19 +79,29 @@ pub fn verdict(new: &TimingStats, golden: Option<&TimingStats>, tolerance: f64) 
 /// Measure with the stopping rule: warm up, then batches of reps until the median's
 /// relative standard error is below the target, or the rep or time cap is hit.
 pub fn measure(p: &mut dyn Prepared, g: &BenchGates) -> BackendResult<TimingStats> {
-    for _ in 0..g.warmup {
+    // The first warm-up run is timed to size the rest: a call of seconds (the prefill
+    // attention's gather baseline) gets fewer warm-ups and reps, never fewer than 3 reps,
+    // instead of blowing the time budget by an order of magnitude.
+    let estimate = p.time(1)?.first().copied().unwrap_or(0.0);
+    let affordable = if estimate > 0.0 {
+        (g.max_seconds / estimate) as usize
+    } else {
+        usize::MAX
+    };
+    for _ in 1..g.warmup.min(affordable.max(1)) {
         p.run()?;
     }
+    let min_reps = g.min_reps.min(affordable.max(3)).max(1);
     let start = std::time::Instant::now();
     let mut samples = Vec::new();
-    let mut batch = g.min_reps.max(1);
+    let mut batch = min_reps;
     loop {
         samples.extend(p.time(batch)?);
         let t = timing_stats(&samples);
         let spent = start.elapsed().as_secs_f64();
         if samples.len() >= g.max_reps
-            || spent >= g.max_seconds
-            || (samples.len() >= g.min_reps && t.rel_noise <= g.target_rel_noise)
+            || (samples.len() >= min_reps && spent >= g.max_seconds)
+            || (samples.len() >= min_reps && t.rel_noise <= g.target_rel_noise)
         {
             return Ok(t);
         }
@@ -312,8 +322,22 @@ mod tests {
             runs: 0,
         };
         let s = measure(&mut quiet, &g).unwrap();
-        assert_eq!(quiet.runs, 2);
+        assert_eq!(quiet.runs, 1, "the timed warm-up and one plain run");
         assert_eq!(s.reps, 10);
+        // A call of 4 s with a 10 s budget: 2 warm-ups (the timed one and one run) and 3
+        // reps, the floor; a call of 20 s: the timed warm-up only.
+        let mut slow = Fake {
+            times: vec![4.0],
+            runs: 0,
+        };
+        assert_eq!(measure(&mut slow, &g).unwrap().reps, 3);
+        assert_eq!(slow.runs, 1);
+        let mut slower = Fake {
+            times: vec![20.0],
+            runs: 0,
+        };
+        assert_eq!(measure(&mut slower, &g).unwrap().reps, 3);
+        assert_eq!(slower.runs, 0);
         let mut noisy = Fake {
             times: vec![1.0, 3.0, 0.5, 2.0],
             runs: 0,
