@@ -46,6 +46,8 @@ pub fn predicted_kernel(
             Ok(match (cpu, k) {
                 (true, scores::ScoresKernel::Warp) => "warp".into(),
                 (true, _) => "simt".into(),
+                // One tile per arch: "wmma_bf16" (gfx12) or "mfma_bf16" (gfx950), no suffix.
+                (false, k @ scores::ScoresKernel::AmdMatrixBf16(_)) => k.name().into(),
                 (false, k)
                     if k.tensor_cores()
                         && scores::tc_tile(s.queries, s.heads) == scores::TcTile::Decode =>
@@ -95,4 +97,29 @@ pub fn dispatch_table(matrix: &Matrix, target: &Target) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn scores_opt_in_names_the_matrix_core_kernel_per_target() {
+        let m = Matrix::parse(Path::new("matrix.yaml"), include_str!("../matrix.yaml")).unwrap();
+        let case = m.cases.iter().find(|c| c.name == "scores_ragged").unwrap();
+        let predict = |target: &str, variant: &str| {
+            predicted_kernel(&m, m.target(target).unwrap(), case, variant, false).unwrap()
+        };
+        assert_eq!(predict("gfx1201", "bf16"), "wmma_bf16");
+        assert_eq!(predict("gfx950", "bf16"), "mfma_bf16");
+        // Opt-in only: the engine's default on AMD stays SIMT.
+        assert_eq!(predict("gfx1201", "auto"), "simt");
+        assert_eq!(predict("gfx950", "auto"), "simt");
+        // Targets without a matrix-core kernel are unchanged.
+        assert_eq!(predict("gfx906", "bf16"), "simt");
+        assert_eq!(predict("sm_75", "bf16"), "simt");
+        assert_eq!(predict("sm_90", "bf16"), "bf16");
+        assert_eq!(predict("cpu", "bf16"), "simt");
+    }
 }

@@ -1,6 +1,8 @@
 //! Block-score dispatch: tensor cores where the target has them, the FP32 tiled SIMT kernel
 //! below sm_80 and where tensor cores are switched off, the warp kernel when forced; and,
-//! for the tensor-core kernels, which CTA tile fits the shape.
+//! for the tensor-core kernels, which CTA tile fits the shape. On AMD the matrix-core kernels
+//! run only when opted in (STRATA_BF16_TC=1): no runner has measured that they pay, so the
+//! default there stays SIMT / warp.
 
 use super::{Feature, Switches, TargetCaps, Vendor};
 
@@ -10,10 +12,40 @@ pub enum ScoresKernel {
     Warp,
     /// FP32 tiled SIMT GEMM: each thread 2 queries x 4 heads x 4 blocks, K through shared.
     Simt,
-    /// TF32 tensor cores (NVIDIA sm_80+); on AMD the matrix-core equivalent is not built yet.
+    /// TF32 tensor cores (NVIDIA sm_80+).
     Tf32,
     /// BF16 tensor cores, opt-in (STRATA_BF16_TC=1).
     Bf16,
+    /// BF16 AMD matrix cores, opt-in (STRATA_BF16_TC=1): WMMA on RDNA4, MFMA on gfx950.
+    AmdMatrixBf16(AmdMatrix),
+}
+
+/// The AMD matrix instruction a target's `block_scores_{wmma,mfma}_bf16` kernel is built
+/// with. The kernels are compiled only for the archs `amd_matrix` names (the `#if` in
+/// kernels/block_scores.cu): both lists must change together.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AmdMatrix {
+    /// v_wmma_f32_16x16x16_bf16, wave32: gfx1200 / gfx1201.
+    Wmma,
+    /// v_mfma_f32_16x16x32_bf16, wave64: gfx950.
+    Mfma,
+}
+
+/// The matrix-core kernel `caps` has, if any. The feature alone is not enough: Feature::Wmma
+/// also covers gfx11 (another WMMA layout) and Feature::Mfma gfx908..gfx942 (no
+/// 16x16x32 bf16), for which no kernel is built.
+pub fn amd_matrix(caps: &TargetCaps) -> Option<AmdMatrix> {
+    if caps.vendor != Vendor::Amd {
+        return None;
+    }
+    let name = caps.name.as_str();
+    if caps.has(Feature::Wmma) && matches!(name, "gfx1200" | "gfx1201") {
+        Some(AmdMatrix::Wmma)
+    } else if caps.has(Feature::Mfma) && name == "gfx950" {
+        Some(AmdMatrix::Mfma)
+    } else {
+        None
+    }
 }
 
 impl ScoresKernel {
@@ -23,9 +55,12 @@ impl ScoresKernel {
             ScoresKernel::Simt => "simt",
             ScoresKernel::Tf32 => "tf32",
             ScoresKernel::Bf16 => "bf16",
+            ScoresKernel::AmdMatrixBf16(AmdMatrix::Wmma) => "wmma_bf16",
+            ScoresKernel::AmdMatrixBf16(AmdMatrix::Mfma) => "mfma_bf16",
         }
     }
-    /// Whether the kernel needs tensor cores (and exists only in sm_80+ code objects).
+    /// Whether the kernel is one of NVIDIA's tensor-core kernels (exists only in sm_80+ code
+    /// objects, and has the `TcTile` tiles). The AMD matrix-core kernels are not.
     pub fn tensor_cores(self) -> bool {
         matches!(self, ScoresKernel::Tf32 | ScoresKernel::Bf16)
     }
@@ -40,6 +75,11 @@ pub fn choose(caps: &TargetCaps, sw: &Switches) -> ScoresKernel {
             return ScoresKernel::Bf16;
         }
         return ScoresKernel::Tf32;
+    }
+    if !tc_off && sw.on("STRATA_BF16_TC") {
+        if let Some(m) = amd_matrix(caps) {
+            return ScoresKernel::AmdMatrixBf16(m);
+        }
     }
     if simt_off {
         ScoresKernel::Warp
@@ -157,6 +197,59 @@ mod tests {
         assert_eq!(
             choose(&sm90, &sw(&[("STRATA_SELECT_OLD", "1")])),
             ScoresKernel::Warp
+        );
+    }
+
+    fn named(name: &str, vendor: Vendor, features: Vec<Feature>) -> TargetCaps {
+        TargetCaps {
+            name: name.into(),
+            ..caps(vendor, features)
+        }
+    }
+
+    #[test]
+    fn amd_matrix_cores_only_when_opted_in_on_their_targets() {
+        let bf16 = sw(&[("STRATA_BF16_TC", "1")]);
+        let gfx1201 = named("gfx1201", Vendor::Amd, vec![Feature::Wmma]);
+        let gfx1200 = named("gfx1200", Vendor::Amd, vec![Feature::Wmma]);
+        let gfx950 = named("gfx950", Vendor::Amd, vec![Feature::Mfma]);
+        let wmma = ScoresKernel::AmdMatrixBf16(AmdMatrix::Wmma);
+        let mfma = ScoresKernel::AmdMatrixBf16(AmdMatrix::Mfma);
+        assert_eq!(choose(&gfx1201, &bf16), wmma);
+        assert_eq!(choose(&gfx1200, &bf16), wmma);
+        assert_eq!(choose(&gfx950, &bf16), mfma);
+        assert_eq!(wmma.name(), "wmma_bf16");
+        assert_eq!(mfma.name(), "mfma_bf16");
+        assert!(!wmma.tensor_cores() && !mfma.tensor_cores());
+        // Decode-sized calls keep the opted-in kernel (only SIMT gives way to warp).
+        assert_eq!(choose_for(&gfx950, &bf16, 1), mfma);
+        // Never by default: SIMT / warp as before.
+        for t in [&gfx1201, &gfx950] {
+            assert_eq!(choose(t, &sw(&[])), ScoresKernel::Simt);
+            assert_eq!(choose_for(t, &sw(&[]), 1), ScoresKernel::Warp);
+            assert_eq!(
+                choose(t, &sw(&[("STRATA_BF16_TC", "0")])),
+                ScoresKernel::Simt
+            );
+        }
+        // The switches that turn tensor cores off turn matrix cores off too.
+        let warp_too = sw(&[("STRATA_BF16_TC", "1"), ("STRATA_QSA_WARP", "1")]);
+        assert_eq!(choose(&gfx950, &warp_too), ScoresKernel::Simt);
+        let old = sw(&[("STRATA_BF16_TC", "1"), ("STRATA_SELECT_OLD", "1")]);
+        assert_eq!(choose(&gfx1201, &old), ScoresKernel::Warp);
+        // The feature without a built kernel: gfx11 WMMA, pre-gfx950 MFMA, gfx906, NVIDIA.
+        let gfx1100 = named("gfx1100", Vendor::Amd, vec![Feature::Wmma]);
+        let gfx942 = named("gfx942", Vendor::Amd, vec![Feature::Mfma]);
+        let gfx906 = named("gfx906", Vendor::Amd, vec![]);
+        let nv = named("gfx950", Vendor::Nvidia, vec![Feature::Mfma]);
+        for t in [&gfx1100, &gfx942, &gfx906, &nv] {
+            assert_eq!(amd_matrix(t), None, "{}", t.name);
+            assert_eq!(choose(t, &bf16), ScoresKernel::Simt, "{}", t.name);
+        }
+        // A feature list that does not match the arch gets nothing either.
+        assert_eq!(
+            amd_matrix(&named("gfx950", Vendor::Amd, vec![Feature::Wmma])),
+            None
         );
     }
 

@@ -3,7 +3,7 @@
 
 use super::{as_bytes, as_bytes_mut, Arg, DevPtr, Family, GpuApi, LaunchDims};
 use crate::backend::{BackendError, BackendResult, Prepared};
-use crate::dispatch::scores::{choose_for, tc_tile, ScoresKernel, TcTile};
+use crate::dispatch::scores::{amd_matrix, choose_for, tc_tile, AmdMatrix, ScoresKernel, TcTile};
 use crate::dispatch::{Feature, Switches, TargetCaps};
 use crate::problem::{Output, ScoresProblem, HEAD_DIM};
 
@@ -15,6 +15,12 @@ const SIMT_BLOCKS: usize = 64;
 /// Tensor-core kernels: K chunk rows are 36 floats in shared memory, 2 pipeline stages.
 const TC_ROW_FLOATS: usize = 36;
 const TC_STAGES: usize = 2;
+/// AMD matrix-core kernels (AMC_NT, AMC_QPC in the source): n-tiles of 16 blocks per wave
+/// (their B fragments stay in registers) and queries per CTA. A CTA of 256 threads is 8
+/// waves on gfx12 (wave32) and 4 on gfx950 (wave64).
+const AMC_WMMA_NT: usize = 2;
+const AMC_MFMA_NT: usize = 4;
+const AMC_QPC: usize = 8;
 /// Largest grid.y of a launch.
 const MAX_GRID_Y: usize = 65_535;
 
@@ -91,6 +97,26 @@ pub fn plan(
                     gy as u32,
                     1,
                 ),
+                shared_bytes: 0,
+            })
+        }
+        ScoresKernel::AmdMatrixBf16(m) => {
+            let (name, wave, nt) = match m {
+                AmdMatrix::Wmma => ("block_scores_wmma_bf16", 32, AMC_WMMA_NT),
+                AmdMatrix::Mfma => ("block_scores_mfma_bf16", 64, AMC_MFMA_NT),
+            };
+            let per_cta = (THREADS as usize / wave) * nt * 16;
+            let gy = nq.div_ceil(AMC_QPC);
+            if gy > MAX_GRID_Y {
+                return Err(shape_err(format!(
+                    "{} kernel: nq = {nq} needs grid.y = {gy} > {MAX_GRID_Y}; split the queries",
+                    kernel.name()
+                )));
+            }
+            Ok(ScoresLaunch {
+                kernel: name,
+                variant: kernel.name().into(),
+                grid: (to_u32(blocks.div_ceil(per_cta), "grid.x")?, gy as u32, 1),
                 shared_bytes: 0,
             })
         }
@@ -176,6 +202,16 @@ pub fn prepare<'a, A: GpuApi>(
         if !caps.has(f) {
             return Err(BackendError::Unsupported(format!(
                 "{} scorer needs {f:?}, which target {} lacks",
+                kernel.name(),
+                caps.name
+            )));
+        }
+    }
+    // The matrix-core kernels exist only in the code object of the arch they were built for.
+    if let ScoresKernel::AmdMatrixBf16(m) = kernel {
+        if amd_matrix(caps) != Some(m) {
+            return Err(BackendError::Unsupported(format!(
+                "{} scorer is not built for target {}",
                 kernel.name(),
                 caps.name
             )));
@@ -329,6 +365,33 @@ mod tests {
         assert_eq!(l.grid, (16, 2, 1));
         let l = plan(ScoresKernel::Warp, 3, 5, 70, 0).unwrap();
         assert_eq!(l.grid, (27, 1, 1));
+    }
+
+    #[test]
+    fn amd_matrix_plans_cover_every_block_and_query() {
+        let wmma = ScoresKernel::AmdMatrixBf16(AmdMatrix::Wmma);
+        let mfma = ScoresKernel::AmdMatrixBf16(AmdMatrix::Mfma);
+        // gfx12: 8 waves x 2 n-tiles x 16 = 256 blocks per CTA; gfx950: 4 x 4 x 16 = 256.
+        let l = plan(wmma, 256, 64, 4096, 65_536).unwrap();
+        assert_eq!(
+            (l.kernel, l.variant.as_str(), l.grid, l.shared_bytes),
+            ("block_scores_wmma_bf16", "wmma_bf16", (16, 32, 1), 0)
+        );
+        let l = plan(mfma, 256, 64, 4096, 163_840).unwrap();
+        assert_eq!(
+            (l.kernel, l.variant.as_str(), l.grid, l.shared_bytes),
+            ("block_scores_mfma_bf16", "mfma_bf16", (16, 32, 1), 0)
+        );
+        // Ragged: 9 queries x 77 blocks: one CTA column, two query groups; decode: 1 query.
+        assert_eq!(plan(wmma, 9, 7, 77, 0).unwrap().grid, (1, 2, 1));
+        assert_eq!(plan(mfma, 1, 64, 262_144, 0).unwrap().grid, (1024, 1, 1));
+        assert_eq!(plan(mfma, 8, 64, 257, 0).unwrap().grid, (2, 1, 1));
+        // No LDS, so no shared-memory limit; grid.y is the limit.
+        assert!(matches!(
+            plan(wmma, AMC_QPC * MAX_GRID_Y + 1, 1, 1, 0),
+            Err(BackendError::Shape(_))
+        ));
+        assert!(plan(wmma, AMC_QPC * MAX_GRID_Y, 1, 1, 0).is_ok());
     }
 
     #[test]
