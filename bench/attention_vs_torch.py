@@ -47,12 +47,14 @@ def choose_nbuf(cap, backward, shared_limit):
 
 
 def choose_splits(items, unique_max, sms):
-    """Split a work item's blocks over CTAs while the grid is under two CTAs per SM; each
-    split keeps at least two blocks (src/dispatch/attention.rs)."""
-    target = 2 * sms
+    """Split a work item's blocks over CTAs while the grid is under four CTAs per SM, in even
+    shares of at least one block (src/dispatch/attention.rs)."""
+    target = 4 * sms
     if items >= target:
         return 1
-    return max(1, min(math.ceil(target / items), max(1, unique_max // 2)))
+    want = max(1, min(math.ceil(target / items), max(1, unique_max // 1)))
+    per = math.ceil(unique_max / want)
+    return math.ceil(unique_max / per)
 
 
 class Qsa:
@@ -456,12 +458,15 @@ def run_bench(qsa, out, fla):
             if nb != plan["nbuf"]:
                 p2 = qsa.plan(P, False, nbuf=nb)
                 add(case, G, f"qsa staged fwd nbuf={nb}", time_graph(lambda: qsa.staged_fwd(P, o, lse, p2, ws)), tt[0])
-        for ns in (1, 4, 16, 32):
-            if ns != plan["nsplit"]:
-                p3 = qsa.plan(P, False, nsplit=ns)
-                ws3 = qsa.workspace(P, p3)
-                add(case, G, f"qsa staged fwd split={ns}", time_graph(lambda: qsa.staged_fwd(P, o, lse, p3, ws3)),
-                    tt[0])
+        # Split sweep (both staging depths): decode is latency / occupancy bound, and the
+        # best split moves with the per-block cost (tensor cores vs FP32).
+        for nb in (1, 2):
+            for ns in (1, 2, 4, 6, 8, 12, 16, 32):
+                if (ns, nb) != (plan["nsplit"], plan["nbuf"]):
+                    p3 = qsa.plan(P, False, nbuf=nb, nsplit=ns)
+                    ws3 = qsa.workspace(P, p3)
+                    add(case, G, f"qsa staged fwd split={ns} nbuf={nb}",
+                        time_graph(lambda: qsa.staged_fwd(P, o, lse, p3, ws3)), tt[0])
         del P, idx, mask, ws
     kv_cache.clear()
     torch.cuda.empty_cache()

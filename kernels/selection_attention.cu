@@ -44,6 +44,7 @@ typedef unsigned short u16;
 
 // ---- element conversion (no vendor half headers: the bits are the contract) ----------------
 struct Bf16 {
+  static constexpr bool is_bf16 = true;
   static __device__ __forceinline__ float lo(unsigned w) { return __uint_as_float(w << 16); }
   static __device__ __forceinline__ float hi(unsigned w) { return __uint_as_float(w & 0xffff0000u); }
   static __device__ __forceinline__ float one(u16 b) { return __uint_as_float(((unsigned)b) << 16); }
@@ -62,6 +63,7 @@ QSA_DEVICE float qsa_f16_bits_to_f32(u16 h) {
 }
 
 struct F16 {
+  static constexpr bool is_bf16 = false;
   static __device__ __forceinline__ float lo(unsigned w) { return qsa_f16_bits_to_f32((u16)(w & 0xffffu)); }
   static __device__ __forceinline__ float hi(unsigned w) { return qsa_f16_bits_to_f32((u16)(w >> 16)); }
   static __device__ __forceinline__ float one(u16 b) { return qsa_f16_bits_to_f32(b); }
@@ -460,6 +462,171 @@ QSA_DEVICE int staged_key_limit(const StagedCta& c, int id, unsigned mask, int q
   return (int)((n + 3) & ~3LL);
 }
 
+// ---- tensor-core tiles (sm_80+; sm_75 and HIP keep the FP32 tiles above) ----------------------
+// mma.sync m16n8k16, f32 accumulation. Fragments (g = lane / 4, t = lane % 4):
+//   A (16 x 16, row): regs {(g, 2t..2t+1), (g+8, 2t..), (g, 2t+8..), (g+8, 2t+8..)}
+//   B (16 x 8, col):  regs {(k 2t..2t+1, n g), (k 2t+8.., n g)}
+//   C (16 x 8):       {(g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1)}
+// q and K / V are bf16 / f16 data, so QK^T is exact in the products. P is f32 in [0, 1]: one
+// 16-bit copy would cost 2^-9 (bf16) of relative error, far over the gate (4x the gather
+// kernel's FP32 error), so P is split into parts that sum back to it: bf16 hi + mid + lo
+// (2^-27 relative), f16 hi + lo with lo scaled by 2^12 into its own accumulator (keeps lo out
+// of f16's subnormal range; 2^-23 relative).
+#if defined(QSA_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define QSA_ATTN_MMA 1
+#define ATT_LO_SCALE 4096.f
+
+template <typename E>
+QSA_DEVICE unsigned tc_pack(float lo, float hi) {  // lo -> low half (the lower index)
+  unsigned r;
+  if (E::is_bf16) asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  else asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+template <typename E>
+QSA_DEVICE void tc_mma(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  if (E::is_bf16)
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  else
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Four 8x8 b16 tiles, transposed: the B fragments of two n-tiles of V ([key][dim] rows).
+QSA_DEVICE void tc_ldmatrix_t4(const u16* p, unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(a));
+}
+
+// q rows of the CTA as A fragments, 8 k-steps of 16 dims (exact: q is E data).
+template <typename E>
+QSA_DEVICE void tc_load_q(const float* qs, int lane, unsigned (&qa)[8][4]) {
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int ks = 0; ks < 8; ++ks)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {  // dims +0 / +8
+      const float2 x = *(const float2*)(qs + g * Q_STRIDE + ks * 16 + 8 * h + 2 * t);
+      const float2 y = *(const float2*)(qs + (g + 8) * Q_STRIDE + ks * 16 + 8 * h + 2 * t);
+      qa[ks][2 * h] = tc_pack<E>(x.x, x.y);
+      qa[ks][2 * h + 1] = tc_pack<E>(y.x, y.y);
+    }
+}
+
+// sc[n][.] = q . K for keys k0 + 8 n + (2t, 2t+1), rows g / g+8.
+template <typename E>
+QSA_DEVICE void tc_qk(const unsigned (&qa)[8][4], const u16* ks, int k0, int lane, float (&sc)[2][4]) {
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int n = 0; n < 2; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) sc[n][e] = 0.f;
+#pragma unroll
+  for (int kk = 0; kk < 8; ++kk)
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+      const u16* kp = ks + (k0 + 8 * n + g) * KV_STRIDE + kk * 16 + 2 * t;
+      tc_mma<E>(sc[n], qa[kk], *(const unsigned*)kp, *(const unsigned*)(kp + 8));
+    }
+}
+
+// acc[j] += P (16 rows, f32 smem) x V (keys 0..nkeys-1) for dims d0 + 8 j, j < 4; f16's
+// scaled low part goes to acc_lo.
+template <typename E>
+QSA_DEVICE void tc_pv(const float* P, const u16* vs, int d0, int nkeys, int lane, float (&acc)[4][4],
+                      float (&acc_lo)[4][4]) {
+  const int g = lane / 4, t = lane % 4;
+  for (int k0 = 0; k0 < nkeys; k0 += 16) {
+    float p[4][2];  // A order: (g, 2t), (g+8, 2t), (g, 2t+8), (g+8, 2t+8)
+#pragma unroll
+    for (int h = 0; h < 4; ++h) {
+      const float2 x = *(const float2*)(P + (g + 8 * (h & 1)) * S_STRIDE + k0 + 8 * (h >> 1) + 2 * t);
+      p[h][0] = x.x;
+      p[h][1] = x.y;
+    }
+    unsigned a0[4], a1[4], a2[4];
+#pragma unroll
+    for (int h = 0; h < 4; ++h) {
+      a0[h] = tc_pack<E>(p[h][0], p[h][1]);
+      const float r0 = p[h][0] - E::lo(a0[h]), r1 = p[h][1] - E::hi(a0[h]);
+      if (E::is_bf16) {
+        a1[h] = tc_pack<E>(r0, r1);
+        a2[h] = tc_pack<E>(r0 - E::lo(a1[h]), r1 - E::hi(a1[h]));
+      } else {
+        a1[h] = tc_pack<E>(r0 * ATT_LO_SCALE, r1 * ATT_LO_SCALE);
+        a2[h] = 0u;
+      }
+    }
+    const int key = k0 + (lane & 7) + ((lane >> 3) & 1) * 8;
+#pragma unroll
+    for (int jp = 0; jp < 2; ++jp) {
+      unsigned b0, b1, b2, b3;
+      tc_ldmatrix_t4(vs + key * KV_STRIDE + d0 + 16 * jp + (lane >> 4) * 8, b0, b1, b2, b3);
+      tc_mma<E>(acc[2 * jp], a0, b0, b1);
+      tc_mma<E>(acc[2 * jp + 1], a0, b2, b3);
+      if (E::is_bf16) {
+        tc_mma<E>(acc[2 * jp], a1, b0, b1);
+        tc_mma<E>(acc[2 * jp + 1], a1, b2, b3);
+        tc_mma<E>(acc[2 * jp], a2, b0, b1);
+        tc_mma<E>(acc[2 * jp + 1], a2, b2, b3);
+      } else {
+        tc_mma<E>(acc_lo[2 * jp], a1, b0, b1);
+        tc_mma<E>(acc_lo[2 * jp + 1], a1, b2, b3);
+      }
+    }
+  }
+}
+
+// out[n][.] = A . B for keys k0 + 8 n + (2t, 2t+1), rows g / g+8, with A f32 rows in shared
+// memory (Q_STRIDE) split into NPART 16-bit parts that sum back to it (NPART = 1 for q, which
+// is E data; 3 for dO: 2^-27 relative with bf16). B: staged [key][dim] rows.
+template <typename E, int NPART>
+QSA_DEVICE void tc_dot_split(const float* A, const u16* B, int k0, int lane, float (&out)[2][4]) {
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int n = 0; n < 2; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) out[n][e] = 0.f;
+#pragma unroll 2
+  for (int kk = 0; kk < 8; ++kk) {
+    float x[4][2];
+#pragma unroll
+    for (int h = 0; h < 4; ++h) {
+      const float2 v = *(const float2*)(A + (g + 8 * (h & 1)) * Q_STRIDE + kk * 16 + 8 * (h >> 1) + 2 * t);
+      x[h][0] = v.x;
+      x[h][1] = v.y;
+    }
+    unsigned b[2][2];
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+      const u16* bp = B + (k0 + 8 * n + g) * KV_STRIDE + kk * 16 + 2 * t;
+      b[n][0] = *(const unsigned*)bp;
+      b[n][1] = *(const unsigned*)(bp + 8);
+    }
+#pragma unroll
+    for (int part = 0; part < NPART; ++part) {
+      unsigned a[4];
+#pragma unroll
+      for (int h = 0; h < 4; ++h) {
+        a[h] = tc_pack<E>(x[h][0], x[h][1]);
+        x[h][0] -= E::lo(a[h]);
+        x[h][1] -= E::hi(a[h]);
+      }
+#pragma unroll
+      for (int n = 0; n < 2; ++n) tc_mma<E>(out[n], a, b[n][0], b[n][1]);
+    }
+  }
+}
+#endif
+
 template <typename E>
 QSA_DEVICE void staged_fwd(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
                            const int* __restrict__ ids, float* __restrict__ o, float* __restrict__ lse,
@@ -477,23 +644,42 @@ QSA_DEVICE void staged_fwd(const u16* __restrict__ q, const u16* __restrict__ k,
     s.row_m[tid] = qsa_neg_inf();
     s.row_l[tid] = 0.f;
   }
-  staged_build_list(s, ids, c, q_len, kv_len, hkv, t);
+  staged_build_list(s, ids, c, q_len, kv_len, hkv, t);  // ends with a barrier: q rows ready
   const int total = *s.count;
   const int per = (total + nsplit - 1) / nsplit;
   const int beg = split * per < total ? split * per : total;
   const int end = beg + per < total ? beg + per : total;
   const int n = end - beg;
-
-  // Thread roles. QK^T / softmax-free tiles: rows r0, r0+1 (r0 = 2 (tid / 16)), keys
-  // kq + 16 m. PV: rows r0, r0+1, dims dv0 .. dv0+7. Softmax: row tid / 8, keys 8 (tid % 8)..
-  const int r0 = 2 * (tid / 16), kq = tid % 16, dv0 = 8 * (tid % 16);
-  const int sr = tid / 8, sk = 8 * (tid % 8);
   const int rows_valid = c.qt * c.hc;
+  // Softmax roles: row tid / 8, keys 8 (tid % 8) .. +7 (eight consecutive lanes of one wave on
+  // any wave width).
+  const int sr = tid / 8, sk = 8 * (tid % 8);
+
+#if defined(QSA_ATTN_MMA)
+  // Tensor cores. Warp w: QK^T for keys 16 w .. 16 w + 15 of all 16 rows; PV for dims
+  // 32 w .. 32 w + 31 of all 16 rows. This lane's rows: g and g + 8.
+  const int warp = tid / 32, lane = tid % 32, tg = lane / 4, tt = lane % 4;
+  const int kw = 16 * warp, dw = 32 * warp;
+  unsigned qa[8][4];
+  tc_load_q<E>(s.qs, lane, qa);
+  float acc[4][4], acc_lo[4][4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      acc[j][e] = 0.f;
+      acc_lo[j][e] = 0.f;
+    }
+#else
+  // FP32. QK^T tiles: rows r0, r0+1 (r0 = 2 (tid / 16)), keys kq + 16 m. PV: rows r0, r0+1,
+  // dims dv0 .. dv0+7.
+  const int r0 = 2 * (tid / 16), kq = tid % 16, dv0 = 8 * (tid % 16);
   float acc[2][8];
 #pragma unroll
   for (int a = 0; a < 2; ++a)
 #pragma unroll
     for (int e = 0; e < 8; ++e) acc[a][e] = 0.f;
+#endif
 
   const int buf_elems = 2 * ATT_BLK * KV_STRIDE;
   if (n > 0) staged_issue(s.kv, k, v, c.b, c.g, s.uid[beg], kv_len, hkv);
@@ -511,6 +697,33 @@ QSA_DEVICE void staged_fwd(const u16* __restrict__ q, const u16* __restrict__ k,
     const long long base = (long long)id * ATT_BLK;
 
     // S = scale * q . K for the rows that selected the block, -inf elsewhere.
+#if defined(QSA_ATTN_MMA)
+    {
+      float sc[2][4];
+      if (kw < nkeys) {
+        tc_qk<E>(qa, ks, kw, lane, sc);
+      } else {
+#pragma unroll
+        for (int nn = 0; nn < 2; ++nn)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) sc[nn][e] = 0.f;
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = tg + 8 * h;
+        const bool live = r < rows_valid && (mask >> (r / c.hc) & 1u);
+        const long long q_pos = (long long)kv_len - q_len + c.tile * c.qt + r / c.hc;
+#pragma unroll
+        for (int nn = 0; nn < 2; ++nn) {
+          const int key = kw + 8 * nn + 2 * tt;
+          float2 w;
+          w.x = live && base + key <= q_pos ? sc[nn][2 * h] * scale : qsa_neg_inf();
+          w.y = live && base + key + 1 <= q_pos ? sc[nn][2 * h + 1] * scale : qsa_neg_inf();
+          *(float2*)(s.ss + r * S_STRIDE + key) = w;
+        }
+      }
+    }
+#else
     {
       const bool live0 = r0 < rows_valid && (mask >> (r0 / c.hc) & 1u);
       const bool live1 = r0 + 1 < rows_valid && (mask >> ((r0 + 1) / c.hc) & 1u);
@@ -529,8 +742,9 @@ QSA_DEVICE void staged_fwd(const u16* __restrict__ q, const u16* __restrict__ k,
         }
       }
     }
+#endif
     QSA_SYNC();
-    // Online softmax: eight lanes per row (consecutive lanes of one wave on any wave width).
+    // Online softmax.
     {
       float* row = s.ss + sr * S_STRIDE + sk;
       float mx = qsa_neg_inf();
@@ -561,6 +775,23 @@ QSA_DEVICE void staged_fwd(const u16* __restrict__ q, const u16* __restrict__ k,
     }
     QSA_SYNC();
     // O = alpha O + P V.
+#if defined(QSA_ATTN_MMA)
+    {
+      const float a0 = s.row_a[tg], a1 = s.row_a[tg + 8];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        acc[j][0] *= a0;
+        acc[j][1] *= a0;
+        acc[j][2] *= a1;
+        acc[j][3] *= a1;
+        acc_lo[j][0] *= a0;
+        acc_lo[j][1] *= a0;
+        acc_lo[j][2] *= a1;
+        acc_lo[j][3] *= a1;
+      }
+      tc_pv<E>(s.ss, vs, dw, nkeys, lane, acc, acc_lo);
+    }
+#else
     {
       const float a0 = s.row_a[r0], a1 = s.row_a[r0 + 1];
 #pragma unroll
@@ -572,6 +803,7 @@ QSA_DEVICE void staged_fwd(const u16* __restrict__ q, const u16* __restrict__ k,
                         (r0 + 1 < rows_valid && (mask >> ((r0 + 1) / c.hc) & 1u));
       if (live) staged_pv_tile<E>(s.ss, vs, r0, dv0, nkeys, acc);
     }
+#endif
     QSA_SYNC();  // the buffer and the scores are rewritten next iteration
     if (nbuf != 2 && it + 1 < n) staged_issue(s.kv, k, v, c.b, c.g, s.uid[beg + it + 1], kv_len, hkv);
   }
@@ -579,6 +811,28 @@ QSA_DEVICE void staged_fwd(const u16* __restrict__ q, const u16* __restrict__ k,
   // Write (o, lse): final when nsplit == 1, else a partial in the workspace layout
   // [split][b, q_len, hq, ...] that qsa_attn_combine merges.
   const long long rows_total = (long long)batch * q_len * hq;
+#if defined(QSA_ATTN_MMA)
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = tg + 8 * h;
+    const int tok = r / c.hc, hh = r % c.hc;
+    const int i = c.tile * c.qt + tok;
+    if (r >= rows_valid || i >= q_len) continue;
+    const int hd = c.g * group + c.chunk * c.hc + hh;
+    const long long row = (((long long)c.b * q_len + i) * hq + hd) + split * rows_total;
+    const float l = s.row_l[r];
+    const bool none = !(l > 0.f);
+    const float inv = none ? 0.f : 1.f / l;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      float2 w;
+      w.x = (acc[j][2 * h] + acc_lo[j][2 * h] * (1.f / ATT_LO_SCALE)) * inv;
+      w.y = (acc[j][2 * h + 1] + acc_lo[j][2 * h + 1] * (1.f / ATT_LO_SCALE)) * inv;
+      *(float2*)(o + row * ATT_D + dw + 8 * j + 2 * tt) = w;
+    }
+    if (warp == 0 && tt == 0) lse[row] = none ? qsa_neg_inf() : s.row_m[r] + logf(l);
+  }
+#else
 #pragma unroll
   for (int a = 0; a < 2; ++a) {
     const int r = r0 + a;
@@ -594,6 +848,7 @@ QSA_DEVICE void staged_fwd(const u16* __restrict__ q, const u16* __restrict__ k,
     for (int e = 0; e < 8; ++e) o[row * ATT_D + dv0 + e] = acc[a][e] * inv;
     if (kq == 0) lse[row] = none ? qsa_neg_inf() : s.row_m[r] + logf(l);
   }
+#endif
 }
 
 template <typename E>
@@ -633,7 +888,10 @@ QSA_DEVICE void staged_bwd(const u16* __restrict__ q, const u16* __restrict__ k,
   staged_build_list(s, ids, c, q_len, kv_len, hkv, t);
   const int n = *s.count;
 
-  const int r0 = 2 * (tid / 16), kq = tid % 16, d0 = 8 * (tid % 16);
+  const int r0 = 2 * (tid / 16), d0 = 8 * (tid % 16);
+#if !defined(QSA_ATTN_MMA)
+  const int kq = tid % 16;  // FP32 QK^T / dP tiles: keys kq + 16 m
+#endif
   float dqa[2][8];
 #pragma unroll
   for (int a = 0; a < 2; ++a)
@@ -656,6 +914,51 @@ QSA_DEVICE void staged_bwd(const u16* __restrict__ q, const u16* __restrict__ k,
     const long long base = (long long)id * ATT_BLK;
 
     // P = exp(scale q.K - lse), dP = dO . V, dS = P (dP - D).
+#if defined(QSA_ATTN_MMA)
+    {  // tensor cores: warp w owns keys 16 w .. 16 w + 15 of all 16 rows (g, g + 8).
+      const int warp = tid / 32, lane = tid % 32, tg = lane / 4, tt = lane % 4, kw = 16 * warp;
+      float sc[2][4], dp[2][4];
+      if (kw < nkeys) {
+        tc_dot_split<E, 1>(s.qs, ks, kw, lane, sc);
+        tc_dot_split<E, 3>(s.dos, vs, kw, lane, dp);
+      } else {
+#pragma unroll
+        for (int nn = 0; nn < 2; ++nn)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            sc[nn][e] = 0.f;
+            dp[nn][e] = 0.f;
+          }
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = tg + 8 * h;
+        const float L = s.row_m[r], D = s.row_l[r];
+        const bool live = r < rows_valid && (mask >> (r / c.hc) & 1u) && L != qsa_neg_inf();
+        const long long q_pos = (long long)kv_len - q_len + c.tile * c.qt + r / c.hc;
+#pragma unroll
+        for (int nn = 0; nn < 2; ++nn) {
+          const int key = kw + 8 * nn + 2 * tt;
+          float2 pw, dw;
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const bool vis = live && base + key + e <= q_pos;
+            const float p = vis ? expf(sc[nn][2 * h + e] * scale - L) : 0.f;
+            const float d = vis ? p * (dp[nn][2 * h + e] - D) : 0.f;
+            if (e == 0) {
+              pw.x = p;
+              dw.x = d;
+            } else {
+              pw.y = p;
+              dw.y = d;
+            }
+          }
+          *(float2*)(s.ss + r * S_STRIDE + key) = pw;
+          *(float2*)(s.ds + r * S_STRIDE + key) = dw;
+        }
+      }
+    }
+#else
     {
       const bool live0 = r0 < rows_valid && (mask >> (r0 / c.hc) & 1u) && s.row_m[r0] != qsa_neg_inf();
       const bool live1 =
@@ -681,6 +984,7 @@ QSA_DEVICE void staged_bwd(const u16* __restrict__ q, const u16* __restrict__ k,
         }
       }
     }
+#endif
     QSA_SYNC();
     // dQ += dS K (scale at the end).
     {

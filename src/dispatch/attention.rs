@@ -41,10 +41,14 @@ const Q_STRIDE: usize = 132;
 const S_STRIDE: usize = 68;
 const KV_STRIDE: usize = 136;
 const BLOCK: usize = crate::problem::ATTN_BLOCK;
-/// Decode splits aim at this many CTAs per multiprocessor.
-const SPLIT_CTAS_PER_SM: usize = 2;
-/// Each split keeps at least this many blocks (fewer make the merge cost more than it saves).
-const SPLIT_MIN_BLOCKS: usize = 2;
+/// Decode splits aim at this many CTAs per multiprocessor: four resident staged CTAs per SM
+/// on the H200, and with tensor cores a block costs mostly its copy latency, so filling every
+/// slot wins (.devrun/attention2/run1: 16 q x 8 kv heads at 262K, 41 us at four per SM
+/// against 45 us at the old two).
+const SPLIT_CTAS_PER_SM: usize = 4;
+/// Each split keeps at least this many blocks (one query, 16 blocks: 16 splits of one block
+/// ran fastest on the H200, .devrun/attention2/run1).
+const SPLIT_MIN_BLOCKS: usize = 1;
 
 /// The staged kernel's launch plan for one shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,10 +124,13 @@ pub fn staged_plan(
     let nsplit = if backward || items >= target {
         1
     } else {
-        target
+        let want = target
             .div_ceil(items)
             .min((cap / SPLIT_MIN_BLOCKS).max(1))
-            .max(1)
+            .max(1);
+        // Even shares: the kernel gives each split ceil(count / nsplit) blocks, so e.g. 5
+        // splits of 16 blocks would run as 4 x 4 plus an empty CTA (and a longer merge).
+        cap.div_ceil(cap.div_ceil(want))
     };
     let shared = if nbuf == 2 { two } else { one };
     Ok(StagedPlan {
@@ -173,7 +180,13 @@ mod tests {
     fn decode_splits_and_prefill_does_not() {
         let h200 = caps("sm_90", 227, 132);
         let d = staged_plan(&h200, 1, 1, 128, 8, 16, false).unwrap();
-        assert_eq!((d.items, d.nsplit), (8, 8));
+        assert_eq!((d.items, d.nsplit), (8, 16));
+        // 128 items want ceil(528 / 128) = 5 splits of 16 blocks: evened out to 4 x 4.
+        let d16 = staged_plan(&h200, 1, 16, 128, 8, 16, false).unwrap();
+        assert_eq!((d16.items, d16.nsplit), (128, 4));
+        // Group 8: two tokens per CTA, up to 32 blocks; 64 items want 9 -> 8 x 4.
+        let d8 = staged_plan(&h200, 1, 16, 64, 8, 16, false).unwrap();
+        assert_eq!((d8.items, d8.nsplit), (64, 8));
         let p = staged_plan(&h200, 4, 16384, 64, 4, 16, false).unwrap();
         assert_eq!((p.items, p.nsplit, p.nbuf), (262_144, 1, 1));
         let b = staged_plan(&h200, 1, 1, 128, 8, 16, true).unwrap();
