@@ -23,6 +23,9 @@
 //   qsa_attn_combine        merges split partials: lse = log sum exp, o = weighted mean.
 //   qsa_attn_staged_bwd_*   dq, dk, dv with the same staging; dk / dv partials reduced over
 //                           the CTA's rows before one global atomic per element and block.
+// On sm_80+ (CUDA) the staged forward's QK^T and PV and the backward's S and dP run on tensor
+// cores (mma.sync m16n8k16, f32 accumulation; f32 operands split into 16-bit parts, see
+// tc_pv); sm_75 and HIP keep the FP32 tiles. The backward's dQ / dK / dV stay FP32.
 #include "common/portable.h"
 
 #define ATT_D 128
