@@ -106,6 +106,13 @@ pub fn plan(
                 AmdMatrix::Mfma => ("block_scores_mfma_bf16", 64, AMC_MFMA_NT),
             };
             let per_cta = (THREADS as usize / wave) * nt * 16;
+            // The kernel's first block of a wave is an int up to blocks + per_cta - 1.
+            if blocks > i32::MAX as usize - per_cta {
+                return Err(shape_err(format!(
+                    "{} kernel: blocks = {blocks} exceeds 2^31 - 1 - {per_cta}; split the blocks",
+                    kernel.name()
+                )));
+            }
             let gy = nq.div_ceil(AMC_QPC);
             if gy > MAX_GRID_Y {
                 return Err(shape_err(format!(
@@ -392,6 +399,10 @@ mod tests {
             Err(BackendError::Shape(_))
         ));
         assert!(plan(wmma, AMC_QPC * MAX_GRID_Y, 1, 1, 0).is_ok());
+        assert!(matches!(
+            plan(mfma, 1, 1, i32::MAX as usize - 100, 0),
+            Err(BackendError::Shape(_))
+        ));
     }
 
     #[test]
