@@ -4,7 +4,7 @@
 
 use super::parity::{input_format, input_roundoff, round_bf16, round_tf32, InputFormat};
 use super::stats::{error_stats, ErrorStats};
-use super::{mark_error, round_sci, run_once, Ctx};
+use super::{decade, mark_error, run_once, Ctx};
 use crate::cases;
 use crate::matrix::{Case, FamilyName, Suite};
 use crate::problem::{AttnProblem, Output, Problem, HEAD_DIM};
@@ -57,8 +57,8 @@ fn gate(
     }
     rec.snapshot = Some(format!(
         "rel_max {} rel_rmse {}",
-        round_sci(m.rel_max()),
-        round_sci(m.rel_rmse())
+        decade(m.rel_max()),
+        decade(m.rel_rmse())
     ));
     if m.rel_max().is_nan() || m.rel_max() > limit {
         rec.status = Status::Fail;

@@ -159,16 +159,29 @@ pub fn digest(bytes: &[u8]) -> String {
     h.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
-/// One significant digit, scientific: stable across tiny run-to-run changes, still shows a
-/// change of magnitude in a snapshot diff.
-pub fn round_sci(x: f64) -> String {
+/// The decade of an error, for snapshots: `[1e-7,1e-6)`. A kernel that accumulates with
+/// atomics (dK/dV) changes its error from run to run in the second digit (5e-7 one run,
+/// 6e-7 the next, seen on the H200), so a snapshot keeps only the decade, which moves when the
+/// arithmetic really changes; the gate itself compares the exact values.
+pub fn decade(x: f64) -> String {
     if x == 0.0 {
         "0".into()
     } else if !x.is_finite() {
         format!("{x}")
     } else {
-        format!("{x:.0e}")
+        let e = x.abs().log10().floor() as i32;
+        format!("[1e{e},1e{})", e + 1)
     }
+}
+
+#[cfg(test)]
+#[test]
+fn decades() {
+    assert_eq!(decade(5.1e-7), "[1e-7,1e-6)");
+    assert_eq!(decade(6.0e-7), "[1e-7,1e-6)");
+    assert_eq!(decade(1.0e-6), "[1e-6,1e-5)");
+    assert_eq!(decade(0.0), "0");
+    assert_eq!(decade(f64::INFINITY), "inf");
 }
 
 #[cfg(test)]
