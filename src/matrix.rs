@@ -81,6 +81,9 @@ pub struct Matrix {
     pub path: PathBuf,
     #[serde(skip)]
     source: String,
+    /// Names of the cases added with `add_cases_file` (ad hoc: gated, not snapshotted).
+    #[serde(skip)]
+    pub added_cases: std::collections::BTreeSet<String>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -389,6 +392,7 @@ impl Matrix {
                     ),
                 ));
             }
+            self.added_cases.insert(case.name.clone());
             self.cases.push(case);
         }
         Ok(n)
