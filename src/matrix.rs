@@ -819,19 +819,18 @@ fn err_at(path: &Path, src: &str, needle: &str, field: &str, message: String) ->
 
 fn yaml_error(path: &Path, e: &serde_yaml::Error) -> MatrixError {
     let line = e.location().map(|l| l.line());
-    // serde's message already names the field path and the expected values.
+    // serde's message reads "cases[3].topk: unknown field `quries`, expected one of ...":
+    // the part before the first ": " is the field path, the rest says what would be valid.
     let text = e.to_string();
-    let field = text
-        .split(':')
-        .next()
-        .unwrap_or("(syntax)")
-        .trim()
-        .to_string();
+    let (field, message) = match text.split_once(": ") {
+        Some((f, m)) if !f.contains(' ') => (f.to_string(), m.to_string()),
+        _ => ("(syntax)".to_string(), text.clone()),
+    };
     MatrixError {
         path: path.to_owned(),
         line,
         field,
-        message: text,
+        message,
     }
 }
 
