@@ -4,7 +4,7 @@
 
 use super::parity::{input_format, input_roundoff, round_bf16, round_tf32, InputFormat};
 use super::stats::{error_stats, ErrorStats};
-use super::{decade, mark_error, run_once, Ctx};
+use super::{decade, mark_error, problems, run_once, Ctx};
 use crate::cases;
 use crate::matrix::{Case, FamilyName, Suite};
 use crate::problem::{AttnProblem, Output, Problem, HEAD_DIM};
@@ -93,14 +93,11 @@ fn variants_with_baseline(
 fn scores(ctx: &Ctx, case: &Case) -> Vec<Record> {
     let mut out = Vec::new();
     let (base_name, variants) = variants_with_baseline(ctx, case, FamilyName::Scores);
-    for dist in cases::dists(case) {
-        if !ctx.filter.dist(&dist) {
-            continue;
-        }
-        let p = match cases::scores_problem(ctx.matrix.seed, case, &dist) {
-            Ok(p) => p,
-            Err(e) => {
-                out.push(ctx.input_error(Suite::Error, case, &dist, e));
+    for item in problems(ctx, Suite::Error, case, cases::scores_problem) {
+        let (dist, p) = match item {
+            Ok(x) => x,
+            Err(rec) => {
+                out.push(*rec);
                 continue;
             }
         };
@@ -242,14 +239,11 @@ fn attention(ctx: &Ctx, case: &Case) -> Vec<Record> {
     let (base_name, variants) = variants_with_baseline(ctx, case, FamilyName::Attention);
     let shape = case.attention.as_ref().expect("attention case");
     let rows = cases::checked_rows(shape, case.check_rows);
-    for dist in cases::dists(case) {
-        if !ctx.filter.dist(&dist) {
-            continue;
-        }
-        let p = match cases::attn_problem(ctx.matrix.seed, case, &dist) {
-            Ok(p) => p,
-            Err(e) => {
-                out.push(ctx.input_error(Suite::Error, case, &dist, e));
+    for item in problems(ctx, Suite::Error, case, cases::attn_problem) {
+        let (dist, p) = match item {
+            Ok(x) => x,
+            Err(rec) => {
+                out.push(*rec);
                 continue;
             }
         };

@@ -109,6 +109,23 @@ impl Ctx<'_> {
     }
 }
 
+/// The problem of each selected distribution of `case`, made lazily (one large problem in
+/// memory at a time); a distribution whose inputs cannot be made yields its error record.
+pub fn problems<'c, T: 'c>(
+    ctx: &'c Ctx,
+    suite: Suite,
+    case: &'c Case,
+    make: fn(u64, &Case, &str) -> Result<T, String>,
+) -> impl Iterator<Item = Result<(String, T), Box<Record>>> + 'c {
+    crate::cases::dists(case)
+        .into_iter()
+        .filter(|d| ctx.filter.dist(d))
+        .map(move |dist| match make(ctx.matrix.seed, case, &dist) {
+            Ok(p) => Ok((dist, p)),
+            Err(e) => Err(Box::new(ctx.input_error(suite, case, &dist, e))),
+        })
+}
+
 /// Run one variant of a problem once: (dispatched kernel, output), or the backend's reason.
 pub fn run_once(
     ctx: &Ctx,

@@ -2,7 +2,7 @@
 //! (a scorer's f32 scores, then the contract's top-k) against selection on FP64 scores,
 //! where a difference is allowed only where the FP64 gap is below the scorer's error bound.
 
-use super::{digest, mark_error, run_once, Ctx};
+use super::{digest, mark_error, problems, run_once, Ctx};
 use crate::cases;
 use crate::matrix::{Case, FamilyName, Suite};
 use crate::problem::{Output, Problem, ScoresProblem, TopkProblem};
@@ -27,14 +27,11 @@ fn ids_bytes(ids: &[i32]) -> Vec<u8> {
 
 fn topk(ctx: &Ctx, case: &Case) -> Vec<Record> {
     let mut out = Vec::new();
-    for dist in cases::dists(case) {
-        if !ctx.filter.dist(&dist) {
-            continue;
-        }
-        let p = match cases::topk_problem(ctx.matrix.seed, case, &dist) {
-            Ok(p) => p,
-            Err(e) => {
-                out.push(ctx.input_error(Suite::Parity, case, &dist, e));
+    for item in problems(ctx, Suite::Parity, case, cases::topk_problem) {
+        let (dist, p) = match item {
+            Ok(x) => x,
+            Err(rec) => {
+                out.push(*rec);
                 continue;
             }
         };
@@ -152,14 +149,11 @@ pub fn round_bf16(x: f32) -> f32 {
 
 fn select(ctx: &Ctx, case: &Case) -> Vec<Record> {
     let mut out = Vec::new();
-    for dist in cases::dists(case) {
-        if !ctx.filter.dist(&dist) {
-            continue;
-        }
-        let p = match cases::scores_problem(ctx.matrix.seed, case, &dist) {
-            Ok(p) => p,
-            Err(e) => {
-                out.push(ctx.input_error(Suite::Parity, case, &dist, e));
+    for item in problems(ctx, Suite::Parity, case, cases::scores_problem) {
+        let (dist, p) = match item {
+            Ok(x) => x,
+            Err(rec) => {
+                out.push(*rec);
                 continue;
             }
         };
