@@ -336,12 +336,7 @@ pub fn known_dists(family: FamilyName) -> &'static [&'static str] {
 impl Matrix {
     /// Read, parse and validate a matrix file.
     pub fn load(path: &Path) -> Result<Matrix, MatrixError> {
-        let source = std::fs::read_to_string(path).map_err(|e| MatrixError {
-            path: path.to_owned(),
-            line: None,
-            field: "(file)".into(),
-            message: format!("cannot read: {e}"),
-        })?;
+        let source = read_source(path)?;
         Self::parse(path, &source)
     }
 
@@ -363,12 +358,7 @@ impl Matrix {
         struct CasesFile {
             cases: Vec<Case>,
         }
-        let source = std::fs::read_to_string(path).map_err(|e| MatrixError {
-            path: path.to_owned(),
-            line: None,
-            field: "(file)".into(),
-            message: format!("cannot read: {e}"),
-        })?;
+        let source = read_source(path)?;
         let file: CasesFile = serde_yaml::from_str(&source).map_err(|e| yaml_error(path, &e))?;
         let base = path.parent().unwrap_or(Path::new("."));
         let n = file.cases.len();
@@ -803,6 +793,16 @@ impl Matrix {
         }
         Ok(())
     }
+}
+
+/// The text of a matrix or cases file, or an error naming it.
+fn read_source(path: &Path) -> Result<String, MatrixError> {
+    std::fs::read_to_string(path).map_err(|e| MatrixError {
+        path: path.to_owned(),
+        line: None,
+        field: "(file)".into(),
+        message: format!("cannot read: {e}"),
+    })
 }
 
 /// An error at the first line of `src` containing `needle` (the closest we can get to a
