@@ -2,7 +2,7 @@
 //! family baseline's error on the same inputs, or the absolute floor, whichever is larger.
 //! Scores must also stay inside the rigorous per-element error bound of their precision.
 
-use super::parity::{input_format, input_roundoff, round_bf16, round_tf32, InputFormat};
+use super::parity::{input_format, round_bf16, round_tf32, Bounds, InputFormat};
 use super::stats::{error_stats, ErrorStats};
 use super::{decade, mark_error, problems, run_once, Ctx};
 use crate::cases;
@@ -124,6 +124,7 @@ fn scores(ctx: &Ctx, case: &Case) -> Vec<Record> {
         };
         let mut ideals: Vec<(InputFormat, Option<ErrorStats>)> = Vec::new();
         let problem = Problem::Scores(p);
+        let mut bounds = Bounds::default();
         let mut measured: Vec<Measured> = Vec::new();
         let mut recs = Vec::new();
         for variant in &variants {
@@ -135,15 +136,11 @@ fn scores(ctx: &Ctx, case: &Case) -> Vec<Record> {
                     };
                     let stats = error_stats(&s, &s64, None);
                     // The rigorous bound of the kernel's precision: no element may exceed it.
-                    let bound = reference::scores::scores_error_bound(
-                        p,
-                        input_roundoff(&kernel),
-                        f32::EPSILON as f64 / 2.0,
-                    );
+                    let bound = bounds.for_kernel(p, &kernel);
                     let over = s
                         .iter()
                         .zip(&s64)
-                        .zip(&bound)
+                        .zip(bound)
                         .filter(|((g, w), b)| {
                             // NaN in the kernel's output is over any bound.
                             let e = (**g as f64 - **w).abs();

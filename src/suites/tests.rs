@@ -79,34 +79,47 @@ impl Backend for Broken {
     }
 }
 
-fn matrix() -> Matrix {
-    Matrix::parse(Path::new("matrix.yaml"), include_str!("../../matrix.yaml")).unwrap()
-}
-
-#[test]
-fn a_changed_scorer_fails_the_error_suite_and_the_baseline_still_passes() {
-    let m = matrix();
-    let target = m.target("cpu").unwrap();
+/// Run `suite` on one case and distribution of the real matrix on the CPU target, with the
+/// CPU backend's `kernel` broken as `how` says.
+fn run_broken(
+    kernel: &'static str,
+    how: Breakage,
+    case: &str,
+    dist: &str,
+    suite: fn(&Ctx, &crate::matrix::Case) -> Vec<crate::results::Record>,
+) -> Vec<crate::results::Record> {
+    let m = Matrix::parse(Path::new("matrix.yaml"), include_str!("../../matrix.yaml")).unwrap();
     let backend = Broken {
         inner: CpuBackend::new(),
-        kernel: "simt",
-        how: Breakage::Score,
+        kernel,
+        how,
     };
     let filter = Filter {
-        dists: vec!["normal".into()],
+        dists: vec![dist.into()],
         ..Filter::default()
     };
     let golden = BenchGolden::default();
     let ctx = Ctx {
         matrix: &m,
-        target,
+        target: m.target("cpu").unwrap(),
         backend: &backend,
         filter: &filter,
         bench_golden: &golden,
         repro_extra: String::new(),
     };
-    let case = m.cases.iter().find(|c| c.name == "scores_ragged").unwrap();
-    let recs = error::run(&ctx, case);
+    let case = m.cases.iter().find(|c| c.name == case).unwrap();
+    suite(&ctx, case)
+}
+
+#[test]
+fn a_changed_scorer_fails_the_error_suite_and_the_baseline_still_passes() {
+    let recs = run_broken(
+        "simt",
+        Breakage::Score,
+        "scores_ragged",
+        "normal",
+        error::run,
+    );
     let simt = recs.iter().find(|r| r.variant == "simt").unwrap();
     assert_eq!(simt.status, Status::Fail, "{simt:?}");
     assert!(simt.message.contains("exceed"), "{}", simt.message);
@@ -122,32 +135,13 @@ fn a_changed_scorer_fails_the_error_suite_and_the_baseline_still_passes() {
 
 #[test]
 fn a_changed_top_k_fails_parity_with_the_first_differing_query() {
-    let m = matrix();
-    let target = m.target("cpu").unwrap();
-    let backend = Broken {
-        inner: CpuBackend::new(),
-        kernel: "radix",
-        how: Breakage::Ids,
-    };
-    let filter = Filter {
-        dists: vec!["uniform".into()],
-        ..Filter::default()
-    };
-    let golden = BenchGolden::default();
-    let ctx = Ctx {
-        matrix: &m,
-        target,
-        backend: &backend,
-        filter: &filter,
-        bench_golden: &golden,
-        repro_extra: String::new(),
-    };
-    let case = m
-        .cases
-        .iter()
-        .find(|c| c.name == "topk_edges_small")
-        .unwrap();
-    let recs = parity::run(&ctx, case);
+    let recs = run_broken(
+        "radix",
+        Breakage::Ids,
+        "topk_edges_small",
+        "uniform",
+        parity::run,
+    );
     assert!(!recs.is_empty());
     for r in &recs {
         assert_eq!(r.status, Status::Fail, "{r:?}");
