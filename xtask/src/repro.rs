@@ -31,29 +31,32 @@ impl Repro {
 
     /// One check: target, case, suite, and the distribution and variant when it has them.
     pub fn check(&self, target: &str, r: &Record) -> String {
-        let mut cmd = self.snapshot(target, &r.case, r.suite);
+        let mut cmd = filters(target, &r.case, r.suite);
         if r.dist != "-" {
             cmd.push_str(&format!(" --dist {}", r.dist));
         }
         if r.variant != "-" {
             cmd.push_str(&format!(" --variant {}", r.variant));
         }
-        cmd
+        cmd + &self.suffix
     }
 
     /// Every check of one (suite, case) snapshot.
     pub fn snapshot(&self, target: &str, case: &str, suite: Suite) -> String {
-        format!(
-            "cargo xtask matrix --target {target} --case {case} --suite {}{}",
-            suite.name(),
-            self.suffix
-        )
+        filters(target, case, suite) + &self.suffix
     }
 
     /// A whole target (its dispatch table).
     pub fn target(&self, target: &str) -> String {
         format!("cargo xtask matrix --target {target}{}", self.suffix)
     }
+}
+
+fn filters(target: &str, case: &str, suite: Suite) -> String {
+    format!(
+        "cargo xtask matrix --target {target} --case {case} --suite {}",
+        suite.name()
+    )
 }
 
 /// `p` relative to `root` when under it, else as given (absolute).
