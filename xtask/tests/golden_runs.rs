@@ -166,7 +166,12 @@ fn a_stray_snapshot_fails_a_full_run_and_warns_a_filtered_one() {
     )
     .unwrap();
     let o = t.matrix(&[]);
-    assert_eq!(code(&o), 1, "{}", text(&o));
+    assert_eq!(
+        code(&o),
+        1,
+        "a stray snapshot must fail a full run: {}",
+        text(&o)
+    );
     let want = "FAIL cpu stray snapshot parity__topk_renamed_case.snap: ";
     assert!(text(&o).contains(want), "{}", text(&o));
     assert!(
@@ -214,8 +219,17 @@ fn a_filtered_repro_run_is_green_and_leaves_no_pending_snapshot() {
         "wide",
     ];
     let o = t.matrix(&repro);
-    assert_eq!(code(&o), 0, "{}", text(&o));
-    assert!(t.pending().is_empty(), "{:?}", t.pending());
+    assert_eq!(
+        code(&o),
+        0,
+        "a repro run on a clean tree must pass: {}",
+        text(&o)
+    );
+    assert!(
+        t.pending().is_empty(),
+        "a filtered run must write no .snap.new: {:?}",
+        t.pending()
+    );
     // --bless on it changes nothing (it would have deleted the other lines).
     let o = t.matrix(&[&repro[..], &["--bless"]].concat());
     assert_eq!(code(&o), 0, "{}", text(&o));
@@ -248,9 +262,13 @@ fn a_filtered_repro_run_is_green_and_leaves_no_pending_snapshot() {
     // The failing check's repro line is complete: it names the matrix file it ran.
     assert!(
         out.contains("reproduce: cargo xtask matrix --target cpu --case topk_edges_small --suite parity --dist ties --variant wide --matrix alt.yaml"),
-        "{out}"
+        "the repro line must name the matrix file: {out}"
     );
-    assert!(t.pending().is_empty(), "{:?}", t.pending());
+    assert!(
+        t.pending().is_empty(),
+        "a filtered run must write no .snap.new: {:?}",
+        t.pending()
+    );
 }
 
 #[test]
@@ -287,17 +305,22 @@ fn a_decade_rise_fails_until_blessed_with_a_reason() {
     ]);
     let rise = "error of scores_ragged/normal/simt (rel_max) rose 10x (1e-7 -> 1e-6)";
     let o = t.matrix(&[]);
-    assert_eq!(code(&o), 1, "{}", text(&o));
+    assert_eq!(code(&o), 1, "a decade rise must fail the run: {}", text(&o));
     assert!(text(&o).contains(rise), "{}", text(&o));
     assert!(
         t.pending().is_empty(),
-        "no .snap.new for insta accept: {:?}",
+        "a decade rise must not be offered to insta accept: {:?}",
         t.pending()
     );
     let summary = std::fs::read_to_string(t.root.join("target/qsa/summary.md")).unwrap();
     assert!(summary.contains(rise), "{summary}");
     let o = t.matrix(&["--bless"]);
-    assert_eq!(code(&o), 1, "{}", text(&o));
+    assert_eq!(
+        code(&o),
+        1,
+        "--bless without --reason must refuse a decade rise: {}",
+        text(&o)
+    );
     assert!(
         text(&o).contains("not blessed: an error rose by a decade or more"),
         "{}",
@@ -336,7 +359,12 @@ fn a_second_run_is_refused_by_the_lock() {
     )
     .unwrap();
     let o = t.matrix(&[]);
-    assert_eq!(code(&o), 2, "{}", text(&o));
+    assert_eq!(
+        code(&o),
+        2,
+        "a second run must be refused by the lock: {}",
+        text(&o)
+    );
     let want = "error: another `cargo xtask matrix` (pid 4242, started 2026-12-01T00:00:00Z) is writing to";
     assert!(
         text(&o).contains(want) && text(&o).contains("--out DIR"),
