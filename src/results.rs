@@ -125,8 +125,11 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    std::fs::write(&tmp, bytes)
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", tmp.display()))?;
+    // A failed write (a full disk) leaves no partial temp file behind.
+    std::fs::write(&tmp, bytes).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        anyhow::anyhow!("cannot write {}: {e}", path.display())
+    })?;
     std::fs::rename(&tmp, path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
         anyhow::anyhow!("cannot rename {} to {}: {e}", tmp.display(), path.display())

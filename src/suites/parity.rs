@@ -25,6 +25,26 @@ fn ids_bytes(ids: &[i32]) -> Vec<u8> {
     ids.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
+/// At most this many per-query digests in a snapshot line (256 queries: 64 groups of 4).
+const DIGEST_GROUPS: usize = 64;
+
+/// A top-k snapshot value: the digest of all ids (detects any change), the selected count,
+/// and 4 hex digits of the digest of each query (or of each group of consecutive queries,
+/// when there are more than 64), so a reviewer reads which queries changed, not just that
+/// a digest did: `ids <16 hex> selected <n> queries <nq> by <g>: <4 hex per group>`.
+pub fn ids_snapshot(ids: &[i32], nq: usize, selected: usize) -> String {
+    let by = nq.div_ceil(DIGEST_GROUPS).max(1);
+    let per_query = ids.len() / nq.max(1);
+    let groups: String = ids
+        .chunks((by * per_query).max(1))
+        .map(|g| digest(&ids_bytes(g))[..4].to_string())
+        .collect();
+    format!(
+        "ids {} selected {selected} queries {nq} by {by}: {groups}",
+        digest(&ids_bytes(ids))
+    )
+}
+
 fn topk(ctx: &Ctx, case: &Case) -> Vec<Record> {
     let mut out = Vec::new();
     for item in problems(ctx, Suite::Parity, case, cases::topk_problem) {
@@ -48,10 +68,7 @@ fn topk(ctx: &Ctx, case: &Case) -> Vec<Record> {
                         unreachable!("built above")
                     };
                     compare_ids(&mut rec, p, &want, &got);
-                    rec.snapshot = Some(format!(
-                        "ids {} selected {selected}",
-                        digest(&ids_bytes(&got))
-                    ));
+                    rec.snapshot = Some(ids_snapshot(&got, p.nq, selected));
                 }
                 Ok((_, other)) => {
                     rec.status = Status::Error;

@@ -2,24 +2,58 @@
 //! `pending-snapshots` work on them, written by us so that every write is atomic (write,
 //! then rename) and a mismatch is a value, not a panic.
 //!
-//! `golden/<target>/<name>.snap` is the accepted snapshot; a run that differs writes
+//! `golden/<target>/<name>.snap` is the accepted snapshot. A full run that differs writes
 //! `<name>.snap.new` beside it (pending review); `--bless` replaces the `.snap` instead.
+//!
+//! A filtered run (`--case`, `--dist`, `--variant`, `--suite`, `--shard`) produced only some
+//! lines of a per-check snapshot: it compares those lines with the same lines of the golden
+//! and never writes a `.snap.new` (accepting a partial one would delete the lines it did not
+//! run). `--bless` on a filtered run updates exactly the lines it ran and keeps the others:
+//! lines are independent records keyed by `<dist> <variant> <check>`, so the merge is
+//! well defined, and fixing one check then blessing it is the workflow the repro line invites.
+//!
+//! An error that rose by a decade or more is never blessed silently: without `--reason` the
+//! bless is refused for that snapshot (and no `.snap.new` is offered to `cargo insta accept`);
+//! with it, the reason is written into the snapshot's `description:` header, where the pull
+//! request's diff shows it.
 
+use crate::snapshot_diff::{check_key, explain, is_per_check, Meaning};
 use anyhow::{Context, Result};
 use qsa::results::write_atomic;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+/// How much of a snapshot this run produced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// Every line (an unfiltered run, or a snapshot that is always whole: dispatch,
+    /// resources).
+    Full,
+    /// Only the lines of the checks a filtered run ran.
+    Partial,
+}
+
+/// A changed snapshot: the raw diff and what it means.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Change {
+    /// `-` old and `+` new lines.
+    pub diff: String,
+    pub meaning: Meaning,
+}
+
 /// What a snapshot comparison found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SnapState {
     Same,
-    /// No accepted snapshot yet: `.snap.new` written (or `.snap`, when blessing).
+    /// No accepted snapshot yet: `.snap.new` written on a full run.
     New,
-    /// Differs from the accepted snapshot: the diff, `-` old and `+` new lines.
-    Changed(String),
-    /// Written because of `--bless`.
-    Blessed,
+    /// Differs from the accepted snapshot. On a full run `.snap.new` holds the new one,
+    /// unless an error rose by a decade (that needs `--bless --reason`).
+    Changed(Change),
+    /// Written because of `--bless` (`reason` recorded when an error rose).
+    Blessed(Change),
+    /// `--bless` without `--reason` on an error that rose by a decade: not written.
+    Refused(Change),
 }
 
 #[derive(Clone, Debug)]
@@ -28,21 +62,25 @@ pub struct SnapOutcome {
     pub name: String,
     pub state: SnapState,
     pub path: PathBuf,
+    /// Was `.snap.new` written (there is something for `cargo insta review`)?
+    pub pending_written: bool,
 }
 
 /// The snapshots of one run, over every target.
 pub struct Golden {
     root: PathBuf,
     bless: bool,
+    reason: Option<String>,
     referenced: BTreeSet<PathBuf>,
     pub outcomes: Vec<SnapOutcome>,
 }
 
 impl Golden {
-    pub fn new(root: &Path, bless: bool) -> Golden {
+    pub fn new(root: &Path, bless: bool, reason: Option<String>) -> Golden {
         Golden {
             root: root.to_owned(),
             bless,
+            reason,
             referenced: BTreeSet::new(),
             outcomes: Vec::new(),
         }
@@ -53,29 +91,93 @@ impl Golden {
     }
 
     /// Compare `content` with `golden/<target>/<name>.snap`.
-    pub fn check(&mut self, target: &str, name: &str, content: &str) -> Result<SnapState> {
+    pub fn check(
+        &mut self,
+        target: &str,
+        name: &str,
+        content: &str,
+        scope: Scope,
+    ) -> Result<SnapState> {
         let path = self.dir(target).join(format!("{name}.snap"));
         let pending = path.with_extension("snap.new");
         self.referenced.insert(path.clone());
         let content = normalize(content);
+        let partial = scope == Scope::Partial && is_per_check(name);
         let old = read_snapshot(&path)?;
-        let state = match old {
-            Some(old) if old == content => {
-                remove_if_exists(&pending)?;
-                SnapState::Same
-            }
-            _ if self.bless => {
-                write_atomic(&path, render(name, &content).as_bytes())?;
-                remove_if_exists(&pending)?;
-                SnapState::Blessed
+        let mut pending_written = false;
+        let state = match &old {
+            None if self.bless => {
+                write_atomic(&path, render(name, &content, None).as_bytes())?;
+                if !partial {
+                    remove_if_exists(&pending)?;
+                }
+                SnapState::Blessed(Change::default())
             }
             None => {
-                write_atomic(&pending, render(name, &content).as_bytes())?;
+                if !partial {
+                    write_atomic(&pending, render(name, &content, None).as_bytes())?;
+                    pending_written = true;
+                }
                 SnapState::New
             }
             Some(old) => {
-                write_atomic(&pending, render(name, &content).as_bytes())?;
-                SnapState::Changed(diff(&old, &content))
+                // What this run is compared against: on a filtered run, the golden's lines
+                // for the checks it ran.
+                let compared = if partial {
+                    subset(&old.content, &content)
+                } else {
+                    old.content.clone()
+                };
+                if same_lines(&compared, &content) {
+                    if !partial {
+                        remove_if_exists(&pending)?;
+                    }
+                    SnapState::Same
+                } else {
+                    let change = Change {
+                        diff: diff(&compared, &content),
+                        meaning: explain(target, name, &compared, &content, partial),
+                    };
+                    let rose = !change.meaning.rises.is_empty();
+                    if self.bless && rose && self.reason.is_none() {
+                        // Nothing for `cargo insta accept` to take either.
+                        remove_if_exists(&pending)?;
+                        SnapState::Refused(change)
+                    } else if self.bless {
+                        let text = if partial {
+                            merge(&old.content, &content)
+                        } else {
+                            content.clone()
+                        };
+                        let description = match (&self.reason, rose) {
+                            (Some(r), true) => Some(format!(
+                                "blessed on {} with a reason: {r} (for: {})",
+                                qsa::results::utc_now(),
+                                change.meaning.rises.join("; ")
+                            )),
+                            _ => old.description.clone(),
+                        };
+                        write_atomic(
+                            &path,
+                            render(name, &text, description.as_deref()).as_bytes(),
+                        )?;
+                        if !partial {
+                            remove_if_exists(&pending)?;
+                        }
+                        SnapState::Blessed(change)
+                    } else {
+                        if !partial && !rose {
+                            write_atomic(
+                                &pending,
+                                render(name, &content, old.description.as_deref()).as_bytes(),
+                            )?;
+                            pending_written = true;
+                        } else if !partial {
+                            remove_if_exists(&pending)?;
+                        }
+                        SnapState::Changed(change)
+                    }
+                }
             }
         };
         self.outcomes.push(SnapOutcome {
@@ -83,24 +185,18 @@ impl Golden {
             name: name.into(),
             state: state.clone(),
             path,
+            pending_written,
         });
         Ok(state)
     }
 
-    /// `.snap` files of `target` that this run did not produce. With `--bless` they are
-    /// deleted (the run was complete for that target: the caller checks).
+    /// `.snap` files of `target` that this run did not produce (meaningful after a full
+    /// run of that target only: the caller checks). With `--bless` they are deleted.
     pub fn unreferenced(&self, target: &str) -> Result<Vec<PathBuf>> {
-        let dir = self.dir(target);
-        let mut out = Vec::new();
-        if let Ok(entries) = std::fs::read_dir(&dir) {
-            for e in entries {
-                let p = e?.path();
-                if p.extension().is_some_and(|x| x == "snap") && !self.referenced.contains(&p) {
-                    out.push(p);
-                }
-            }
-        }
-        out.sort();
+        let out: Vec<PathBuf> = snap_files(&self.dir(target))?
+            .into_iter()
+            .filter(|p| !self.referenced.contains(p))
+            .collect();
         if self.bless {
             for p in &out {
                 std::fs::remove_file(p)
@@ -110,31 +206,108 @@ impl Golden {
         Ok(out)
     }
 
-    pub fn failures(&self) -> impl Iterator<Item = &SnapOutcome> {
-        self.outcomes
-            .iter()
-            .filter(|o| matches!(o.state, SnapState::New | SnapState::Changed(_)))
+    /// `.snap` files of `target` that no case could produce: for a filtered run, which
+    /// cannot tell an unproduced snapshot from one it did not run. `expected` holds the
+    /// snapshot names that the matrix's cases for this target produce.
+    pub fn unexpected(&self, target: &str, expected: &BTreeSet<String>) -> Result<Vec<PathBuf>> {
+        Ok(snap_files(&self.dir(target))?
+            .into_iter()
+            .filter(|p| {
+                let stem = p.file_stem().unwrap_or_default().to_string_lossy();
+                is_per_check(&stem) && !expected.contains(stem.as_ref())
+            })
+            .collect())
     }
+
+    /// Snapshots that fail the run: new, changed, or refused.
+    pub fn failures(&self) -> impl Iterator<Item = &SnapOutcome> {
+        self.outcomes.iter().filter(|o| {
+            matches!(
+                o.state,
+                SnapState::New | SnapState::Changed(_) | SnapState::Refused(_)
+            )
+        })
+    }
+}
+
+fn snap_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries {
+            let p = e?.path();
+            if p.extension().is_some_and(|x| x == "snap") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
 }
 
 fn normalize(s: &str) -> String {
     s.replace("\r\n", "\n").trim_end().to_string()
 }
 
+/// Same lines, in any order: a filtered `--bless` appends checks it added, so a full run
+/// may produce the same lines in another order.
+fn same_lines(a: &str, b: &str) -> bool {
+    fn sorted(s: &str) -> Vec<&str> {
+        let mut v: Vec<&str> = s.lines().collect();
+        v.sort_unstable();
+        v
+    }
+    sorted(a) == sorted(b)
+}
+
+/// The lines of `golden` whose check a filtered run produced in `ran`.
+fn subset(golden: &str, ran: &str) -> String {
+    let keys: BTreeSet<&str> = ran.lines().map(check_key).collect();
+    golden
+        .lines()
+        .filter(|l| keys.contains(check_key(l)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `golden` with the lines of the checks in `ran` replaced (new checks appended).
+fn merge(golden: &str, ran: &str) -> String {
+    let mut lines: Vec<&str> = golden.lines().collect();
+    for l in ran.lines() {
+        match lines.iter().position(|g| check_key(g) == check_key(l)) {
+            Some(i) => lines[i] = l,
+            None => lines.push(l),
+        }
+    }
+    lines.join("\n")
+}
+
 /// insta's `.snap` layout: a YAML header between `---` lines, then the contents.
-fn render(name: &str, content: &str) -> String {
-    format!("---\nsource: xtask/src/golden.rs\nexpression: {name}\n---\n{content}\n")
+fn render(name: &str, content: &str, description: Option<&str>) -> String {
+    let description = description.map_or(String::new(), |d| {
+        // A YAML scalar, quoted as YAML needs (a reason may hold `: ` or `#`).
+        let quoted = serde_yaml::to_string(d).unwrap_or_else(|_| format!("{d:?}"));
+        format!("description: {}\n", quoted.trim_end())
+    });
+    format!("---\nsource: xtask/src/golden.rs\n{description}expression: {name}\n---\n{content}\n")
+}
+
+struct Accepted {
+    content: String,
+    description: Option<String>,
 }
 
 /// Read an accepted snapshot with insta's own parser (so what we write is what insta reads).
-fn read_snapshot(path: &Path) -> Result<Option<String>> {
+fn read_snapshot(path: &Path) -> Result<Option<Accepted>> {
     if !path.exists() {
         return Ok(None);
     }
     let snap = insta::Snapshot::from_file(path)
         .map_err(|e| anyhow::anyhow!("{}: not a readable insta snapshot: {e}", path.display()))?;
     let text = snap.as_text().map(|t| t.to_string()).unwrap_or_default();
-    Ok(Some(normalize(&text)))
+    Ok(Some(Accepted {
+        content: normalize(&text),
+        description: snap.metadata().description().map(String::from),
+    }))
 }
 
 fn remove_if_exists(p: &Path) -> Result<()> {
@@ -165,36 +338,4 @@ pub fn diff(old: &str, new: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn new_then_same_then_changed_then_blessed() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut g = Golden::new(dir.path(), false);
-        assert_eq!(g.check("cpu", "parity__x", "a\nb").unwrap(), SnapState::New);
-        assert!(dir.path().join("cpu/parity__x.snap.new").exists());
-        let mut g = Golden::new(dir.path(), true);
-        assert_eq!(
-            g.check("cpu", "parity__x", "a\nb").unwrap(),
-            SnapState::Blessed
-        );
-        assert!(!dir.path().join("cpu/parity__x.snap.new").exists());
-        // What we wrote, insta reads back as the same contents.
-        let snap = insta::Snapshot::from_file(&dir.path().join("cpu/parity__x.snap")).unwrap();
-        assert_eq!(snap.as_text().unwrap().to_string(), "a\nb");
-        let mut g = Golden::new(dir.path(), false);
-        assert_eq!(
-            g.check("cpu", "parity__x", "a\nb\n").unwrap(),
-            SnapState::Same
-        );
-        match g.check("cpu", "parity__x", "a\nc").unwrap() {
-            SnapState::Changed(d) => assert_eq!(d, "-b\n+c\n"),
-            other => panic!("expected a change, got {other:?}"),
-        }
-        assert!(dir.path().join("cpu/parity__x.snap.new").exists());
-        std::fs::write(dir.path().join("cpu/stale.snap"), render("stale", "z")).unwrap();
-        let unref = g.unreferenced("cpu").unwrap();
-        assert_eq!(unref, vec![dir.path().join("cpu/stale.snap")]);
-    }
-}
+mod tests;

@@ -6,10 +6,15 @@
 mod build;
 mod ci;
 mod golden;
+mod lock;
 mod matrix;
 mod merge;
 mod report;
+mod repro;
+mod root;
 mod setup;
+mod snapshot_diff;
+mod snapshots;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -39,6 +44,11 @@ enum Cmd {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The project root of the tree this is run in (not the one xtask was compiled in).
+    if let Err(e) = root::init() {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
     let result = match cli.cmd {
         Cmd::Setup(a) => setup::run(a),
         Cmd::Build(a) => build::run(a).map(|_| ()),

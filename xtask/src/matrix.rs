@@ -4,13 +4,13 @@
 use crate::build;
 use crate::build::resources::{gate_resources, Report as ResourceReport};
 use crate::build::toolchain;
-use crate::golden::{Golden, SnapState};
+use crate::golden::{Golden, Scope};
 use crate::report::{self, GateNote, TargetReport};
+use crate::repro::Repro;
+use crate::snapshots;
 use anyhow::{Context, Result};
 use qsa::matrix::{Matrix, Suite, Target};
-use qsa::results::{write_atomic, Record, Status, TargetResults, TargetStatus};
-use qsa::suites::bench::{key as bench_key, BenchGolden};
-use qsa::suites::stats::TimingStats;
+use qsa::results::{write_atomic, Status, TargetResults, TargetStatus};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -24,7 +24,8 @@ use std::time::{Duration, Instant};
 Examples:\n  cargo xtask matrix                       every target this host can build and run\n  \
 cargo xtask matrix --target cpu --case topk_edges_small --suite parity\n  \
 cargo xtask matrix --cases my_cases.yaml --target cpu   add cases (e.g. .npy captured from a model)\n  \
-cargo xtask matrix --bless                accept the new snapshots and benchmark medians"
+cargo xtask matrix --bless                accept the new snapshots and benchmark medians\n  \
+cargo xtask matrix --bless --reason \"...\"  accept them when an error rose by a decade or more"
 )]
 pub struct MatrixArgs {
     /// The matrix file.
@@ -51,9 +52,14 @@ pub struct MatrixArgs {
     /// Run shard i of n of each target's cases (e.g. 2/4).
     #[arg(long)]
     pub shard: Option<String>,
-    /// Accept: write new snapshots and benchmark medians to golden/, remove stale ones.
+    /// Accept: write new snapshots and benchmark medians to golden/, remove stale ones. A
+    /// filtered run (--case, --dist, ...) updates only the snapshot lines it ran.
     #[arg(long)]
     pub bless: bool,
+    /// Why an error that rose by a decade or more is expected (with --bless; recorded in the
+    /// snapshot's header). Without it, --bless refuses such a snapshot.
+    #[arg(long, requires = "bless", value_name = "WHY")]
+    pub reason: Option<String>,
     /// A GPU target whose toolchain is missing fails the run instead of being skipped (CI).
     #[arg(long)]
     pub require_toolchains: bool,
@@ -76,6 +82,13 @@ pub fn run(a: MatrixArgs) -> Result<u8> {
     } else {
         root.join(&a.matrix)
     };
+    let mut a = a;
+    a.cases = a
+        .cases
+        .iter()
+        .map(|c| crate::repro::resolve(&root, c))
+        .collect();
+    let repro = Repro::new(&root, &matrix_path, &a.cases);
     let mut m = match Matrix::load(&matrix_path) {
         Ok(m) => m,
         Err(e) => {
@@ -119,12 +132,21 @@ pub fn run(a: MatrixArgs) -> Result<u8> {
         && a.variant.is_empty()
         && a.dist.is_empty()
         && a.shard.is_none();
+    let scope = if full { Scope::Full } else { Scope::Partial };
     let golden_root = root.join("golden");
-    let mut golden = Golden::new(&golden_root, a.bless);
+    let mut golden = Golden::new(&golden_root, a.bless, a.reason.clone());
     let out = if a.out.is_absolute() {
         a.out.clone()
     } else {
         root.join(&a.out)
+    };
+    // One run at a time writes `out` (held until this function returns).
+    let _lock = match crate::lock::acquire(&out) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(2);
+        }
     };
     let mut reports = Vec::new();
 
@@ -161,7 +183,7 @@ pub fn run(a: MatrixArgs) -> Result<u8> {
     for t in &targets {
         let mut notes = Vec::new();
         let mut build_line = String::new();
-        let results: TargetResults =
+        let mut results: TargetResults =
             if let Some((_, why)) = missing.iter().find(|(x, _)| x.name == t.name) {
                 if a.require_toolchains {
                     notes.push(note(
@@ -208,21 +230,26 @@ pub fn run(a: MatrixArgs) -> Result<u8> {
                     )?
                 }
             };
-        // Dispatch: the table of every target (pure), and what ran against it.
+        // Every repro line complete (--matrix, --cases), whoever wrote the results.
+        for rec in &mut results.records {
+            rec.repro = repro.check(&t.name, rec);
+        }
+        // Dispatch: the table of every target (pure, always whole), and what ran against it.
         if a.cases.is_empty() {
             let table = qsa::plan::dispatch_table(&m, t);
-            snapshot_note(
+            snapshots::check(
                 &mut golden,
                 &t.name,
                 "dispatch",
                 &table,
+                Scope::Full,
+                repro.target(&t.name),
                 &mut notes,
-                format!("cargo xtask matrix --target {}", t.name),
             )?;
         }
         check_dispatch(&m, t, &results, &mut notes);
         if results.status == TargetStatus::Run {
-            record_snapshots(&mut golden, &m, t, &results, &mut notes)?;
+            snapshots::records(&mut golden, &m, t, &results, scope, &repro, &mut notes)?;
             // Benchmark medians: accepted with --bless, otherwise proposed as bench.yaml.new
             // (CI uploads it with the pending snapshots; `cargo xtask bless --from` takes it).
             let benched = results
@@ -230,33 +257,10 @@ pub fn run(a: MatrixArgs) -> Result<u8> {
                 .iter()
                 .any(|r| r.suite == Suite::Bench && r.status == Status::Pass);
             if t.bench_gate && benched {
-                let file = if a.bless {
-                    "bench.yaml"
-                } else {
-                    "bench.yaml.new"
-                };
-                write_bench(&golden_root, t, &results, file)?;
+                snapshots::bench(&golden_root, t, &results, a.bless, full)?;
             }
-            if full && a.cases.is_empty() {
-                let stale = golden.unreferenced(&t.name)?;
-                let ci = std::env::var_os("CI").is_some();
-                for p in stale {
-                    let msg = if a.bless {
-                        format!("{} removed (no case produces it)", p.display())
-                    } else {
-                        format!(
-                            "{} is not produced by any case: delete it or run with --bless",
-                            p.display()
-                        )
-                    };
-                    notes.push(note(
-                        "snapshot",
-                        &p.file_name().unwrap_or_default().to_string_lossy(),
-                        ci && !a.bless,
-                        msg,
-                        "",
-                    ));
-                }
+            if a.cases.is_empty() {
+                snapshots::strays(&golden, &m, t, full, a.bless, &mut notes)?;
             }
         }
         let tr = TargetReport {
@@ -276,7 +280,7 @@ pub fn run(a: MatrixArgs) -> Result<u8> {
     let summary = report::markdown::render(&reports);
     write_atomic(&out.join("summary.md"), summary.as_bytes())?;
     print!("{}", report::terminal::render(&reports));
-    let pending: Vec<_> = golden.failures().collect();
+    let pending: Vec<_> = golden.failures().filter(|o| o.pending_written).collect();
     if !pending.is_empty() {
         println!("\n{} snapshot(s) pending review: `cargo insta review` (or `cargo xtask matrix --bless`) accepts them:", pending.len());
         for o in &pending {
@@ -303,6 +307,7 @@ fn note(kind: &str, name: &str, failed: bool, message: String, repro: &str) -> G
         name: name.into(),
         failed,
         message,
+        meaning: Vec::new(),
         diff: String::new(),
         repro: repro.into(),
     }
@@ -422,84 +427,6 @@ fn run_runner(
     })
 }
 
-fn snapshot_note(
-    golden: &mut Golden,
-    target: &str,
-    name: &str,
-    content: &str,
-    notes: &mut Vec<GateNote>,
-    repro: String,
-) -> Result<()> {
-    match golden.check(target, name, content)? {
-        SnapState::Same | SnapState::Blessed => {}
-        SnapState::New => notes.push(GateNote {
-            kind: "snapshot".into(),
-            name: name.into(),
-            failed: true,
-            message: format!("new snapshot golden/{target}/{name}.snap.new: review it (cargo insta review) or accept with --bless"),
-            diff: content.lines().map(|l| format!("+{l}\n")).collect(),
-            repro,
-        }),
-        SnapState::Changed(diff) => notes.push(GateNote {
-            kind: "snapshot".into(),
-            name: name.into(),
-            failed: true,
-            message: format!("differs from golden/{target}/{name}.snap (pending: .snap.new): review it (cargo insta review) or accept with --bless"),
-            diff,
-            repro,
-        }),
-    }
-    Ok(())
-}
-
-/// One snapshot per (suite, case): a line per (distribution, variant, check).
-fn record_snapshots(
-    golden: &mut Golden,
-    m: &Matrix,
-    t: &Target,
-    r: &TargetResults,
-    notes: &mut Vec<GateNote>,
-) -> Result<()> {
-    let mut by: BTreeMap<(Suite, &str), Vec<&Record>> = BTreeMap::new();
-    for rec in r.records.iter().filter(|x| x.snapshot.is_some()) {
-        // Cases added with --cases are ad hoc: gated, not snapshotted.
-        if m.added_cases.contains(&rec.case) {
-            continue;
-        }
-        by.entry((rec.suite, rec.case.as_str()))
-            .or_default()
-            .push(rec);
-    }
-    for ((suite, case), recs) in by {
-        let text: String = recs
-            .iter()
-            .map(|x| {
-                format!(
-                    "{} {} {}: {}\n",
-                    x.dist,
-                    x.variant,
-                    x.check,
-                    x.snapshot.as_deref().unwrap_or("")
-                )
-            })
-            .collect();
-        let repro = format!(
-            "cargo xtask matrix --target {} --case {case} --suite {}",
-            t.name,
-            suite.name()
-        );
-        snapshot_note(
-            golden,
-            &t.name,
-            &format!("{}__{case}", suite.name()),
-            &text,
-            notes,
-            repro,
-        )?;
-    }
-    Ok(())
-}
-
 /// Every kernel that ran must be the one the dispatch table predicts.
 fn check_dispatch(m: &Matrix, t: &Target, r: &TargetResults, notes: &mut Vec<GateNote>) {
     for rec in &r.records {
@@ -555,49 +482,13 @@ fn resource_gates(
             &format!("cargo xtask build --target {}", t.name),
         ));
     }
-    snapshot_note(
+    snapshots::check(
         golden,
         &t.name,
         "resources",
         &new.to_text(),
-        notes,
+        Scope::Full,
         format!("cargo xtask build --target {}", t.name),
+        notes,
     )
-}
-
-/// This run's medians as the target's benchmark baseline (`bench.yaml`, with --bless) or a
-/// proposal for one (`bench.yaml.new`).
-fn write_bench(golden_root: &Path, t: &Target, r: &TargetResults, file: &str) -> Result<()> {
-    let driver = if r.device.driver.is_empty() {
-        String::new()
-    } else {
-        format!(" ({})", r.device.driver)
-    };
-    let mut g = BenchGolden {
-        measured_on: format!("{}{driver}, runner started {}", r.device.name, r.started),
-        entries: BTreeMap::new(),
-    };
-    for rec in r
-        .records
-        .iter()
-        .filter(|x| x.suite == Suite::Bench && x.status == Status::Pass)
-    {
-        let get = |k: &str| rec.metrics.get(k).copied().unwrap_or(0.0);
-        g.entries.insert(
-            bench_key(&rec.case, &rec.variant, &rec.check),
-            TimingStats {
-                median: get("median_us") * 1e-6,
-                min: get("min_us") * 1e-6,
-                max: get("max_us") * 1e-6,
-                rel_noise: get("rel_noise"),
-                reps: get("reps") as usize,
-            },
-        );
-    }
-    let text = format!(
-        "# Golden benchmark medians for {} (seconds). Written by `cargo xtask matrix --bless`.\n{}",
-        t.name,
-        serde_yaml::to_string(&g)?
-    );
-    write_atomic(&golden_root.join(&t.name).join(file), text.as_bytes())
 }

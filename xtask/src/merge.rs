@@ -338,6 +338,7 @@ fn assemble(
                     tr.results.status.label(),
                     tr.results.reason
                 ),
+                meaning: Vec::new(),
                 diff: String::new(),
                 repro: String::new(),
             });
@@ -432,6 +433,14 @@ fn pending_note(golden: &Path, target: &str, file: &str, path: &Path) -> Result<
             },
         )
     };
+    // What the change means, as a local run says it (the PR comment shows these lines).
+    let snap_name = file.trim_end_matches(".new").trim_end_matches(".snap");
+    let meaning = match &old {
+        Some(old) if file.ends_with(".snap.new") => {
+            crate::snapshot_diff::explain(target, snap_name, old, &new, false).lines
+        }
+        _ => Vec::new(),
+    };
     let (message, diff) = match &old {
         Some(old) => (
             "changed: pending review".to_string(),
@@ -449,6 +458,7 @@ fn pending_note(golden: &Path, target: &str, file: &str, path: &Path) -> Result<
             .to_string(),
         failed: true,
         message,
+        meaning,
         diff,
         repro:
             "cargo xtask report bless --from DIR (DIR: this run's downloaded artifacts; docs/ci.md)"

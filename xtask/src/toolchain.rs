@@ -73,9 +73,9 @@ extern "C" __device__ __attribute__((weak)) void __atomic_work_item_fence(
 "#;
 
 /// The workspace root (xtask's parent).
+/// The root of the tree `cargo xtask` runs in, found at run time (`crate::root`).
 pub fn project_root() -> PathBuf {
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    here.parent().unwrap_or(here).to_path_buf()
+    crate::root::get()
 }
 
 pub fn venv_dir(root: &Path) -> PathBuf {

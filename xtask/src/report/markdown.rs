@@ -48,20 +48,30 @@ pub fn render(reports: &[TargetReport]) -> String {
                     )
                 });
             let t2 = tr.results.target.clone();
-            let notes = tr.notes.iter().filter(|n| n.failed).map(move |n| {
-                let repro = if n.repro.is_empty() {
-                    String::new()
-                } else {
-                    format!("\n  `{}`", n.repro)
-                };
-                format!("- **{t2}** {} `{}`: {}{repro}\n", n.kind, n.name, n.message)
-            });
+            let notes = tr
+                .notes
+                .iter()
+                .filter(|n| n.failed)
+                .map(move |n| note_item(&t2, n));
             recs.chain(notes).collect::<Vec<_>>()
         })
         .collect();
     if !failures.is_empty() {
         out.push_str("\n### Failures\n\n");
         failures.iter().for_each(|f| out.push_str(f));
+    }
+    let warnings: Vec<String> = reports
+        .iter()
+        .flat_map(|tr| {
+            tr.notes
+                .iter()
+                .filter(|n| !n.failed)
+                .map(|n| note_item(&tr.results.target, n))
+        })
+        .collect();
+    if !warnings.is_empty() {
+        out.push_str("\n### Warnings\n\n");
+        warnings.iter().for_each(|w| out.push_str(w));
     }
     let diffs: Vec<String> = reports
         .iter()
@@ -133,4 +143,19 @@ pub fn render(reports: &[TargetReport]) -> String {
         out.push_str("</details>\n");
     }
     out
+}
+
+/// A gate note as a list item: the message, what the change means (one sub-item per changed
+/// check), and the command that reruns it.
+fn note_item(target: &str, n: &super::GateNote) -> String {
+    let mut item = format!("- **{target}** {} `{}`: {}\n", n.kind, n.name, n.message);
+    for m in &n.meaning {
+        item.push_str(&format!("  - {m}\n"));
+    }
+    if !n.repro.is_empty() {
+        // After sub-items, a blank line keeps the command in the note, not the last sub-item.
+        let gap = if n.meaning.is_empty() { "" } else { "\n" };
+        item.push_str(&format!("{gap}  `{}`\n", n.repro));
+    }
+    item
 }

@@ -13,11 +13,15 @@ use serde::{Deserialize, Serialize};
 /// A gate outside the records (resources, snapshots, dispatch): one failing or noted line.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct GateNote {
-    /// "snapshot", "resources", "dispatch", "toolchain", "runner"
+    /// "snapshot", "stray snapshot", "resources", "dispatch", "toolchain", "runner"
     pub kind: String,
     pub name: String,
     pub failed: bool,
     pub message: String,
+    /// What a changed snapshot means, one sentence per changed check or row ("ids changed
+    /// for 1 of 8 queries of ...", "error of ... rose 10x (1e-7 -> 1e-6)").
+    #[serde(default)]
+    pub meaning: Vec<String>,
     /// A diff for the reviewer (snapshot or resource deltas), if any.
     #[serde(default)]
     pub diff: String,

@@ -3,6 +3,9 @@
 use super::TargetReport;
 use qsa::results::{Status, TargetStatus};
 
+/// How many explained changes of one snapshot the terminal shows.
+const MEANING_LINES: usize = 12;
+
 pub fn render(reports: &[TargetReport]) -> String {
     let mut out = String::new();
     out.push_str(&format!(
@@ -45,15 +48,31 @@ pub fn render(reports: &[TargetReport]) -> String {
                 rec.repro
             ));
         }
-        for n in tr.notes.iter().filter(|n| n.failed) {
+        // Failed gates, then warnings (a stray snapshot on a filtered run, a bless with a
+        // reason): both printed, so neither needs CI set to be seen.
+        let notes = tr.notes.iter().filter(|n| n.failed);
+        for n in notes.chain(tr.notes.iter().filter(|n| !n.failed)) {
             out.push_str(&format!(
-                "\nFAIL {} {} {}: {}\n",
-                tr.results.target, n.kind, n.name, n.message
+                "\n{} {} {} {}: {}\n",
+                if n.failed { "FAIL" } else { "WARN" },
+                tr.results.target,
+                n.kind,
+                n.name,
+                n.message
             ));
-            if !n.diff.is_empty() {
-                for l in n.diff.lines().take(20) {
-                    out.push_str(&format!("  {l}\n"));
-                }
+            // What the change means first; the raw diff after it, shorter when explained.
+            for l in n.meaning.iter().take(MEANING_LINES) {
+                out.push_str(&format!("  * {l}\n"));
+            }
+            if n.meaning.len() > MEANING_LINES {
+                out.push_str(&format!(
+                    "  * ... and {} more (summary.md lists all)\n",
+                    n.meaning.len() - MEANING_LINES
+                ));
+            }
+            let diff_lines = if n.meaning.is_empty() { 20 } else { 6 };
+            for l in n.diff.lines().take(diff_lines) {
+                out.push_str(&format!("  {l}\n"));
             }
             if !n.repro.is_empty() {
                 out.push_str(&format!("  reproduce: {}\n", n.repro));

@@ -1,0 +1,246 @@
+//! The golden side of one target's run: per-check snapshots of its records, the notes a
+//! reviewer reads for each changed one (what it means, the diff, the command to rerun it),
+//! snapshots no case produces, and the benchmark medians.
+
+use crate::golden::{Golden, Scope, SnapState};
+use crate::report::GateNote;
+use crate::repro::Repro;
+use anyhow::Result;
+use qsa::matrix::{Matrix, Suite, Target};
+use qsa::results::{write_atomic, Record, Status, TargetResults};
+use qsa::suites::bench::{key as bench_key, BenchGolden};
+use qsa::suites::stats::TimingStats;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// Compare one snapshot; a failing or informative note when it is not simply the same.
+pub fn check(
+    golden: &mut Golden,
+    target: &str,
+    name: &str,
+    content: &str,
+    scope: Scope,
+    repro: String,
+    notes: &mut Vec<GateNote>,
+) -> Result<()> {
+    let file = format!("golden/{target}/{name}.snap");
+    let partial = scope == Scope::Partial;
+    let (failed, message, change) = match golden.check(target, name, content, scope)? {
+        SnapState::Same => return Ok(()),
+        SnapState::Blessed(c) if c.meaning.rises.is_empty() => return Ok(()),
+        SnapState::Blessed(c) => (
+            false,
+            format!("blessed with --reason (recorded in {file}): {}", c.meaning.rises.join("; ")),
+            c,
+        ),
+        SnapState::New if partial => (
+            true,
+            format!("no accepted snapshot {file}: a filtered run writes no pending snapshot; run the case unfiltered to review it, or accept these lines with --bless"),
+            Default::default(),
+        ),
+        SnapState::New => (
+            true,
+            format!("new snapshot {file}.new: review it (cargo insta review) or accept with --bless"),
+            Default::default(),
+        ),
+        SnapState::Refused(c) => (
+            true,
+            format!("not blessed: an error rose by a decade or more, which --bless accepts only with a reason: add --reason \"why this is expected\" (recorded in {file})"),
+            c,
+        ),
+        SnapState::Changed(c) if !c.meaning.rises.is_empty() => (
+            true,
+            format!("differs from {file}, and an error rose by a decade or more: a failed check unless accepted with --bless --reason \"why\" (no .snap.new is written for `cargo insta accept`)"),
+            c,
+        ),
+        SnapState::Changed(c) if partial => (
+            true,
+            format!("differs from the same lines of {file} (a filtered run compares only the checks it ran and writes no .snap.new): fix it, or accept these lines with --bless"),
+            c,
+        ),
+        SnapState::Changed(c) => (
+            true,
+            format!("differs from {file} (pending: .snap.new): review it (cargo insta review) or accept with --bless"),
+            c,
+        ),
+    };
+    let diff = if change.diff.is_empty() {
+        content.lines().map(|l| format!("+{l}\n")).collect()
+    } else {
+        change.diff
+    };
+    notes.push(GateNote {
+        kind: "snapshot".into(),
+        name: name.into(),
+        failed,
+        message,
+        meaning: change.meaning.lines,
+        diff,
+        repro,
+    });
+    Ok(())
+}
+
+/// One snapshot per (suite, case): a line per (distribution, variant, check).
+pub fn records(
+    golden: &mut Golden,
+    m: &Matrix,
+    t: &Target,
+    r: &TargetResults,
+    scope: Scope,
+    repro: &Repro,
+    notes: &mut Vec<GateNote>,
+) -> Result<()> {
+    let mut by: BTreeMap<(Suite, &str), Vec<&Record>> = BTreeMap::new();
+    for rec in r.records.iter().filter(|x| x.snapshot.is_some()) {
+        // Cases added with --cases are ad hoc: gated, not snapshotted.
+        if m.added_cases.contains(&rec.case) {
+            continue;
+        }
+        by.entry((rec.suite, rec.case.as_str()))
+            .or_default()
+            .push(rec);
+    }
+    for ((suite, case), recs) in by {
+        let text: String = recs
+            .iter()
+            .map(|x| {
+                format!(
+                    "{} {} {}: {}\n",
+                    x.dist,
+                    x.variant,
+                    x.check,
+                    x.snapshot.as_deref().unwrap_or("")
+                )
+            })
+            .collect();
+        check(
+            golden,
+            &t.name,
+            &format!("{}__{case}", suite.name()),
+            &text,
+            scope,
+            repro.snapshot(&t.name, case, suite),
+            notes,
+        )?;
+    }
+    Ok(())
+}
+
+/// Snapshots of `t` for cases that no longer exist. A full run knows exactly which it
+/// produced: the others fail it (or are deleted with --bless). A filtered run cannot tell
+/// a snapshot it did not run from a stray one, so it warns about those no case of the
+/// matrix could produce.
+pub fn strays(
+    golden: &Golden,
+    m: &Matrix,
+    t: &Target,
+    full: bool,
+    bless: bool,
+    notes: &mut Vec<GateNote>,
+) -> Result<()> {
+    let (found, failed) = if full {
+        (golden.unreferenced(&t.name)?, !bless)
+    } else {
+        let expected: BTreeSet<String> = m
+            .cases
+            .iter()
+            .filter(|c| c.runs_on(t) && !m.added_cases.contains(&c.name))
+            .flat_map(|c| {
+                c.suites
+                    .iter()
+                    .map(move |s| format!("{}__{}", s.name(), c.name))
+            })
+            .collect();
+        (golden.unexpected(&t.name, &expected)?, false)
+    };
+    for p in found {
+        let file = p
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .to_string();
+        let message = match (full, bless) {
+            (true, true) => format!("{} removed: no case produces it", p.display()),
+            (true, false) => format!(
+                "{} is not produced by any case of {} (a case renamed or removed?): delete it, or run the full matrix with --bless",
+                p.display(),
+                m.path.display()
+            ),
+            (false, _) => format!(
+                "{} belongs to no case of {} for {}: the next full run fails on it; delete it (a filtered run does not)",
+                p.display(),
+                m.path.display(),
+                t.name
+            ),
+        };
+        notes.push(GateNote {
+            kind: "stray snapshot".into(),
+            name: file,
+            failed,
+            message,
+            meaning: Vec::new(),
+            diff: String::new(),
+            repro: String::new(),
+        });
+    }
+    Ok(())
+}
+
+/// This run's medians as the target's benchmark baseline (`bench.yaml`, with --bless) or a
+/// proposal for one (`bench.yaml.new`). A filtered run measured only some entries: with
+/// --bless they replace those entries of `bench.yaml`, and it proposes no partial
+/// `bench.yaml.new`.
+pub fn bench(
+    golden_root: &Path,
+    t: &Target,
+    r: &TargetResults,
+    bless: bool,
+    full: bool,
+) -> Result<()> {
+    let accepted = golden_root.join(&t.name).join("bench.yaml");
+    let file = match (bless, full) {
+        (true, _) => accepted.clone(),
+        (false, true) => golden_root.join(&t.name).join("bench.yaml.new"),
+        (false, false) => return Ok(()),
+    };
+    let driver = if r.device.driver.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", r.device.driver)
+    };
+    let mut g = BenchGolden {
+        measured_on: format!("{}{driver}, runner started {}", r.device.name, r.started),
+        entries: BTreeMap::new(),
+    };
+    if !full && accepted.exists() {
+        let text = std::fs::read_to_string(&accepted)?;
+        let old: BenchGolden = serde_yaml::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", accepted.display()))?;
+        g.entries = old.entries;
+        g.measured_on = format!("{}; some entries: {}", old.measured_on, g.measured_on);
+    }
+    for rec in r
+        .records
+        .iter()
+        .filter(|x| x.suite == Suite::Bench && x.status == Status::Pass)
+    {
+        let get = |k: &str| rec.metrics.get(k).copied().unwrap_or(0.0);
+        g.entries.insert(
+            bench_key(&rec.case, &rec.variant, &rec.check),
+            TimingStats {
+                median: get("median_us") * 1e-6,
+                min: get("min_us") * 1e-6,
+                max: get("max_us") * 1e-6,
+                rel_noise: get("rel_noise"),
+                reps: get("reps") as usize,
+            },
+        );
+    }
+    let text = format!(
+        "# Golden benchmark medians for {} (seconds). Written by `cargo xtask matrix --bless`.\n{}",
+        t.name,
+        serde_yaml::to_string(&g)?
+    );
+    write_atomic(&file, text.as_bytes())
+}
