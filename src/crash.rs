@@ -7,6 +7,7 @@
 //! hung driver would make it die. Nothing else reads it.
 
 use crate::journal::Unit;
+use std::io::Write as _;
 use std::sync::Mutex;
 
 /// The first panic message since the last `catch` began (a panic in a worker thread comes
@@ -26,11 +27,13 @@ pub fn install_panic_hook() {
         if let Ok(mut slot) = FIRST_PANIC.lock() {
             slot.get_or_insert(line.clone());
         }
+        // Never eprintln! here: a closed stderr would panic inside the hook and abort.
+        let mut err = std::io::stderr().lock();
         let thread = std::thread::current();
-        eprintln!("qsa: thread '{}' {line}", thread.name().unwrap_or("?"));
+        let _ = writeln!(err, "qsa: thread '{}' {line}", thread.name().unwrap_or("?"));
         let bt = std::backtrace::Backtrace::capture();
         if bt.status() == std::backtrace::BacktraceStatus::Captured {
-            eprintln!("{bt}");
+            let _ = writeln!(err, "{bt}");
         }
     }));
 }

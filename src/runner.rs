@@ -148,7 +148,7 @@ pub fn run_target(
             run_suite(&ctx, case, unit.suite)
         })
         .unwrap_or_else(|panic| {
-            progress(&format!("  crashed: {panic}"));
+            progress(&format!("{} {unit}: crashed: {panic}", spec.target.name));
             vec![journal::crashed_record(&begin, &panic)]
         });
         for r in records {

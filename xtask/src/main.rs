@@ -9,6 +9,7 @@ mod golden;
 mod matrix;
 mod merge;
 mod report;
+mod runner_stream;
 mod setup;
 
 use clap::{Parser, Subcommand};
