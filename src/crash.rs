@@ -21,7 +21,12 @@ pub fn install_panic_hook() {
     std::panic::set_hook(Box::new(|info| {
         let msg = payload_text(info.payload());
         let line = match info.location() {
-            Some(l) => format!("panicked at {}:{}:{}: {msg}", l.file(), l.line(), l.column()),
+            Some(l) => format!(
+                "panicked at {}:{}:{}: {msg}",
+                l.file(),
+                l.line(),
+                l.column()
+            ),
             None => format!("panicked: {msg}"),
         };
         if let Ok(mut slot) = FIRST_PANIC.lock() {

@@ -137,7 +137,8 @@ impl Dumper {
             all,
             index: Mutex::new(index),
         };
-        d.write_index().map_err(|e| anyhow::anyhow!("--dump: {e:#}"))?;
+        d.write_index()
+            .map_err(|e| anyhow::anyhow!("--dump: {e:#}"))?;
         Ok(d)
     }
 
@@ -219,4 +220,3 @@ impl Dumper {
         write_atomic(&self.dir.join("index.yaml"), text.as_bytes())
     }
 }
-

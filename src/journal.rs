@@ -63,7 +63,10 @@ pub enum Entry {
     Begin(Begin),
     Record(Box<Record>),
     /// The unit finished; `seconds` it took.
-    End { unit: Unit, seconds: f64 },
+    End {
+        unit: Unit,
+        seconds: f64,
+    },
 }
 
 /// Appends entries to a journal file, each synced to disk before `append` returns.

@@ -166,7 +166,10 @@ pub fn run_target(
         reason: String::new(),
         device: backend.device(),
         seed: spec.matrix.seed,
-        started: st.starts.first().map_or_else(utc_now, |s| s.started.clone()),
+        started: st
+            .starts
+            .first()
+            .map_or_else(utc_now, |s| s.started.clone()),
         seconds: st.seconds,
         records: st.records,
     })
@@ -256,3 +259,7 @@ pub fn not_run(
         records: Vec::new(),
     }
 }
+
+#[cfg(test)]
+#[path = "runner_tests.rs"]
+mod tests;

@@ -45,14 +45,26 @@ fn exit_codes_0_pass_2_usage_3_no_device() {
 
     let o = qsa(&["run", "--target", "sm_99", "--out", out], &[]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("unknown target `sm_99`"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("unknown target `sm_99`"),
+        "{}",
+        stderr(&o)
+    );
     let o = qsa(&run_args(out, &["--dump-all"]), &[]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--dump"), "{}", stderr(&o));
 
     // No CUDA device on a build machine; on a GPU machine sm_90 may run: then skip.
     let o = qsa(
-        &["run", "--target", "sm_90", "--out", out, "--case", "topk_edges_small"],
+        &[
+            "run",
+            "--target",
+            "sm_90",
+            "--out",
+            out,
+            "--case",
+            "topk_edges_small",
+        ],
         &[],
     );
     if o.status.code() == Some(3) {
@@ -69,7 +81,10 @@ fn a_panicking_check_is_a_crashed_record_without_backtrace_frames_and_exit_1() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.yaml");
     let o = qsa(
-        &run_args(out.to_str().unwrap(), &["--dist", "uniform", "--dist", "ties"]),
+        &run_args(
+            out.to_str().unwrap(),
+            &["--dist", "uniform", "--dist", "ties"],
+        ),
         &[
             ("QSA_TEST_CRASH", "parity/topk_edges_small/uniform=panic"),
             ("RUST_BACKTRACE", "1"),
@@ -91,7 +106,9 @@ fn a_panicking_check_is_a_crashed_record_without_backtrace_frames_and_exit_1() {
     let m = &crashed[0].message;
     assert!(
         m.starts_with("panicked at src/crash.rs:")
-            && m.ends_with(": QSA_TEST_CRASH planted a panic in parity topk_edges_small --dist uniform"),
+            && m.ends_with(
+                ": QSA_TEST_CRASH planted a panic in parity topk_edges_small --dist uniform"
+            ),
         "{m}"
     );
     assert!(!m.contains('\n') && !m.contains("backtrace"), "{m}");
@@ -134,7 +151,11 @@ fn a_killed_runner_keeps_its_finished_checks_and_resume_skips_the_crashed_one() 
         .find(|x| x.status == qsa::results::Status::Crashed)
         .unwrap();
     assert_eq!(c.dist, "all_equal");
-    assert!(c.message.contains("a previous runner died in this check"), "{}", c.message);
+    assert!(
+        c.message.contains("a previous runner died in this check"),
+        "{}",
+        c.message
+    );
     // Plan order is kept: the crashed unit sits between ties and signed_zeros.
     let dists: Vec<&str> = r.records.iter().map(|x| x.dist.as_str()).collect();
     assert_eq!(&dists[5..8], ["ties", "all_equal", "signed_zeros"]);

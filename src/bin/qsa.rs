@@ -208,7 +208,12 @@ fn run(a: RunArgs) -> ExitCode {
         .iter()
         .map(|f| format!(" --cases {}", f.display()))
         .collect();
-    let dumper = match a.dump.as_deref().map(|d| Dumper::new(d, a.dump_all)).transpose() {
+    let dumper = match a
+        .dump
+        .as_deref()
+        .map(|d| Dumper::new(d, a.dump_all))
+        .transpose()
+    {
         Ok(d) => d,
         Err(e) => {
             eprintln!("error: {e:#}");

@@ -77,11 +77,12 @@ fn topk_arrays(p: &TopkProblem, want: &[i32], got: &[i32]) -> Vec<Array> {
             vec![v.len()]
         }
     };
-    let mut v = vec![Array::f32(Role::Input, "scores", &[p.nq, p.capacity], &p.scores)
-        .about(format!(
+    let mut v = vec![
+        Array::f32(Role::Input, "scores", &[p.nq, p.capacity], &p.scores).about(format!(
             "per query a row of capacity {}; its first n = {} entries exist, k = {}",
             p.capacity, p.n, p.k
-        ))];
+        )),
+    ];
     if let Some(a) = &p.active {
         v.push(
             Array::i32(Role::Input, "active", &[p.nq], a)

@@ -95,9 +95,12 @@ pub fn run(job: &RunnerJob) -> Result<TargetResults> {
         if status.code() == Some(2) {
             return failed(job, &journal_path, format!("the runner {how}"));
         }
-        let msg = format!("the runner {how} in this check; the matrix restarted it without this check");
+        let msg =
+            format!("the runner {how} in this check; the matrix restarted it without this check");
         match close_in_flight(&journal_path, &msg)? {
-            Some(unit) => eprintln!("{name}: the runner {how} in {unit}: kept the finished checks, marked it crashed"),
+            Some(unit) => eprintln!(
+                "{name}: the runner {how} in {unit}: kept the finished checks, marked it crashed"
+            ),
             None => {
                 return failed(
                     job,
@@ -110,7 +113,10 @@ pub fn run(job: &RunnerJob) -> Result<TargetResults> {
     failed(
         job,
         &journal_path,
-        format!("the runner crashed {} times; gave up (the crashed checks are in the results)", MAX_RESTARTS + 1),
+        format!(
+            "the runner crashed {} times; gave up (the crashed checks are in the results)",
+            MAX_RESTARTS + 1
+        ),
     )
 }
 
@@ -146,7 +152,10 @@ fn describe(s: ExitStatus, last: &[String]) -> String {
     let panic = last
         .iter()
         .rev()
-        .find_map(|l| l.strip_prefix("qsa: thread ").and_then(|l| l.split_once(' ')))
+        .find_map(|l| {
+            l.strip_prefix("qsa: thread ")
+                .and_then(|l| l.split_once(' '))
+        })
         .map(|(_, msg)| format!(": {msg}"));
     match (s.signal(), s.code()) {
         (Some(sig), _) => format!("was killed by signal {sig} ({})", signal_name(sig)),
