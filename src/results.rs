@@ -1,7 +1,9 @@
 //! Results: what a runner process writes for one target, and what xtask reads back.
 //!
 //! The runner writes `results.yaml` atomically (`write_atomic`), so an interrupted or
-//! crashed run leaves either the previous file or nothing, never half a file.
+//! crashed run leaves either the previous file or nothing, never half a file. While it runs,
+//! every finished check is also streamed to a journal (`crate::journal`), so a crash or a
+//! kill loses only the check in flight.
 
 use crate::backend::DeviceInfo;
 use crate::matrix::Suite;
@@ -21,11 +23,14 @@ pub enum Status {
     Unsupported,
     /// The run broke (device error, bad input): a failure with a reason.
     Error,
+    /// The check was in flight when its runner panicked, was killed (a signal: the OOM
+    /// killer, a timeout) or died: a failure whose message is the panic or the signal.
+    Crashed,
 }
 
 impl Status {
     pub fn is_failure(self) -> bool {
-        matches!(self, Status::Fail | Status::Error)
+        matches!(self, Status::Fail | Status::Error | Status::Crashed)
     }
 }
 

@@ -1,12 +1,16 @@
-//! One target's run: open the backend for the target, run every selected case's suites,
-//! and collect the records. The `qsa` binary is a thin CLI over this.
+//! One target's run: open the backend for the target, run every selected case's suites
+//! unit by unit (`journal::Unit`: a suite on one input), stream each unit's records to the
+//! journal as it ends, and collect them. The `qsa` binary is a thin CLI over this.
 
 use crate::backend::cpu::CpuBackend;
 use crate::backend::{Backend, DeviceInfo};
-use crate::matrix::{Matrix, Target};
-use crate::results::{utc_now, Record, TargetResults, TargetStatus};
+use crate::crash::{self, TestCrash};
+use crate::dump::Dumper;
+use crate::journal::{self, Entry, Journal, Unit};
+use crate::matrix::{Case, Matrix, Suite, Target};
+use crate::results::{utc_now, TargetResults, TargetStatus};
 use crate::suites::bench::BenchGolden;
-use crate::suites::{run_case, Ctx, Filter};
+use crate::suites::{run_suite, Ctx, Filter};
 use std::path::Path;
 
 /// Why a target's backend could not be opened: a skip with the reason, not a crash.
@@ -74,41 +78,149 @@ pub struct RunSpec<'a> {
     pub filter: &'a Filter,
     pub bench_golden: &'a BenchGolden,
     pub repro_extra: String,
+    /// `--dump DIR`: where the arrays of failing (or all) checks go.
+    pub dump: Option<&'a Dumper>,
+    /// The journal every finished unit is streamed to (`crate::journal`).
+    pub journal: &'a Path,
+    /// Keep the journal and skip every unit it has begun (a restart after a crash).
+    pub resume: bool,
 }
 
-/// Run the selected cases on `backend`; progress lines go to `progress`.
+/// Run the selected cases on `backend`, unit by unit (a suite on one input), streaming each
+/// unit's records to the journal as it ends; progress lines go to `progress`. A panic in a
+/// unit becomes its `crashed` record and the run goes on. The results are the journal's
+/// records: with `resume`, those of the earlier runs too, in plan order.
 pub fn run_target(
     spec: &RunSpec,
     backend: &dyn Backend,
     progress: &mut dyn FnMut(&str),
-) -> TargetResults {
-    let started = utc_now();
-    let clock = std::time::Instant::now();
-    let ctx = Ctx {
-        matrix: spec.matrix,
-        target: spec.target,
-        backend,
-        filter: spec.filter,
-        bench_golden: spec.bench_golden,
-        repro_extra: spec.repro_extra.clone(),
-    };
-    let cases = planned_cases(spec.matrix, spec.target, spec.filter);
-    let total = cases.len();
-    let mut records: Vec<Record> = Vec::new();
-    for (i, case) in cases.iter().enumerate() {
-        let mut line =
-            |what: &str| progress(&format!("[{}/{total}] {} {what}", i + 1, spec.target.name));
-        records.extend(run_case(&ctx, case, &mut line));
+) -> anyhow::Result<TargetResults> {
+    let mut journal = Journal::open(spec.journal, !spec.resume)?;
+    if spec.resume {
+        let earlier = journal::read(spec.journal)?;
+        journal.close_in_flight(
+            &earlier,
+            "a previous runner died in this check (its exit status was not recorded); \
+             skipped on resume",
+        )?;
     }
-    TargetResults {
+    let done = journal::read(spec.journal)?.begun;
+    journal.append(&Entry::Start(journal::Start {
+        target: spec.target.name.clone(),
+        device: backend.device(),
+        seed: spec.matrix.seed,
+        started: utc_now(),
+        pid: std::process::id(),
+    }))?;
+    let test_crash = TestCrash::from_env();
+    let units = planned_units(spec.matrix, spec.target, spec.filter);
+    let total = units.len();
+    for (i, (case, unit)) in units.iter().enumerate() {
+        if done.contains(unit) {
+            progress(&format!(
+                "[{}/{total}] {} {unit}: done by an earlier run, skipped",
+                i + 1,
+                spec.target.name
+            ));
+            continue;
+        }
+        progress(&format!("[{}/{total}] {} {unit}", i + 1, spec.target.name));
+        let filter = unit_filter(spec.filter, unit);
+        let ctx = Ctx {
+            matrix: spec.matrix,
+            target: spec.target,
+            backend,
+            filter: &filter,
+            bench_golden: spec.bench_golden,
+            repro_extra: spec.repro_extra.clone(),
+            dump: spec.dump,
+        };
+        let begin = journal::Begin {
+            unit: unit.clone(),
+            repro: ctx.repro(unit.suite, &unit.case, &unit.dist, "-"),
+        };
+        journal.append(&Entry::Begin(begin.clone()))?;
+        let clock = std::time::Instant::now();
+        let records = crash::catch(|| {
+            if let Some(t) = &test_crash {
+                t.fire(unit);
+            }
+            run_suite(&ctx, case, unit.suite)
+        })
+        .unwrap_or_else(|panic| {
+            progress(&format!("{} {unit}: crashed: {panic}", spec.target.name));
+            vec![journal::crashed_record(&begin, &panic)]
+        });
+        for r in records {
+            journal.append(&Entry::Record(Box::new(r)))?;
+        }
+        journal.append(&Entry::End {
+            unit: unit.clone(),
+            seconds: clock.elapsed().as_secs_f64(),
+        })?;
+    }
+    let st = journal::read(spec.journal)?;
+    Ok(TargetResults {
         target: spec.target.name.clone(),
         status: TargetStatus::Run,
         reason: String::new(),
         device: backend.device(),
         seed: spec.matrix.seed,
-        started,
-        seconds: clock.elapsed().as_secs_f64(),
-        records,
+        started: st
+            .starts
+            .first()
+            .map_or_else(utc_now, |s| s.started.clone()),
+        seconds: st.seconds,
+        records: st.records,
+    })
+}
+
+/// The units of the run, in order: per planned case, per selected suite, per selected
+/// distribution (bench: one unit, it measures the first selected distribution).
+pub fn planned_units<'m>(
+    matrix: &'m Matrix,
+    target: &Target,
+    filter: &Filter,
+) -> Vec<(&'m Case, Unit)> {
+    let mut out = Vec::new();
+    for case in planned_cases(matrix, target, filter) {
+        for suite in Suite::ALL {
+            if !case.suites.contains(&suite) || !filter.suite(suite) {
+                continue;
+            }
+            let dists = if suite == Suite::Bench {
+                vec!["-".to_string()]
+            } else {
+                crate::cases::dists(case)
+                    .into_iter()
+                    .filter(|d| filter.dist(d))
+                    .collect()
+            };
+            for dist in dists {
+                let unit = Unit {
+                    suite,
+                    case: case.name.clone(),
+                    dist,
+                };
+                out.push((case, unit));
+            }
+        }
+    }
+    out
+}
+
+/// The user's filter narrowed to one unit (variants as the user chose them).
+fn unit_filter(user: &Filter, unit: &Unit) -> Filter {
+    Filter {
+        cases: vec![unit.case.clone()],
+        suites: vec![unit.suite],
+        variants: user.variants.clone(),
+        dists: if unit.dist == "-" {
+            user.dists.clone()
+        } else {
+            vec![unit.dist.clone()]
+        },
+        shard: None,
     }
 }
 
@@ -147,3 +259,7 @@ pub fn not_run(
         records: Vec::new(),
     }
 }
+
+#[cfg(test)]
+#[path = "runner_tests.rs"]
+mod tests;

@@ -2,10 +2,19 @@
 //! results as YAML. It is what travels to a GPU machine that has no Rust toolchain;
 //! `cargo xtask matrix` starts one per target, with a time limit.
 //!
-//! Exit codes: 0 results written (failures are inside them); 2 bad usage or configuration;
-//! 3 the target's device is absent (results written with status built-not-run / skipped).
+//! While it runs, each finished unit (a suite on one input) is streamed to a journal next to
+//! the results (`results.journal.yaml`, see `qsa::journal`): a crash or a kill keeps every
+//! finished check, and `--resume` carries on after them, skipping the check that crashed.
+//! A panic in a check becomes that check's `crashed` record and the run goes on.
+//!
+//! Exit codes: 0 every check passed (results written); 1 a check failed, errored or crashed
+//! (results written: the failures are inside them); 2 bad usage or configuration, or the
+//! results could not be written; 3 the target's device is absent (results written with
+//! status built-not-run / skipped). Killed by a signal, it exits as the signal says; the
+//! journal keeps what finished.
 
 use clap::{Parser, Subcommand};
+use qsa::dump::Dumper;
 use qsa::matrix::{Matrix, Suite};
 use qsa::results::TargetStatus;
 use qsa::runner::{self, RunSpec};
@@ -73,6 +82,21 @@ struct RunArgs {
     /// Where to write the results (atomically).
     #[arg(long)]
     out: PathBuf,
+    /// The journal each finished unit is streamed to (default: next to --out,
+    /// <stem>.journal.yaml).
+    #[arg(long, value_name = "FILE")]
+    journal: Option<PathBuf>,
+    /// Keep the journal of an earlier run of this target and run only what it has not begun
+    /// (the check in flight when that run died is reported as crashed, not rerun).
+    #[arg(long)]
+    resume: bool,
+    /// Write the inputs, outputs and references of failing checks as .npy files into DIR
+    /// (one folder per check, DIR/index.yaml says which file is which).
+    #[arg(long, value_name = "DIR")]
+    dump: Option<PathBuf>,
+    /// With --dump: dump every check, not only failing ones.
+    #[arg(long, requires = "dump")]
+    dump_all: bool,
     /// Suppress the progress lines on stderr.
     #[arg(long)]
     quiet: bool,
@@ -100,6 +124,7 @@ pub fn parse_shard(s: &str) -> Result<(usize, usize), String> {
 }
 
 fn main() -> ExitCode {
+    qsa::crash::install_panic_hook();
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::Run(a) => run(*a),
@@ -183,6 +208,22 @@ fn run(a: RunArgs) -> ExitCode {
         .iter()
         .map(|f| format!(" --cases {}", f.display()))
         .collect();
+    let dumper = match a
+        .dump
+        .as_deref()
+        .map(|d| Dumper::new(d, a.dump_all))
+        .transpose()
+    {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    let journal = a
+        .journal
+        .clone()
+        .unwrap_or_else(|| qsa::journal::path_for(&a.out));
     let code_objects = a.code_objects.join(&target.name);
     let results = match runner::open_backend(target, &code_objects) {
         Ok(backend) => {
@@ -192,13 +233,23 @@ fn run(a: RunArgs) -> ExitCode {
                 filter: &filter,
                 bench_golden: &golden,
                 repro_extra,
+                dump: dumper.as_ref(),
+                journal: &journal,
+                resume: a.resume,
             };
             let quiet = a.quiet;
-            runner::run_target(&spec, backend.as_ref(), &mut |line| {
+            let run = runner::run_target(&spec, backend.as_ref(), &mut |line| {
                 if !quiet {
                     eprintln!("{line}");
                 }
-            })
+            });
+            match run {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    return ExitCode::from(2);
+                }
+            }
         }
         Err(no) => {
             let status = if code_objects.is_dir() {
@@ -218,6 +269,16 @@ fn run(a: RunArgs) -> ExitCode {
     if let Err(e) = results.write(&a.out) {
         eprintln!("error: {e:#}");
         return ExitCode::from(2);
+    }
+    let failed = results.failures();
+    if failed > 0 {
+        eprintln!(
+            "{}: {failed} of {} checks failed (see {})",
+            target.name,
+            results.records.len(),
+            a.out.display()
+        );
+        return ExitCode::from(1);
     }
     ExitCode::SUCCESS
 }

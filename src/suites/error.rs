@@ -6,6 +6,7 @@ use super::parity::{input_format, round_bf16, round_tf32, Bounds, InputFormat};
 use super::stats::{error_stats, ErrorStats};
 use super::{decade, mark_error, problems, run_once, Ctx};
 use crate::cases;
+use crate::dump::{Array, Role};
 use crate::matrix::{Case, FamilyName, Suite};
 use crate::problem::{AttnProblem, Output, Problem, HEAD_DIM};
 use crate::reference;
@@ -28,6 +29,8 @@ struct Measured {
     variant: String,
     kernel: String,
     stats: ErrorStats,
+    /// The kernel's scores, kept only for `--dump` (gating ends after every variant ran).
+    scores: Option<Vec<f32>>,
 }
 
 /// Gate `m` against the baseline's error: writes status, message, metrics and snapshot.
@@ -157,6 +160,7 @@ fn scores(ctx: &Ctx, case: &Case) -> Vec<Record> {
                         variant: variant.clone(),
                         kernel,
                         stats,
+                        scores: ctx.dump.is_some().then_some(s),
                     });
                 }
                 Ok((_, other)) => {
@@ -210,6 +214,10 @@ fn scores(ctx: &Ctx, case: &Case) -> Vec<Record> {
                         format!("{msg}; {}", rec.message)
                     };
                 }
+                if let (Some(got), Problem::Scores(sp)) = (&m.scores, &problem) {
+                    let bound = bounds.for_kernel(sp, &m.kernel);
+                    ctx.dump(rec, || scores_arrays(sp, got, &s64, bound));
+                }
             }
         }
         // The baseline ran only to gate the others: keep its record only if the case lists it.
@@ -219,6 +227,31 @@ fn scores(ctx: &Ctx, case: &Case) -> Vec<Record> {
         );
     }
     out
+}
+
+/// What `--dump` writes for a scores error check.
+fn scores_arrays(
+    p: &crate::problem::ScoresProblem,
+    got: &[f32],
+    s64: &[f64],
+    bound: &[f64],
+) -> Vec<Array> {
+    let (nq, nb) = (p.nq, p.blocks);
+    // A wrong-length output is dumped flat (its length is part of what is wrong).
+    let shape = if got.len() == nq * nb {
+        vec![nq, nb]
+    } else {
+        vec![got.len()]
+    };
+    vec![
+        Array::f32(Role::Input, "q", &[nq, p.heads, HEAD_DIM], &p.q),
+        Array::f32(Role::Input, "kb", &[nb, HEAD_DIM], &p.kb),
+        Array::f32(Role::Input, "w", &[nq, p.heads], &p.w),
+        Array::f32(Role::Output, "scores", &shape, got).about("the kernel's f32 scores"),
+        Array::f64(Role::Reference, "scores", &[nq, nb], s64).about("FP64 scores"),
+        Array::f64(Role::Reference, "bound", &[nq, nb], bound)
+            .about("rigorous error bound of each score at the kernel's input precision"),
+    ]
 }
 
 /// Flat indices of the checked rows in a `[batch, q_len, width]` tensor.

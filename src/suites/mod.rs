@@ -56,9 +56,20 @@ pub struct Ctx<'a> {
     pub bench_golden: &'a bench::BenchGolden,
     /// Extra arguments that `repro` must repeat (e.g. `--cases FILE`).
     pub repro_extra: String,
+    /// `qsa run --dump DIR`: where the arrays of (failing) checks go.
+    pub dump: Option<&'a crate::dump::Dumper>,
 }
 
 impl Ctx<'_> {
+    /// Dump the arrays of `rec`'s check if `--dump` wants it (its status is final by now);
+    /// `arrays` is called only then, so a run without `--dump` copies nothing.
+    pub fn dump(&self, rec: &Record, arrays: impl FnOnce() -> Vec<crate::dump::Array>) {
+        if let Some(d) = self.dump.filter(|d| d.wants(rec)) {
+            // An I/O error is printed by the dumper; the check's result stands.
+            let _ = d.write(rec, arrays());
+        }
+    }
+
     /// The command that reruns exactly one check.
     pub fn repro(&self, suite: Suite, case: &str, dist: &str, variant: &str) -> String {
         let mut cmd = format!(
@@ -151,22 +162,14 @@ pub fn mark_error(rec: &mut Record, e: &BackendError) {
     rec.message = e.to_string();
 }
 
-/// Run every selected suite of `case`: the records, in a stable order.
-pub fn run_case(ctx: &Ctx, case: &Case, progress: &mut dyn FnMut(&str)) -> Vec<Record> {
-    let mut out = Vec::new();
-    for suite in Suite::ALL {
-        if !case.suites.contains(&suite) || !ctx.filter.suite(suite) {
-            continue;
-        }
-        progress(&format!("{} {}", suite.name(), case.name));
-        let recs = match suite {
-            Suite::Parity => parity::run(ctx, case),
-            Suite::Error => error::run(ctx, case),
-            Suite::Bench => bench::run(ctx, case),
-        };
-        out.extend(recs);
+/// Run one suite of `case` (every selected distribution and variant): the records, in a
+/// stable order. The runner calls it once per unit (`crate::journal::Unit`).
+pub fn run_suite(ctx: &Ctx, case: &Case, suite: Suite) -> Vec<Record> {
+    match suite {
+        Suite::Parity => parity::run(ctx, case),
+        Suite::Error => error::run(ctx, case),
+        Suite::Bench => bench::run(ctx, case),
     }
-    out
 }
 
 /// Short stable digest of bytes (first 16 hex digits of SHA-256).

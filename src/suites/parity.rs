@@ -4,6 +4,7 @@
 
 use super::{digest, mark_error, problems, run_once, Ctx};
 use crate::cases;
+use crate::dump::{Array, Role};
 use crate::matrix::{Case, FamilyName, Suite};
 use crate::problem::{Output, Problem, ScoresProblem, TopkProblem};
 use crate::reference;
@@ -69,6 +70,7 @@ fn topk(ctx: &Ctx, case: &Case) -> Vec<Record> {
                     };
                     compare_ids(&mut rec, p, &want, &got);
                     rec.snapshot = Some(ids_snapshot(&got, p.nq, selected));
+                    ctx.dump(&rec, || topk_arrays(p, &want, &got));
                 }
                 Ok((_, other)) => {
                     rec.status = Status::Error;
@@ -81,6 +83,71 @@ fn topk(ctx: &Ctx, case: &Case) -> Vec<Record> {
         }
     }
     out
+}
+
+/// What `--dump` writes for a top-k parity check.
+fn topk_arrays(p: &TopkProblem, want: &[i32], got: &[i32]) -> Vec<Array> {
+    let ids_shape = |v: &[i32]| {
+        if v.len() == p.nq * p.k {
+            vec![p.nq, p.k]
+        } else {
+            vec![v.len()]
+        }
+    };
+    let mut v = vec![
+        Array::f32(Role::Input, "scores", &[p.nq, p.capacity], &p.scores).about(format!(
+            "per query a row of capacity {}; its first n = {} entries exist, k = {}",
+            p.capacity, p.n, p.k
+        )),
+    ];
+    if let Some(a) = &p.active {
+        v.push(
+            Array::i32(Role::Input, "active", &[p.nq], a)
+                .about("prefill: only the first active[q] entries of row q are candidates"),
+        );
+    }
+    v.push(
+        Array::i32(Role::Output, "ids", &ids_shape(got), got)
+            .about("the kernel's ids per query, ascending, -1 past the selected count"),
+    );
+    v.push(
+        Array::i32(Role::Reference, "ids", &ids_shape(want), want)
+            .about("the reference's ids (full sort under the selection-order contract)"),
+    );
+    v
+}
+
+/// What `--dump` writes for an end-to-end selection check.
+fn select_arrays(
+    p: &ScoresProblem,
+    k: usize,
+    s32: &[f32],
+    s64: &[f64],
+    bound: &[f64],
+    want: &[i32],
+) -> Vec<Array> {
+    use crate::problem::HEAD_DIM;
+    let got = reference::topk::topk_ids(&TopkProblem {
+        nq: p.nq,
+        n: p.blocks,
+        capacity: p.blocks,
+        k,
+        scores: s32.to_vec(),
+        active: None,
+    });
+    let (nq, nb) = (p.nq, p.blocks);
+    vec![
+        Array::f32(Role::Input, "q", &[nq, p.heads, HEAD_DIM], &p.q),
+        Array::f32(Role::Input, "kb", &[nb, HEAD_DIM], &p.kb),
+        Array::f32(Role::Input, "w", &[nq, p.heads], &p.w),
+        Array::f32(Role::Output, "scores", &[nq, nb], s32).about("the kernel's f32 scores"),
+        Array::i32(Role::Output, "ids", &[nq, k], &got)
+            .about("top-k of the kernel's scores under the contract"),
+        Array::f64(Role::Reference, "scores", &[nq, nb], s64).about("FP64 scores"),
+        Array::i32(Role::Reference, "ids", &[nq, k], want).about("top-k of the FP64 scores"),
+        Array::f64(Role::Reference, "bound", &[nq, nb], bound)
+            .about("rigorous error bound of each score at the kernel's input precision"),
+    ]
 }
 
 /// Exact comparison, with a message that shows the first differing query.
@@ -215,6 +282,7 @@ fn select(ctx: &Ctx, case: &Case) -> Vec<Record> {
                     };
                     let bound = bounds.for_kernel(p, &kernel);
                     compare_selection(&mut rec, p, k, &s32, &s64, bound, &want);
+                    ctx.dump(&rec, || select_arrays(p, k, &s32, &s64, bound, &want));
                     rec.dispatched = Some(kernel);
                 }
                 Ok((_, other)) => {

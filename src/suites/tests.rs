@@ -106,6 +106,7 @@ fn run_broken(
         filter: &filter,
         bench_golden: &golden,
         repro_extra: String::new(),
+        dump: None,
     };
     let case = m.cases.iter().find(|c| c.name == case).unwrap();
     suite(&ctx, case)

@@ -12,6 +12,7 @@ mod merge;
 mod report;
 mod repro;
 mod root;
+mod runner_stream;
 mod setup;
 mod snapshot_diff;
 mod snapshots;

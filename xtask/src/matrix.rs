@@ -12,10 +12,10 @@ use anyhow::{Context, Result};
 use qsa::matrix::{Matrix, Suite, Target};
 use qsa::results::{write_atomic, Status, TargetResults, TargetStatus};
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 /// `cargo xtask matrix` options.
 #[derive(clap::Args, Debug, Clone)]
@@ -63,9 +63,17 @@ pub struct MatrixArgs {
     /// A GPU target whose toolchain is missing fails the run instead of being skipped (CI).
     #[arg(long)]
     pub require_toolchains: bool,
-    /// Seconds one target's runner may take before it is killed and marked failed.
+    /// Seconds one target's runner may take (restarts after crashes included) before it is
+    /// killed and the target marked failed (its finished checks are kept).
     #[arg(long, default_value_t = 1800)]
     pub timeout: u64,
+    /// Write the inputs, outputs and references of failing checks as .npy files into
+    /// DIR/<target>/ (`qsa run --dump`; DIR/<target>/index.yaml says which file is which).
+    #[arg(long, value_name = "DIR")]
+    pub dump: Option<PathBuf>,
+    /// With --dump: dump every check, not only failing ones.
+    #[arg(long, requires = "dump")]
+    pub dump_all: bool,
     /// Where results, JUnit and the summary go.
     #[arg(long, default_value = "target/qsa")]
     pub out: PathBuf,
@@ -337,7 +345,7 @@ fn build_runner(root: &Path) -> Result<PathBuf> {
     Ok(root.join("target/release/qsa"))
 }
 
-/// Run one target's runner with a time limit; a hang or crash becomes a failed target.
+/// Run one target's runner with a time limit (restarted after a crash: `runner_stream`).
 fn run_runner(
     runner: &Path,
     a: &MatrixArgs,
@@ -346,21 +354,16 @@ fn run_runner(
     out: &Path,
     golden_root: &Path,
 ) -> Result<TargetResults> {
-    let results_path = out.join(&t.name).join("results.yaml");
-    let _ = std::fs::remove_file(&results_path);
-    let mut cmd = Command::new(runner);
-    cmd.args(["run", "--target", &t.name, "--matrix"])
-        .arg(&m.path)
-        .arg("--out")
-        .arg(&results_path);
-    cmd.arg("--code-objects")
-        .arg(toolchain::project_root().join("build/kernels"));
+    let mut args: Vec<OsString> = vec!["run".into(), "--target".into(), t.name.clone().into()];
+    args.extend(["--matrix".into(), m.path.clone().into_os_string()]);
+    args.push("--code-objects".into());
+    args.push(toolchain::project_root().join("build/kernels").into());
     if t.bench_gate {
-        cmd.arg("--bench-golden")
-            .arg(golden_root.join(&t.name).join("bench.yaml"));
+        args.push("--bench-golden".into());
+        args.push(golden_root.join(&t.name).join("bench.yaml").into());
     }
     for f in &a.cases {
-        cmd.arg("--cases").arg(f);
+        args.extend(["--cases".into(), f.clone().into_os_string()]);
     }
     for (flag, vals) in [
         ("--case", &a.case),
@@ -369,61 +372,25 @@ fn run_runner(
         ("--dist", &a.dist),
     ] {
         for v in vals {
-            cmd.args([flag, v.as_str()]);
+            args.extend([flag.into(), v.into()]);
         }
     }
     if let Some(s) = &a.shard {
-        cmd.args(["--shard", s]);
+        args.extend(["--shard".into(), s.into()]);
     }
-    eprintln!("running {} ...", t.name);
-    let mut child = cmd
-        .stdout(Stdio::inherit())
-        .stderr(Stdio::piped())
-        .spawn()
-        .with_context(|| format!("cannot start {}", runner.display()))?;
-    // Progress lines pass through as they come; the last few are kept for a crash report.
-    let stderr = child.stderr.take().expect("piped");
-    let tail = std::thread::spawn(move || {
-        let mut last: Vec<String> = Vec::new();
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            eprintln!("  {line}");
-            last.push(line);
-            if last.len() > 20 {
-                last.remove(0);
-            }
+    if let Some(d) = &a.dump {
+        args.extend(["--dump".into(), d.join(&t.name).into_os_string()]);
+        if a.dump_all {
+            args.push("--dump-all".into());
         }
-        last
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait()? {
-            break Some(s);
-        }
-        if start.elapsed() > Duration::from_secs(a.timeout) {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let last = tail.join().unwrap_or_default();
-    let failed = |reason: String| qsa::runner::not_run(m, t, TargetStatus::Failed, reason);
-    Ok(match status {
-        None => failed(format!(
-            "the runner exceeded --timeout {} s and was killed (a hung kernel?); last output: {}",
-            a.timeout,
-            last.join(" | ")
-        )),
-        Some(s) if s.success() || s.code() == Some(3) => match TargetResults::read(&results_path) {
-            Ok(r) => r,
-            Err(e) => failed(format!(
-                "the runner exited but its results are unreadable: {e:#}"
-            )),
-        },
-        Some(s) => failed(format!(
-            "the runner crashed ({s}); last output: {}",
-            last.join(" | ")
-        )),
+    }
+    crate::runner_stream::run(&crate::runner_stream::RunnerJob {
+        runner,
+        args,
+        results: out.join(&t.name).join("results.yaml"),
+        timeout: Duration::from_secs(a.timeout),
+        matrix: m,
+        target: t,
     })
 }
 

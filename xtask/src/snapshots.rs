@@ -92,7 +92,18 @@ pub fn records(
     notes: &mut Vec<GateNote>,
 ) -> Result<()> {
     let mut by: BTreeMap<(Suite, &str), Vec<&Record>> = BTreeMap::new();
+    // A (suite, case) with a crashed check has lost lines: no snapshot to compare or bless
+    // (the crashed record already fails the run).
+    let crashed: std::collections::BTreeSet<(Suite, &str)> = r
+        .records
+        .iter()
+        .filter(|x| x.status == qsa::results::Status::Crashed)
+        .map(|x| (x.suite, x.case.as_str()))
+        .collect();
     for rec in r.records.iter().filter(|x| x.snapshot.is_some()) {
+        if crashed.contains(&(rec.suite, rec.case.as_str())) {
+            continue;
+        }
         // Cases added with --cases are ad hoc: gated, not snapshotted.
         if m.added_cases.contains(&rec.case) {
             continue;

@@ -56,7 +56,9 @@ pub fn render(reports: &[TargetReport]) -> anyhow::Result<String> {
                 let mut status = match rec.status {
                     Status::Pass => TestCaseStatus::success(),
                     Status::Fail => TestCaseStatus::non_success(NonSuccessKind::Failure),
-                    Status::Error => TestCaseStatus::non_success(NonSuccessKind::Error),
+                    Status::Error | Status::Crashed => {
+                        TestCaseStatus::non_success(NonSuccessKind::Error)
+                    }
                     Status::Skip | Status::Unsupported => TestCaseStatus::skipped(),
                 };
                 if rec.status != Status::Pass {

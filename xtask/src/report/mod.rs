@@ -59,7 +59,7 @@ impl TargetReport {
         for r in &self.results.records {
             match r.status {
                 Status::Pass => c.pass += 1,
-                Status::Fail | Status::Error => c.fail += 1,
+                Status::Fail | Status::Error | Status::Crashed => c.fail += 1,
                 Status::Skip => c.skip += 1,
                 Status::Unsupported => c.unsupported += 1,
             }
