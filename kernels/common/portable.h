@@ -6,7 +6,10 @@
 // literal 32: QSA_WAVE is 64 on gfx906 / gfx950 and 32 on NVIDIA and gfx1201.
 #pragma once
 
-#if defined(__HIPCC__) || defined(__HIP__)
+#if defined(QSA_EMU)  // ---- SIMT emulator hook: the kernels on host fibers (src/emu/) ----
+#include "emu.h"      // QSA_WAVE, lane masks and every primitive below, for the host
+// ---- end of the emulator hook ----
+#elif defined(__HIPCC__) || defined(__HIP__)
 #define QSA_HIP 1
 #include <hip/hip_runtime.h>
 // clang 22 no longer defines __AMDGCN_WAVEFRONT_SIZE; the build passes it explicitly

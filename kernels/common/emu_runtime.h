@@ -1,0 +1,332 @@
+// qsa SIMT emulator, runtime: fibers, barriers, wave collectives, blocks over OS threads,
+// and the C ABI the Rust side (src/emu/) loads. Included once per emulated module by the
+// wrapper that src/emu/compile.rs generates, after the kernel source and the registry.
+//
+// A block runs on one OS thread: its threads are ucontext fibers with their own stacks.
+// The scheduler runs every ready fiber, in the launch's order, until it stops at a sync
+// point; then it resolves the wave collectives whose live lanes have all arrived, and when
+// nothing else can move and every live thread waits at __syncthreads, it releases the
+// barrier. Anything else (a wave split between a collective and a barrier, lanes of one
+// wave at different collectives, a shuffle from an exited lane) is an error naming the
+// kernel and the block, never a hang.
+#pragma once
+#include "emu.h"  // and the standard headers, included there before its macros
+
+
+namespace qsa_emu {
+
+// ---- The registry: each kernel's name, C signature and a call through void* arguments.
+
+struct KernelEntry {
+  const char* name;
+  const char* signature;  // one code per parameter: p pointer, i int, u unsigned, l 64-bit, f float
+  void (*call)(void** args);
+};
+
+template <class T> constexpr char arg_code() {
+  using U = std::remove_cv_t<T>;
+  if constexpr (std::is_pointer_v<U>) return 'p';
+  else if constexpr (std::is_same_v<U, int>) return 'i';
+  else if constexpr (std::is_same_v<U, unsigned>) return 'u';
+  else if constexpr (std::is_integral_v<U> && sizeof(U) == 8) return 'l';
+  else if constexpr (std::is_same_v<U, float>) return 'f';
+  else return '?';
+}
+template <class... A> struct Signature {
+  static constexpr char value[] = {arg_code<A>()..., '\0'};
+};
+template <class... A> constexpr const char* signature_of(void (*)(A...)) { return Signature<A...>::value; }
+
+template <class... A, size_t... I> void call_unpacked(void (*f)(A...), void** a, std::index_sequence<I...>) {
+  f(*static_cast<std::remove_cv_t<A>*>(a[I])...);
+}
+template <class... A> void call_with(void (*f)(A...), void** a) { call_unpacked(f, a, std::index_sequence_for<A...>{}); }
+template <auto F> void call(void** a) { call_with(F, a); }
+
+#define QSA_EMU_ENTRY(f) qsa_emu::KernelEntry{#f, qsa_emu::signature_of(&f), &qsa_emu::call<&f>}
+
+// ---- One launch.
+
+enum Schedule : int { FORWARD = 0, REVERSE = 1, RANDOM = 2 };
+
+}  // namespace qsa_emu
+
+// The launch as the Rust side passes it (src/emu/ffi.rs mirrors this layout).
+struct qsa_emu_launch_t {
+  int kernel;
+  unsigned grid[3], block[3];
+  void** args;  // one pointer per parameter, to the value
+  int schedule;
+  int workers;
+  unsigned long long seed;
+  // Shared memory (static __shared__ variables and the dynamic array) as (offset from the
+  // module's TLS anchor, bytes) pairs: filled with `poison` before each block runs, so a
+  // read of what no thread of the block wrote differs between schedules.
+  const long long* shared_ranges;
+  int n_shared_ranges;
+  unsigned char poison;
+  unsigned long long stack_bytes;
+};
+
+namespace qsa_emu {
+
+struct Launch {
+  const KernelEntry* kernel;
+  const qsa_emu_launch_t* desc;
+  std::atomic<unsigned long long> next{0};
+  std::atomic<bool> failed{false};
+  std::mutex err_mutex;
+  std::string error;
+
+  void fail(const std::string& e) {
+    std::lock_guard<std::mutex> g(err_mutex);
+    if (!failed.exchange(true)) error = e;
+  }
+};
+
+static thread_local Launch* cur_launch = nullptr;
+
+inline void fiber_main() {
+  cur_launch->kernel->call(cur_launch->desc->args);
+  cur_thread->state = State::Done;
+  // Returning resumes uc_link: the scheduler.
+}
+
+// The fibers of one OS thread, reused block after block.
+struct FiberPool {
+  std::vector<Thread> threads;
+  unsigned char* stacks = nullptr;
+  size_t stack_bytes = 0, count = 0;
+
+  void ensure(size_t n, size_t bytes) {
+    if (n <= count && bytes == stack_bytes) return;
+    release();
+    const size_t page = 4096;
+    stack_bytes = (bytes + page - 1) / page * page;
+    const size_t each = stack_bytes + page;  // a guard page below each stack
+    void* m = mmap(nullptr, each * n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) return;
+    stacks = (unsigned char*)m;
+    for (size_t i = 0; i < n; ++i) mprotect(stacks + i * each, page, PROT_NONE);
+    threads.assign(n, Thread{});
+    count = n;
+  }
+  unsigned char* stack(size_t i) const { return stacks + i * (stack_bytes + 4096) + 4096; }
+  void release() {
+    if (stacks) munmap(stacks, (stack_bytes + 4096) * count);
+    stacks = nullptr;
+    count = 0;
+  }
+  ~FiberPool() { release(); }
+};
+
+inline std::string block_name(const KernelEntry* k, Dim3 b) {
+  char buf[160];
+  snprintf(buf, sizeof buf, "%s, block (%u,%u,%u)", k->name, b.x, b.y, b.z);
+  return buf;
+}
+
+inline const char* op_name(int op) {
+  static const char* names[] = {"shfl", "shfl_xor", "shfl_up", "shfl_down", "ballot", "any", "all", "syncwarp"};
+  return op >= 0 && op <= OP_SYNCWARP ? names[op] : "?";
+}
+
+// The source lane of a shuffle, CUDA's / HIP's semantics within segments of `width` lanes;
+// -1 when the lane keeps its own value.
+inline int shuffle_source(int op, unsigned lane, int arg, unsigned width) {
+  const unsigned seg = lane & ~(width - 1), off = lane - seg;
+  switch (op) {
+    case OP_SHFL: return (int)(seg + ((unsigned)arg & (width - 1)));
+    case OP_SHFL_UP: return off >= (unsigned)arg ? (int)(lane - arg) : -1;
+    case OP_SHFL_DOWN: return off + (unsigned)arg < width ? (int)(lane + arg) : -1;
+    case OP_SHFL_XOR: {
+      const unsigned j = lane ^ (unsigned)arg;
+      return (j & ~(width - 1)) == seg ? (int)j : -1;
+    }
+  }
+  return -1;
+}
+
+// Resolve wave `w`'s collective if every live lane waits at it. Returns 1 when resolved, 0
+// when not ready, -1 on an error (written to `err`).
+inline int resolve_wave(Thread* th, unsigned n, unsigned w, std::string& err) {
+  const unsigned lo = w * QSA_WAVE, hi = std::min(n, lo + QSA_WAVE);
+  unsigned live = 0, at = 0;
+  int op = -1, width = 0;
+  for (unsigned i = lo; i < hi; ++i) {
+    if (th[i].state == State::Done) continue;
+    ++live;
+    if (th[i].state != State::AtCollective) continue;
+    ++at;
+    if (op < 0) {
+      op = th[i].op;
+      width = th[i].width;
+    } else if (th[i].op != op || th[i].width != width) {
+      err = std::string("lanes of wave ") + std::to_string(w) + " wait at different collectives (" + op_name(op) +
+            ", " + op_name(th[i].op) + "): divergent control flow around a wave operation";
+      return -1;
+    }
+  }
+  if (at == 0 || at != live) return 0;
+  if (width <= 0 || width > QSA_WAVE || (width & (width - 1))) {
+    err = std::string(op_name(op)) + " with width " + std::to_string(width) + ": must be a power of two <= " +
+          std::to_string(QSA_WAVE);
+    return -1;
+  }
+  uint64_t mask = 0;
+  unsigned ones = 0;
+  for (unsigned i = lo; i < hi; ++i)
+    if (th[i].state == State::AtCollective && (th[i].value & 1)) {
+      mask |= 1ull << (i - lo);
+      ++ones;
+    }
+  for (unsigned i = lo; i < hi; ++i) {
+    Thread& t = th[i];
+    if (t.state != State::AtCollective) continue;
+    switch (op) {
+      case OP_BALLOT: t.result = mask; break;
+      case OP_ANY: t.result = ones > 0; break;
+      case OP_ALL: t.result = ones == live; break;
+      case OP_SYNCWARP: t.result = 0; break;
+      default: {
+        const int src = shuffle_source(op, i - lo, t.arg, (unsigned)width);
+        if (src < 0) {
+          t.result = t.value;
+        } else if (lo + src >= hi || th[lo + src].state != State::AtCollective) {
+          err = std::string(op_name(op)) + " in lane " + std::to_string(i - lo) + " of wave " + std::to_string(w) +
+                " reads lane " + std::to_string(src) + ", which has exited or does not exist";
+          return -1;
+        } else {
+          t.result = th[lo + src].value;
+        }
+      }
+    }
+  }
+  for (unsigned i = lo; i < hi; ++i)
+    if (th[i].state == State::AtCollective) th[i].state = State::Ready;
+  return 1;
+}
+
+// Run one block to completion on this OS thread. False on an error (recorded in `L`).
+inline bool run_block(Launch& L, FiberPool& pool, Dim3 b, unsigned long long linear_block) {
+  const qsa_emu_launch_t& d = *L.desc;
+  const Dim3 dim = {d.block[0], d.block[1], d.block[2]};
+  const unsigned n = dim.x * dim.y * dim.z;
+  cur_block = BlockState{b, dim, Dim3{d.grid[0], d.grid[1], d.grid[2]}};
+  unsigned char* anchor = &tls_anchor;
+  for (int r = 0; r < d.n_shared_ranges; ++r)
+    memset(anchor + d.shared_ranges[2 * r], d.poison, (size_t)d.shared_ranges[2 * r + 1]);
+
+  ucontext_t sched;
+  sched_ctx = &sched;
+  cur_launch = &L;
+  Thread* th = pool.threads.data();
+  for (unsigned i = 0; i < n; ++i) {
+    Thread& t = th[i];
+    t.idx = Dim3{i % dim.x, (i / dim.x) % dim.y, i / (dim.x * dim.y)};
+    t.linear = i;
+    t.lane = i % QSA_WAVE;
+    t.wave = i / QSA_WAVE;
+    t.state = State::Ready;
+    getcontext(&t.ctx);
+    t.ctx.uc_stack.ss_sp = pool.stack(i);
+    t.ctx.uc_stack.ss_size = pool.stack_bytes;
+    t.ctx.uc_link = &sched;
+    makecontext(&t.ctx, (void (*)())fiber_main, 0);
+  }
+  std::mt19937_64 rng(d.seed ^ (linear_block * 0x9e3779b97f4a7c15ull));
+  std::vector<unsigned> ready;
+  ready.reserve(n);
+  const unsigned waves = (n + QSA_WAVE - 1) / QSA_WAVE;
+  std::string err;
+  for (;;) {
+    ready.clear();
+    for (unsigned i = 0; i < n; ++i)
+      if (th[i].state == State::Ready) ready.push_back(i);
+    if (!ready.empty()) {
+      if (d.schedule == REVERSE) std::reverse(ready.begin(), ready.end());
+      else if (d.schedule == RANDOM) std::shuffle(ready.begin(), ready.end(), rng);
+      for (unsigned i : ready) {
+        cur_thread = &th[i];
+        swapcontext(&sched, &th[i].ctx);
+      }
+      continue;
+    }
+    bool moved = false;
+    for (unsigned w = 0; w < waves; ++w) {
+      const int r = resolve_wave(th, n, w, err);
+      if (r < 0) {
+        L.fail(block_name(L.kernel, b) + ": " + err);
+        return false;
+      }
+      moved |= r > 0;
+    }
+    if (moved) continue;
+    unsigned live = 0, at_barrier = 0;
+    for (unsigned i = 0; i < n; ++i) {
+      live += th[i].state != State::Done;
+      at_barrier += th[i].state == State::AtBarrier;
+    }
+    if (live == 0) return true;
+    if (at_barrier == live) {
+      for (unsigned i = 0; i < n; ++i)
+        if (th[i].state == State::AtBarrier) th[i].state = State::Ready;
+      continue;
+    }
+    L.fail(block_name(L.kernel, b) + ": deadlock: " + std::to_string(at_barrier) + " of " + std::to_string(live) +
+           " live threads wait at __syncthreads while the others wait at a wave collective that lanes at the "
+           "barrier (or exited lanes) never reach");
+    return false;
+  }
+}
+
+inline void worker(Launch& L) {
+  const qsa_emu_launch_t& d = *L.desc;
+  FiberPool pool;
+  const unsigned n = d.block[0] * d.block[1] * d.block[2];
+  pool.ensure(n, (size_t)d.stack_bytes);
+  if (pool.count < n) {
+    L.fail(std::string(L.kernel->name) + ": cannot map fiber stacks for " + std::to_string(n) + " threads");
+    return;
+  }
+  const unsigned long long total = (unsigned long long)d.grid[0] * d.grid[1] * d.grid[2];
+  for (;;) {
+    if (L.failed.load()) return;
+    const unsigned long long i = L.next.fetch_add(1);
+    if (i >= total) return;
+    const unsigned long long lin = d.schedule == REVERSE ? total - 1 - i : i;
+    const Dim3 b = {(unsigned)(lin % d.grid[0]), (unsigned)((lin / d.grid[0]) % d.grid[1]),
+                    (unsigned)(lin / ((unsigned long long)d.grid[0] * d.grid[1]))};
+    if (!run_block(L, pool, b, lin)) return;
+  }
+}
+
+}  // namespace qsa_emu
+
+// ---- The C ABI (src/emu/module.rs). The module is built with -fvisibility=hidden: only these
+// are exported.
+// The wrapper defines qsa_emu_kernels[] and its length.
+#define QSA_EMU_EXPORT __attribute__((visibility("default")))
+extern const qsa_emu::KernelEntry qsa_emu_kernels[];
+extern const int qsa_emu_kernel_total;
+
+extern "C" QSA_EMU_EXPORT int qsa_emu_wave() { return QSA_WAVE; }
+extern "C" QSA_EMU_EXPORT int qsa_emu_kernel_count() { return qsa_emu_kernel_total; }
+extern "C" QSA_EMU_EXPORT const char* qsa_emu_kernel_name(int i) { return qsa_emu_kernels[i].name; }
+extern "C" QSA_EMU_EXPORT const char* qsa_emu_kernel_signature(int i) { return qsa_emu_kernels[i].signature; }
+
+// Run a launch to completion. 0 on success; else 1 with a message in err (NUL-terminated).
+extern "C" QSA_EMU_EXPORT int qsa_emu_launch(const qsa_emu_launch_t* d, char* err, size_t err_bytes) {
+  qsa_emu::Launch L;
+  L.kernel = &qsa_emu_kernels[d->kernel];
+  L.desc = d;
+  const unsigned long long blocks = (unsigned long long)d->grid[0] * d->grid[1] * d->grid[2];
+  const unsigned workers = (unsigned)std::max(1ull, std::min<unsigned long long>(d->workers, blocks));
+  std::vector<std::thread> pool;
+  for (unsigned w = 1; w < workers; ++w) pool.emplace_back([&L] { qsa_emu::worker(L); });
+  qsa_emu::worker(L);
+  for (auto& t : pool) t.join();
+  if (!L.failed.load()) return 0;
+  snprintf(err, err_bytes, "%s", L.error.c_str());
+  return 1;
+}
