@@ -34,8 +34,9 @@ pub struct EmuApi {
     schedule: Schedule,
     workers: usize,
     modules: RefCell<HashMap<PathBuf, Arc<EmuModule>>>,
-    /// Live allocations by address.
-    memory: RefCell<BTreeMap<u64, Layout>>,
+    /// Live allocations by address, with the order they were made in.
+    memory: RefCell<BTreeMap<u64, (u64, Layout)>>,
+    allocations: std::cell::Cell<u64>,
     records: RefCell<Vec<LaunchRecord>>,
 }
 
@@ -58,6 +59,7 @@ impl EmuApi {
             workers,
             modules: RefCell::new(HashMap::new()),
             memory: RefCell::new(BTreeMap::new()),
+            allocations: std::cell::Cell::new(0),
             records: RefCell::new(Vec::new()),
         })
     }
@@ -117,8 +119,8 @@ impl EmuApi {
     /// The bytes of a live allocation (checked: an unknown or stale pointer is an error).
     fn bytes(&self, p: DevPtr) -> BackendResult<*mut u8> {
         match self.memory.borrow().get(&p.addr) {
-            Some(l) if l.size() >= p.bytes => Ok(p.addr as *mut u8),
-            Some(l) => Err(BackendError::Device(format!(
+            Some((_, l)) if l.size() >= p.bytes => Ok(p.addr as *mut u8),
+            Some((_, l)) => Err(BackendError::Device(format!(
                 "emulated memory: {} bytes at {:#x} used, allocation holds {}",
                 p.bytes,
                 p.addr,
@@ -131,9 +133,18 @@ impl EmuApi {
         }
     }
 
+    /// Digest of every live allocation, in the order they were made (addresses differ
+    /// from run to run; the order of the host code's allocations does not).
     fn digest_memory(&self) -> [u8; 32] {
+        let mut live: Vec<(u64, u64, Layout)> = self
+            .memory
+            .borrow()
+            .iter()
+            .map(|(&a, &(seq, l))| (seq, a, l))
+            .collect();
+        live.sort_by_key(|x| x.0);
         let mut h = Sha256::new();
-        for (&addr, l) in self.memory.borrow().iter() {
+        for (_, addr, l) in live {
             // SAFETY: a live allocation of l.size() bytes; no launch runs now.
             h.update(unsafe { std::slice::from_raw_parts(addr as *const u8, l.size()) });
         }
@@ -158,7 +169,9 @@ impl GpuApi for EmuApi {
         }
         // SAFETY: p holds layout.size() bytes.
         unsafe { std::ptr::write_bytes(p, FRESH_BYTE, layout.size()) };
-        self.memory.borrow_mut().insert(p as u64, layout);
+        let seq = self.allocations.get();
+        self.allocations.set(seq + 1);
+        self.memory.borrow_mut().insert(p as u64, (seq, layout));
         Ok(DevPtr {
             addr: p as u64,
             bytes,
@@ -166,7 +179,7 @@ impl GpuApi for EmuApi {
     }
 
     fn free(&self, ptr: DevPtr) {
-        if let Some(layout) = self.memory.borrow_mut().remove(&ptr.addr) {
+        if let Some((_, layout)) = self.memory.borrow_mut().remove(&ptr.addr) {
             // SAFETY: allocated by `alloc` with this layout, removed from the map once.
             unsafe { std::alloc::dealloc(ptr.addr as *mut u8, layout) };
         }
@@ -225,7 +238,7 @@ impl GpuApi for EmuApi {
 
 impl Drop for EmuApi {
     fn drop(&mut self) {
-        for (addr, layout) in std::mem::take(&mut *self.memory.borrow_mut()) {
+        for (addr, (_, layout)) in std::mem::take(&mut *self.memory.borrow_mut()) {
             // SAFETY: allocated by `alloc` with this layout and still live.
             unsafe { std::alloc::dealloc(addr as *mut u8, layout) };
         }
