@@ -89,13 +89,9 @@ fn check_case(
         for q in 0..p.nq {
             let (g, w) = (&got[q * p.k..][..p.k], &want[q * p.k..][..p.k]);
             assert_eq!(
-                g,
-                w,
-                "{}: {} ({}) on {} {dist}, query {q}: emulated ids differ from the oracle",
-                caps.name,
-                run.dispatched,
-                format!("{variant:?}"),
-                case.name
+                g, w,
+                "{}: {} ({variant:?}) on {} {dist}, query {q}: emulated ids differ from the oracle",
+                caps.name, run.dispatched, case.name
             );
         }
         dispatched.push(run.dispatched);
