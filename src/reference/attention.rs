@@ -519,10 +519,10 @@ pub(crate) mod tests {
         let ranges = |rs: &[std::ops::Range<usize>]| -> Vec<usize> {
             rs.iter().flat_map(|r| r.clone()).collect()
         };
-        let want = [
-            ranges(&[64..128]),
+        let want: [Vec<usize>; 3] = [
+            (64..128).collect(),
             ranges(&[0..64, 128..129]),
-            ranges(&[0..130]),
+            (0..130).collect(),
         ];
         for (i, want) in want.iter().enumerate() {
             let got = visible_keys(&p, 0, i, 0);
