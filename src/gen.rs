@@ -15,9 +15,9 @@ pub const TOPK_DISTS: &[&str] = &[
     "ascending",    // strictly increasing with the index
     "descending",   // strictly decreasing with the index
     "adversarial",  // many entries equal to the k-th largest value, straddling radix digits
-    "chunk_edges",  // winners in the split's partial last chunk; a tie band whose cut is a chunk edge
-    "zero_cut",     // about k/2 positives, then +0.0/-0.0 of random sign: the cut falls among zeros
-    "nan_cut",      // about k/2 numbers (+-inf, -0.0 among them), then NaNs of every sign and payload
+    "chunk_edges",  // winners in the split's partial last chunk; ties cut at a chunk edge
+    "zero_cut",     // ~k/2 positives, then +0.0/-0.0 of random sign: the cut among zeros
+    "nan_cut",      // ~k/2 numbers (+-inf, -0.0), then NaNs of any sign/payload: cut among NaNs
 ];
 /// Block-score input distributions.
 pub const SCORES_DISTS: &[&str] = &[
@@ -449,8 +449,12 @@ mod tests {
         let picked = |id: &i32| s[*id as usize];
         let numbers = s.iter().filter(|x| !x.is_nan()).count();
         assert!(numbers < k && ids.iter().filter(|i| !picked(i).is_nan()).count() == numbers);
-        assert!(ids.iter().any(|i| picked(i).is_nan() && picked(i).is_sign_negative()));
-        assert!(ids.iter().any(|i| picked(i).is_nan() && picked(i).is_sign_positive()));
+        assert!(ids
+            .iter()
+            .any(|i| picked(i).is_nan() && picked(i).is_sign_negative()));
+        assert!(ids
+            .iter()
+            .any(|i| picked(i).is_nan() && picked(i).is_sign_positive()));
         assert!(s.contains(&f32::NEG_INFINITY) && s.contains(&f32::INFINITY));
     }
 
