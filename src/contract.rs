@@ -1,5 +1,7 @@
-//! The selection-order contract, the same for every top-k kernel, the CPU backend and the
-//! FP64 references (DESIGN.md, "Selection order is a contract").
+//! The selection-order contract as the kernels implement it: a bit-level key, the same for
+//! every top-k kernel and the CPU backend (DESIGN.md, "Selection order is a contract").
+//! The references do NOT use this module: `reference::topk` derives the same order from
+//! the written contract independently, so that a broken rule here fails parity.
 //!
 //! - key = a monotone unsigned integer of the score, after mapping -0.0 to +0.0 and every NaN
 //!   (any sign, any payload) to key 0, below -inf;
@@ -7,8 +9,6 @@
 //! - output ids ascending, cells past the selected count hold -1.
 //!
 //! `order_key` is bit-identical to `qsa_order_key` in kernels/common/portable.h.
-
-use std::cmp::Ordering;
 
 /// The 32-bit order key of an f32 score (bit-identical to `qsa_order_key`).
 ///
@@ -28,30 +28,6 @@ pub fn order_key(x: f32) -> u32 {
     } else {
         u | 0x8000_0000
     }
-}
-
-/// The 64-bit twin of [`order_key`] for FP64 scores (the references' end-to-end selection).
-/// -inf maps to 0x000f_ffff_ffff_ffff; NaN takes 0.
-pub fn order_key_f64(x: f64) -> u64 {
-    const SIGN: u64 = 1 << 63;
-    let mut u = x.to_bits();
-    if u == SIGN {
-        u = 0; // -0.0 -> +0.0
-    }
-    if x.is_nan() {
-        return 0;
-    }
-    if u & SIGN != 0 {
-        !u
-    } else {
-        u | SIGN
-    }
-}
-
-/// The contract's total order on (key, index) pairs: `Less` means `a` is selected before `b`
-/// (larger key first, then lower index). Generic over the key width (u32 or u64).
-pub fn selection_cmp<K: Ord>(a: (K, usize), b: (K, usize)) -> Ordering {
-    b.0.cmp(&a.0).then(a.1.cmp(&b.1))
 }
 
 /// Turn a query's selected ids (any order, at most `k`, no -1) into the output row:
@@ -77,7 +53,6 @@ mod tests {
     fn zero_signs_tie() {
         assert_eq!(order_key(-0.0), order_key(0.0));
         assert_eq!(order_key(0.0), 0x8000_0000);
-        assert_eq!(order_key_f64(-0.0), order_key_f64(0.0));
     }
 
     #[test]
@@ -90,9 +65,6 @@ mod tests {
         assert!(order_key(f32::NEG_INFINITY) > order_key(f32::NAN));
         assert_eq!(order_key(f32::INFINITY), 0xff80_0000);
         assert!(order_key(f32::INFINITY) > order_key(f32::MAX));
-        assert_eq!(order_key_f64(f64::NAN), 0);
-        assert_eq!(order_key_f64(f64::NEG_INFINITY), 0x000f_ffff_ffff_ffff);
-        assert!(order_key_f64(f64::INFINITY) > order_key_f64(f64::MAX));
     }
 
     #[test]
@@ -114,15 +86,57 @@ mod tests {
         ];
         for w in ladder.windows(2) {
             assert!(order_key(w[0]) < order_key(w[1]), "{} vs {}", w[0], w[1]);
-            assert!(order_key_f64(w[0] as f64) < order_key_f64(w[1] as f64));
         }
     }
 
+    /// Every pair of a ladder of special values: the key must order them as the oracle
+    /// (`reference::topk`, written from the README's contract without this module) does.
     #[test]
-    fn cmp_prefers_larger_key_then_lower_index() {
-        assert_eq!(selection_cmp((5u32, 9), (4u32, 0)), Ordering::Less);
-        assert_eq!(selection_cmp((4u32, 0), (4u32, 1)), Ordering::Less);
-        assert_eq!(selection_cmp((4u32, 1), (4u32, 1)), Ordering::Equal);
+    fn order_key_agrees_with_the_oracle() {
+        use crate::problem::TopkProblem;
+        let ladder = [
+            f32::NAN,
+            -f32::NAN,
+            f32::from_bits(0x7f80_0001), // +sNaN
+            f32::from_bits(0xffff_ffff), // -NaN, largest payload
+            f32::NEG_INFINITY,
+            -f32::MAX,
+            -1.0,
+            f32::from_bits(0xbf7f_ffff), // -(1 - 2^-24)
+            -f32::MIN_POSITIVE,
+            -f32::from_bits(1),
+            -0.0,
+            0.0,
+            f32::from_bits(1),
+            f32::from_bits(0x007f_ffff), // largest denormal
+            f32::MIN_POSITIVE,
+            1.0,
+            f32::from_bits(0x3f80_0001), // 1 + 2^-23
+            f32::MAX,
+            f32::INFINITY,
+        ];
+        for &a in &ladder {
+            for &b in &ladder {
+                // Row [a, b], k = 1: the contract takes index 0 iff key(a) >= key(b).
+                let by_key = if order_key(a) >= order_key(b) { 0 } else { 1 };
+                let p = TopkProblem {
+                    nq: 1,
+                    n: 2,
+                    capacity: 2,
+                    k: 1,
+                    scores: vec![a, b],
+                    active: None,
+                };
+                let oracle = crate::reference::topk::topk_ids(&p)[0];
+                assert_eq!(
+                    by_key,
+                    oracle,
+                    "order_key disagrees with the written contract (reference::topk) on [{a:?} ({:#010x}), {b:?} ({:#010x})], k = 1: the key selects index {by_key}, the contract index {oracle}",
+                    a.to_bits(),
+                    b.to_bits()
+                );
+            }
+        }
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! `case` under distribution `dist` is a pure function of (seed, case, dist, name, i), so
 //! every machine produces the same bytes, in any order, on any number of threads.
 
+use crate::dispatch::topk::SPLIT_CHUNK;
 use crate::problem::{AttnDtype, ATTN_BLOCK, HEAD_DIM};
 
 /// Top-k score distributions.
@@ -14,6 +15,9 @@ pub const TOPK_DISTS: &[&str] = &[
     "ascending",    // strictly increasing with the index
     "descending",   // strictly decreasing with the index
     "adversarial",  // many entries equal to the k-th largest value, straddling radix digits
+    "chunk_edges",  // winners in the split's partial last chunk; ties cut at a chunk edge
+    "zero_cut",     // ~k/2 positives, then +0.0/-0.0 of random sign: the cut among zeros
+    "nan_cut",      // ~k/2 numbers (+-inf, -0.0), then NaNs of any sign/payload: cut among NaNs
 ];
 /// Block-score input distributions.
 pub const SCORES_DISTS: &[&str] = &[
@@ -134,6 +138,31 @@ fn topk_value(s: &Stream, dist: &str, c: u64, i: usize, n: usize, k: usize) -> R
                 _ => f32::from_bits(pivot.to_bits() - 1 - s.below(c ^ 3, 255) as u32),
             }
         }
+        "chunk_edges" => chunk_edges(s, c, i, n, k),
+        "zero_cut" => {
+            if s.below(c, n as u64) < (k / 2) as u64 {
+                0.5 + s.unit(c ^ 5) as f32
+            } else if s.below(c ^ 9, 2) == 0 {
+                0.0
+            } else {
+                -0.0
+            }
+        }
+        "nan_cut" => {
+            if s.below(c, n as u64) < (k / 2) as u64 {
+                match s.below(c ^ 5, 6) {
+                    0 => f32::INFINITY,
+                    1 => f32::NEG_INFINITY,
+                    2 => -0.0,
+                    _ => s.sym(c ^ 7) as f32,
+                }
+            } else {
+                // Any sign, quiet or signalling, any non-zero payload: all one value.
+                let payload = 1 + s.below(c ^ 11, (1 << 23) - 1) as u32;
+                let sign = (s.below(c ^ 13, 2) as u32) << 31;
+                f32::from_bits(sign | 0x7f80_0000 | payload)
+            }
+        }
         other => {
             return Err(format!(
                 "unknown top-k distribution `{other}`; known: {}",
@@ -141,6 +170,31 @@ fn topk_value(s: &Stream, dist: &str, c: u64, i: usize, n: usize, k: usize) -> R
             ))
         }
     })
+}
+
+/// `chunk_edges`: where the two-stage split (chunks of `SPLIT_CHUNK`) can go wrong.
+/// - The partial last chunk (`n % SPLIT_CHUNK` entries, at most `k / 2` of them at the end
+///   of the row) holds winners: 2.0, above everything else. A split that drops or clips that
+///   chunk loses them.
+/// - With `r = k - winners` still wanted, every interior chunk boundary `e` has a band of
+///   ties (1.0) on `[e - r, e + r)`. The lowest-index `r` ties are exactly `[S - r, S)` for
+///   the first boundary `S = SPLIT_CHUNK`: the cut falls on the chunk edge, so a stage B that
+///   does not order candidates by global index takes ties from the wrong chunk.
+/// - Everything else is uniform in (-1, -0.5].
+fn chunk_edges(s: &Stream, c: u64, i: usize, n: usize, k: usize) -> f32 {
+    let winners = (n % SPLIT_CHUNK).min(k / 2);
+    let r = k - winners;
+    let near_edge = (1..=n / SPLIT_CHUNK).any(|e| {
+        let edge = e * SPLIT_CHUNK;
+        i + r >= edge && i < edge + r
+    });
+    if i >= n - winners {
+        2.0
+    } else if near_edge {
+        1.0
+    } else {
+        -0.5 - 0.5 * s.unit(c) as f32
+    }
 }
 
 /// Block-score inputs: (q [nq, heads, 128], kb [blocks, 128], w [nq, heads]).
@@ -356,6 +410,52 @@ mod tests {
         let pad = topk_scores(1, "c", "uniform", 2, 3, 5, 1).unwrap();
         assert!(pad[3].is_nan() && pad[4].is_nan() && !pad[5].is_nan());
         assert!(topk_scores(1, "c", "bogus", 1, 1, 1, 1).is_err());
+    }
+
+    /// The edge distributions put the selection cut where they say: checked through the
+    /// oracle, on the shape of matrix.yaml's `topk_cut_specials`.
+    #[test]
+    fn edge_distributions_cut_where_they_say() {
+        use crate::problem::TopkProblem;
+        let (n, k) = (3 * SPLIT_CHUNK + 5, 300);
+        let select = |dist: &str| {
+            let scores = topk_scores(20261130, "topk_cut_specials", dist, 1, n, n, k).unwrap();
+            let p = TopkProblem {
+                nq: 1,
+                n,
+                capacity: n,
+                k,
+                scores: scores.clone(),
+                active: None,
+            };
+            (scores, crate::reference::topk::topk_ids(&p))
+        };
+        // chunk_edges: the 5 entries of the partial last chunk, and the ties up to the first
+        // chunk edge exactly.
+        let (_, ids) = select("chunk_edges");
+        let want: Vec<i32> = (SPLIT_CHUNK - 295..SPLIT_CHUNK)
+            .chain(n - 5..n)
+            .map(|i| i as i32)
+            .collect();
+        assert_eq!(ids, want);
+        // zero_cut: the selection ends among zeros of both signs, and zeros are left out.
+        let (s, ids) = select("zero_cut");
+        let picked = |id: &i32| s[*id as usize];
+        assert!(ids.iter().any(|i| picked(i).to_bits() == 0));
+        assert!(ids.iter().any(|i| picked(i).to_bits() == 0x8000_0000));
+        assert!(ids.iter().filter(|i| picked(i) > 0.0).count() < k);
+        // nan_cut: every number is selected, then NaNs of both signs; NaNs are left out.
+        let (s, ids) = select("nan_cut");
+        let picked = |id: &i32| s[*id as usize];
+        let numbers = s.iter().filter(|x| !x.is_nan()).count();
+        assert!(numbers < k && ids.iter().filter(|i| !picked(i).is_nan()).count() == numbers);
+        assert!(ids
+            .iter()
+            .any(|i| picked(i).is_nan() && picked(i).is_sign_negative()));
+        assert!(ids
+            .iter()
+            .any(|i| picked(i).is_nan() && picked(i).is_sign_positive()));
+        assert!(s.contains(&f32::NEG_INFINITY) && s.contains(&f32::INFINITY));
     }
 
     #[test]

@@ -1,14 +1,33 @@
 //! CPU selection attention in f32 (the "gather" kernel's arithmetic): forward and backward
 //! over the gathered blocks, with the semantics of `crate::reference::attention` (its
-//! `validate_attn` and `visible_keys` are the shared contract). Two-pass softmax per head:
+//! `validate_attn` is the shared input check; the masking below is the kernels' own walk
+//! over the list, kept apart from the reference's). Two-pass softmax per head:
 //! logits, max, exponentials, sum; accumulation in f32 as on the GPU.
 
 use super::par::par_map;
 use crate::backend::BackendResult;
-use crate::problem::{AttnBackward, AttnForward, AttnProblem, HEAD_DIM};
-use crate::reference::attention::{validate_attn, visible_keys};
+use crate::problem::{AttnBackward, AttnForward, AttnProblem, ATTN_BLOCK, HEAD_DIM};
+use crate::reference::attention::validate_attn;
 
 const D: usize = HEAD_DIM;
+
+/// The key tokens query token `i` of batch `b` sees through KV head `g`, as the gather
+/// kernel walks them: the listed blocks in list order, repeats and -1 skipped, each clipped
+/// by causality and `kv_len`.
+fn visible_keys(p: &AttnProblem, b: usize, i: usize, g: usize) -> Vec<usize> {
+    let base = ((b * p.q_len + i) * p.hkv + g) * p.t;
+    let list = &p.ids[base..base + p.t];
+    let end = (p.q_pos(i) + 1).min(p.kv_len);
+    let mut keys = Vec::new();
+    for (s, &id) in list.iter().enumerate() {
+        if id < 0 || list[..s].contains(&id) {
+            continue;
+        }
+        let start = id as usize * ATTN_BLOCK;
+        keys.extend(start..(start + ATTN_BLOCK).min(end));
+    }
+    keys
+}
 
 /// K and V widened to f32 (exact), `[batch, kv_len, hkv, D]`.
 struct Kv {

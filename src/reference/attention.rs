@@ -103,21 +103,33 @@ pub fn validate_attn(p: &AttnProblem, backward: bool) -> BackendResult<()> {
     Ok(())
 }
 
-/// The key tokens query token `i` of batch `b` sees through KV head `g`: the listed blocks
-/// in list order, repeats and -1 skipped, clipped by causality and `kv_len`.
-pub fn visible_keys(p: &AttnProblem, b: usize, i: usize, g: usize) -> Vec<usize> {
+/// The listed blocks of `(b, i, g)` as a set: `listed[block]`. A repeat is the same
+/// member; -1 is no member (validated ids lie in `[-1, blocks)`).
+fn listed_blocks(p: &AttnProblem, b: usize, i: usize, g: usize) -> Vec<bool> {
     let base = ((b * p.q_len + i) * p.hkv + g) * p.t;
-    let list = &p.ids[base..base + p.t];
-    let end = (p.q_pos(i) + 1).min(p.kv_len);
-    let mut keys = Vec::new();
-    for (s, &id) in list.iter().enumerate() {
-        if id < 0 || list[..s].contains(&id) {
-            continue;
+    let mut listed = vec![false; kv_blocks(p)];
+    for &id in &p.ids[base..base + p.t] {
+        if let Ok(block) = usize::try_from(id) {
+            listed[block] = true;
         }
-        let start = id as usize * ATTN_BLOCK;
-        keys.extend(start..(start + ATTN_BLOCK).min(end));
     }
-    keys
+    listed
+}
+
+/// The contract's visibility rule, as one predicate: key token `j` is seen by query token
+/// `i` iff its block is listed, it is not past the query's position (causal), and it is
+/// inside the sequence.
+fn sees(p: &AttnProblem, listed: &[bool], i: usize, j: usize) -> bool {
+    j < p.kv_len && j <= p.q_pos(i) && listed[j / ATTN_BLOCK]
+}
+
+/// The key tokens query token `i` of batch `b` sees through KV head `g`, ascending: every
+/// token of the sequence filtered by [`sees`]. Written from the definition (a set and a
+/// predicate over all tokens), not as the kernels' walk over the list, so that a kernel and
+/// this reference do not share a masking bug.
+fn visible_keys(p: &AttnProblem, b: usize, i: usize, g: usize) -> Vec<usize> {
+    let listed = listed_blocks(p, b, i, g);
+    (0..p.kv_len).filter(|&j| sees(p, &listed, i, j)).collect()
 }
 
 /// K and V widened to f64, `[batch, kv_len, hkv, D]`.
@@ -492,6 +504,66 @@ pub(crate) mod tests {
         assert!(f.o.iter().all(|&x| x == 0.0) && f.lse[0] == f64::NEG_INFINITY);
         let g = attn_backward_f64(&p).unwrap();
         assert!(g.dq.iter().chain(&g.dk).chain(&g.dv).all(|&x| x == 0.0));
+    }
+
+    /// The visible sets by hand. kv_len 130 = blocks 0..63, 64..127 and the partial
+    /// 128..129; q_len 3 puts the queries at positions 127, 128, 129.
+    #[test]
+    fn visible_sets_by_hand() {
+        let ids = vec![
+            2, -1, 1, 1, // pos 127: block 2 starts past it; block 1 listed twice
+            2, 0, 2, -1, // pos 128: block 0, and block 2 up to the query itself
+            1, 2, 2, 0, // pos 129: everything up to the end of the sequence
+        ];
+        let p = hand(3, 130, ids, &[]);
+        let ranges = |rs: &[std::ops::Range<usize>]| -> Vec<usize> {
+            rs.iter().flat_map(|r| r.clone()).collect()
+        };
+        let want: [Vec<usize>; 3] = [
+            (64..128).collect(),
+            ranges(&[0..64, 128..129]),
+            (0..130).collect(),
+        ];
+        for (i, want) in want.iter().enumerate() {
+            let got = visible_keys(&p, 0, i, 0);
+            assert_eq!(
+                &got, want,
+                "reference visibility of query {i} (position {}) is not the contract's: causal end is the query's own position, kv_len the end of the sequence",
+                p.q_pos(i)
+            );
+        }
+        // No listed block, or only -1: nothing visible.
+        let p = hand(1, 130, vec![-1, -1], &[]);
+        assert!(visible_keys(&p, 0, 0, 0).is_empty());
+    }
+
+    /// The reference accumulates in f64: equal logits over one block of 64 keys make every
+    /// probability exactly 1/64, and values 2^30, 1, -2^30 (exact in bf16) give
+    /// o = (2^30 + 1 - 2^30) / 64 = 1/64 exactly in f64. In f32, 2^30/64 = 2^24 absorbs the
+    /// 1/64 (its ulp is 2) and o comes out 0.
+    #[test]
+    fn output_is_exact_where_f32_is_not() {
+        let mut keys = vec![(0.0f32, 0.0f32); 64];
+        keys[0].1 = 1_073_741_824.0; // 2^30
+        keys[1].1 = 1.0;
+        keys[2].1 = -1_073_741_824.0;
+        let p = hand(1, 64, vec![0], &keys);
+        let f = attn_forward_f64(&p, None).unwrap();
+        assert_eq!(
+            f.o[1],
+            1.0 / 64.0,
+            "attention reference gives o = {:e}, exactly 1/64 in f64: it does not accumulate in FP64",
+            f.o[1]
+        );
+        assert_eq!(f.lse[0], 64f64.ln(), "lse of 64 equal logits 0");
+        // The backward's dv_j = P_j dO is exact too: 1/64 of dO.
+        let mut p = p;
+        p.d_o[1] = 3.0;
+        let g = attn_backward_f64(&p).unwrap();
+        assert!(
+            (0..64).all(|j| g.dv[j * D + 1] == 3.0 / 64.0),
+            "dv not exact"
+        );
     }
 
     #[test]

@@ -162,6 +162,126 @@ mod tests {
         assert!(scores_f64(&p).iter().all(|s| s.is_nan()));
     }
 
+    /// One query, `heads` heads, one block, from explicit head rows of Q and one Kb row.
+    fn one_block(qrows: &[Vec<f32>], kb: Vec<f32>, w: Vec<f32>) -> ScoresProblem {
+        ScoresProblem {
+            nq: 1,
+            heads: qrows.len(),
+            blocks: 1,
+            q: qrows.concat(),
+            kb,
+            w,
+        }
+    }
+
+    const TWO_30: f32 = 1_073_741_824.0;
+
+    /// Dots whose f32 sum loses the answer and whose f64 sum is exact, in any order: each
+    /// of 8 leading terms 2^30 absorbs a 1 in f32 (ulp 128 at 2^30), and 8 trailing -2^30
+    /// cancel them. Exact dot: 112, the count of ones.
+    #[test]
+    fn dot_is_exact_where_f32_loses_it() {
+        let mut k = vec![1.0f32; HEAD_DIM];
+        k[..8].fill(TWO_30);
+        k[HEAD_DIM - 8..].fill(-TWO_30);
+        let p = one_block(&[vec![1.0; HEAD_DIM]], k, vec![1.0]);
+        assert_eq!(
+            scores_f64(&p),
+            [112.0],
+            "scores reference lost the exact dot 112 of [2^30 x8, 1 x112, -2^30 x8]: it does not accumulate the dot in FP64"
+        );
+    }
+
+    /// Products of two f32 values are exact in f64 (48 significant bits): (1 + 2^-23)
+    /// (1 - 2^-23) = 1 - 2^-46, which rounds to 1 in f32.
+    #[test]
+    fn products_are_not_rounded_to_f32() {
+        let mut q = vec![0.0f32; HEAD_DIM];
+        let mut k = vec![0.0f32; HEAD_DIM];
+        q[5] = f32::from_bits(0x3f80_0001); // 1 + 2^-23
+        k[5] = f32::from_bits(0x3f7f_fffe); // 1 - 2^-23
+        let p = one_block(&[q], k, vec![1.0]);
+        assert_eq!(
+            scores_f64(&p),
+            [1.0 - f64::powi(2.0, -46)],
+            "scores reference rounds the products q*k to f32"
+        );
+    }
+
+    /// The head sum in f64: relu'd dots 2^30, 1, 2^30 weighted 1, 1, -1 sum to exactly 1;
+    /// in f32 the 1 is absorbed and the sum is 0.
+    #[test]
+    fn head_sum_is_exact_where_f32_loses_it() {
+        let head = |dot: f32| {
+            let mut q = vec![0.0f32; HEAD_DIM];
+            q[0] = dot;
+            q
+        };
+        let mut k = vec![0.0f32; HEAD_DIM];
+        k[0] = 1.0;
+        let p = one_block(
+            &[head(TWO_30), head(1.0), head(TWO_30)],
+            k,
+            vec![1.0, 1.0, -1.0],
+        );
+        assert_eq!(
+            scores_f64(&p),
+            [1.0],
+            "scores reference lost the exact head sum 2^30 + 1 - 2^30: it does not sum heads in FP64"
+        );
+    }
+
+    /// Random integer inputs with heavy cancellation, against exact integer arithmetic.
+    /// |q|, |k| < 2^12 and |w| < 2^8 keep every partial sum below 2^42 in magnitude: exact
+    /// in f64 in any summation order, far past f32's 24 bits.
+    #[test]
+    fn integer_inputs_match_exact_arithmetic() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut int = |m: i64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % (2 * m as u64 + 1)) as i64 - m
+        };
+        let (nq, heads, blocks) = (3, 8, 16);
+        let q: Vec<i64> = (0..nq * heads * HEAD_DIM).map(|_| int(4095)).collect();
+        let kb: Vec<i64> = (0..blocks * HEAD_DIM).map(|_| int(4095)).collect();
+        let w: Vec<i64> = (0..nq * heads).map(|_| int(255)).collect();
+        let p = ScoresProblem {
+            nq,
+            heads,
+            blocks,
+            q: q.iter().map(|&v| v as f32).collect(),
+            kb: kb.iter().map(|&v| v as f32).collect(),
+            w: w.iter().map(|&v| v as f32).collect(),
+        };
+        let got = scores_f64(&p);
+        let mut beyond_f32 = 0;
+        for qi in 0..nq {
+            for b in 0..blocks {
+                let exact: i128 = (0..heads)
+                    .map(|h| {
+                        let row = (qi * heads + h) * HEAD_DIM;
+                        let dot: i128 = (0..HEAD_DIM)
+                            .map(|d| (q[row + d] * kb[b * HEAD_DIM + d]) as i128)
+                            .sum();
+                        w[qi * heads + h] as i128 * dot.max(0)
+                    })
+                    .sum();
+                assert_eq!(
+                    got[qi * blocks + b],
+                    exact as f64,
+                    "scores reference [{qi}, {b}] is not the exact integer score {exact}"
+                );
+                beyond_f32 += usize::from((exact as f32) as i128 != exact);
+            }
+        }
+        assert!(
+            beyond_f32 > 0,
+            "the inputs must need more than f32's precision"
+        );
+    }
+
     #[test]
     fn bound_by_hand() {
         let p = hand();

@@ -1,35 +1,84 @@
-//! The top-k oracle: a full stable sort under the contract of `crate::contract`, no radix
-//! select. Slow (n log n per query) and obviously correct, it is what the CPU radix and
-//! split implementations, and every GPU kernel, are compared with id for id.
+//! The top-k oracle: a full sort under the selection-order contract as the README writes it,
+//! no radix select, and no code shared with what it judges.
+//!
+//! The written contract: "key = monotone u32 of the score, -0.0 as +0.0, every NaN below
+//! -inf; larger key first; ties by lower index; ids ascending, -1 past the count". The CPU
+//! kernels and the GPU kernels implement it through a bit-level key (`crate::contract`,
+//! `qsa_order_key`). This oracle never looks at bits: it ranks a score by its *class*
+//! (every NaN, whatever its sign or payload, is one class below all numbers) and then by its
+//! *value as an f64* under IEEE comparison (where -0.0 == +0.0 and -inf < every finite),
+//! then by index. A monotone key of a number orders numbers exactly as their values do, so
+//! this is the same total order, derived independently: a broken rule in the kernels' key
+//! (signed zeros, NaN placement, inf) makes the two disagree, and parity says so.
 
-use crate::contract::{finalize_ids, order_key, order_key_f64, selection_cmp};
+use std::cmp::Ordering;
+
 use crate::problem::TopkProblem;
 
-/// Select `k` of `keys` (index = position): the contract's order by a full sort, then the
-/// output row (ascending, -1 padded). `k >= keys.len()` selects every entry.
-fn select_row<K: Ord + Copy>(keys: &[K], k: usize) -> Vec<i32> {
-    let mut order: Vec<usize> = (0..keys.len()).collect();
-    order.sort_by(|&a, &b| selection_cmp((keys[a], a), (keys[b], b)));
-    order.truncate(k);
-    finalize_ids(order.into_iter().map(|i| i as i32).collect(), k)
+/// The rank of one score under the contract: NaN (any payload, any sign) below every number;
+/// numbers (±inf included) by value, with -0.0 equal to +0.0.
+#[derive(Clone, Copy, Debug)]
+enum Rank {
+    Nan,
+    Number(f64),
+}
+
+impl Rank {
+    fn of(x: f64) -> Rank {
+        if x.is_nan() {
+            Rank::Nan
+        } else {
+            Rank::Number(x)
+        }
+    }
+
+    /// `Greater` when `self` is selected before `other` on value alone.
+    fn cmp_value(self, other: Rank) -> Ordering {
+        match (self, other) {
+            (Rank::Nan, Rank::Nan) => Ordering::Equal,
+            (Rank::Nan, Rank::Number(_)) => Ordering::Less,
+            (Rank::Number(_), Rank::Nan) => Ordering::Greater,
+            // Neither is NaN, so IEEE comparison is total here, and -0.0 == +0.0.
+            (Rank::Number(a), Rank::Number(b)) => a.partial_cmp(&b).expect("numbers compare"),
+        }
+    }
+}
+
+/// `Less` when entry `(a, ia)` is selected before `(b, ib)`: larger value first, then the
+/// lower index.
+fn selected_before(a: Rank, ia: usize, b: Rank, ib: usize) -> Ordering {
+    b.cmp_value(a).then(ia.cmp(&ib))
+}
+
+/// The contract's selection of `k` entries of `row` (index = position), as an output row:
+/// ids ascending, -1 past the count. `k >= row.len()` selects every entry.
+fn select_row(row: &[f64], k: usize) -> Vec<i32> {
+    let ranks: Vec<Rank> = row.iter().map(|&x| Rank::of(x)).collect();
+    let mut order: Vec<usize> = (0..row.len()).collect();
+    order.sort_by(|&a, &b| selected_before(ranks[a], a, ranks[b], b));
+    let mut ids: Vec<i32> = order.iter().take(k).map(|&i| i as i32).collect();
+    ids.sort_unstable();
+    ids.resize(k, -1);
+    ids
 }
 
 /// Ids of `p` per query (`nq * k`), over the first `p.candidates(q)` entries of each row.
+/// f32 scores widen to f64 exactly (NaN stays NaN), so the order is the f32 scores' order.
 pub fn topk_ids(p: &TopkProblem) -> Vec<i32> {
     let mut out = Vec::with_capacity(p.nq * p.k);
     for q in 0..p.nq {
-        let keys: Vec<u32> = p.row(q)[..p.candidates(q)]
+        let row: Vec<f64> = p.row(q)[..p.candidates(q)]
             .iter()
-            .map(|&x| order_key(x))
+            .map(|&x| x as f64)
             .collect();
-        out.extend(select_row(&keys, p.k));
+        out.extend(select_row(&row, p.k));
     }
     out
 }
 
 /// Ids per query (`nq * k`) selected from FP64 scores `[nq, n]` (row stride `n`) under the
-/// f64 twin of the contract: the end-to-end reference (FP64 scores, then selection).
-/// `active[q]` limits row q to its first `active[q]` entries (clamped to 0..=n, as
+/// same contract: the end-to-end reference (FP64 scores, then selection). `active[q]`
+/// limits row q to its first `active[q]` entries (clamped to 0..=n, as
 /// `TopkProblem::candidates` does).
 pub fn topk_ids_f64(
     scores: &[f64],
@@ -41,77 +90,10 @@ pub fn topk_ids_f64(
     let mut out = Vec::with_capacity(nq * k);
     for q in 0..nq {
         let c = active.map_or(n, |a| (a[q].max(0) as usize).min(n));
-        let keys: Vec<u64> = scores[q * n..q * n + c]
-            .iter()
-            .map(|&x| order_key_f64(x))
-            .collect();
-        out.extend(select_row(&keys, k));
+        out.extend(select_row(&scores[q * n..q * n + c], k));
     }
     out
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn problem(rows: &[&[f32]], k: usize, active: Option<Vec<i32>>) -> TopkProblem {
-        let n = rows[0].len();
-        let capacity = n + 3; // padding past n must never be read
-        let mut scores = vec![f32::NAN; rows.len() * capacity];
-        for (q, r) in rows.iter().enumerate() {
-            scores[q * capacity..q * capacity + n].copy_from_slice(r);
-            scores[q * capacity + n..(q + 1) * capacity].fill(f32::INFINITY);
-        }
-        TopkProblem {
-            nq: rows.len(),
-            n,
-            capacity,
-            k,
-            scores,
-            active,
-        }
-    }
-
-    /// 2 queries x 3 entries, by hand: ties, NaN, -0.0.
-    #[test]
-    fn hand_2x3() {
-        let p = problem(
-            &[&[1.0, f32::NAN, 1.0], &[-0.0, 0.0, f32::NEG_INFINITY]],
-            2,
-            None,
-        );
-        // Row 0: 1.0@0 and 1.0@2 beat NaN. Row 1: -0.0 ties +0.0, both beat -inf.
-        assert_eq!(topk_ids(&p), vec![0, 2, 0, 1]);
-        let p = problem(
-            &[&[1.0, f32::NAN, 1.0], &[-0.0, 0.0, f32::NEG_INFINITY]],
-            1,
-            None,
-        );
-        // Tie -> lower index.
-        assert_eq!(topk_ids(&p), vec![0, 0]);
-        let p = problem(
-            &[&[f32::NAN, f32::NEG_INFINITY, f32::NAN], &[3.0, 2.0, 1.0]],
-            2,
-            None,
-        );
-        // -inf beats NaN; the NaN tie goes to the lower index.
-        assert_eq!(topk_ids(&p), vec![0, 1, 0, 1]);
-    }
-
-    #[test]
-    fn k_past_n_and_active() {
-        let p = problem(&[&[0.5, 2.0, 1.0], &[1.0, 2.0, 3.0]], 5, None);
-        assert_eq!(topk_ids(&p), vec![0, 1, 2, -1, -1, 0, 1, 2, -1, -1]);
-        let p = problem(&[&[0.5, 2.0, 1.0], &[1.0, 2.0, 3.0]], 2, Some(vec![0, 1]));
-        assert_eq!(topk_ids(&p), vec![-1, -1, 0, -1]);
-        let p = problem(&[&[0.5, 2.0, 1.0], &[1.0, 2.0, 3.0]], 1, Some(vec![2, 3]));
-        assert_eq!(topk_ids(&p), vec![1, 2]);
-    }
-
-    #[test]
-    fn f64_twin() {
-        let s = [1.0, f64::NAN, -0.0, 0.0, 1.0 + 1e-12, 1.0];
-        assert_eq!(topk_ids_f64(&s, 2, 3, 2, None), vec![0, 2, 1, 2]);
-        assert_eq!(topk_ids_f64(&s, 2, 3, 2, Some(&[1, 2])), vec![0, -1, 0, 1]);
-    }
-}
+mod tests;
