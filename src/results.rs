@@ -42,6 +42,10 @@ pub enum TargetStatus {
     Run,
     /// Compiled and resource-checked only: no such device here.
     BuiltNotRun,
+    /// No such device here: the kernel sources ran on the CPU through the SIMT emulator
+    /// (src/emu/), with this target's wave width, shared memory and dispatch. What the
+    /// emulator does not cover is reported per check as unsupported in emulation.
+    Emulated,
     /// Not built and not run (no toolchain, filtered out), with the reason.
     Skipped,
     /// The runner crashed, hung or could not start.
@@ -53,6 +57,7 @@ impl TargetStatus {
         match self {
             TargetStatus::Run => "run",
             TargetStatus::BuiltNotRun => "built, not run",
+            TargetStatus::Emulated => "emulated",
             TargetStatus::Skipped => "skipped",
             TargetStatus::Failed => "failed",
         }

@@ -71,6 +71,13 @@ fn open_hip(_: &Target, _: &Path) -> Result<Box<dyn Backend>, NoDevice> {
     Err(NoDevice("this runner was built without the `hip` feature (cargo build --features hip, with ROCm's HIP_PATH)".into()))
 }
 
+/// Open the emulated backend of GPU `target` (src/emu/): its kernels on the CPU.
+pub fn open_emulated(target: &Target) -> Result<Box<dyn Backend>, NoDevice> {
+    crate::emu::backend::EmuBackend::new(target.caps())
+        .map(|b| Box::new(b) as Box<dyn Backend>)
+        .map_err(|e| NoDevice(e.to_string()))
+}
+
 /// Everything `run_target` needs besides the backend.
 pub struct RunSpec<'a> {
     pub matrix: &'a Matrix,

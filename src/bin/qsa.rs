@@ -16,7 +16,7 @@
 use clap::{Parser, Subcommand};
 use qsa::dump::Dumper;
 use qsa::matrix::{Matrix, Suite};
-use qsa::results::TargetStatus;
+use qsa::results::{TargetResults, TargetStatus};
 use qsa::runner::{self, RunSpec};
 use qsa::suites::bench::BenchGolden;
 use qsa::suites::Filter;
@@ -100,6 +100,10 @@ struct RunArgs {
     /// Suppress the progress lines on stderr.
     #[arg(long)]
     quiet: bool,
+    /// Run a GPU target without its device: the kernel sources on the CPU through the SIMT
+    /// emulator (status `emulated`; top-k only, other families unsupported in emulation).
+    #[arg(long)]
+    emulate: bool,
 }
 
 fn parse_suite(s: &str) -> Result<Suite, String> {
@@ -225,7 +229,12 @@ fn run(a: RunArgs) -> ExitCode {
         .clone()
         .unwrap_or_else(|| qsa::journal::path_for(&a.out));
     let code_objects = a.code_objects.join(&target.name);
-    let results = match runner::open_backend(target, &code_objects) {
+    let opened = if a.emulate {
+        runner::open_emulated(target)
+    } else {
+        runner::open_backend(target, &code_objects)
+    };
+    let results = match opened {
         Ok(backend) => {
             let spec = RunSpec {
                 matrix: &m,
@@ -244,6 +253,10 @@ fn run(a: RunArgs) -> ExitCode {
                 }
             });
             match run {
+                Ok(r) if a.emulate => TargetResults {
+                    status: TargetStatus::Emulated,
+                    ..r
+                },
                 Ok(r) => r,
                 Err(e) => {
                     eprintln!("error: {e:#}");

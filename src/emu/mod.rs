@@ -6,6 +6,8 @@
 //!   flavour (vendor, wave width 32 / 64, CUDA arch), cached.
 //! - `module`: a loaded module, its kernels' signatures and shared memory, launches.
 //! - `api`: `EmuApi`, the `GpuApi` over host memory and emulated launches.
+//! - `backend`: `EmuBackend`, the runner's `Backend` for a GPU target without its device
+//!   (`qsa run --emulate`): top-k emulated, the other families unsupported in emulation.
 //! - `race`: the same call under several thread schedules; output that depends on the
 //!   schedule is a failed check naming the kernel.
 //!
@@ -13,6 +15,7 @@
 //! wave collectives; blocks spread over the host's cores (kernels/common/emu_runtime.h).
 
 pub mod api;
+pub mod backend;
 pub mod compile;
 pub mod module;
 pub mod race;

@@ -1,0 +1,88 @@
+//! `qsa run --emulate`: a GPU target with no device here runs its top-k parity checks
+//! through the SIMT emulator, status `emulated` (not `run`, not `built, not run`); the
+//! families the emulator does not cover are `unsupported` checks that name the emulator,
+//! counted, never passes; cases past the emulator's budget likewise.
+
+use qsa::results::{Status, TargetResults, TargetStatus};
+use std::process::Command;
+
+fn run_emulated(target: &str, cases: &[&str]) -> (TargetResults, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.yaml");
+    let mut c = Command::new(env!("CARGO_BIN_EXE_qsa"));
+    c.current_dir(env!("CARGO_MANIFEST_DIR"));
+    c.args([
+        "run",
+        "--emulate",
+        "--quiet",
+        "--suite",
+        "parity",
+        "--target",
+        target,
+    ]);
+    c.arg("--out").arg(&out);
+    for case in cases {
+        c.args(["--case", case]);
+    }
+    let o = c.output().expect("run qsa");
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "qsa run --emulate --target {target}: {stderr}"
+    );
+    (TargetResults::read(&out).unwrap(), stderr)
+}
+
+#[test]
+fn emulated_target_runs_topk_and_reports_the_rest_unsupported() {
+    for target in ["sm_90", "gfx906"] {
+        let (r, _) = run_emulated(
+            target,
+            &["topk_k_ge_n", "scores_ragged", "topk_decode_3q_40k"],
+        );
+        assert_eq!(
+            r.status,
+            TargetStatus::Emulated,
+            "{target}: status {:?}",
+            r.status
+        );
+        assert!(
+            r.device.name.contains("emulated"),
+            "{target}: device {}",
+            r.device.name
+        );
+        let records = &r.records;
+        let of = |case: &'static str| records.iter().filter(move |x| x.case == case);
+        let topk: Vec<_> = of("topk_k_ge_n").collect();
+        assert!(!topk.is_empty(), "{target}: no top-k records");
+        for x in &topk {
+            assert_eq!(
+                x.status,
+                Status::Pass,
+                "{target} {} {}: {}",
+                x.dist,
+                x.variant,
+                x.message
+            );
+        }
+        for case in ["scores_ragged", "topk_decode_3q_40k"] {
+            let rest: Vec<_> = of(case).collect();
+            assert!(!rest.is_empty(), "{target}: no {case} records");
+            for x in rest {
+                assert_eq!(
+                    x.status,
+                    Status::Unsupported,
+                    "{target} {case}: {:?} {}",
+                    x.status,
+                    x.message
+                );
+                assert!(
+                    x.message.contains("unsupported in emulation"),
+                    "{target} {case}: {}",
+                    x.message
+                );
+            }
+        }
+    }
+}
