@@ -110,13 +110,29 @@ impl EmuModule {
             ));
         }
         let cstr = |p: *const c_char| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
-        let kernels = (0..unsafe { count() })
+        let names: Vec<String> = (0..unsafe { count() })
+            .map(|i| cstr(unsafe { name(i) }))
+            .collect();
+        // __shared__ variables declared in device functions, not in a kernel's body: which
+        // kernels reach them is unknown here, so every kernel counts (and poisons) them.
+        let unattributed: Vec<(i64, u64)> = syms
+            .iter()
+            .filter(|s| !s.name.contains("qsa_emu") && !dyn_names.contains(&s.name))
+            .filter(|s| {
+                !names
+                    .iter()
+                    .any(|k| s.name.starts_with(&compile::local_static_prefix(k)))
+            })
+            .map(|s| (s.offset as i64 - anchor, s.size))
+            .collect();
+        let kernels = (0..names.len())
             .map(|i| {
-                let name = cstr(unsafe { name(i) });
-                let ranges = static_shared(&syms, &name, anchor);
+                let name = names[i].clone();
+                let mut ranges = static_shared(&syms, &name, anchor);
+                ranges.extend(&unattributed);
                 Kernel {
                     static_shared: ranges.iter().map(|r| r.1).sum(),
-                    signature: cstr(unsafe { sig(i) }),
+                    signature: cstr(unsafe { sig(i as c_int) }),
                     name,
                     ranges,
                 }

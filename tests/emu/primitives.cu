@@ -121,3 +121,14 @@ QSA_KERNEL void emu_exited_lane(int* out) {
   if (qsa_lane() == 0) return;
   out[threadIdx.x] = qsa_shfl((int)threadIdx.x, 0);
 }
+
+// __shared__ in a device function (not a kernel body): 1 KiB the emulator cannot attribute
+// to one kernel, so it counts it for every kernel of the module.
+QSA_DEVICE int emu_helper_shared(int v) {
+  __shared__ int h[256];
+  h[threadIdx.x % 256] = v;
+  __syncthreads();
+  return h[(threadIdx.x + 1) % 256];
+}
+
+QSA_KERNEL void emu_helper_user(int* out) { out[threadIdx.x] = emu_helper_shared((int)threadIdx.x); }
