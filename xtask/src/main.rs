@@ -8,6 +8,7 @@ mod ci;
 mod golden;
 mod matrix;
 mod merge;
+mod mutants;
 mod report;
 mod setup;
 
@@ -35,6 +36,8 @@ enum Cmd {
     Report(merge::ReportArgs),
     /// Accept pending snapshots downloaded from a CI run (same as `report bless --from`).
     Bless(merge::BlessArgs),
+    /// Plant each curated regression (mutants/*.yaml) and check that its named check fails.
+    Mutants(mutants::MutantsArgs),
 }
 
 fn main() -> ExitCode {
@@ -49,6 +52,10 @@ fn main() -> ExitCode {
         Cmd::CiMatrix(a) => ci::run(a),
         Cmd::Bless(a) => merge::run_bless(&a),
         Cmd::Report(a) => match merge::run(a) {
+            Ok(code) => return ExitCode::from(code),
+            Err(e) => Err(e),
+        },
+        Cmd::Mutants(a) => match mutants::run(a) {
             Ok(code) => return ExitCode::from(code),
             Err(e) => Err(e),
         },
