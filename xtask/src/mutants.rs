@@ -131,6 +131,9 @@ pub fn run(a: MutantsArgs) -> Result<u8> {
     let work = root.join("target/mutants");
     let tree = work.join("tree");
     let s = scratch::sync(&root, &tree)?;
+    for profile in scratch::seed_target(&root, &tree)? {
+        println!("seeded the scratch tree's target/{profile} with a copy of target/{profile} (saves a cold build)");
+    }
     println!(
         "scratch tree {}: {} files copied, {} unchanged, {} removed",
         tree.display(),

@@ -91,6 +91,37 @@ pub fn sync(src: &Path, dest: &Path) -> Result<Scratch> {
     Ok(s)
 }
 
+/// Seed the scratch tree's empty `target/<profile>` with a copy of the working tree's, so
+/// the first baseline rebuilds only the workspace crates (their paths changed), not every
+/// dependency: measured 16 s instead of a cold build of minutes (2 cores, 2026-12-01).
+/// Returns the profiles seeded.
+pub fn seed_target(src: &Path, dest: &Path) -> Result<Vec<&'static str>> {
+    let mut seeded = Vec::new();
+    for profile in ["debug", "release"] {
+        let (from, to) = (
+            src.join("target").join(profile),
+            dest.join("target").join(profile),
+        );
+        if !from.is_dir() || to.exists() {
+            continue;
+        }
+        std::fs::create_dir_all(dest.join("target"))?;
+        let tmp = dest.join("target").join(format!("{profile}.seeding"));
+        let _ = std::fs::remove_dir_all(&tmp);
+        let ok = Command::new("cp")
+            .args(["-a", "--reflink=auto"])
+            .arg(&from)
+            .arg(&tmp)
+            .status()
+            .with_context(|| format!("cannot run cp to seed {}", to.display()))?
+            .success();
+        anyhow::ensure!(ok, "copying {} to {} failed", from.display(), tmp.display());
+        std::fs::rename(&tmp, &to)?;
+        seeded.push(profile);
+    }
+    Ok(seeded)
+}
+
 /// Tracked files and untracked files that git does not ignore, relative to `root`.
 fn git_files(root: &Path) -> Result<BTreeSet<PathBuf>> {
     let out = Command::new("git")
