@@ -185,11 +185,11 @@ pub fn run(a: MutantsArgs) -> Result<u8> {
                 return Ok(130);
             }
             let v = judge(m, &f);
-            report_problem(m, &v, &f, &logs, base);
+            report_problem(m, &v, &f, base);
             (v, f.secs)
         };
         if matches!(verdict, Verdict::BrokenBaseline | Verdict::WeakExpect) {
-            report_problem(m, &verdict, base, &logs, base);
+            report_problem(m, &verdict, base, base);
         }
         println!(
             "[{:>2}/{}] {:<width$}  {:<15} {:>6.1}s",
@@ -306,40 +306,59 @@ fn label(v: &Verdict) -> &'static str {
 }
 
 /// What a reviewer needs to act on a mutant that did not count as caught.
-fn report_problem(m: &Mutant, v: &Verdict, f: &Finished, logs: &Path, base: &Finished) {
-    let log = |name: &str| logs.join(format!("{name}.log")).display().to_string();
-    let (what, fix, log_path) = match v {
+fn report_problem(m: &Mutant, v: &Verdict, f: &Finished, base: &Finished) {
+    let (what, fix) = match v {
         Verdict::Caught => return,
         Verdict::Survived => (
             "SURVIVED: the command passed with the regression planted".to_string(),
             "the check it names does not guard this regression: strengthen the check (or fix the \
              mutant's command if it names the wrong check)",
-            log(&m.name),
         ),
         Verdict::Misfired(why) => (
             format!("MISFIRED ({why}): the command failed, but not with `{}`", m.expect),
             "it failed for another reason (a compile error? another test? the time limit?): read the \
              output, then make the mutant compile, narrow its command, or correct `expect`",
-            log(&m.name),
         ),
         Verdict::BrokenBaseline => (
             format!("BROKEN BASELINE ({}): the command fails on the unmutated tree", base.status()),
             "a mutant proves nothing while its check fails anyway: fix the tree or the command",
-            String::from("target/mutants/logs/baseline-*.log"),
         ),
         Verdict::WeakExpect => (
             format!("WEAK EXPECT: the passing baseline already prints `{}`", m.expect),
             "choose text that only the failure prints (an assertion message, not a test name)",
-            String::from("target/mutants/logs/baseline-*.log"),
         ),
     };
+    // For a weak expect, the lines that print it say more than the tail.
+    let shown = if *v == Verdict::WeakExpect {
+        let hits: Vec<&str> = f
+            .output
+            .lines()
+            .filter(|l| l.contains(m.expect.as_str()))
+            .take(5)
+            .collect();
+        (
+            format!(
+                "lines of the passing output that contain it (all of it: {})",
+                f.log.display()
+            ),
+            hits.iter()
+                .map(|l| format!("    | {l}\n"))
+                .collect::<String>(),
+        )
+    } else {
+        (
+            format!("last lines of the output (all of it: {})", f.log.display()),
+            f.tail(25),
+        )
+    };
     println!(
-        "\n--- mutant {} ({})\n    plants: {}\n    {what}\n    fix: {fix}\n    $ {}\n    last lines of the output (all of it: {log_path}):\n{}",
+        "\n--- mutant {} ({})\n    plants: {}\n    {what}\n    fix: {fix}\n    $ {}\n    {}:\n{}",
         m.name,
         m.source.display(),
         m.about.trim(),
         m.command.trim(),
-        f.tail(25)
+        shown.0,
+        shown.1
     );
 }
 

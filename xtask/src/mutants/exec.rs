@@ -27,6 +27,8 @@ pub struct Finished {
     pub timed_out: bool,
     pub output: String,
     pub secs: f64,
+    /// Where the whole output is.
+    pub log: std::path::PathBuf,
 }
 
 impl Finished {
@@ -92,5 +94,6 @@ pub fn run(command: &str, dir: &Path, log: &Path, limit: Duration) -> Result<Fin
         timed_out,
         output,
         secs: start.elapsed().as_secs_f64(),
+        log: log.to_path_buf(),
     })
 }
