@@ -255,6 +255,23 @@ mod tests {
     }
 
     #[test]
+    fn logits_past_the_f32_exp_range_do_not_overflow() {
+        let mut p = random_problem(5, AttnDtype::Bf16, 1, 3, 200, 4, 2, 3);
+        // exp overflows f32 past 88.7: a softmax that does not subtract the row max turns
+        // these logits into inf / inf = NaN.
+        p.scale = 1.0e4;
+        let (f, w) = (
+            attn_forward(&p).unwrap(),
+            attn_forward_f64(&p, None).unwrap(),
+        );
+        assert!(
+            f.o.iter().chain(&f.lse).all(|x| x.is_finite()),
+            "softmax overflow: non-finite o or lse with logits past 88.7"
+        );
+        assert!(rel_err(&f.o, &w.o) < 1e-3, "o with large logits");
+    }
+
+    #[test]
     fn bad_ids_are_errors() {
         let mut p = random_problem(4, AttnDtype::Bf16, 1, 2, 100, 2, 1, 2);
         p.ids[3] = 2; // 100 tokens = 2 blocks: valid ids are -1, 0, 1

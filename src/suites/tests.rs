@@ -17,8 +17,14 @@ use std::path::Path;
 enum Breakage {
     /// One score off by a relative 1e-3: a dropped or doubled term.
     Score,
+    /// The largest score off by this relative amount (small: inside the rigorous bound).
+    ScoreBy(f32),
     /// Two selected ids swapped for unselected ones.
     Ids,
+    /// The last query's first id changed (a comparison must look past query 0).
+    LastQueryIds(usize),
+    /// One id missing from the output.
+    ShortIds,
 }
 
 struct Broken {
@@ -46,17 +52,31 @@ impl Prepared for BrokenPrepared<'_> {
     fn output(&mut self) -> BackendResult<Output> {
         let out = self.inner.output()?;
         Ok(match (self.how, out) {
-            (Some(Breakage::Score), Output::Scores(mut s)) => {
+            (Some(b @ (Breakage::Score | Breakage::ScoreBy(_))), Output::Scores(mut s)) => {
+                let by = if let Breakage::ScoreBy(x) = b {
+                    x
+                } else {
+                    1e-3
+                };
                 let i = s
                     .iter()
                     .enumerate()
                     .max_by(|a, b| a.1.abs().total_cmp(&b.1.abs()))
                     .map_or(0, |(i, _)| i);
-                s[i] *= 1.0 + 1e-3;
+                s[i] *= 1.0 + by;
                 Output::Scores(s)
             }
             (Some(Breakage::Ids), Output::Ids(mut ids)) => {
                 ids[0] = ids[0].wrapping_add(1).max(0);
+                Output::Ids(ids)
+            }
+            (Some(Breakage::LastQueryIds(k)), Output::Ids(mut ids)) => {
+                let i = ids.len() - k;
+                ids[i] = ids[i].wrapping_add(1).max(0);
+                Output::Ids(ids)
+            }
+            (Some(Breakage::ShortIds), Output::Ids(mut ids)) => {
+                ids.pop();
                 Output::Ids(ids)
             }
             (_, out) => out,
@@ -152,5 +172,76 @@ fn a_changed_top_k_fails_parity_with_the_first_differing_query() {
             "{}",
             r.message
         );
+    }
+}
+
+#[test]
+fn the_error_gate_catches_an_error_inside_the_rigorous_bound() {
+    // 3e-5 of the largest score: past the 1e-5 floor and 4x the warp kernel's error, yet
+    // inside the rigorous bound, so only the max-error gate can fail it.
+    let recs = run_broken(
+        "simt",
+        Breakage::ScoreBy(3e-5),
+        "scores_ragged",
+        "normal",
+        error::run,
+    );
+    let simt = recs.iter().find(|r| r.variant == "simt").unwrap();
+    assert_eq!(
+        simt.status,
+        Status::Fail,
+        "an error past the gate passed the error suite: {simt:?}"
+    );
+    assert!(
+        simt.message.contains("exceeds the gate") && !simt.message.contains("rigorous"),
+        "{}",
+        simt.message
+    );
+}
+
+#[test]
+fn parity_compares_every_query_and_the_id_count() {
+    // topk_edges_small: the k of its problems, to break the last query's first id.
+    let m = Matrix::parse(Path::new("matrix.yaml"), include_str!("../../matrix.yaml")).unwrap();
+    let case = m
+        .cases
+        .iter()
+        .find(|c| c.name == "topk_edges_small")
+        .unwrap();
+    let shape = case
+        .topk
+        .as_ref()
+        .expect("topk_edges_small is a top-k case");
+    let recs = run_broken(
+        "radix",
+        Breakage::LastQueryIds(shape.k),
+        "topk_edges_small",
+        "uniform",
+        parity::run,
+    );
+    let last = shape.queries - 1;
+    assert!(!recs.is_empty() && shape.queries > 1);
+    for r in &recs {
+        assert_eq!(
+            r.status,
+            Status::Fail,
+            "parity passed a kernel whose last query's ids differ: {r:?}"
+        );
+        let want = format!(
+            "1 of {} queries differ from the reference; first: query {last}",
+            shape.queries
+        );
+        assert!(r.message.contains(&want), "{}", r.message);
+    }
+    let recs = run_broken(
+        "radix",
+        Breakage::ShortIds,
+        "topk_edges_small",
+        "uniform",
+        parity::run,
+    );
+    for r in &recs {
+        assert_eq!(r.status, Status::Fail, "{r:?}");
+        assert!(r.message.contains("expected nq * k"), "{}", r.message);
     }
 }

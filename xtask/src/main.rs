@@ -9,6 +9,7 @@ mod golden;
 mod lock;
 mod matrix;
 mod merge;
+mod mutants;
 mod report;
 mod repro;
 mod root;
@@ -41,6 +42,8 @@ enum Cmd {
     Report(merge::ReportArgs),
     /// Accept pending snapshots downloaded from a CI run (same as `report bless --from`).
     Bless(merge::BlessArgs),
+    /// Plant each curated regression (mutants/*.yaml) and check that its named check fails.
+    Mutants(mutants::MutantsArgs),
 }
 
 fn main() -> ExitCode {
@@ -60,6 +63,10 @@ fn main() -> ExitCode {
         Cmd::CiMatrix(a) => ci::run(a),
         Cmd::Bless(a) => merge::run_bless(&a),
         Cmd::Report(a) => match merge::run(a) {
+            Ok(code) => return ExitCode::from(code),
+            Err(e) => Err(e),
+        },
+        Cmd::Mutants(a) => match mutants::run(a) {
             Ok(code) => return ExitCode::from(code),
             Err(e) => Err(e),
         },
