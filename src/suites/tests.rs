@@ -17,13 +17,16 @@ use std::path::Path;
 enum Breakage {
     /// One score off by a relative 1e-3: a dropped or doubled term.
     Score,
+    /// One score off by a relative 1e-5: a bias about 40x the f32 kernels' largest error
+    /// (2.77e-7), inside the rigorous bound, which only a tight limit sees.
+    Bias,
     /// Two selected ids swapped for unselected ones.
     Ids,
 }
 
 struct Broken {
     inner: CpuBackend,
-    /// Only outputs of this dispatched kernel are changed.
+    /// Only outputs of this dispatched kernel are changed ("*": every kernel's).
     kernel: &'static str,
     how: Breakage,
 }
@@ -46,13 +49,17 @@ impl Prepared for BrokenPrepared<'_> {
     fn output(&mut self) -> BackendResult<Output> {
         let out = self.inner.output()?;
         Ok(match (self.how, out) {
-            (Some(Breakage::Score), Output::Scores(mut s)) => {
+            (Some(how @ (Breakage::Score | Breakage::Bias)), Output::Scores(mut s)) => {
                 let i = s
                     .iter()
                     .enumerate()
                     .max_by(|a, b| a.1.abs().total_cmp(&b.1.abs()))
                     .map_or(0, |(i, _)| i);
-                s[i] *= 1.0 + 1e-3;
+                s[i] *= if matches!(how, Breakage::Score) {
+                    1.0 + 1e-3
+                } else {
+                    1.0 + 1e-5
+                };
                 Output::Scores(s)
             }
             (Some(Breakage::Ids), Output::Ids(mut ids)) => {
@@ -74,7 +81,7 @@ impl Backend for Broken {
         problem: &'a Problem,
     ) -> BackendResult<Box<dyn Prepared + 'a>> {
         let inner = self.inner.prepare(switches, problem)?;
-        let how = (inner.dispatched() == self.kernel).then_some(self.how);
+        let how = (self.kernel == "*" || inner.dispatched() == self.kernel).then_some(self.how);
         Ok(Box::new(BrokenPrepared { inner, how }))
     }
 }
@@ -89,6 +96,17 @@ fn run_broken(
     suite: fn(&Ctx, &crate::matrix::Case) -> Vec<crate::results::Record>,
 ) -> Vec<crate::results::Record> {
     let m = Matrix::parse(Path::new("matrix.yaml"), include_str!("../../matrix.yaml")).unwrap();
+    run_broken_in(&m, kernel, how, case, dist, suite)
+}
+
+fn run_broken_in(
+    m: &Matrix,
+    kernel: &'static str,
+    how: Breakage,
+    case: &str,
+    dist: &str,
+    suite: fn(&Ctx, &crate::matrix::Case) -> Vec<crate::results::Record>,
+) -> Vec<crate::results::Record> {
     let backend = Broken {
         inner: CpuBackend::new(),
         kernel,
@@ -100,7 +118,7 @@ fn run_broken(
     };
     let golden = BenchGolden::default();
     let ctx = Ctx {
-        matrix: &m,
+        matrix: m,
         target: m.target("cpu").unwrap(),
         backend: &backend,
         filter: &filter,
@@ -152,4 +170,56 @@ fn a_changed_top_k_fails_parity_with_the_first_differing_query() {
             r.message
         );
     }
+}
+
+#[test]
+fn a_1e_5_bias_on_one_score_fails_the_f32_limit_even_when_the_baseline_shares_it() {
+    // In every scorer (the warp baseline too): the ratio to the baseline cannot see it, the
+    // f32 limit (1e-6) does.
+    let recs = run_broken("*", Breakage::Bias, "scores_ragged", "normal", error::run);
+    for v in ["warp", "simt"] {
+        let r = recs.iter().find(|r| r.variant == v).unwrap();
+        assert_eq!(r.status, Status::Fail, "{r:?}");
+        assert!(
+            r.message.contains("exceeds the scores f32 limit 1.0e-6"),
+            "{}",
+            r.message
+        );
+    }
+    // In one non-baseline scorer only: failed the same way, the baseline passes.
+    let recs = run_broken(
+        "simt",
+        Breakage::Bias,
+        "scores_ragged",
+        "normal",
+        error::run,
+    );
+    let simt = recs.iter().find(|r| r.variant == "simt").unwrap();
+    assert_eq!(simt.status, Status::Fail, "{simt:?}");
+    assert!(simt.message.contains("limit"), "{}", simt.message);
+    let warp = recs.iter().find(|r| r.variant == "warp").unwrap();
+    assert_eq!(warp.status, Status::Pass, "{warp:?}");
+}
+
+#[test]
+fn a_missing_error_limit_is_a_configuration_error_naming_the_entry() {
+    let text = include_str!("../../matrix.yaml")
+        .replace("      f32: {floor: 3.0e-7, limit: 1.0e-6}\n", "");
+    let m = Matrix::parse(Path::new("matrix.yaml"), &text).unwrap();
+    let recs = run_broken_in(
+        &m,
+        "none",
+        Breakage::Score,
+        "scores_ragged",
+        "normal",
+        error::run,
+    );
+    let warp = recs.iter().find(|r| r.variant == "warp").unwrap();
+    assert_eq!(warp.status, Status::Error, "{warp:?}");
+    assert!(
+        warp.message
+            .contains("matrix.yaml: gates.error_limits.scores.f32 is missing"),
+        "{}",
+        warp.message
+    );
 }
