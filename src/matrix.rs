@@ -90,8 +90,28 @@ pub struct Matrix {
 #[serde(deny_unknown_fields)]
 pub struct Gates {
     pub error_ratio: f64,
-    pub error_floor: BTreeMap<FamilyName, f64>,
+    /// Per family and precision: the error suite's floor and limit (src/suites/error.rs).
+    pub error_limits: BTreeMap<FamilyName, BTreeMap<Precision, ErrorLimit>>,
     pub bench: BenchGates,
+}
+
+/// The arithmetic a kernel's error is judged by (src/suites/error.rs `precision`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    F32,
+    Tf32,
+    Bf16,
+    /// Tensor-core attention (16-bit operand parts, f32 accumulation).
+    Mma,
+}
+
+/// Relative max error: below `floor` always passes; above `limit` always fails.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorLimit {
+    pub floor: f64,
+    pub limit: f64,
 }
 
 #[derive(Clone, Debug, Deserialize, serde::Serialize)]

@@ -1,26 +1,83 @@
-//! Error: RMSE and max error of every variant against FP64, gated at `error_ratio` times the
-//! family baseline's error on the same inputs, or the absolute floor, whichever is larger.
-//! Scores must also stay inside the rigorous per-element error bound of their precision.
+//! Error: RMSE and max error of every variant against FP64, gated per family and precision
+//! (matrix.yaml `gates.error_limits`, where each figure's measurement is written) at
+//! `min(limit, max(error_ratio x reference, floor))`: within `error_ratio` of the family
+//! baseline's error on the same inputs (or, for tf32 / bf16 scorers, of FP64's own error on
+//! inputs rounded to that format), never above the precision's `limit`, which binds the
+//! baseline too. Scores must also stay inside the rigorous per-element error bound of their
+//! precision.
 
 use super::parity::{input_format, round_bf16, round_tf32, Bounds, InputFormat};
 use super::stats::{error_stats, ErrorStats};
 use super::{decade, mark_error, problems, run_once, Ctx};
 use crate::cases;
+use crate::dispatch::Feature;
 use crate::dump::{Array, Role};
-use crate::matrix::{Case, FamilyName, Suite};
+use crate::matrix::{Case, ErrorLimit, FamilyName, Precision, Suite, Target};
 use crate::problem::{AttnProblem, Output, Problem, HEAD_DIM};
 use crate::reference;
 use crate::results::{Record, Status};
-
-/// Largest relative max error any attention output may have, whatever the baseline does
-/// (bf16/f16 inputs are exact in f32; kernels that round P to 16 bits stay far below this).
-const ATTN_ABS_LIMIT: f64 = 2.0e-2;
 
 pub fn run(ctx: &Ctx, case: &Case) -> Vec<Record> {
     match case.family() {
         FamilyName::Scores => scores(ctx, case),
         FamilyName::Attention => attention(ctx, case),
         FamilyName::Topk => Vec::new(),
+    }
+}
+
+/// The arithmetic `kernel` is judged by on `target`: scorers by their input format;
+/// attention is `mma` for the staged kernel where it is built with mma.sync (NVIDIA sm_80+,
+/// the targets with bf16 tensor cores: kernels/selection_attention.cu), f32 otherwise.
+pub fn precision(family: FamilyName, kernel: &str, target: &Target) -> Precision {
+    match family {
+        FamilyName::Scores => match input_format(kernel) {
+            InputFormat::F32 => Precision::F32,
+            InputFormat::Tf32 => Precision::Tf32,
+            InputFormat::Bf16 => Precision::Bf16,
+        },
+        FamilyName::Attention
+            if kernel.starts_with("staged") && target.features.contains(&Feature::Bf16Tc) =>
+        {
+            Precision::Mma
+        }
+        _ => Precision::F32,
+    }
+}
+
+fn precision_name(p: Precision) -> &'static str {
+    match p {
+        Precision::F32 => "f32",
+        Precision::Tf32 => "tf32",
+        Precision::Bf16 => "bf16",
+        Precision::Mma => "mma",
+    }
+}
+
+/// The floor and limit of (family, precision), or the configuration error that names the
+/// missing or inconsistent entry of matrix.yaml.
+fn limits(ctx: &Ctx, family: FamilyName, p: Precision) -> Result<ErrorLimit, String> {
+    let at = format!(
+        "{}: gates.error_limits.{}.{}",
+        ctx.matrix.path.display(),
+        family.name(),
+        precision_name(p)
+    );
+    match ctx
+        .matrix
+        .gates
+        .error_limits
+        .get(&family)
+        .and_then(|m| m.get(&p))
+    {
+        Some(l) if l.floor >= 0.0 && l.limit >= l.floor => Ok(*l),
+        Some(l) => Err(format!(
+            "{at}: need 0 <= floor <= limit (floor {:e}, limit {:e})",
+            l.floor, l.limit
+        )),
+        None => Err(format!(
+            "{at} is missing: add {{floor, limit}} measured for {} kernels of this precision",
+            family.name()
+        )),
     }
 }
 
@@ -33,28 +90,33 @@ struct Measured {
     scores: Option<Vec<f32>>,
 }
 
-/// Gate `m` against the baseline's error: writes status, message, metrics and snapshot.
+/// Gate `m`, the error of a `kernel` of `family`, against the reference error: writes
+/// status, message, metrics and snapshot.
 fn gate(
     ctx: &Ctx,
     rec: &mut Record,
     family: FamilyName,
+    kernel: &str,
     m: &ErrorStats,
     base: Option<&ErrorStats>,
 ) {
-    let floor = ctx
-        .matrix
-        .gates
-        .error_floor
-        .get(&family)
-        .copied()
-        .unwrap_or(0.0);
+    let p = precision(family, kernel, ctx.target);
+    let lim = match limits(ctx, family, p) {
+        Ok(l) => l,
+        Err(e) => {
+            rec.status = Status::Error;
+            rec.message = e;
+            return;
+        }
+    };
     let ratio = ctx.matrix.gates.error_ratio;
     let base_rel = base.map(|b| b.rel_max());
-    let limit = base_rel.map_or(floor, |b| (ratio * b).max(floor));
+    let relative = base_rel.map_or(lim.floor, |b| (ratio * b).max(lim.floor));
+    let gate = relative.min(lim.limit);
     rec.metrics.insert("rmse".into(), m.rmse);
     rec.metrics.insert("max_abs".into(), m.max_abs);
     rec.metrics.insert("rel_max".into(), m.rel_max());
-    rec.metrics.insert("limit".into(), limit);
+    rec.metrics.insert("limit".into(), gate);
     if let Some(b) = base_rel {
         rec.metrics.insert("baseline_rel_max".into(), b);
     }
@@ -63,16 +125,25 @@ fn gate(
         decade(m.rel_max()),
         decade(m.rel_rmse())
     ));
-    if m.rel_max().is_nan() || m.rel_max() > limit {
+    let e = m.rel_max();
+    let prec = format!("{} {}", family.name(), precision_name(p));
+    if e.is_nan() || e > lim.limit {
+        rec.status = Status::Fail;
+        rec.message = format!(
+            "relative max error {e:.3e} exceeds the {prec} limit {:.1e} (about 4x the largest error ever measured at this precision; matrix.yaml gates.error_limits); RMSE {:.3e} over {} values",
+            lim.limit, m.rmse, m.count
+        );
+    } else if e > gate {
         rec.status = Status::Fail;
         rec.message = match base_rel {
             Some(b) => format!(
-                "relative max error {:.3e} exceeds the gate {limit:.3e} (= max({ratio} x baseline {b:.3e}, floor {floor:.1e})); RMSE {:.3e} over {} values",
-                m.rel_max(),
-                m.rmse,
-                m.count
+                "relative max error {e:.3e} exceeds the gate {gate:.3e} (= max({ratio} x baseline {b:.3e}, {prec} floor {:.1e})); RMSE {:.3e} over {} values",
+                lim.floor, m.rmse, m.count
             ),
-            None => format!("relative max error {:.3e} exceeds the floor {floor:.1e} (no baseline result to compare with)", m.rel_max()),
+            None => format!(
+                "relative max error {e:.3e} exceeds the {prec} floor {:.1e} (no baseline result to compare with)",
+                lim.floor
+            ),
         };
     }
 }
@@ -203,6 +274,7 @@ fn scores(ctx: &Ctx, case: &Case) -> Vec<Record> {
                     ctx,
                     rec,
                     FamilyName::Scores,
+                    &m.kernel,
                     &m.stats,
                     reference_err.as_ref(),
                 );
@@ -344,32 +416,43 @@ fn attention(ctx: &Ctx, case: &Case) -> Vec<Record> {
             let (rec, checks) = &mut recs[i];
             let mut parts = Vec::new();
             let mut failures = Vec::new();
+            let mut errors = Vec::new();
             for (name, stats) in checks.iter() {
                 let base = base_checks
                     .as_ref()
                     .and_then(|bc| bc.iter().find(|(n, _)| n == name))
                     .map(|(_, s)| *s);
+                // A fresh record per tensor: its metrics are prefixed with the tensor's name
+                // below (a clone of `rec` would carry the previous tensors' metrics along,
+                // prefixed again: `dv_dk_dq_rel_max`).
                 let mut sub = rec.clone();
                 sub.status = Status::Pass;
                 sub.message.clear();
-                gate(ctx, &mut sub, FamilyName::Attention, stats, base.as_ref());
-                if stats.rel_max() > ATTN_ABS_LIMIT {
-                    sub.status = Status::Fail;
-                    sub.message = format!(
-                        "relative max error {:.3e} above the absolute limit {ATTN_ABS_LIMIT:.0e}",
-                        stats.rel_max()
-                    );
-                }
+                sub.metrics.clear();
+                let kernel = rec.dispatched.clone().unwrap_or_default();
+                gate(
+                    ctx,
+                    &mut sub,
+                    FamilyName::Attention,
+                    &kernel,
+                    stats,
+                    base.as_ref(),
+                );
                 for (k, v) in sub.metrics {
                     rec.metrics.insert(format!("{name}_{k}"), v);
                 }
                 parts.push(format!("{name} {}", sub.snapshot.unwrap_or_default()));
-                if sub.status == Status::Fail {
-                    failures.push(format!("{name}: {}", sub.message));
+                match sub.status {
+                    Status::Fail => failures.push(format!("{name}: {}", sub.message)),
+                    Status::Error => errors.push(sub.message),
+                    _ => {}
                 }
             }
             rec.snapshot = Some(parts.join("; "));
-            if !failures.is_empty() {
+            if let Some(e) = errors.first() {
+                rec.status = Status::Error;
+                rec.message = e.clone();
+            } else if !failures.is_empty() {
                 rec.status = Status::Fail;
                 rec.message = failures.join("; ");
             }

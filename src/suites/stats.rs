@@ -66,15 +66,80 @@ pub fn error_stats(got: &[f32], want: &[f64], idx: Option<&[usize]>) -> ErrorSta
     }
 }
 
-/// Median, min, max and the relative standard error of the median of timings (seconds).
+/// Median, min, max and the relative standard error of the median of timings (seconds), and
+/// a distribution-free confidence interval of the median (`median_interval`).
 #[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct TimingStats {
     pub median: f64,
+    /// The median's interval at `MEDIAN_CONFIDENCE` (seconds). Golden files written before
+    /// these fields existed lack them (read as 0): `interval` then derives one from
+    /// `rel_noise`.
+    #[serde(default)]
+    pub median_lo: f64,
+    #[serde(default)]
+    pub median_hi: f64,
     pub min: f64,
     pub max: f64,
     /// Standard error of the median relative to it (1.2533 * sd / sqrt(n) / median).
     pub rel_noise: f64,
     pub reps: usize,
+}
+
+/// Two-sided confidence of each median's interval. The ratio of two medians gets the
+/// interval whose ends are the ratios of the two intervals' opposite ends: it covers the true
+/// ratio whenever both intervals cover their medians, so with probability at least
+/// 1 - 2 x 2.5% = 95% (Bonferroni), whatever the distributions.
+pub const MEDIAN_CONFIDENCE: f64 = 0.975;
+
+/// The two-sided standard normal quantile of `MEDIAN_CONFIDENCE` (z at 0.9875).
+const Z_MEDIAN: f64 = 2.2414;
+
+/// Student's t at 0.9875 for 1 ..= 5 degrees of freedom (samples of 2 ..= 6, too few for
+/// `median_interval`); computed by bisection on the t distribution's cdf (Simpson's rule):
+/// df 1 is exact, tan(pi x 0.49375) = 50.92.
+const T_MEDIAN: [f64; 5] = [50.92, 8.860, 5.392, 4.315, 3.810];
+
+impl TimingStats {
+    /// The median's confidence interval: the stored one, or for golden entries written
+    /// before intervals were stored, median x (1 -/+ z x rel_noise) (a normal
+    /// approximation from the standard error they carry).
+    pub fn interval(&self) -> (f64, f64) {
+        if self.median_lo > 0.0 && self.median_hi >= self.median_lo {
+            return (self.median_lo, self.median_hi);
+        }
+        let half = Z_MEDIAN * self.rel_noise;
+        if half.is_finite() && half < 1.0 {
+            (self.median * (1.0 - half), self.median * (1.0 + half))
+        } else {
+            (0.0, f64::INFINITY)
+        }
+    }
+}
+
+/// Distribution-free confidence interval of the median of `sorted` (ascending): the order
+/// statistics `[x_(l), x_(n+1-l)]` (1-based) with `l` the largest rank such that
+/// `P(Binomial(n, 1/2) < l) <= (1 - confidence) / 2`. The count of samples below the true
+/// median is Binomial(n, 1/2) for any continuous distribution, so the coverage needs no
+/// normality, and outliers (a preempted rep on a shared CPU) move it by one rank at most.
+/// None with too few samples for that confidence (fewer than 7 at 97.5%: even `[min, max]`
+/// covers only 1 - 2^(1-n)).
+pub fn median_interval(sorted: &[f64], confidence: f64) -> Option<(f64, f64)> {
+    let n = sorted.len();
+    let tail = (1.0 - confidence) / 2.0;
+    // Binomial(n, 1/2) cdf in log space (n may reach thousands: 0.5^n underflows).
+    let ln_half_n = n as f64 * std::f64::consts::LN_2;
+    let (mut ln_choose, mut cdf, mut l) = (0.0f64, 0.0f64, 0usize);
+    for i in 0..n / 2 {
+        if i > 0 {
+            ln_choose += ((n - i + 1) as f64).ln() - (i as f64).ln();
+        }
+        cdf += (ln_choose - ln_half_n).exp();
+        if cdf > tail {
+            break;
+        }
+        l = i + 1;
+    }
+    (l > 0).then(|| (sorted[l - 1], sorted[n - l]))
 }
 
 pub fn timing_stats(samples: &[f64]) -> TimingStats {
@@ -100,8 +165,29 @@ pub fn timing_stats(samples: &[f64]) -> TimingStats {
     } else {
         f64::INFINITY
     };
+    // Too few samples for the order statistics (a call of seconds gets 3 reps): the wider
+    // of [min, max] and median -/+ t x standard error, with Student's t for n - 1 degrees
+    // of freedom (the standard error of 3 reps is itself a guess): three quiet reps can
+    // still tell 3x from 1x, three noisy ones cannot tell anything.
+    let (median_lo, median_hi) = median_interval(&s, MEDIAN_CONFIDENCE).unwrap_or_else(|| {
+        let half = T_MEDIAN
+            .get(n.wrapping_sub(2))
+            .copied()
+            .unwrap_or(f64::INFINITY)
+            * rel_noise;
+        if half.is_finite() && half < 1.0 {
+            (
+                s[0].min(median * (1.0 - half)),
+                s[n - 1].max(median * (1.0 + half)),
+            )
+        } else {
+            (0.0, f64::INFINITY)
+        }
+    });
     TimingStats {
         median,
+        median_lo,
+        median_hi,
         min: s[0],
         max: s[n - 1],
         rel_noise,
@@ -137,5 +223,44 @@ mod tests {
         assert_eq!(t.median, 2.5);
         assert_eq!((t.min, t.max, t.reps), (1.0, 10.0, 4));
         assert!(timing_stats(&[1.0]).rel_noise.is_infinite());
+        // 4 samples: no order statistic reaches 97.5%: the wider of [min, max] and median
+        // -/+ t(3) x standard error, here 2.5 -/+ 5.392 x 1.2533 x 4.08 / 2: no bound at all.
+        assert_eq!((t.median_lo, t.median_hi), (0.0, f64::INFINITY));
+        // Three quiet reps: sd 0.01, standard error 0.00724, half-width 8.86 x 0.724% = 6.4%.
+        let q = timing_stats(&[1.0, 1.01, 0.99]);
+        assert!((q.median_lo - 0.93584).abs() < 1e-4, "{q:?}");
+        assert!((q.median_hi - 1.06416).abs() < 1e-4, "{q:?}");
+        assert_eq!(timing_stats(&[1.0]).median_hi, f64::INFINITY);
+    }
+
+    #[test]
+    fn median_interval_ranks_from_the_binomial() {
+        let xs: Vec<f64> = (1..=200).map(f64::from).collect();
+        // n = 7 is the first with P(Bin(7, 1/2) = 0) = 1/128 <= 1.25%: [x1, x7].
+        assert_eq!(median_interval(&xs[..7], 0.975), Some((1.0, 7.0)));
+        assert_eq!(median_interval(&xs[..6], 0.975), None, "1/64 > 1.25%");
+        // n = 20: P(Bin <= 4) = 0.59% <= 1.25% < P(Bin <= 5) = 2.07%: l = 5, [x5, x16].
+        assert_eq!(median_interval(&xs[..20], 0.975), Some((5.0, 16.0)));
+        // n = 200: l = 84 (Python: the first i with sum(comb(200, j) for j <= i) / 2^200 >
+        // 0.0125 is 84), symmetric about the median.
+        assert_eq!(median_interval(&xs, 0.975), Some((84.0, 117.0)));
+        assert_eq!(median_interval(&[], 0.975), None);
+    }
+
+    #[test]
+    fn old_golden_entries_get_an_interval_from_their_noise() {
+        let old = TimingStats {
+            median: 100.0,
+            rel_noise: 0.01,
+            ..TimingStats::default()
+        };
+        let (lo, hi) = old.interval();
+        assert!((lo - 97.7586).abs() < 1e-9 && (hi - 102.2414).abs() < 1e-9);
+        let hopeless = TimingStats {
+            median: 100.0,
+            rel_noise: f64::INFINITY,
+            ..TimingStats::default()
+        };
+        assert_eq!(hopeless.interval(), (0.0, f64::INFINITY));
     }
 }

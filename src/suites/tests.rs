@@ -29,7 +29,7 @@ enum Breakage {
 
 struct Broken {
     inner: CpuBackend,
-    /// Only outputs of this dispatched kernel are changed.
+    /// Only outputs of this dispatched kernel are changed ("*": every kernel's).
     kernel: &'static str,
     how: Breakage,
 }
@@ -94,7 +94,7 @@ impl Backend for Broken {
         problem: &'a Problem,
     ) -> BackendResult<Box<dyn Prepared + 'a>> {
         let inner = self.inner.prepare(switches, problem)?;
-        let how = (inner.dispatched() == self.kernel).then_some(self.how);
+        let how = (self.kernel == "*" || inner.dispatched() == self.kernel).then_some(self.how);
         Ok(Box::new(BrokenPrepared { inner, how }))
     }
 }
@@ -109,6 +109,17 @@ fn run_broken(
     suite: fn(&Ctx, &crate::matrix::Case) -> Vec<crate::results::Record>,
 ) -> Vec<crate::results::Record> {
     let m = Matrix::parse(Path::new("matrix.yaml"), include_str!("../../matrix.yaml")).unwrap();
+    run_broken_in(&m, kernel, how, case, dist, suite)
+}
+
+fn run_broken_in(
+    m: &Matrix,
+    kernel: &'static str,
+    how: Breakage,
+    case: &str,
+    dist: &str,
+    suite: fn(&Ctx, &crate::matrix::Case) -> Vec<crate::results::Record>,
+) -> Vec<crate::results::Record> {
     let backend = Broken {
         inner: CpuBackend::new(),
         kernel,
@@ -120,7 +131,7 @@ fn run_broken(
     };
     let golden = BenchGolden::default();
     let ctx = Ctx {
-        matrix: &m,
+        matrix: m,
         target: m.target("cpu").unwrap(),
         backend: &backend,
         filter: &filter,
@@ -176,12 +187,71 @@ fn a_changed_top_k_fails_parity_with_the_first_differing_query() {
 }
 
 #[test]
-fn the_error_gate_catches_an_error_inside_the_rigorous_bound() {
-    // 3e-5 of the largest score: past the 1e-5 floor and 4x the warp kernel's error, yet
-    // inside the rigorous bound, so only the max-error gate can fail it.
+fn a_1e_5_bias_on_one_score_fails_the_f32_limit_even_when_the_baseline_shares_it() {
+    // In every scorer (the warp baseline too): the ratio to the baseline cannot see it, the
+    // f32 limit (1e-6) does.
+    let recs = run_broken(
+        "*",
+        Breakage::ScoreBy(1e-5),
+        "scores_ragged",
+        "normal",
+        error::run,
+    );
+    for v in ["warp", "simt"] {
+        let r = recs.iter().find(|r| r.variant == v).unwrap();
+        assert_eq!(r.status, Status::Fail, "{r:?}");
+        assert!(
+            r.message.contains("exceeds the scores f32 limit 1.0e-6"),
+            "{}",
+            r.message
+        );
+    }
+    // In one non-baseline scorer only: failed the same way, the baseline passes.
     let recs = run_broken(
         "simt",
-        Breakage::ScoreBy(3e-5),
+        Breakage::ScoreBy(1e-5),
+        "scores_ragged",
+        "normal",
+        error::run,
+    );
+    let simt = recs.iter().find(|r| r.variant == "simt").unwrap();
+    assert_eq!(simt.status, Status::Fail, "{simt:?}");
+    assert!(simt.message.contains("limit"), "{}", simt.message);
+    let warp = recs.iter().find(|r| r.variant == "warp").unwrap();
+    assert_eq!(warp.status, Status::Pass, "{warp:?}");
+}
+
+#[test]
+fn a_missing_error_limit_is_a_configuration_error_naming_the_entry() {
+    let text = include_str!("../../matrix.yaml")
+        .replace("      f32: {floor: 3.0e-7, limit: 1.0e-6}\n", "");
+    let m = Matrix::parse(Path::new("matrix.yaml"), &text).unwrap();
+    let recs = run_broken_in(
+        &m,
+        "none",
+        Breakage::Score,
+        "scores_ragged",
+        "normal",
+        error::run,
+    );
+    let warp = recs.iter().find(|r| r.variant == "warp").unwrap();
+    assert_eq!(warp.status, Status::Error, "{warp:?}");
+    assert!(
+        warp.message
+            .contains("matrix.yaml: gates.error_limits.scores.f32 is missing"),
+        "{}",
+        warp.message
+    );
+}
+
+#[test]
+fn the_error_gate_catches_an_error_inside_the_rigorous_bound() {
+    // 7e-7 of the largest score: past 4x the warp kernel's error on these inputs (about
+    // 1e-7) yet below the f32 limit (1e-6) and inside the rigorous bound, so only the
+    // ratio gate against the baseline can fail it.
+    let recs = run_broken(
+        "simt",
+        Breakage::ScoreBy(7e-7),
         "scores_ragged",
         "normal",
         error::run,

@@ -8,8 +8,7 @@ use crate::repro::Repro;
 use anyhow::Result;
 use qsa::matrix::{Matrix, Suite, Target};
 use qsa::results::{write_atomic, Record, Status, TargetResults};
-use qsa::suites::bench::{key as bench_key, BenchGolden};
-use qsa::suites::stats::TimingStats;
+use qsa::suites::bench::{golden_entry, key as bench_key, BenchGolden};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -236,20 +235,13 @@ pub fn bench(
         .iter()
         .filter(|x| x.suite == Suite::Bench && x.status == Status::Pass)
     {
-        let get = |k: &str| rec.metrics.get(k).copied().unwrap_or(0.0);
         g.entries.insert(
             bench_key(&rec.case, &rec.variant, &rec.check),
-            TimingStats {
-                median: get("median_us") * 1e-6,
-                min: get("min_us") * 1e-6,
-                max: get("max_us") * 1e-6,
-                rel_noise: get("rel_noise"),
-                reps: get("reps") as usize,
-            },
+            golden_entry(&rec.metrics),
         );
     }
     let text = format!(
-        "# Golden benchmark medians for {} (seconds). Written by `cargo xtask matrix --bless`.\n{}",
+        "# Golden benchmark medians for {} (seconds), each with its 97.5% interval (median_lo, median_hi:\n# order statistics, src/suites/stats.rs). Written by `cargo xtask matrix --bless`.\n{}",
         t.name,
         serde_yaml::to_string(&g)?
     );
