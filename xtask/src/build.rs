@@ -13,6 +13,8 @@
 
 #[path = "occupancy.rs"]
 pub mod occupancy;
+#[path = "resource_gates.rs"]
+pub mod resource_gates;
 #[path = "resources.rs"]
 pub mod resources;
 #[path = "toolchain.rs"]
