@@ -21,5 +21,14 @@ fn main() {
         // `#pragma unroll` is nvcc's and clang's; g++ spells it `#pragma GCC unroll`. An
         // unroll hint cannot change a result, so only that warning is off.
         .flag("-Wno-unknown-pragmas")
-        .compile("qsa_portable_host");
+        .try_compile("qsa_portable_host")
+        .unwrap_or_else(|e| {
+            // A missing g++ is the usual cause on a fresh machine; say so before cc's detail.
+            eprintln!(
+                "error: cannot compile kernels/common/portable.h for the host: {e}\n\
+                 hostcheck needs a C++17 compiler (g++): `cargo xtask setup` installs it, \
+                 or `apt-get install g++`"
+            );
+            std::process::exit(1);
+        });
 }
