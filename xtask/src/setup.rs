@@ -176,6 +176,8 @@ fn apt_install(sh: &Shell, packages: &[&str], log: &mut Log) -> Result<bool> {
         log.todo.push(install);
         return Ok(false);
     }
+    // The size in the start line: dpkg's Installed-Size of clang-22, llvm-22, lld-22, the HIP
+    // packages and their dependencies on the development machine (Debian 12, 2026-12-01).
     // apt prints the download size ("Need to get ... MB") and one `Get:` line per package
     // with its size; `-q` drops its carriage-return progress line where stdout is no terminal.
     let quiet: &[&str] = if tty() { &[] } else { &["-q"] };
@@ -186,7 +188,7 @@ fn apt_install(sh: &Shell, packages: &[&str], log: &mut Log) -> Result<bool> {
         .run()
         .context("apt-get update failed")?;
     log.start(format!(
-        "apt-get install {} (the HIP toolchain is several hundred MB: minutes on a fresh machine)",
+        "apt-get install {} (clang-22 + HIP and their dependencies: about 450 MiB installed; minutes on a fresh machine)",
         missing.join(" ")
     ));
     let pkgs = &missing;
@@ -269,12 +271,14 @@ fn setup_cuda(sh: &Shell, root: &Path, log: &mut Log) -> Result<()> {
             if log.dry_run {
                 log.did(format!("{} install {}", pip.display(), wanted.join(" ")));
             } else {
+                // Sizes in the start line: pip's own figures for these wheels (37.4 + 61.6 +
+                // 2.2 + 0.3 + 0.1 MB) and the venv afterwards (274 MiB), 2026-12-01.
                 // pip prints each wheel with its download size as it fetches it; its progress
                 // bar (carriage returns) only on a terminal.
                 let bar = if tty() { "on" } else { "off" };
                 let start = Instant::now();
                 log.start(format!(
-                    "pip install {} into {} (the CUDA wheels are a few hundred MB: minutes on a fresh machine)",
+                    "pip install {} into {} (about 100 MB of wheels, 274 MiB installed)",
                     missing.join(" "),
                     venv.display()
                 ));
