@@ -32,7 +32,7 @@ QSA_KERNEL void __launch_bounds__(QSA_PROBE_BLOCK)
   const unsigned stride = gridDim.x * QSA_PROBE_BLOCK;
   for (unsigned i = blockIdx.x * QSA_PROBE_BLOCK + threadIdx.x; i < n; i += stride) {
     const float x = scores[i];
-    const unsigned digit = (qsa_order_key(x) >> shift) & (QSA_PROBE_BINS - 1u);
+    const unsigned digit = qsa_radix_digit(qsa_order_key(x), (int)shift);
     atomicAdd(&bins[digit], 1u);
     // isfinite, spelled with the key bits so it is the same on both vendors' headers.
     if ((__float_as_uint(x) & 0x7f800000u) != 0x7f800000u) acc += x;

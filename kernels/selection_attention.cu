@@ -48,9 +48,9 @@ typedef unsigned short u16;
 // ---- element conversion (no vendor half headers: the bits are the contract) ----------------
 struct Bf16 {
   static constexpr bool is_bf16 = true;
-  static __device__ __forceinline__ float lo(unsigned w) { return __uint_as_float(w << 16); }
-  static __device__ __forceinline__ float hi(unsigned w) { return __uint_as_float(w & 0xffff0000u); }
-  static __device__ __forceinline__ float one(u16 b) { return __uint_as_float(((unsigned)b) << 16); }
+  static __device__ __forceinline__ float lo(unsigned w) { return qsa_bf16x2_lo(w); }
+  static __device__ __forceinline__ float hi(unsigned w) { return qsa_bf16x2_hi(w); }
+  static __device__ __forceinline__ float one(u16 b) { return qsa_bf16_to_f32(b); }
 };
 
 QSA_DEVICE float qsa_f16_bits_to_f32(u16 h) {

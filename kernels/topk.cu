@@ -95,8 +95,7 @@ QSA_DEVICE unsigned topk_load_cg(const unsigned* p) {
 
 QSA_DEVICE int topk_clamp_count(const int* active, int q, int n) {
   if (!active) return n;
-  const int a = active[q];
-  return a < 0 ? 0 : (a > n ? n : a);
+  return qsa_clamp_count(active[q], n);
 }
 
 // Inclusive scan over the wave.
@@ -199,7 +198,7 @@ QSA_DEVICE TopkSel topk_radix_regs(const unsigned (&key)[ITEMS], int nv, unsigne
 #pragma unroll
     for (int j = 0; j < ITEMS; ++j) {
       const bool v = j < nv && (key[j] & sel.mask) == sel.prefix;
-      topk_hist_add(s.hist[b], v, (key[j] >> shift) & 0xffu);
+      topk_hist_add(s.hist[b], v, qsa_radix_digit(key[j], shift));
     }
     topk_hist_clear(s.hist[b ^ 1]);
     QSA_SYNC();
@@ -282,7 +281,7 @@ QSA_DEVICE TopkSel topk_radix_stream(const Src& src, unsigned count, unsigned k,
       for (int u = 0; u < TOPK_UNROLL; ++u) {
         const unsigned i = base + u * blockDim.x + threadIdx.x;
         const bool v = i < count && (key[u] & sel.mask) == sel.prefix;
-        topk_hist_add(s.hist[b], v, (key[u] >> shift) & 0xffu);
+        topk_hist_add(s.hist[b], v, qsa_radix_digit(key[u], shift));
       }
     }
     topk_hist_clear(s.hist[b ^ 1]);

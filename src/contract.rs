@@ -15,6 +15,7 @@
 /// Positive floats get the sign bit set (so they sort above every negative), negative floats
 /// are bit-inverted (so a larger magnitude gives a smaller key). -inf maps to 0x007f_ffff;
 /// NaN takes 0, below it; nothing else maps to 0.
+#[inline]
 pub fn order_key(x: f32) -> u32 {
     let mut u = x.to_bits();
     if u == 0x8000_0000 {

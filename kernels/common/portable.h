@@ -9,6 +9,39 @@
 #if defined(QSA_EMU)  // ---- SIMT emulator hook: the kernels on host fibers (src/emu/) ----
 #include "emu.h"      // QSA_WAVE, lane masks and every primitive below, for the host
 // ---- end of the emulator hook ----
+#elif defined(QSA_HOST)
+// Host build (g++, no GPU): hostcheck/ compiles this header with -DQSA_HOST to check the pure
+// helpers below against the Rust contract (src/contract.rs) on the CPU, from this same text.
+// It defines only what the header itself needs to parse and what the pure helpers call:
+// - no SIMT yet: one thread (lane 0 of a wave of 32). qsa_shfl_*, qsa_ballot, QSA_SYNC,
+//   shared memory and atomics are left undefined, so host code that uses one fails to
+//   compile naming it, instead of silently running a single-lane version. Kernels that need
+//   them run on the host through the SIMT emulator instead (the QSA_EMU branch above).
+// - __float_as_uint / __uint_as_float: bit casts, as the device intrinsics are (memcpy is
+//   how C++ spells a bit cast without undefined behaviour).
+#include <stdint.h>
+#include <string.h>
+#define QSA_WAVE 32
+typedef unsigned int qsa_lanemask_t;
+#define QSA_FULL_MASK 0xffffffffu
+#define __global__
+#define __device__
+#define __forceinline__ inline __attribute__((always_inline))
+struct qsa_host_dim3 {
+  unsigned x, y, z;
+};
+// The emulated thread's index; the single-thread host model keeps it at 0.
+inline thread_local qsa_host_dim3 threadIdx = {0u, 0u, 0u};
+static inline unsigned __float_as_uint(float x) {
+  unsigned u;
+  memcpy(&u, &x, sizeof u);
+  return u;
+}
+static inline float __uint_as_float(unsigned u) {
+  float x;
+  memcpy(&x, &u, sizeof x);
+  return x;
+}
 #elif defined(__HIPCC__) || defined(__HIP__)
 #define QSA_HIP 1
 #include <hip/hip_runtime.h>
@@ -65,6 +98,13 @@ template <typename T> QSA_DEVICE T qsa_wave_sum(T v) {
   return v;
 }
 
+// ---- Pure helpers ------------------------------------------------------------------------
+// Functions of their arguments only, that decide results: hostcheck/ compiles them for the
+// host from this header (QSA_HOST above) and checks them against the Rust contract
+// (`cargo test -p qsa-hostcheck`). Keep such helpers here, written in portable C++; a helper
+// that is a vendor intrinsic or inline asm on the device (the tf32 / bf16 / f16 roundings of
+// the tensor-core paths) cannot be checked this way.
+
 // The selection-order key of the contract (DESIGN.md): monotone u32 of the f32 score,
 // -0.0 mapped to +0.0, every NaN below -inf. Larger key = selected first.
 QSA_DEVICE unsigned qsa_order_key(float x) {
@@ -75,3 +115,17 @@ QSA_DEVICE unsigned qsa_order_key(float x) {
   // -inf maps to 0x007fffff; NaN takes 0, below it. Nothing else maps to 0.
   return k;
 }
+
+// Radix digit of an order key: bits [shift, shift + 8), shift = 24 - 8 * d for digit d
+// (d = 0 is the most significant). The top-k kernels and the probe bin keys by it.
+QSA_DEVICE unsigned qsa_radix_digit(unsigned key, int shift) { return (key >> shift) & 0xffu; }
+
+// A prefill query's entry count: its active count clamped to [0, n] (a negative or oversized
+// active count selects nothing / the whole row, never reads past it).
+QSA_DEVICE int qsa_clamp_count(int active, int n) { return active < 0 ? 0 : (active > n ? n : active); }
+
+// bf16 -> f32 (exact: a bf16 is the top half of an f32). A packed pair holds the lower index
+// in its low half.
+QSA_DEVICE float qsa_bf16_to_f32(unsigned short b) { return __uint_as_float(((unsigned)b) << 16); }
+QSA_DEVICE float qsa_bf16x2_lo(unsigned w) { return __uint_as_float(w << 16); }
+QSA_DEVICE float qsa_bf16x2_hi(unsigned w) { return __uint_as_float(w & 0xffff0000u); }

@@ -335,9 +335,11 @@ fn split_by_toolchain(targets: &[Target]) -> (Vec<&Target>, Vec<(&Target, String
 }
 
 fn build_runner(root: &Path) -> Result<PathBuf> {
-    eprintln!("building the runner (cargo build --release -p qsa --bin qsa) ...");
+    // Not --quiet: the first build compiles every dependency in release mode (minutes), and
+    // cargo's own lines show it; on a terminal cargo adds its progress bar, in CI plain lines.
+    eprintln!("building the runner: cargo build --release -p qsa --bin qsa (minutes the first time, seconds after)");
     let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["build", "--release", "--quiet", "-p", "qsa", "--bin", "qsa"])
+        .args(["build", "--release", "-p", "qsa", "--bin", "qsa"])
         .current_dir(root)
         .status()
         .context("cannot start cargo to build the runner")?;

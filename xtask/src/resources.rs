@@ -9,12 +9,14 @@
 //!   the register count of every kernel.
 //! - AMD: the code object's `NT_AMDGPU_METADATA` note as `llvm-readobj --notes` prints it.
 //!
+//! The gates that compare a report with the golden one are in resource_gates.rs.
+//!
 //! The text rendering is the snapshot reviewers read, and `Report::from_text` reads it back,
 //! so the gates compare against exactly what was reviewed.
 
 use super::occupancy::{self, Limiter, Occupancy};
+pub use super::resource_gates::{gate_resources, Violation, ViolationKind};
 use anyhow::{anyhow, bail, Context, Result};
-use qsa::dispatch::Vendor;
 use qsa::matrix::Target;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -72,18 +74,6 @@ pub struct KernelReport {
 }
 
 impl KernelReport {
-    /// Anything spilled at all (bytes on NVIDIA, registers on AMD).
-    pub fn spills(&self) -> u32 {
-        [
-            self.spill_stores,
-            self.spill_loads,
-            self.vgpr_spills,
-            self.sgpr_spills,
-        ]
-        .iter()
-        .flatten()
-        .sum()
-    }
     /// Static + dynamic shared memory / LDS per block.
     pub fn shared_total(&self) -> u64 {
         u64::from(self.static_shared) + u64::from(self.dynamic_shared)
@@ -777,151 +767,8 @@ impl Report {
     }
 }
 
-// ---------------------------------------------------------------------------------------
-// Gates.
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ViolationKind {
-    /// Spills where the golden has none (or a new kernel that spills).
-    NewSpills,
-    /// Static + dynamic shared memory / LDS over the target's per-block limit.
-    SharedOverLimit,
-    /// Fewer resident waves than the golden.
-    OccupancyDrop,
-    /// The kernel cannot run at its declared block size on this target.
-    Unlaunchable,
-    /// The declared block is larger than the binary's launch bounds.
-    BlockOverLaunchBounds,
-    /// No `// qsa:block N` annotation: occupancy cannot be computed.
-    NoBlockSize,
-}
-
-/// One failed resource gate; `message` names the kernel, the target and the numbers.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Violation {
-    pub target: String,
-    pub kernel: String,
-    pub kind: ViolationKind,
-    pub message: String,
-}
-
-/// The resource gates of one target: no spills where the golden has none; static + dynamic
-/// shared memory within `shared_per_block`; occupancy not below the golden's; the declared
-/// block launchable. A kernel absent from the golden is held to "no spills".
-pub fn gate_resources(golden: Option<&Report>, new: &Report, target: &Target) -> Vec<Violation> {
-    let mut out = Vec::new();
-    let lds = if target.vendor == Vendor::Amd {
-        "LDS"
-    } else {
-        "shared memory"
-    };
-    for k in &new.kernels {
-        let id = k.id();
-        let mut v = |kind, message: String| {
-            out.push(Violation {
-                target: target.name.clone(),
-                kernel: id.clone(),
-                kind,
-                message,
-            });
-        };
-        let old = golden.and_then(|g| g.kernel(&k.source, &k.kernel));
-        let old_spills = old.map_or(0, KernelReport::spills);
-        if k.spills() > 0 && old_spills == 0 {
-            let what = if target.vendor == Vendor::Amd {
-                format!(
-                    "{} VGPRs and {} SGPRs spilled",
-                    k.vgpr_spills.unwrap_or(0),
-                    k.sgpr_spills.unwrap_or(0)
-                )
-            } else {
-                format!(
-                    "{} bytes of spill stores and {} bytes of spill loads",
-                    k.spill_stores.unwrap_or(0),
-                    k.spill_loads.unwrap_or(0)
-                )
-            };
-            let base = if old.is_some() {
-                "the golden has none"
-            } else {
-                "no golden entry allows them"
-            };
-            v(
-                ViolationKind::NewSpills,
-                format!("{id} on {}: {what}; {base}", target.name),
-            );
-        }
-        if let Some(limit) = target.shared_per_block {
-            if k.shared_total() > u64::from(limit) {
-                v(
-                    ViolationKind::SharedOverLimit,
-                    format!(
-                        "{id} on {}: {} bytes of {lds} per block ({} static + {} dynamic) exceeds the target's shared_per_block {limit}",
-                        target.name,
-                        k.shared_total(),
-                        k.static_shared,
-                        k.dynamic_shared
-                    ),
-                );
-            }
-        }
-        let Some(block) = k.block else {
-            v(
-                ViolationKind::NoBlockSize,
-                format!("{id} on {}: no launch block size declared (add `// qsa:block N` above the kernel)", target.name),
-            );
-            continue;
-        };
-        if block > k.max_threads {
-            v(
-                ViolationKind::BlockOverLaunchBounds,
-                format!(
-                    "{id} on {}: declared block {block} exceeds the binary's launch bounds {}",
-                    target.name, k.max_threads
-                ),
-            );
-        }
-        if let Some(o) = k.occupancy {
-            if o.blocks == 0 {
-                v(
-                    ViolationKind::Unlaunchable,
-                    format!(
-                        "{id} on {}: cannot launch with block {block}: limited by {} ({} registers, {} bytes of {lds})",
-                        target.name,
-                        o.limiter.name(),
-                        k.registers,
-                        k.shared_total()
-                    ),
-                );
-            }
-            if let Some(go) = old.and_then(|g| g.occupancy) {
-                if o.waves < go.waves {
-                    v(
-                        ViolationKind::OccupancyDrop,
-                        format!(
-                            "{id} on {}: occupancy fell from {}/{} to {}/{} resident waves (block {block}, limited by {}; registers {} -> {}, {lds} {} -> {})",
-                            target.name,
-                            go.waves,
-                            go.max_waves,
-                            o.waves,
-                            o.max_waves,
-                            o.limiter.name(),
-                            old.map_or(0, |g| g.registers),
-                            k.registers,
-                            old.map_or(0, KernelReport::shared_total),
-                            k.shared_total()
-                        ),
-                    );
-                }
-            }
-        }
-    }
-    out
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     // Real tool output, captured from this build (xtask/tests/fixtures/README.md says how).
@@ -936,7 +783,7 @@ mod tests {
         qsa::matrix::Matrix::load(std::path::Path::new(path)).unwrap()
     }
 
-    fn target(name: &str) -> Target {
+    pub(crate) fn target(name: &str) -> Target {
         matrix().target(name).unwrap().clone()
     }
 
@@ -1096,7 +943,7 @@ mod tests {
         assert!(parse_readobj_notes("File: x.co\nNotes [\n]\n").is_err());
     }
 
-    fn nvidia_probe_report() -> Report {
+    pub(crate) fn nvidia_probe_report() -> Report {
         let t = target("sm_90");
         let d = decls(&[
             ("qsa_probe_histogram", 256, 0),
@@ -1120,7 +967,7 @@ mod tests {
         }
     }
 
-    fn amd_topk_report() -> Report {
+    pub(crate) fn amd_topk_report() -> Report {
         let t = target("gfx906");
         let d = decls(&[
             ("qsa_topk_split_select", 512, 0),
@@ -1141,8 +988,8 @@ mod tests {
         let r = nvidia_probe_report();
         let h = r.kernel("probe", "qsa_probe_histogram").unwrap();
         assert_eq!(
-            (h.registers, h.static_shared, h.max_threads, h.spills()),
-            (16, 2080, 256, 0)
+            (h.registers, h.static_shared, h.max_threads, h.spill_stores),
+            (16, 2080, 256, Some(0))
         );
         // 256 threads, 16 regs on sm_90: 8 blocks by threads (see occupancy tests).
         assert_eq!(h.occupancy.unwrap().waves, 64);
@@ -1188,8 +1035,12 @@ mod tests {
             assert_eq!(back.kernels.len(), r.kernels.len());
             for (a, b) in back.kernels.iter().zip(&r.kernels) {
                 assert_eq!(
-                    (a.registers, a.static_shared, a.spills(), a.block),
-                    (b.registers, b.static_shared, b.spills(), b.block)
+                    (a.registers, a.static_shared, a.stack, a.block),
+                    (b.registers, b.static_shared, b.stack, b.block)
+                );
+                assert_eq!(
+                    (a.spill_stores, a.spill_loads, a.vgpr_spills, a.sgpr_spills),
+                    (b.spill_stores, b.spill_loads, b.vgpr_spills, b.sgpr_spills)
                 );
                 assert_eq!(
                     a.occupancy
@@ -1224,123 +1075,5 @@ probe   qsa_probe_histogram    256         0    16  2080      0      0         0
 probe   qsa_probe_scan         256      1024    15  1088      0      0         0         0      256          8     64/64  100%  threads
 ";
         assert_eq!(text, expected);
-    }
-
-    #[test]
-    fn gate_spills() {
-        let t = target("gfx906");
-        let new = amd_topk_report();
-        // No golden: split_select's 38 SGPR spills are new.
-        let v = gate_resources(None, &new, &t);
-        let spills: Vec<_> = v
-            .iter()
-            .filter(|v| v.kind == ViolationKind::NewSpills)
-            .collect();
-        assert_eq!(spills.len(), 1);
-        assert!(
-            spills[0]
-                .message
-                .contains("topk/qsa_topk_split_select on gfx906: 0 VGPRs and 38 SGPRs spilled"),
-            "{}",
-            spills[0].message
-        );
-        // A golden that already spills accepts them.
-        let v = gate_resources(Some(&new), &new, &t);
-        assert!(v.iter().all(|v| v.kind != ViolationKind::NewSpills));
-        // A golden without spills rejects them.
-        let mut golden = new.clone();
-        golden
-            .kernels
-            .iter_mut()
-            .for_each(|k| k.sgpr_spills = Some(0));
-        let v = gate_resources(Some(&golden), &new, &t);
-        assert!(v.iter().any(
-            |v| v.kind == ViolationKind::NewSpills && v.message.contains("the golden has none")
-        ));
-    }
-
-    #[test]
-    fn gate_shared_limit() {
-        let t = target("sm_75");
-        let mut r = nvidia_probe_report();
-        r.target = "sm_75".into();
-        assert!(gate_resources(None, &r, &t)
-            .iter()
-            .all(|v| v.kind != ViolationKind::SharedOverLimit));
-        r.kernels[1].dynamic_shared = 65536; // 1088 static + 65536 dynamic > 65536
-        let v: Vec<_> = gate_resources(None, &r, &t)
-            .into_iter()
-            .filter(|v| v.kind == ViolationKind::SharedOverLimit)
-            .collect();
-        assert_eq!(v.len(), 1);
-        assert_eq!(
-            v[0].message,
-            "probe/qsa_probe_scan on sm_75: 66624 bytes of shared memory per block (1088 static + 65536 dynamic) exceeds the target's shared_per_block 65536"
-        );
-    }
-
-    #[test]
-    fn gate_occupancy_drop_and_launchability() {
-        let t = target("sm_90");
-        let golden = nvidia_probe_report();
-        let mut new = golden.clone();
-        assert!(gate_resources(Some(&golden), &new, &t).is_empty());
-        // 72 registers at 256 threads: 3 blocks = 24 warps, down from 64.
-        let h = &mut new.kernels[0];
-        h.registers = 72;
-        h.occupancy = Some(
-            occupancy::nvidia(
-                "sm_90",
-                &t.limits,
-                occupancy::NvidiaKernel {
-                    block: 256,
-                    regs: 72,
-                    static_shared: 2080,
-                    dynamic_shared: 0,
-                },
-            )
-            .unwrap(),
-        );
-        let v = gate_resources(Some(&golden), &new, &t);
-        assert_eq!(v.len(), 1);
-        assert_eq!(v[0].kind, ViolationKind::OccupancyDrop);
-        assert!(
-            v[0].message.starts_with(
-                "probe/qsa_probe_histogram on sm_90: occupancy fell from 64/64 to 24/64"
-            ),
-            "{}",
-            v[0].message
-        );
-        assert!(
-            v[0].message.contains("registers 16 -> 72"),
-            "{}",
-            v[0].message
-        );
-        // Higher occupancy than the golden passes.
-        assert!(gate_resources(Some(&new), &golden, &t).is_empty());
-        // Declared block beyond the launch bounds; missing declaration.
-        let mut bad = golden.clone();
-        bad.kernels[0].block = Some(512);
-        bad.kernels[1].block = None;
-        let kinds: Vec<_> = gate_resources(Some(&golden), &bad, &t)
-            .into_iter()
-            .map(|v| v.kind)
-            .collect();
-        assert!(
-            kinds.contains(&ViolationKind::BlockOverLaunchBounds),
-            "{kinds:?}"
-        );
-        assert!(kinds.contains(&ViolationKind::NoBlockSize), "{kinds:?}");
-        // Unlaunchable at the declared block.
-        let mut un = golden.clone();
-        un.kernels[0].occupancy = Some(Occupancy {
-            blocks: 0,
-            waves: 0,
-            max_waves: 64,
-            limiter: Limiter::Unlaunchable,
-        });
-        let v = gate_resources(None, &un, &t);
-        assert!(v.iter().any(|v| v.kind == ViolationKind::Unlaunchable
-            && v.message.contains("cannot launch with block 256")));
     }
 }

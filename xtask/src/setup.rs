@@ -15,7 +15,9 @@ use crate::build::toolchain::{
 };
 use anyhow::{bail, Context, Result};
 use qsa::matrix::{Matrix, Toolchain};
+use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 use xshell::{cmd, Shell};
 
 /// `cargo xtask setup` options.
@@ -45,6 +47,45 @@ impl Log {
     fn skip(&self, what: impl AsRef<str>) {
         println!("  skip: {}", what.as_ref());
     }
+    /// Before a long step: what it fetches, so a fresh machine is not silent for minutes.
+    /// The tools' own lines (pip's wheel sizes, apt's `Get:` lines) follow as they come.
+    fn start(&self, what: impl AsRef<str>) {
+        println!("  start: {}", what.as_ref());
+    }
+}
+
+/// Whether stdout is a terminal: progress bars and carriage returns only there, plain lines
+/// in CI logs.
+fn tty() -> bool {
+    std::io::stdout().is_terminal()
+}
+
+/// `1m 05s` / `42s`, for the closing line of a long step.
+fn took(start: Instant) -> String {
+    let s = start.elapsed().as_secs();
+    if s >= 60 {
+        format!("{}m {:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+/// Bytes under `dir` (files only; links not followed), for "what it installed" lines.
+fn dir_bytes(dir: &Path) -> u64 {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    rd.flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => dir_bytes(&e.path()),
+            Ok(t) if t.is_file() => e.metadata().map_or(0, |m| m.len()),
+            _ => 0,
+        })
+        .sum()
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.0} MiB", bytes as f64 / (1024.0 * 1024.0))
 }
 
 pub fn run(args: SetupArgs) -> Result<()> {
@@ -135,19 +176,34 @@ fn apt_install(sh: &Shell, packages: &[&str], log: &mut Log) -> Result<bool> {
         log.todo.push(install);
         return Ok(false);
     }
-    cmd!(sh, "apt-get update -q")
+    // The size in the start line: dpkg's Installed-Size of clang-22, llvm-22, lld-22, the HIP
+    // packages and their dependencies on the development machine (Debian 12, 2026-12-01).
+    // apt prints the download size ("Need to get ... MB") and one `Get:` line per package
+    // with its size; `-q` drops its carriage-return progress line where stdout is no terminal.
+    let quiet: &[&str] = if tty() { &[] } else { &["-q"] };
+    let start = Instant::now();
+    log.start("apt-get update");
+    cmd!(sh, "apt-get update {quiet...}")
         .env("DEBIAN_FRONTEND", "noninteractive")
         .run()
         .context("apt-get update failed")?;
+    log.start(format!(
+        "apt-get install {} (clang-22 + HIP and their dependencies: about 450 MiB installed; minutes on a fresh machine)",
+        missing.join(" ")
+    ));
     let pkgs = &missing;
     cmd!(
         sh,
-        "apt-get install -y -q --no-install-recommends {pkgs...}"
+        "apt-get install -y {quiet...} --no-install-recommends {pkgs...}"
     )
     .env("DEBIAN_FRONTEND", "noninteractive")
     .run()
     .with_context(|| format!("apt-get install {} failed", missing.join(" ")))?;
-    log.did(format!("installed {}", missing.join(" ")));
+    log.did(format!(
+        "installed {} in {}",
+        missing.join(" "),
+        took(start)
+    ));
     Ok(true)
 }
 
@@ -215,13 +271,29 @@ fn setup_cuda(sh: &Shell, root: &Path, log: &mut Log) -> Result<()> {
             if log.dry_run {
                 log.did(format!("{} install {}", pip.display(), wanted.join(" ")));
             } else {
+                // Sizes in the start line: pip's own figures for these wheels (37.4 + 61.6 +
+                // 2.2 + 0.3 + 0.1 MB) and the venv afterwards (274 MiB), 2026-12-01.
+                // pip prints each wheel with its download size as it fetches it; its progress
+                // bar (carriage returns) only on a terminal.
+                let bar = if tty() { "on" } else { "off" };
+                let start = Instant::now();
+                log.start(format!(
+                    "pip install {} into {} (about 100 MB of wheels, 274 MiB installed)",
+                    missing.join(" "),
+                    venv.display()
+                ));
                 cmd!(
                     sh,
-                    "{pip} install --disable-pip-version-check -q {wanted...}"
+                    "{pip} install --disable-pip-version-check --progress-bar {bar} {wanted...}"
                 )
                 .run()
                 .context("pip install of the CUDA wheels failed")?;
-                log.did(format!("installed {}", missing.join(" ")));
+                log.did(format!(
+                    "installed {} in {} ({} now)",
+                    missing.join(" "),
+                    took(start),
+                    mib(dir_bytes(&venv))
+                ));
             }
         }
     }
