@@ -326,7 +326,7 @@ fn assemble(
         if expected_run
             && matches!(
                 tr.results.status,
-                TargetStatus::BuiltNotRun | TargetStatus::Skipped
+                TargetStatus::BuiltNotRun | TargetStatus::Skipped | TargetStatus::Emulated
             )
         {
             tr.notes.push(GateNote {

@@ -1,0 +1,226 @@
+//! `cargo xtask matrix` for a GPU target whose device is not here: instead of `built, not
+//! run`, its runner runs with `qsa run --emulate` (src/emu/: the kernel sources on the CPU
+//! with the target's wave width, shared memory limit and dispatch) and the target reports
+//! status `emulated`, distinct from `run` everywhere (terminal, results.yaml, JUnit,
+//! summary), with repro lines that emulate too (`--emulate`).
+//!
+//! What emulates by default: the parity and error suites (never bench: an emulated kernel
+//! says nothing about the card's speed) of the top-k cases whose calls fit the emulator's
+//! budget (`qsa::emu::backend::MAX_EMULATED_ENTRIES` score entries per call): the small
+//! and edge cases. Larger cases need the card. Measured on the 2-core development machine
+//! (2026-12-01, shared with other jobs; `qsa run --target T --emulate --case C --suite
+//! parity`, module already built): topk_edges_small 3.1-5.5 s, topk_k_ge_n 0.1 s,
+//! topk_split_edges 6.0-7.2 s, topk_cut_specials 3.2-5.5 s, topk_cut_specials_small
+//! 3.5-6.0 s: 20-25 s per GPU target, plus ~10 s to build each module flavour once.
+//! Naming `--case` emulates exactly those cases (past the budget: `unsupported in
+//! emulation`, counted as unsup, never a pass).
+//!
+//! Emulated results are compared with golden/ under the rule of `golden::emulated`.
+
+use crate::golden::emulated::EmuSnap;
+use crate::golden::{Golden, Scope};
+use crate::matrix::MatrixArgs;
+use crate::report::GateNote;
+use crate::repro::Repro;
+use crate::snapshots;
+use anyhow::Result;
+use qsa::emu::backend::MAX_EMULATED_ENTRIES;
+use qsa::matrix::{Case, Matrix, Suite, Target};
+use qsa::results::{TargetResults, TargetStatus};
+
+/// The emulation switches of `cargo xtask matrix`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct EmulateArgs {
+    /// Emulate every selected GPU target, even where its device is here (the repro line of
+    /// an emulated check carries it).
+    #[arg(long, conflicts_with_all = ["no_emulate", "from_results"])]
+    pub emulate: bool,
+    /// Report a GPU target without its device as `built, not run` instead of emulating it.
+    /// Default: emulated (top-k parity of the cases within the emulator's budget, through
+    /// the SIMT emulator on the CPU; status `emulated`).
+    #[arg(long)]
+    pub no_emulate: bool,
+}
+
+/// The suites emulation runs.
+const SUITES: [Suite; 2] = [Suite::Parity, Suite::Error];
+
+/// Does `case` fit the emulator's budget by default: a top-k case whose calls hold at most
+/// `MAX_EMULATED_ENTRIES` score entries (queries x n).
+pub fn fits(case: &Case) -> bool {
+    case.topk
+        .as_ref()
+        .is_some_and(|s| s.queries.saturating_mul(s.n) <= MAX_EMULATED_ENTRIES)
+}
+
+/// What an emulated run of `t` runs: the runner's `--case` and `--suite` filters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    pub cases: Vec<String>,
+    pub suites: Vec<String>,
+    /// Cases of `t` (under the run's filters) left to the card.
+    pub left: usize,
+}
+
+/// The plan for `t` under the user's filters (`--case` named: exactly those).
+pub fn plan(a: &MatrixArgs, m: &Matrix, t: &Target) -> Plan {
+    let suites: Vec<Suite> = SUITES
+        .into_iter()
+        .filter(|s| a.suite.is_empty() || a.suite.iter().any(|x| x == s.name()))
+        .collect();
+    let runs: Vec<&Case> = m
+        .cases
+        .iter()
+        .filter(|c| c.runs_on(t) && (a.case.is_empty() || a.case.contains(&c.name)))
+        .filter(|c| {
+            c.suites
+                .iter()
+                .any(|s| a.suite.is_empty() || a.suite.iter().any(|x| x == s.name()))
+        })
+        .collect();
+    let cases: Vec<String> = runs
+        .iter()
+        .filter(|c| c.suites.iter().any(|s| suites.contains(s)))
+        .filter(|c| !a.case.is_empty() || fits(c))
+        .map(|c| c.name.clone())
+        .collect();
+    Plan {
+        left: runs.len() - cases.len(),
+        cases,
+        suites: suites.iter().map(|s| s.name().to_string()).collect(),
+    }
+}
+
+/// Should `t` be emulated without even asking for its device (`--emulate`)?
+pub fn forced(a: &MatrixArgs, t: &Target) -> bool {
+    a.emulate.emulate && t.is_gpu()
+}
+
+/// The results of GPU target `t` that did not run here (`built, not run`, or `skipped`
+/// because its toolchain is missing: the emulator needs only the host's C++ compiler):
+/// emulated instead, unless `--no-emulate` or nothing selected can be emulated (then the
+/// not-run results, saying why). `run` starts the target's runner with `--emulate` and the
+/// plan's filters.
+pub fn instead(
+    a: &MatrixArgs,
+    m: &Matrix,
+    t: &Target,
+    not_run: TargetResults,
+    run: impl FnOnce(&MatrixArgs) -> Result<TargetResults>,
+) -> Result<TargetResults> {
+    let emulable = matches!(
+        not_run.status,
+        TargetStatus::BuiltNotRun | TargetStatus::Skipped
+    );
+    if !t.is_gpu() || !emulable || a.emulate.no_emulate || a.from_results.is_some() {
+        return Ok(not_run);
+    }
+    let p = plan(a, m, t);
+    if p.cases.is_empty() || p.suites.is_empty() {
+        let mut r = not_run;
+        r.reason = format!(
+            "{}; nothing selected can be emulated (top-k parity and error within {MAX_EMULATED_ENTRIES} score entries per call; never bench)",
+            r.reason
+        );
+        return Ok(r);
+    }
+    let mut ea = a.clone();
+    ea.case = p.cases.clone();
+    ea.suite = p.suites.clone();
+    let mut r = run(&ea)?;
+    let why = if not_run.reason.is_empty() {
+        "--emulate".to_string()
+    } else {
+        format!("no run here ({})", not_run.reason)
+    };
+    let left = if p.left > 0 {
+        format!("; {} larger case(s) need the card", p.left)
+    } else {
+        String::new()
+    };
+    let what = format!(
+        "emulated on the CPU ({}): {} of {}{left}",
+        r.device.name,
+        p.suites.join(" and "),
+        p.cases.join(", ")
+    );
+    r.reason = if r.reason.is_empty() {
+        format!("{what}; {why}")
+    } else {
+        format!("{}; {what}; {why}", r.reason)
+    };
+    Ok(r)
+}
+
+/// Repro lines of emulated results emulate too (on a machine with the card as well).
+pub fn mark_repro(r: &mut TargetResults) {
+    if r.status == TargetStatus::Emulated {
+        for rec in &mut r.records {
+            rec.repro = with_flag(&rec.repro);
+        }
+    }
+}
+
+fn with_flag(repro: &str) -> String {
+    if repro.is_empty() || repro.contains(" --emulate") {
+        repro.to_string()
+    } else {
+        format!("{repro} --emulate")
+    }
+}
+
+/// Compare an emulated run's snapshots with golden/ (rule: `golden::emulated`).
+pub fn snapshots(
+    golden: &mut Golden,
+    m: &Matrix,
+    t: &Target,
+    r: &TargetResults,
+    scope: Scope,
+    repro: &Repro,
+    notes: &mut Vec<GateNote>,
+) -> Result<()> {
+    for ((suite, case), text) in snapshots::contents(m, r) {
+        let name = format!("{}__{case}", suite.name());
+        let file = format!("golden/{}/{name}.snap", t.name);
+        let again = with_flag(&repro.snapshot(&t.name, &case, suite));
+        let unseen_note = |unseen: usize| GateNote {
+            kind: "snapshot".into(),
+            name: name.clone(),
+            failed: false,
+            message: format!(
+                "{unseen} emulated line(s) are not in {file}, which was made on the card: not compared (the next run on the card adds them)"
+            ),
+            meaning: Vec::new(),
+            diff: String::new(),
+            repro: again.clone(),
+        };
+        match golden.check_emulated(&t.name, &name, &text, scope)? {
+            EmuSnap::AgreesWithCard { unseen } => {
+                if unseen > 0 {
+                    notes.push(unseen_note(unseen));
+                }
+            }
+            EmuSnap::DiffersFromCard { change, unseen } => {
+                notes.push(GateNote {
+                    kind: "snapshot".into(),
+                    name: name.clone(),
+                    failed: true,
+                    message: format!(
+                        "emulated {} results differ from {file}, which was made on the card: the kernel source and the card disagree (a GPU-only bug, or one in the emulator); emulation never rewrites a snapshot made on the card, --bless included",
+                        t.name
+                    ),
+                    meaning: change.meaning.lines,
+                    diff: change.diff,
+                    repro: again.clone(),
+                });
+                if unseen > 0 {
+                    notes.push(unseen_note(unseen));
+                }
+            }
+            EmuSnap::Emulated(state) => {
+                snapshots::push_note(state, &t.name, &name, &text, scope, again, notes)
+            }
+        }
+    }
+    Ok(())
+}
