@@ -139,7 +139,7 @@ pub fn instead(
         String::new()
     };
     let what = format!(
-        "emulated on the CPU ({}): {} of {}{left}",
+        "{}: {} of {}{left}",
         r.device.name,
         p.suites.join(" and "),
         p.cases.join(", ")

@@ -15,7 +15,9 @@ pub fn render(reports: &[TargetReport]) -> String {
     for tr in reports {
         let r = &tr.results;
         let c = tr.counts();
-        let what = if r.status == TargetStatus::Run {
+        // Emulated results read back (--from-results) carry no reason: the device says it.
+        let emulated_bare = r.status == TargetStatus::Emulated && r.reason.is_empty();
+        let what = if r.status == TargetStatus::Run || emulated_bare {
             r.device.name.clone()
         } else {
             r.reason.clone()
