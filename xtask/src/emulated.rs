@@ -134,7 +134,7 @@ pub fn instead(
         format!("no run here ({})", not_run.reason)
     };
     let left = if p.left > 0 {
-        format!("; {} larger case(s) need the card", p.left)
+        format!("; {} other case(s) not emulated (past its budget or not top-k)", p.left)
     } else {
         String::new()
     };
