@@ -134,7 +134,10 @@ pub fn instead(
         format!("no run here ({})", not_run.reason)
     };
     let left = if p.left > 0 {
-        format!("; {} other case(s) not emulated (past its budget or not top-k)", p.left)
+        format!(
+            "; {} other case(s) not emulated (past its budget or not top-k)",
+            p.left
+        )
     } else {
         String::new()
     };
@@ -183,7 +186,8 @@ pub fn snapshots(
         let name = format!("{}__{case}", suite.name());
         let file = format!("golden/{}/{name}.snap", t.name);
         let again = with_flag(&repro.snapshot(&t.name, &case, suite));
-        let unseen_note = |unseen: usize| GateNote {
+        let unseen_note = |unseen: usize| {
+            GateNote {
             kind: "snapshot".into(),
             name: name.clone(),
             failed: false,
@@ -193,6 +197,7 @@ pub fn snapshots(
             meaning: Vec::new(),
             diff: String::new(),
             repro: again.clone(),
+        }
         };
         match golden.check_emulated(&t.name, &name, &text, scope)? {
             EmuSnap::AgreesWithCard { unseen } => {
@@ -223,4 +228,150 @@ pub fn snapshots(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::TargetReport;
+    use clap::Parser;
+    use qsa::backend::DeviceInfo;
+    use qsa::results::{Record, Status};
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        a: MatrixArgs,
+    }
+
+    fn args(extra: &[&str]) -> MatrixArgs {
+        Cli::try_parse_from(std::iter::once("matrix").chain(extra.iter().copied()))
+            .unwrap()
+            .a
+    }
+
+    fn matrix() -> Matrix {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        Matrix::load(&root.join("matrix.yaml")).unwrap()
+    }
+
+    fn emulated_report(status: Status) -> TargetReport {
+        let rec = Record {
+            suite: Suite::Parity,
+            case: "topk_edges_small".into(),
+            dist: "nan_inf".into(),
+            variant: "wide".into(),
+            check: "ids".into(),
+            dispatched: Some("wide".into()),
+            status,
+            message: "1 of 8 queries differ from the reference".into(),
+            metrics: Default::default(),
+            snapshot: None,
+            repro: "cargo xtask matrix --target gfx906 --case topk_edges_small --suite parity --dist nan_inf --variant wide".into(),
+        };
+        let mut results = TargetResults {
+            target: "gfx906".into(),
+            status: TargetStatus::Emulated,
+            reason: "gfx906 emulated on the host CPU (2 threads): parity of topk_edges_small"
+                .into(),
+            device: DeviceInfo {
+                name: "gfx906 emulated on the host CPU (2 threads)".into(),
+                arch: "gfx906".into(),
+                driver: "qsa SIMT emulator (src/emu)".into(),
+            },
+            seed: 1,
+            started: String::new(),
+            seconds: 1.0,
+            records: vec![rec],
+        };
+        mark_repro(&mut results);
+        TargetReport {
+            results,
+            unstable: None,
+            build: String::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// The default emulates the small top-k cases (the edge cases included), parity and
+    /// error only; a named case is emulated as asked; bench alone emulates nothing.
+    #[test]
+    fn the_plan_takes_the_small_topk_cases_and_never_bench() {
+        let m = matrix();
+        let t = m.target("gfx906").unwrap();
+        let p = plan(&args(&[]), &m, t);
+        for c in [
+            "topk_edges_small",
+            "topk_cut_specials",
+            "topk_cut_specials_small",
+        ] {
+            assert!(p.cases.iter().any(|x| x == c), "{c} not emulated: {p:?}");
+        }
+        assert!(!p.cases.iter().any(|x| x == "topk_decode_3q_262k"), "{p:?}");
+        assert_eq!(p.suites, ["parity", "error"]);
+        assert!(p.left > 0);
+        let named = plan(&args(&["--case", "topk_decode_1q_262k"]), &m, t);
+        assert_eq!(named.cases, ["topk_decode_1q_262k"]);
+        assert!(plan(&args(&["--suite", "bench"]), &m, t).suites.is_empty());
+    }
+
+    #[test]
+    fn emulate_and_no_emulate_exclude_each_other_and_from_results() {
+        assert!(args(&["--no-emulate"]).emulate.no_emulate);
+        assert!(args(&["--emulate"]).emulate.emulate);
+        for bad in [
+            &["--emulate", "--no-emulate"][..],
+            &["--emulate", "--from-results", "x"][..],
+        ] {
+            assert!(
+                Cli::try_parse_from(std::iter::once("matrix").chain(bad.iter().copied())).is_err(),
+                "{bad:?} accepted"
+            );
+        }
+    }
+
+    /// Status `emulated` everywhere a reader looks, never `run`; repro lines emulate.
+    #[test]
+    fn an_emulated_target_says_so_in_junit_terminal_summary_and_repro() {
+        let tr = emulated_report(Status::Fail);
+        let repro = &tr.results.records[0].repro;
+        assert!(repro.ends_with(" --emulate"), "{repro}");
+        let junit = crate::report::junit::render(std::slice::from_ref(&tr)).unwrap();
+        assert!(
+            junit.contains(r#"<property name="status" value="emulated"/>"#),
+            "{junit}"
+        );
+        assert!(
+            junit.contains("topk_edges_small/nan_inf/wide/ids") && junit.contains("--emulate"),
+            "the emulated checks are listed, with repro lines that emulate: {junit}"
+        );
+        let term = crate::report::terminal::render(std::slice::from_ref(&tr));
+        assert!(term.contains("FAIL (emulated)"), "{term}");
+        assert!(
+            term.contains("FAIL gfx906 (emulated) parity topk_edges_small/nan_inf/wide/ids [kernel wide]: 1 of 8"),
+            "{term}"
+        );
+        let md = crate::report::markdown::render(std::slice::from_ref(&tr));
+        assert!(md.contains("| gfx906 | ❌ fail (emulated) |"), "{md}");
+        let pass = emulated_report(Status::Pass);
+        let term = crate::report::terminal::render(std::slice::from_ref(&pass));
+        assert!(term.contains("gfx906    emulated "), "{term}");
+        assert!(!term.contains(" run "), "{term}");
+        let md = crate::report::markdown::render(std::slice::from_ref(&pass));
+        assert!(md.contains("| gfx906 | ✅ pass (emulated) |"), "{md}");
+        // Twice through mark_repro (results read back) adds the flag once.
+        let mut r = pass.results.clone();
+        mark_repro(&mut r);
+        assert_eq!(r.records[0].repro.matches("--emulate").count(), 1);
+    }
+
+    /// Unsupported in emulation is counted as unsup, never as a pass.
+    #[test]
+    fn unsupported_in_emulation_is_not_a_pass() {
+        let tr = emulated_report(Status::Unsupported);
+        let c = tr.counts();
+        assert_eq!((c.pass, c.unsupported), (0, 1));
+        let junit = crate::report::junit::render(std::slice::from_ref(&tr)).unwrap();
+        assert!(junit.contains("<skipped"), "{junit}");
+    }
 }

@@ -127,7 +127,10 @@ impl Golden {
         let kept = |old: &Accepted| match mark {
             Some(m) => Some(m.to_string()),
             None if partial => old.description.clone(),
-            None => old.description.clone().filter(|d| !emulated::is_mark(Some(d))),
+            None => old
+                .description
+                .clone()
+                .filter(|d| !emulated::is_mark(Some(d))),
         };
         let mut pending_written = false;
         let state = match &old {

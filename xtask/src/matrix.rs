@@ -194,62 +194,62 @@ pub fn run(a: MatrixArgs) -> Result<u8> {
     for t in &targets {
         let mut notes = Vec::new();
         let mut build_line = String::new();
-        let mut results: TargetResults =
-            if let Some((_, why)) = missing.iter().find(|(x, _)| x.name == t.name) {
-                if a.require_toolchains {
-                    notes.push(note(
-                        "toolchain",
-                        "missing",
-                        true,
-                        why.clone(),
-                        "cargo xtask setup",
-                    ));
-                }
-                let skipped =
-                    qsa::runner::not_run(&m, t, TargetStatus::Skipped, format!("not built: {why}"));
-                crate::emulated::instead(&a, &m, t, skipped, |ea| {
-                    let runner = runner.as_deref().expect("built above");
-                    run_runner(runner, ea, &m, t, &out, &golden_root, true)
-                })?
-            } else {
-                if let Some(tb) = builds.get(&t.name) {
-                    build_line = format!("built with {}", tb.toolchain.describe());
-                    resource_gates(&mut golden, t, &tb.report, tb.failed(), &mut notes)?;
-                }
-                if let Some(dir) = &a.from_results {
-                    let p = dir.join(&t.name).join("results.yaml");
-                    if p.exists() {
-                        TargetResults::read(&p)?
-                    } else {
-                        qsa::runner::not_run(
-                            &m,
-                            t,
-                            TargetStatus::Skipped,
-                            format!("no results at {}", p.display()),
-                        )
-                    }
-                } else if builds.get(&t.name).is_some_and(|b| b.failed()) {
+        let mut results: TargetResults = if let Some((_, why)) =
+            missing.iter().find(|(x, _)| x.name == t.name)
+        {
+            if a.require_toolchains {
+                notes.push(note(
+                    "toolchain",
+                    "missing",
+                    true,
+                    why.clone(),
+                    "cargo xtask setup",
+                ));
+            }
+            let skipped =
+                qsa::runner::not_run(&m, t, TargetStatus::Skipped, format!("not built: {why}"));
+            crate::emulated::instead(&a, &m, t, skipped, |ea| {
+                let runner = runner.as_deref().expect("built above");
+                run_runner(runner, ea, &m, t, &out, &golden_root, true)
+            })?
+        } else {
+            if let Some(tb) = builds.get(&t.name) {
+                build_line = format!("built with {}", tb.toolchain.describe());
+                resource_gates(&mut golden, t, &tb.report, tb.failed(), &mut notes)?;
+            }
+            if let Some(dir) = &a.from_results {
+                let p = dir.join(&t.name).join("results.yaml");
+                if p.exists() {
+                    TargetResults::read(&p)?
+                } else {
                     qsa::runner::not_run(
                         &m,
                         t,
-                        TargetStatus::Failed,
-                        "kernel build failed (see above)".into(),
+                        TargetStatus::Skipped,
+                        format!("no results at {}", p.display()),
                     )
-                } else {
-                    // A GPU target without its device here runs emulated (emulated.rs).
-                    let runner = runner.as_deref().expect("built above");
-                    let emulate = |ea: &MatrixArgs| {
-                        run_runner(runner, ea, &m, t, &out, &golden_root, true)
-                    };
-                    if crate::emulated::forced(&a, t) {
-                        let forced = qsa::runner::not_run(&m, t, TargetStatus::Skipped, String::new());
-                        crate::emulated::instead(&a, &m, t, forced, emulate)?
-                    } else {
-                        let r = run_runner(runner, &a, &m, t, &out, &golden_root, false)?;
-                        crate::emulated::instead(&a, &m, t, r, emulate)?
-                    }
                 }
-            };
+            } else if builds.get(&t.name).is_some_and(|b| b.failed()) {
+                qsa::runner::not_run(
+                    &m,
+                    t,
+                    TargetStatus::Failed,
+                    "kernel build failed (see above)".into(),
+                )
+            } else {
+                // A GPU target without its device here runs emulated (emulated.rs).
+                let runner = runner.as_deref().expect("built above");
+                let emulate =
+                    |ea: &MatrixArgs| run_runner(runner, ea, &m, t, &out, &golden_root, true);
+                if crate::emulated::forced(&a, t) {
+                    let forced = qsa::runner::not_run(&m, t, TargetStatus::Skipped, String::new());
+                    crate::emulated::instead(&a, &m, t, forced, emulate)?
+                } else {
+                    let r = run_runner(runner, &a, &m, t, &out, &golden_root, false)?;
+                    crate::emulated::instead(&a, &m, t, r, emulate)?
+                }
+            }
+        };
         // Every repro line complete (--matrix, --cases), whoever wrote the results.
         for rec in &mut results.records {
             rec.repro = repro.check(&t.name, rec);

@@ -167,36 +167,55 @@ mod tests {
                 .unwrap(),
             EmuSnap::Emulated(SnapState::New)
         );
-        let pending = std::fs::read_to_string(dir.path().join("gfx906/parity__x.snap.new")).unwrap();
-        assert!(pending.contains("description: \"emulated: made by the SIMT emulator"), "{pending}");
+        let pending =
+            std::fs::read_to_string(dir.path().join("gfx906/parity__x.snap.new")).unwrap();
+        assert!(
+            pending.contains("description: 'emulated: made by the SIMT emulator"),
+            "{pending}"
+        );
         let mut g = Golden::new(dir.path(), true, None);
         g.check_emulated("gfx906", "parity__x", CARD, Scope::Full)
             .unwrap();
-        assert!(is_mark(header(dir.path(), "gfx906", "parity__x").as_deref()));
+        assert!(is_mark(
+            header(dir.path(), "gfx906", "parity__x").as_deref()
+        ));
         // Emulation may rewrite its own snapshot (a changed kernel, blessed).
         let mut g = Golden::new(dir.path(), true, None);
         assert!(matches!(
-            g.check_emulated("gfx906", "parity__x", "a x ids: 7\nb x ids: 2\nc x ids: 3", Scope::Full)
-                .unwrap(),
+            g.check_emulated(
+                "gfx906",
+                "parity__x",
+                "a x ids: 7\nb x ids: 2\nc x ids: 3",
+                Scope::Full
+            )
+            .unwrap(),
             EmuSnap::Emulated(SnapState::Blessed(_))
         ));
-        assert!(is_mark(header(dir.path(), "gfx906", "parity__x").as_deref()));
+        assert!(is_mark(
+            header(dir.path(), "gfx906", "parity__x").as_deref()
+        ));
         // The card, without --bless: the same lines pass and the mark stays.
         let same = "a x ids: 7\nb x ids: 2\nc x ids: 3";
         let mut card = Golden::new(dir.path(), false, None);
         assert_eq!(
-            card.check("gfx906", "parity__x", same, Scope::Full).unwrap(),
+            card.check("gfx906", "parity__x", same, Scope::Full)
+                .unwrap(),
             SnapState::Same
         );
-        assert!(is_mark(header(dir.path(), "gfx906", "parity__x").as_deref()));
+        assert!(is_mark(
+            header(dir.path(), "gfx906", "parity__x").as_deref()
+        ));
         // A filtered bless on the card leaves the lines it did not run emulated.
         let mut card = Golden::new(dir.path(), true, None);
         card.check("gfx906", "parity__x", "a x ids: 7", Scope::Partial)
             .unwrap();
-        assert!(is_mark(header(dir.path(), "gfx906", "parity__x").as_deref()));
+        assert!(is_mark(
+            header(dir.path(), "gfx906", "parity__x").as_deref()
+        ));
         // A whole run on the card with --bless confirms it: made on the card from now on.
         let mut card = Golden::new(dir.path(), true, None);
-        card.check("gfx906", "parity__x", same, Scope::Full).unwrap();
+        card.check("gfx906", "parity__x", same, Scope::Full)
+            .unwrap();
         assert_eq!(header(dir.path(), "gfx906", "parity__x"), None);
         let mut g = Golden::new(dir.path(), true, None);
         assert!(matches!(
