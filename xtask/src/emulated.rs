@@ -339,7 +339,7 @@ mod tests {
         let junit = crate::report::junit::render(std::slice::from_ref(&tr)).unwrap();
         assert!(
             junit.contains(r#"<property name="status" value="emulated"/>"#),
-            "{junit}"
+            "an emulated target's JUnit status property must say emulated: {junit}"
         );
         assert!(
             junit.contains("topk_edges_small/nan_inf/wide/ids") && junit.contains("--emulate"),
