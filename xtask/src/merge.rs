@@ -370,7 +370,10 @@ fn assemble(
 fn join_shards(mut shards: Vec<TargetReport>) -> TargetReport {
     // The card's results replace an emulated run of the same target (a hosted job that
     // emulated it while its own runner ran it): the two are not shards of one run.
-    if shards.iter().any(|s| s.results.status != TargetStatus::Emulated) {
+    if shards
+        .iter()
+        .any(|s| s.results.status != TargetStatus::Emulated)
+    {
         shards.retain(|s| s.results.status != TargetStatus::Emulated);
     }
     let mut first = shards.remove(0);
