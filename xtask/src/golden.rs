@@ -90,7 +90,9 @@ impl Golden {
         self.root.join(target)
     }
 
-    /// Compare `content` with `golden/<target>/<name>.snap`.
+    /// Compare `content` (results made on the card, or pure tables) with
+    /// `golden/<target>/<name>.snap`. A `--bless` here makes a snapshot that emulation made
+    /// a hardware one (its `emulated:` mark is dropped: `emulated.rs`).
     pub fn check(
         &mut self,
         target: &str,
@@ -99,15 +101,41 @@ impl Golden {
         scope: Scope,
     ) -> Result<SnapState> {
         let path = self.dir(target).join(format!("{name}.snap"));
+        let old = read_snapshot(&path)?;
+        self.compare(target, name, content, scope, old, None)
+    }
+
+    /// The comparison behind `check` and `check_emulated`: `mark` is the header every write
+    /// carries for results made by emulation (`None`: made on the card).
+    fn compare(
+        &mut self,
+        target: &str,
+        name: &str,
+        content: &str,
+        scope: Scope,
+        old: Option<Accepted>,
+        mark: Option<&str>,
+    ) -> Result<SnapState> {
+        let path = self.dir(target).join(format!("{name}.snap"));
         let pending = path.with_extension("snap.new");
         self.referenced.insert(path.clone());
         let content = normalize(content);
         let partial = scope == Scope::Partial && is_per_check(name);
-        let old = read_snapshot(&path)?;
+        // The header a rewrite keeps: emulation marks what it writes; the card drops the
+        // mark of an emulated snapshot it confirms or replaces whole (a filtered run on the
+        // card leaves the lines it did not run emulated, so the mark stays).
+        let kept = |old: &Accepted| match mark {
+            Some(m) => Some(m.to_string()),
+            None if partial => old.description.clone(),
+            None => old
+                .description
+                .clone()
+                .filter(|d| !emulated::is_mark(Some(d))),
+        };
         let mut pending_written = false;
         let state = match &old {
             None if self.bless => {
-                write_atomic(&path, render(name, &content, None).as_bytes())?;
+                write_atomic(&path, render(name, &content, mark).as_bytes())?;
                 if !partial {
                     remove_if_exists(&pending)?;
                 }
@@ -115,7 +143,7 @@ impl Golden {
             }
             None => {
                 if !partial {
-                    write_atomic(&pending, render(name, &content, None).as_bytes())?;
+                    write_atomic(&pending, render(name, &content, mark).as_bytes())?;
                     pending_written = true;
                 }
                 SnapState::New
@@ -128,7 +156,15 @@ impl Golden {
                 } else {
                     old.content.clone()
                 };
-                if same_lines(&compared, &content) {
+                let confirms_emulated = mark.is_none() && !partial && old.is_emulated();
+                if same_lines(&compared, &content) && self.bless && confirms_emulated {
+                    // The card confirms what emulation wrote: from now on a hardware snapshot.
+                    write_atomic(
+                        &path,
+                        render(name, &old.content, kept(old).as_deref()).as_bytes(),
+                    )?;
+                    SnapState::Blessed(Change::default())
+                } else if same_lines(&compared, &content) {
                     if !partial {
                         remove_if_exists(&pending)?;
                     }
@@ -155,7 +191,7 @@ impl Golden {
                                 qsa::results::utc_now(),
                                 change.meaning.rises.join("; ")
                             )),
-                            _ => old.description.clone(),
+                            _ => kept(old),
                         };
                         write_atomic(
                             &path,
@@ -169,7 +205,7 @@ impl Golden {
                         if !partial && !rose {
                             write_atomic(
                                 &pending,
-                                render(name, &content, old.description.as_deref()).as_bytes(),
+                                render(name, &content, kept(old).as_deref()).as_bytes(),
                             )?;
                             pending_written = true;
                         } else if !partial {
@@ -296,6 +332,13 @@ struct Accepted {
     description: Option<String>,
 }
 
+impl Accepted {
+    /// Made by emulation (its header carries the `emulated:` mark), not on the card.
+    fn is_emulated(&self) -> bool {
+        emulated::is_mark(self.description.as_deref())
+    }
+}
+
 /// Read an accepted snapshot with insta's own parser (so what we write is what insta reads).
 fn read_snapshot(path: &Path) -> Result<Option<Accepted>> {
     if !path.exists() {
@@ -337,5 +380,6 @@ pub fn diff(old: &str, new: &str) -> String {
     out
 }
 
+pub mod emulated;
 #[cfg(test)]
 mod tests;

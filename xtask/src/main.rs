@@ -5,6 +5,7 @@
 
 mod build;
 mod ci;
+mod emulated;
 mod golden;
 mod lock;
 mod matrix;

@@ -23,6 +23,7 @@ use std::time::Duration;
     after_help = "Exit codes: 0 every gate holds; 1 a gate failed; 2 bad usage or configuration.\n\
 Examples:\n  cargo xtask matrix                       every target this host can build and run\n  \
 cargo xtask matrix --target cpu --case topk_edges_small --suite parity\n  \
+cargo xtask matrix --target gfx906 --case topk_edges_small --suite parity --emulate\n  \
 cargo xtask matrix --cases my_cases.yaml --target cpu   add cases (e.g. .npy captured from a model)\n  \
 cargo xtask matrix --bless                accept the new snapshots and benchmark medians\n  \
 cargo xtask matrix --bless --reason \"...\"  accept them when an error rose by a decade or more"
@@ -81,6 +82,8 @@ pub struct MatrixArgs {
     /// machine without Rust) instead of running.
     #[arg(long, value_name = "DIR")]
     pub from_results: Option<PathBuf>,
+    #[command(flatten)]
+    pub emulate: crate::emulated::EmulateArgs,
 }
 
 pub fn run(a: MatrixArgs) -> Result<u8> {
@@ -191,57 +194,67 @@ pub fn run(a: MatrixArgs) -> Result<u8> {
     for t in &targets {
         let mut notes = Vec::new();
         let mut build_line = String::new();
-        let mut results: TargetResults =
-            if let Some((_, why)) = missing.iter().find(|(x, _)| x.name == t.name) {
-                if a.require_toolchains {
-                    notes.push(note(
-                        "toolchain",
-                        "missing",
-                        true,
-                        why.clone(),
-                        "cargo xtask setup",
-                    ));
-                }
-                qsa::runner::not_run(&m, t, TargetStatus::Skipped, format!("not built: {why}"))
-            } else {
-                if let Some(tb) = builds.get(&t.name) {
-                    build_line = format!("built with {}", tb.toolchain.describe());
-                    resource_gates(&mut golden, t, &tb.report, tb.failed(), &mut notes)?;
-                }
-                if let Some(dir) = &a.from_results {
-                    let p = dir.join(&t.name).join("results.yaml");
-                    if p.exists() {
-                        TargetResults::read(&p)?
-                    } else {
-                        qsa::runner::not_run(
-                            &m,
-                            t,
-                            TargetStatus::Skipped,
-                            format!("no results at {}", p.display()),
-                        )
-                    }
-                } else if builds.get(&t.name).is_some_and(|b| b.failed()) {
+        let mut results: TargetResults = if let Some((_, why)) =
+            missing.iter().find(|(x, _)| x.name == t.name)
+        {
+            if a.require_toolchains {
+                notes.push(note(
+                    "toolchain",
+                    "missing",
+                    true,
+                    why.clone(),
+                    "cargo xtask setup",
+                ));
+            }
+            let skipped =
+                qsa::runner::not_run(&m, t, TargetStatus::Skipped, format!("not built: {why}"));
+            crate::emulated::instead(&a, &m, t, skipped, |ea| {
+                let runner = runner.as_deref().expect("built above");
+                run_runner(runner, ea, &m, t, &out, &golden_root, true)
+            })?
+        } else {
+            if let Some(tb) = builds.get(&t.name) {
+                build_line = format!("built with {}", tb.toolchain.describe());
+                resource_gates(&mut golden, t, &tb.report, tb.failed(), &mut notes)?;
+            }
+            if let Some(dir) = &a.from_results {
+                let p = dir.join(&t.name).join("results.yaml");
+                if p.exists() {
+                    TargetResults::read(&p)?
+                } else {
                     qsa::runner::not_run(
                         &m,
                         t,
-                        TargetStatus::Failed,
-                        "kernel build failed (see above)".into(),
+                        TargetStatus::Skipped,
+                        format!("no results at {}", p.display()),
                     )
-                } else {
-                    run_runner(
-                        runner.as_deref().expect("built above"),
-                        &a,
-                        &m,
-                        t,
-                        &out,
-                        &golden_root,
-                    )?
                 }
-            };
+            } else if builds.get(&t.name).is_some_and(|b| b.failed()) {
+                qsa::runner::not_run(
+                    &m,
+                    t,
+                    TargetStatus::Failed,
+                    "kernel build failed (see above)".into(),
+                )
+            } else {
+                // A GPU target without its device here runs emulated (emulated.rs).
+                let runner = runner.as_deref().expect("built above");
+                let emulate =
+                    |ea: &MatrixArgs| run_runner(runner, ea, &m, t, &out, &golden_root, true);
+                if crate::emulated::forced(&a, t) {
+                    let forced = qsa::runner::not_run(&m, t, TargetStatus::Skipped, String::new());
+                    crate::emulated::instead(&a, &m, t, forced, emulate)?
+                } else {
+                    let r = run_runner(runner, &a, &m, t, &out, &golden_root, false)?;
+                    crate::emulated::instead(&a, &m, t, r, emulate)?
+                }
+            }
+        };
         // Every repro line complete (--matrix, --cases), whoever wrote the results.
         for rec in &mut results.records {
             rec.repro = repro.check(&t.name, rec);
         }
+        crate::emulated::mark_repro(&mut results);
         // Dispatch: the table of every target (pure, always whole), and what ran against it.
         if a.cases.is_empty() {
             let table = qsa::plan::dispatch_table(&m, t);
@@ -270,6 +283,8 @@ pub fn run(a: MatrixArgs) -> Result<u8> {
             if a.cases.is_empty() {
                 snapshots::strays(&golden, &m, t, full, a.bless, &mut notes)?;
             }
+        } else if results.status == TargetStatus::Emulated {
+            crate::emulated::snapshots(&mut golden, &m, t, &results, scope, &repro, &mut notes)?;
         }
         let tr = TargetReport {
             results,
@@ -355,12 +370,16 @@ fn run_runner(
     t: &Target,
     out: &Path,
     golden_root: &Path,
+    emulate: bool,
 ) -> Result<TargetResults> {
     let mut args: Vec<OsString> = vec!["run".into(), "--target".into(), t.name.clone().into()];
+    if emulate {
+        args.push("--emulate".into());
+    }
     args.extend(["--matrix".into(), m.path.clone().into_os_string()]);
     args.push("--code-objects".into());
     args.push(toolchain::project_root().join("build/kernels").into());
-    if t.bench_gate {
+    if t.bench_gate && !emulate {
         args.push("--bench-golden".into());
         args.push(golden_root.join(&t.name).join("bench.yaml").into());
     }

@@ -7,7 +7,7 @@ use crate::report::GateNote;
 use crate::repro::Repro;
 use anyhow::Result;
 use qsa::matrix::{Matrix, Suite, Target};
-use qsa::results::{write_atomic, Record, Status, TargetResults};
+use qsa::results::{write_atomic, Status, TargetResults};
 use qsa::suites::bench::{golden_entry, key as bench_key, BenchGolden};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -22,11 +22,27 @@ pub fn check(
     repro: String,
     notes: &mut Vec<GateNote>,
 ) -> Result<()> {
+    let state = golden.check(target, name, content, scope)?;
+    push_note(state, target, name, content, scope, repro, notes);
+    Ok(())
+}
+
+/// The note a reviewer reads for a snapshot comparison that is not simply the same (none
+/// when it is).
+pub fn push_note(
+    state: SnapState,
+    target: &str,
+    name: &str,
+    content: &str,
+    scope: Scope,
+    repro: String,
+    notes: &mut Vec<GateNote>,
+) {
     let file = format!("golden/{target}/{name}.snap");
     let partial = scope == Scope::Partial;
-    let (failed, message, change) = match golden.check(target, name, content, scope)? {
-        SnapState::Same => return Ok(()),
-        SnapState::Blessed(c) if c.meaning.rises.is_empty() => return Ok(()),
+    let (failed, message, change) = match state {
+        SnapState::Same => return,
+        SnapState::Blessed(c) if c.meaning.rises.is_empty() => return,
         SnapState::Blessed(c) => (
             false,
             format!("blessed with --reason (recorded in {file}): {}", c.meaning.rises.join("; ")),
@@ -77,7 +93,6 @@ pub fn check(
         diff,
         repro,
     });
-    Ok(())
 }
 
 /// One snapshot per (suite, case): a line per (distribution, variant, check).
@@ -90,13 +105,29 @@ pub fn records(
     repro: &Repro,
     notes: &mut Vec<GateNote>,
 ) -> Result<()> {
-    let mut by: BTreeMap<(Suite, &str), Vec<&Record>> = BTreeMap::new();
+    for ((suite, case), text) in contents(m, r) {
+        check(
+            golden,
+            &t.name,
+            &format!("{}__{case}", suite.name()),
+            &text,
+            scope,
+            repro.snapshot(&t.name, &case, suite),
+            notes,
+        )?;
+    }
+    Ok(())
+}
+
+/// The snapshot contents of a run's records, per (suite, case).
+pub fn contents(m: &Matrix, r: &TargetResults) -> BTreeMap<(Suite, String), String> {
+    let mut by: BTreeMap<(Suite, String), String> = BTreeMap::new();
     // A (suite, case) with a crashed check has lost lines: no snapshot to compare or bless
     // (the crashed record already fails the run).
-    let crashed: std::collections::BTreeSet<(Suite, &str)> = r
+    let crashed: BTreeSet<(Suite, &str)> = r
         .records
         .iter()
-        .filter(|x| x.status == qsa::results::Status::Crashed)
+        .filter(|x| x.status == Status::Crashed)
         .map(|x| (x.suite, x.case.as_str()))
         .collect();
     for rec in r.records.iter().filter(|x| x.snapshot.is_some()) {
@@ -107,34 +138,17 @@ pub fn records(
         if m.added_cases.contains(&rec.case) {
             continue;
         }
-        by.entry((rec.suite, rec.case.as_str()))
+        by.entry((rec.suite, rec.case.clone()))
             .or_default()
-            .push(rec);
+            .push_str(&format!(
+                "{} {} {}: {}\n",
+                rec.dist,
+                rec.variant,
+                rec.check,
+                rec.snapshot.as_deref().unwrap_or("")
+            ));
     }
-    for ((suite, case), recs) in by {
-        let text: String = recs
-            .iter()
-            .map(|x| {
-                format!(
-                    "{} {} {}: {}\n",
-                    x.dist,
-                    x.variant,
-                    x.check,
-                    x.snapshot.as_deref().unwrap_or("")
-                )
-            })
-            .collect();
-        check(
-            golden,
-            &t.name,
-            &format!("{}__{case}", suite.name()),
-            &text,
-            scope,
-            repro.snapshot(&t.name, case, suite),
-            notes,
-        )?;
-    }
-    Ok(())
+    by
 }
 
 /// Snapshots of `t` for cases that no longer exist. A full run knows exactly which it

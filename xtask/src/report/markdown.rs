@@ -12,12 +12,16 @@ pub fn render(reports: &[TargetReport]) -> String {
         let c = tr.counts();
         let status = match (tr.failed(), &tr.unstable) {
             (true, Some(_)) => "❌ fail (unstable, not gating)".to_string(),
+            (true, None) if r.status == TargetStatus::Emulated => "❌ fail (emulated)".to_string(),
             (true, None) => "❌ fail".to_string(),
             (false, _) if r.status == TargetStatus::Run => "✅ pass".to_string(),
+            (false, _) if r.status == TargetStatus::Emulated => "✅ pass (emulated)".to_string(),
             (false, _) => r.status.label().to_string(),
         };
         let what = if r.status == TargetStatus::Run {
             format!("{} ({:.0} s)", r.device.name, r.seconds)
+        } else if r.status == TargetStatus::Emulated {
+            format!("{} ({:.0} s)", r.reason.replace('|', "\\|"), r.seconds)
         } else {
             r.reason.replace('|', "\\|")
         };
@@ -29,7 +33,10 @@ pub fn render(reports: &[TargetReport]) -> String {
     let failures: Vec<String> = reports
         .iter()
         .flat_map(|tr| {
-            let t = tr.results.target.clone();
+            let t = match tr.results.status {
+                TargetStatus::Emulated => format!("{} (emulated)", tr.results.target),
+                _ => tr.results.target.clone(),
+            };
             let recs = tr
                 .results
                 .records
@@ -37,12 +44,15 @@ pub fn render(reports: &[TargetReport]) -> String {
                 .filter(|r| r.status.is_failure())
                 .map(move |r| {
                     format!(
-                        "- **{t}** {} `{}/{}/{}/{}`: {}\n  `{}`\n",
+                        "- **{t}** {} `{}/{}/{}/{}`{}: {}\n  `{}`\n",
                         r.suite.name(),
                         r.case,
                         r.dist,
                         r.variant,
                         r.check,
+                        r.dispatched
+                            .as_deref()
+                            .map_or(String::new(), |k| format!(" (kernel `{k}`)")),
                         r.message,
                         r.repro
                     )

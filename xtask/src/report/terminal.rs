@@ -15,7 +15,9 @@ pub fn render(reports: &[TargetReport]) -> String {
     for tr in reports {
         let r = &tr.results;
         let c = tr.counts();
-        let what = if r.status == TargetStatus::Run {
+        // Emulated results read back (--from-results) carry no reason: the device says it.
+        let emulated_bare = r.status == TargetStatus::Emulated && r.reason.is_empty();
+        let what = if r.status == TargetStatus::Run || emulated_bare {
             r.device.name.clone()
         } else {
             r.reason.clone()
@@ -23,6 +25,8 @@ pub fn render(reports: &[TargetReport]) -> String {
         let verdict = if tr.failed() {
             if tr.unstable.is_some() {
                 "FAIL (unstable)"
+            } else if r.status == TargetStatus::Emulated {
+                "FAIL (emulated)"
             } else {
                 "FAIL"
             }
@@ -35,9 +39,19 @@ pub fn render(reports: &[TargetReport]) -> String {
         ));
     }
     for tr in reports {
+        // An emulated target's failures say so, and every failure names the kernel that ran.
+        let emulated = if tr.results.status == TargetStatus::Emulated {
+            " (emulated)"
+        } else {
+            ""
+        };
         for rec in tr.results.records.iter().filter(|r| r.status.is_failure()) {
+            let kernel = rec
+                .dispatched
+                .as_deref()
+                .map_or(String::new(), |k| format!(" [kernel {k}]"));
             out.push_str(&format!(
-                "\nFAIL {} {} {}/{}/{}/{}: {}\n  reproduce: {}\n",
+                "\nFAIL {}{emulated} {} {}/{}/{}/{}{kernel}: {}\n  reproduce: {}\n",
                 tr.results.target,
                 rec.suite.name(),
                 rec.case,

@@ -1,0 +1,377 @@
+//! `cargo xtask matrix` for a GPU target whose device is not here: instead of `built, not
+//! run`, its runner runs with `qsa run --emulate` (src/emu/: the kernel sources on the CPU
+//! with the target's wave width, shared memory limit and dispatch) and the target reports
+//! status `emulated`, distinct from `run` everywhere (terminal, results.yaml, JUnit,
+//! summary), with repro lines that emulate too (`--emulate`).
+//!
+//! What emulates by default: the parity and error suites (never bench: an emulated kernel
+//! says nothing about the card's speed) of the top-k cases whose calls fit the emulator's
+//! budget (`qsa::emu::backend::MAX_EMULATED_ENTRIES` score entries per call): the small
+//! and edge cases. Larger cases need the card. Measured on the 2-core development machine
+//! (2026-12-01, shared with other jobs; `qsa run --target T --emulate --case C --suite
+//! parity`, module already built): topk_edges_small 3.1-5.5 s, topk_k_ge_n 0.1 s,
+//! topk_split_edges 6.0-7.2 s, topk_cut_specials 3.2-5.5 s, topk_cut_specials_small
+//! 3.5-6.0 s: 20-25 s per GPU target, plus ~10 s to build each module flavour once.
+//! Naming `--case` emulates exactly those cases (past the budget: `unsupported in
+//! emulation`, counted as unsup, never a pass).
+//!
+//! Emulated results are compared with golden/ under the rule of `golden::emulated`.
+
+use crate::golden::emulated::EmuSnap;
+use crate::golden::{Golden, Scope};
+use crate::matrix::MatrixArgs;
+use crate::report::GateNote;
+use crate::repro::Repro;
+use crate::snapshots;
+use anyhow::Result;
+use qsa::emu::backend::MAX_EMULATED_ENTRIES;
+use qsa::matrix::{Case, Matrix, Suite, Target};
+use qsa::results::{TargetResults, TargetStatus};
+
+/// The emulation switches of `cargo xtask matrix`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct EmulateArgs {
+    /// Emulate every selected GPU target, even where its device is here (the repro line of
+    /// an emulated check carries it).
+    #[arg(long, conflicts_with_all = ["no_emulate", "from_results"])]
+    pub emulate: bool,
+    /// Report a GPU target without its device as `built, not run` instead of emulating it.
+    /// Default: emulated (top-k parity of the cases within the emulator's budget, through
+    /// the SIMT emulator on the CPU; status `emulated`).
+    #[arg(long)]
+    pub no_emulate: bool,
+}
+
+/// The suites emulation runs.
+const SUITES: [Suite; 2] = [Suite::Parity, Suite::Error];
+
+/// Does `case` fit the emulator's budget by default: a top-k case whose calls hold at most
+/// `MAX_EMULATED_ENTRIES` score entries (queries x n).
+pub fn fits(case: &Case) -> bool {
+    case.topk
+        .as_ref()
+        .is_some_and(|s| s.queries.saturating_mul(s.n) <= MAX_EMULATED_ENTRIES)
+}
+
+/// What an emulated run of `t` runs: the runner's `--case` and `--suite` filters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    pub cases: Vec<String>,
+    pub suites: Vec<String>,
+    /// Cases of `t` (under the run's filters) left to the card.
+    pub left: usize,
+}
+
+/// The plan for `t` under the user's filters (`--case` named: exactly those).
+pub fn plan(a: &MatrixArgs, m: &Matrix, t: &Target) -> Plan {
+    let suites: Vec<Suite> = SUITES
+        .into_iter()
+        .filter(|s| a.suite.is_empty() || a.suite.iter().any(|x| x == s.name()))
+        .collect();
+    let runs: Vec<&Case> = m
+        .cases
+        .iter()
+        .filter(|c| c.runs_on(t) && (a.case.is_empty() || a.case.contains(&c.name)))
+        .filter(|c| {
+            c.suites
+                .iter()
+                .any(|s| a.suite.is_empty() || a.suite.iter().any(|x| x == s.name()))
+        })
+        .collect();
+    let cases: Vec<String> = runs
+        .iter()
+        .filter(|c| c.suites.iter().any(|s| suites.contains(s)))
+        .filter(|c| !a.case.is_empty() || fits(c))
+        .map(|c| c.name.clone())
+        .collect();
+    Plan {
+        left: runs.len() - cases.len(),
+        cases,
+        suites: suites.iter().map(|s| s.name().to_string()).collect(),
+    }
+}
+
+/// Should `t` be emulated without even asking for its device (`--emulate`)?
+pub fn forced(a: &MatrixArgs, t: &Target) -> bool {
+    a.emulate.emulate && t.is_gpu()
+}
+
+/// The results of GPU target `t` that did not run here (`built, not run`, or `skipped`
+/// because its toolchain is missing: the emulator needs only the host's C++ compiler):
+/// emulated instead, unless `--no-emulate` or nothing selected can be emulated (then the
+/// not-run results, saying why). `run` starts the target's runner with `--emulate` and the
+/// plan's filters.
+pub fn instead(
+    a: &MatrixArgs,
+    m: &Matrix,
+    t: &Target,
+    not_run: TargetResults,
+    run: impl FnOnce(&MatrixArgs) -> Result<TargetResults>,
+) -> Result<TargetResults> {
+    let emulable = matches!(
+        not_run.status,
+        TargetStatus::BuiltNotRun | TargetStatus::Skipped
+    );
+    if !t.is_gpu() || !emulable || a.emulate.no_emulate || a.from_results.is_some() {
+        return Ok(not_run);
+    }
+    let p = plan(a, m, t);
+    if p.cases.is_empty() || p.suites.is_empty() {
+        let mut r = not_run;
+        r.reason = format!(
+            "{}; nothing selected can be emulated (top-k parity and error within {MAX_EMULATED_ENTRIES} score entries per call; never bench)",
+            r.reason
+        );
+        return Ok(r);
+    }
+    let mut ea = a.clone();
+    ea.case = p.cases.clone();
+    ea.suite = p.suites.clone();
+    let mut r = run(&ea)?;
+    let why = if not_run.reason.is_empty() {
+        "--emulate".to_string()
+    } else {
+        format!("no run here ({})", not_run.reason)
+    };
+    let left = if p.left > 0 {
+        format!(
+            "; {} other case(s) not emulated (past its budget or not top-k)",
+            p.left
+        )
+    } else {
+        String::new()
+    };
+    let what = format!(
+        "{}: {} of {}{left}",
+        r.device.name,
+        p.suites.join(" and "),
+        p.cases.join(", ")
+    );
+    r.reason = if r.reason.is_empty() {
+        format!("{what}; {why}")
+    } else {
+        format!("{}; {what}; {why}", r.reason)
+    };
+    Ok(r)
+}
+
+/// Repro lines of emulated results emulate too (on a machine with the card as well).
+pub fn mark_repro(r: &mut TargetResults) {
+    if r.status == TargetStatus::Emulated {
+        for rec in &mut r.records {
+            rec.repro = with_flag(&rec.repro);
+        }
+    }
+}
+
+fn with_flag(repro: &str) -> String {
+    if repro.is_empty() || repro.contains(" --emulate") {
+        repro.to_string()
+    } else {
+        format!("{repro} --emulate")
+    }
+}
+
+/// Compare an emulated run's snapshots with golden/ (rule: `golden::emulated`).
+pub fn snapshots(
+    golden: &mut Golden,
+    m: &Matrix,
+    t: &Target,
+    r: &TargetResults,
+    scope: Scope,
+    repro: &Repro,
+    notes: &mut Vec<GateNote>,
+) -> Result<()> {
+    for ((suite, case), text) in snapshots::contents(m, r) {
+        let name = format!("{}__{case}", suite.name());
+        let file = format!("golden/{}/{name}.snap", t.name);
+        let again = with_flag(&repro.snapshot(&t.name, &case, suite));
+        let unseen_note = |unseen: usize| {
+            GateNote {
+            kind: "snapshot".into(),
+            name: name.clone(),
+            failed: false,
+            message: format!(
+                "{unseen} emulated line(s) are not in {file}, which was made on the card: not compared (the next run on the card adds them)"
+            ),
+            meaning: Vec::new(),
+            diff: String::new(),
+            repro: again.clone(),
+        }
+        };
+        match golden.check_emulated(&t.name, &name, &text, scope)? {
+            EmuSnap::AgreesWithCard { unseen } => {
+                if unseen > 0 {
+                    notes.push(unseen_note(unseen));
+                }
+            }
+            EmuSnap::DiffersFromCard { change, unseen } => {
+                notes.push(GateNote {
+                    kind: "snapshot".into(),
+                    name: name.clone(),
+                    failed: true,
+                    message: format!(
+                        "emulated {} results differ from {file}, which was made on the card: the kernel source and the card disagree (a GPU-only bug, or one in the emulator); emulation never rewrites a snapshot made on the card, --bless included",
+                        t.name
+                    ),
+                    meaning: change.meaning.lines,
+                    diff: change.diff,
+                    repro: again.clone(),
+                });
+                if unseen > 0 {
+                    notes.push(unseen_note(unseen));
+                }
+            }
+            EmuSnap::Emulated(state) => {
+                snapshots::push_note(state, &t.name, &name, &text, scope, again, notes)
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::TargetReport;
+    use clap::Parser;
+    use qsa::backend::DeviceInfo;
+    use qsa::results::{Record, Status};
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        a: MatrixArgs,
+    }
+
+    fn args(extra: &[&str]) -> MatrixArgs {
+        Cli::try_parse_from(std::iter::once("matrix").chain(extra.iter().copied()))
+            .unwrap()
+            .a
+    }
+
+    fn matrix() -> Matrix {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        Matrix::load(&root.join("matrix.yaml")).unwrap()
+    }
+
+    fn emulated_report(status: Status) -> TargetReport {
+        let rec = Record {
+            suite: Suite::Parity,
+            case: "topk_edges_small".into(),
+            dist: "nan_inf".into(),
+            variant: "wide".into(),
+            check: "ids".into(),
+            dispatched: Some("wide".into()),
+            status,
+            message: "1 of 8 queries differ from the reference".into(),
+            metrics: Default::default(),
+            snapshot: None,
+            repro: "cargo xtask matrix --target gfx906 --case topk_edges_small --suite parity --dist nan_inf --variant wide".into(),
+        };
+        let mut results = TargetResults {
+            target: "gfx906".into(),
+            status: TargetStatus::Emulated,
+            reason: "gfx906 emulated on the host CPU (2 threads): parity of topk_edges_small"
+                .into(),
+            device: DeviceInfo {
+                name: "gfx906 emulated on the host CPU (2 threads)".into(),
+                arch: "gfx906".into(),
+                driver: "qsa SIMT emulator (src/emu)".into(),
+            },
+            seed: 1,
+            started: String::new(),
+            seconds: 1.0,
+            records: vec![rec],
+        };
+        mark_repro(&mut results);
+        TargetReport {
+            results,
+            unstable: None,
+            build: String::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// The default emulates the small top-k cases (the edge cases included), parity and
+    /// error only; a named case is emulated as asked; bench alone emulates nothing.
+    #[test]
+    fn the_plan_takes_the_small_topk_cases_and_never_bench() {
+        let m = matrix();
+        let t = m.target("gfx906").unwrap();
+        let p = plan(&args(&[]), &m, t);
+        for c in [
+            "topk_edges_small",
+            "topk_cut_specials",
+            "topk_cut_specials_small",
+        ] {
+            assert!(p.cases.iter().any(|x| x == c), "{c} not emulated: {p:?}");
+        }
+        assert!(!p.cases.iter().any(|x| x == "topk_decode_3q_262k"), "{p:?}");
+        assert_eq!(p.suites, ["parity", "error"]);
+        assert!(p.left > 0);
+        let named = plan(&args(&["--case", "topk_decode_1q_262k"]), &m, t);
+        assert_eq!(named.cases, ["topk_decode_1q_262k"]);
+        assert!(plan(&args(&["--suite", "bench"]), &m, t).suites.is_empty());
+    }
+
+    #[test]
+    fn emulate_and_no_emulate_exclude_each_other_and_from_results() {
+        assert!(args(&["--no-emulate"]).emulate.no_emulate);
+        assert!(args(&["--emulate"]).emulate.emulate);
+        for bad in [
+            &["--emulate", "--no-emulate"][..],
+            &["--emulate", "--from-results", "x"][..],
+        ] {
+            assert!(
+                Cli::try_parse_from(std::iter::once("matrix").chain(bad.iter().copied())).is_err(),
+                "{bad:?} accepted"
+            );
+        }
+    }
+
+    /// Status `emulated` everywhere a reader looks, never `run`; repro lines emulate.
+    #[test]
+    fn an_emulated_target_says_so_in_junit_terminal_summary_and_repro() {
+        let tr = emulated_report(Status::Fail);
+        let repro = &tr.results.records[0].repro;
+        assert!(repro.ends_with(" --emulate"), "{repro}");
+        let junit = crate::report::junit::render(std::slice::from_ref(&tr)).unwrap();
+        assert!(
+            junit.contains(r#"<property name="status" value="emulated"/>"#),
+            "an emulated target's JUnit status property must say emulated: {junit}"
+        );
+        assert!(
+            junit.contains("topk_edges_small/nan_inf/wide/ids") && junit.contains("--emulate"),
+            "the emulated checks are listed, with repro lines that emulate: {junit}"
+        );
+        let term = crate::report::terminal::render(std::slice::from_ref(&tr));
+        assert!(term.contains("FAIL (emulated)"), "{term}");
+        assert!(
+            term.contains("FAIL gfx906 (emulated) parity topk_edges_small/nan_inf/wide/ids [kernel wide]: 1 of 8"),
+            "{term}"
+        );
+        let md = crate::report::markdown::render(std::slice::from_ref(&tr));
+        assert!(md.contains("| gfx906 | ❌ fail (emulated) |"), "{md}");
+        let pass = emulated_report(Status::Pass);
+        let term = crate::report::terminal::render(std::slice::from_ref(&pass));
+        assert!(term.contains("gfx906    emulated "), "{term}");
+        assert!(!term.contains(" run "), "{term}");
+        let md = crate::report::markdown::render(std::slice::from_ref(&pass));
+        assert!(md.contains("| gfx906 | ✅ pass (emulated) |"), "{md}");
+        // Twice through mark_repro (results read back) adds the flag once.
+        let mut r = pass.results.clone();
+        mark_repro(&mut r);
+        assert_eq!(r.records[0].repro.matches("--emulate").count(), 1);
+    }
+
+    /// Unsupported in emulation is counted as unsup, never as a pass.
+    #[test]
+    fn unsupported_in_emulation_is_not_a_pass() {
+        let tr = emulated_report(Status::Unsupported);
+        let c = tr.counts();
+        assert_eq!((c.pass, c.unsupported), (0, 1));
+        let junit = crate::report::junit::render(std::slice::from_ref(&tr)).unwrap();
+        assert!(junit.contains("<skipped"), "{junit}");
+    }
+}
