@@ -7,6 +7,7 @@ pub mod cases;
 pub mod contract;
 pub mod cpu;
 pub mod dispatch;
+pub mod echo;
 pub mod gen;
 pub mod gpu;
 pub mod matrix;
