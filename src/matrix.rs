@@ -353,12 +353,19 @@ impl Matrix {
     /// The added cases are validated against this matrix's targets and variants; `.npy`
     /// input paths are resolved relative to that file.
     pub fn add_cases_file(&mut self, path: &Path) -> Result<usize, MatrixError> {
+        let source = read_source(path)?;
+        self.add_cases_text(path, &source)
+    }
+
+    /// `add_cases_file` on text already read (`path` names it in messages and is the base of
+    /// relative `.npy` paths).
+    pub fn add_cases_text(&mut self, path: &Path, source: &str) -> Result<usize, MatrixError> {
         #[derive(Deserialize)]
         #[serde(deny_unknown_fields)]
         struct CasesFile {
             cases: Vec<Case>,
         }
-        let source = read_source(path)?;
+        let source = source.to_owned();
         let file: CasesFile = serde_yaml::from_str(&source).map_err(|e| yaml_error(path, &e))?;
         let base = path.parent().unwrap_or(Path::new("."));
         let n = file.cases.len();

@@ -1,0 +1,172 @@
+//! Mutational fuzzing of qsa's input readers on stable Rust (cargo-fuzz needs nightly).
+//!
+//! Each target turns bytes into a call of one reader: `npy` (the .npy decoder and header
+//! check), `matrix` (matrix.yaml: parse and validate), `cases` (a `--cases` file against the
+//! real matrix.yaml). A run must return `Ok` or `Err`: a panic is a finding, and so is an
+//! error message that echoes more than `MAX_MESSAGE` bytes (the reviewers' 50 MB echo).
+//! Without coverage instrumentation, novelty is judged by the error message's shape (digits
+//! and quoted values blanked): an input that makes a message not seen before joins the corpus.
+
+pub mod engine;
+pub mod mutate;
+
+use std::path::Path;
+
+/// The real matrix, embedded: the `cases` target adds its input to it, and the binary needs
+/// no checkout to run.
+pub const REAL_MATRIX: &str = include_str!("../../matrix.yaml");
+
+/// The longest error message any reader may print (the input can be 50 MB).
+pub const MAX_MESSAGE: usize = 2048;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    Npy,
+    Matrix,
+    Cases,
+}
+
+impl Target {
+    pub const ALL: [Target; 3] = [Target::Npy, Target::Matrix, Target::Cases];
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Npy => "npy",
+            Target::Matrix => "matrix",
+            Target::Cases => "cases",
+        }
+    }
+    pub fn parse(s: &str) -> Result<Target, String> {
+        Target::ALL
+            .into_iter()
+            .find(|t| t.name() == s)
+            .ok_or_else(|| format!("unknown target `{s}`: use npy, matrix or cases"))
+    }
+    /// Words the mutator substitutes into this target's inputs.
+    pub fn dictionary(self) -> &'static [&'static str] {
+        match self {
+            Target::Npy => &[
+                "'<f4'", "'<f8'", "'<i4'", "'<i8'", "'>f4'", "'|u1'", "True", "False",
+                "'shape'", "'descr'", "'fortran_order'", "()", "(,)", "(0,)", "-1", "L",
+            ],
+            Target::Matrix | Target::Cases => &[
+                "cases", "name", "topk", "scores", "attention", "inputs", "active", "causal",
+                "edge", "none", "check_rows", "dists", "variants", "suites", "targets", "gpu",
+                "all", "parity", "error", "bench", "queries", "n", "capacity", "k", "heads",
+                "blocks", "batch", "q_len", "kv_len", "hq", "hkv", "t", "dtype", "bf16",
+                "f16", "scale", "~", "null", "true", "[]", "{}", "''", "-", ": ", "\n- ",
+                "&a ", "*a", "<<: *a", "!!str ", "!!binary ", ".nan", ".inf", "-.inf",
+                "1e400", "0x10", "0o7", "scores.npy", "/dev/zero", "captured_scores.npy",
+                "wide", "split", "register", "auto", "uniform", "nan_inf", "random_ids",
+                "cpu", "sm_90", "gfx906", "version", "seed", "gates", "baselines",
+                "error_ratio", "bench_tolerance", "wave", "shared_per_block", "env",
+                "STRATA_QSA_WARP", "QSA_TOPK_KERNEL",
+            ],
+        }
+    }
+}
+
+/// What one input did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Ok,
+    /// The error message (checked for length by `check`).
+    Err(String),
+}
+
+/// Run `target` on `data` once. Panics propagate (the engine catches them).
+pub fn run_one(target: Target, data: &[u8]) -> Outcome {
+    match target {
+        Target::Npy => {
+            let a = qsa::npy::decode::<f32>(data).map(|_| ());
+            let b = qsa::npy::decode::<i32>(data).map(|_| ());
+            let _ = qsa::npy::parse_header(data, u64::MAX);
+            match a.and(b) {
+                Ok(()) => Outcome::Ok,
+                Err(e) => Outcome::Err(e),
+            }
+        }
+        Target::Matrix => {
+            let text = String::from_utf8_lossy(data);
+            match qsa::matrix::Matrix::parse(Path::new("fuzz/matrix.yaml"), &text) {
+                Ok(_) => Outcome::Ok,
+                Err(e) => Outcome::Err(e.to_string()),
+            }
+        }
+        Target::Cases => {
+            let mut m = real_matrix();
+            let text = String::from_utf8_lossy(data);
+            match m.add_cases_text(Path::new("fuzz/cases.yaml"), &text) {
+                Ok(_) => Outcome::Ok,
+                Err(e) => Outcome::Err(e.to_string()),
+            }
+        }
+    }
+}
+
+fn real_matrix() -> qsa::matrix::Matrix {
+    use std::sync::OnceLock;
+    static M: OnceLock<qsa::matrix::Matrix> = OnceLock::new();
+    M.get_or_init(|| {
+        qsa::matrix::Matrix::parse(Path::new("matrix.yaml"), REAL_MATRIX)
+            .expect("the embedded matrix.yaml is valid")
+    })
+    .clone()
+}
+
+/// Run `data` and check the invariants other than "no panic": the reason it is a finding.
+pub fn check(target: Target, data: &[u8]) -> Result<Outcome, String> {
+    let out = run_one(target, data);
+    if let Outcome::Err(e) = &out {
+        if e.len() > MAX_MESSAGE {
+            return Err(format!(
+                "error message of {} bytes (limit {MAX_MESSAGE}): {}...",
+                e.len(),
+                &e[..e.floor_char_boundary_compat(200)]
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// `str::floor_char_boundary` is unstable: the same on stable.
+trait FloorBoundary {
+    fn floor_char_boundary_compat(&self, i: usize) -> usize;
+}
+
+impl FloorBoundary for String {
+    fn floor_char_boundary_compat(&self, i: usize) -> usize {
+        let mut i = i.min(self.len());
+        while !self.is_char_boundary(i) {
+            i -= 1;
+        }
+        i
+    }
+}
+
+/// The shape of an outcome, for novelty: digits and backquoted values blanked, cut short.
+pub fn signature(out: &Outcome) -> String {
+    let Outcome::Err(e) = out else {
+        return "ok".into();
+    };
+    let mut sig = String::new();
+    let mut quoted = false;
+    for c in e.chars() {
+        match c {
+            '`' => {
+                quoted = !quoted;
+                sig.push('`');
+            }
+            _ if quoted => {}
+            '0'..='9' => {
+                if !sig.ends_with('#') {
+                    sig.push('#');
+                }
+            }
+            c => sig.push(c),
+        }
+        if sig.len() >= 160 {
+            break;
+        }
+    }
+    sig
+}
