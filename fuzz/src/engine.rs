@@ -146,7 +146,10 @@ fn worker(cfg: &Config, shared: &Shared, seed: u64, deadline: Instant) {
     while Instant::now() < deadline {
         let (mut data, other) = {
             let c = shared.corpus.lock().unwrap();
-            (c[rng.usize(0..c.len())].clone(), c[rng.usize(0..c.len())].clone())
+            (
+                c[rng.usize(0..c.len())].clone(),
+                c[rng.usize(0..c.len())].clone(),
+            )
         };
         mutate::mutate(&mut rng, &mut data, &other, dict);
         let start = Instant::now();

@@ -6,11 +6,40 @@ use fastrand::Rng;
 
 /// Integers at the edges of every width the readers parse, and the reviewers' 2^62.
 const INTEGERS: &[&str] = &[
-    "0", "1", "-1", "2", "7", "64", "127", "128", "255", "256", "4096", "4097", "8192",
-    "8193", "32767", "32768", "65535", "65536", "1048576", "1048577", "2147483647",
-    "2147483648", "-2147483648", "4294967295", "4294967296", "9223372036854775807",
-    "9223372036854775808", "18446744073709551615", "18446744073709551616",
-    "4611686018427387904", "99999999999999999999999999", "1e9", "0.5", "-0.0",
+    "0",
+    "1",
+    "-1",
+    "2",
+    "7",
+    "64",
+    "127",
+    "128",
+    "255",
+    "256",
+    "4096",
+    "4097",
+    "8192",
+    "8193",
+    "32767",
+    "32768",
+    "65535",
+    "65536",
+    "1048576",
+    "1048577",
+    "2147483647",
+    "2147483648",
+    "-2147483648",
+    "4294967295",
+    "4294967296",
+    "9223372036854775807",
+    "9223372036854775808",
+    "18446744073709551615",
+    "18446744073709551616",
+    "4611686018427387904",
+    "99999999999999999999999999",
+    "1e9",
+    "0.5",
+    "-0.0",
 ];
 
 const BYTES: &[u8] = b"\x00\xff\x7f\x80\n :-{}[],'\"&*!#|>?%@\t\\";
@@ -57,20 +86,34 @@ fn one(rng: &mut Rng, data: &mut Vec<u8>, other: &[u8], dict: &[&str]) {
                 data.splice(at..end, other[a..b].iter().copied());
             }
         }
-        5 => replace_run(rng, data, |c| c.is_ascii_digit() || c == b'-', |rng| {
-            INTEGERS[rng.usize(0..INTEGERS.len())].as_bytes().to_vec()
-        }),
-        6 => replace_run(rng, data, |c| c.is_ascii_alphanumeric() || c == b'_', |rng| {
-            dict[rng.usize(0..dict.len())].as_bytes().to_vec()
-        }),
+        5 => replace_run(
+            rng,
+            data,
+            |c| c.is_ascii_digit() || c == b'-',
+            |rng| INTEGERS[rng.usize(0..INTEGERS.len())].as_bytes().to_vec(),
+        ),
+        6 => replace_run(
+            rng,
+            data,
+            |c| c.is_ascii_alphanumeric() || c == b'_',
+            |rng| dict[rng.usize(0..dict.len())].as_bytes().to_vec(),
+        ),
         7 if len > 0 => {
             // A line deleted or repeated: YAML's structure is lines.
             let lines: Vec<usize> = std::iter::once(0)
-                .chain(data.iter().enumerate().filter(|(_, c)| **c == b'\n').map(|(i, _)| i + 1))
+                .chain(
+                    data.iter()
+                        .enumerate()
+                        .filter(|(_, c)| **c == b'\n')
+                        .map(|(i, _)| i + 1),
+                )
                 .filter(|i| *i < len)
                 .collect();
             let s = lines[rng.usize(0..lines.len())];
-            let e = data[s..].iter().position(|c| *c == b'\n').map_or(len, |p| s + p + 1);
+            let e = data[s..]
+                .iter()
+                .position(|c| *c == b'\n')
+                .map_or(len, |p| s + p + 1);
             if rng.bool() {
                 data.drain(s..e);
             } else {
@@ -81,7 +124,8 @@ fn one(rng: &mut Rng, data: &mut Vec<u8>, other: &[u8], dict: &[&str]) {
         8 if len >= 12 => {
             // The .npy header length field (or any 2/4 bytes): a boundary value.
             let at = if rng.bool() { 8 } else { rng.usize(0..len - 4) };
-            let v: u32 = [0, 1, 0xffff, 0x1_0000, 0x7fff_ffff, u32::MAX, len as u32][rng.usize(0..7)];
+            let v: u32 =
+                [0, 1, 0xffff, 0x1_0000, 0x7fff_ffff, u32::MAX, len as u32][rng.usize(0..7)];
             let w = if rng.bool() { 2 } else { 4 };
             data[at..at + w].copy_from_slice(&v.to_le_bytes()[..w]);
         }
@@ -114,7 +158,10 @@ fn replace_run(
         return;
     }
     let s = starts[rng.usize(0..starts.len())];
-    let e = data[s..].iter().position(|c| !class(*c)).map_or(data.len(), |p| s + p);
+    let e = data[s..]
+        .iter()
+        .position(|c| !class(*c))
+        .map_or(data.len(), |p| s + p);
     let new = make(rng);
     data.splice(s..e, new);
 }
