@@ -152,12 +152,28 @@ impl Target {
 #[derive(Debug, PartialEq, Eq)]
 pub enum Outcome {
     Ok,
-    /// The error message (checked for length by `check`).
-    Err(String),
+    /// The error as printed (checked for length by `check`), and the part of it that says
+    /// which check failed (for novelty: no location, no echoed input).
+    Err {
+        text: String,
+        what: String,
+    },
 }
 
 /// Run `target` on `data` once. Panics propagate (the engine catches them).
 pub fn run_one(target: Target, data: &[u8]) -> Outcome {
+    let matrix_err = |e: qsa::matrix::MatrixError| {
+        // The field path without indices or map keys: `cases.inputs`, `targets.wave`.
+        let field: String = e.field.split('.').take(2).collect::<Vec<_>>().join(".");
+        let field: String = field
+            .chars()
+            .filter(|c| c.is_ascii_lowercase() || *c == '.')
+            .collect();
+        Outcome::Err {
+            what: format!("{field}: {}", e.message),
+            text: e.to_string(),
+        }
+    };
     match target {
         Target::Npy => {
             let a = qsa::npy::decode::<f32>(data).map(|_| ());
@@ -165,14 +181,17 @@ pub fn run_one(target: Target, data: &[u8]) -> Outcome {
             let _ = qsa::npy::parse_header(data, u64::MAX);
             match a.and(b) {
                 Ok(()) => Outcome::Ok,
-                Err(e) => Outcome::Err(e),
+                Err(e) => Outcome::Err {
+                    what: e.clone(),
+                    text: e,
+                },
             }
         }
         Target::Matrix => {
             let text = String::from_utf8_lossy(data);
             match qsa::matrix::Matrix::parse(Path::new("fuzz/matrix.yaml"), &text) {
                 Ok(_) => Outcome::Ok,
-                Err(e) => Outcome::Err(e.to_string()),
+                Err(e) => matrix_err(e),
             }
         }
         Target::Cases => {
@@ -180,7 +199,7 @@ pub fn run_one(target: Target, data: &[u8]) -> Outcome {
             let text = String::from_utf8_lossy(data);
             match m.add_cases_text(Path::new("fuzz/cases.yaml"), &text) {
                 Ok(_) => Outcome::Ok,
-                Err(e) => Outcome::Err(e.to_string()),
+                Err(e) => matrix_err(e),
             }
         }
     }
@@ -199,55 +218,43 @@ fn real_matrix() -> qsa::matrix::Matrix {
 /// Run `data` and check the invariants other than "no panic": the reason it is a finding.
 pub fn check(target: Target, data: &[u8]) -> Result<Outcome, String> {
     let out = run_one(target, data);
-    if let Outcome::Err(e) = &out {
-        if e.len() > MAX_MESSAGE {
+    if let Outcome::Err { text, .. } = &out {
+        if text.len() > MAX_MESSAGE {
             return Err(format!(
-                "error message of {} bytes (limit {MAX_MESSAGE}): {}...",
-                e.len(),
-                &e[..e.floor_char_boundary_compat(200)]
+                "error message of {} bytes (limit {MAX_MESSAGE}): {}",
+                text.len(),
+                qsa::echo::clip(text, 200)
             ));
         }
     }
     Ok(out)
 }
 
-/// `str::floor_char_boundary` is unstable: the same on stable.
-trait FloorBoundary {
-    fn floor_char_boundary_compat(&self, i: usize) -> usize;
-}
-
-impl FloorBoundary for String {
-    fn floor_char_boundary_compat(&self, i: usize) -> usize {
-        let mut i = i.min(self.len());
-        while !self.is_char_boundary(i) {
-            i -= 1;
-        }
-        i
-    }
-}
-
-/// The shape of an outcome, for novelty: digits and backquoted values blanked, cut short.
+/// The shape of an outcome, for novelty: what failed, with quoted input (between the first
+/// and last backquote or double quote) dropped, digits blanked, letters only, cut short.
 pub fn signature(out: &Outcome) -> String {
-    let Outcome::Err(e) = out else {
+    let Outcome::Err { what, .. } = out else {
         return "ok".into();
     };
-    let mut sig = String::new();
-    let mut quoted = false;
-    for c in e.chars() {
-        match c {
-            '`' => {
-                quoted = !quoted;
-                sig.push('`');
+    let mut s = what.as_str().to_string();
+    for q in ['`', '"'] {
+        if let (Some(a), Some(b)) = (s.find(q), s.rfind(q)) {
+            if a < b {
+                s.replace_range(a..=b, "_");
             }
-            _ if quoted => {}
-            '0'..='9' => {
-                if !sig.ends_with('#') {
-                    sig.push('#');
-                }
-            }
-            c => sig.push(c),
         }
-        if sig.len() >= 160 {
+    }
+    let mut sig = String::new();
+    for c in s.chars() {
+        let c = match c {
+            '0'..='9' => '#',
+            c if c.is_ascii_alphabetic() || matches!(c, ' ' | ':' | '_' | '.') => c,
+            _ => continue,
+        };
+        if !(c == '#' && sig.ends_with('#')) {
+            sig.push(c);
+        }
+        if sig.len() >= 120 {
             break;
         }
     }

@@ -159,7 +159,7 @@ impl Matrix {
         if let Err(b) = inputs::check(c) {
             return Err(e_at(
                 &format!(".inputs.{}", b.key),
-                &format!("cases.inputs.{}", b.key),
+                &format!("cases.inputs.{}", echo::value(&b.key)),
                 format!("case `{name}`: {}", b.message),
             ));
         }

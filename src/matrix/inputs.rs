@@ -67,7 +67,7 @@ pub fn check(c: &Case) -> Result<(), BadInput> {
     for key in c.inputs.keys() {
         if !allowed.contains(&key.as_str()) {
             return bad(
-                &echo::value(key),
+                key,
                 format!(
                     "input `{}` is not read from files for {}; allowed: {}",
                     echo::value(key),
