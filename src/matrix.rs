@@ -829,3 +829,6 @@ mod tests {
         assert!(e.message.contains("no error suite"), "{e}");
     }
 }
+
+#[cfg(test)]
+mod tests_inputs;
