@@ -32,8 +32,15 @@ fn quiet_panics() {
 
 /// Run one input: its outcome, or why it is a finding (a panic, with its location).
 pub fn run_caught(target: Target, data: &[u8]) -> Result<Outcome, String> {
+    run_caught_with(|| check(target, data))
+}
+
+/// `f`'s result, or the message and location of its panic.
+pub fn run_caught_with(
+    f: impl FnOnce() -> Result<Outcome, String>,
+) -> Result<Outcome, String> {
     quiet_panics();
-    match panic::catch_unwind(AssertUnwindSafe(|| check(target, data))) {
+    match panic::catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(_) => Err(format!("panic: {}", PANIC.with(|p| p.borrow().clone()))),
     }

@@ -160,7 +160,9 @@ pub enum Outcome {
     },
 }
 
-/// Run `target` on `data` once. Panics propagate (the engine catches them).
+/// Run `target` on `data` once. Panics propagate (the engine catches them). The `cases`
+/// target reads its input as if it were `examples/cases/fuzz.yaml`, so that, run from the
+/// repository root, `.npy` paths reach the example files.
 pub fn run_one(target: Target, data: &[u8]) -> Outcome {
     let matrix_err = |e: qsa::matrix::MatrixError| {
         // The field path without indices or map keys: `cases.inputs`, `targets.wave`.
@@ -197,7 +199,7 @@ pub fn run_one(target: Target, data: &[u8]) -> Outcome {
         Target::Cases => {
             let mut m = real_matrix();
             let text = String::from_utf8_lossy(data);
-            match m.add_cases_text(Path::new("fuzz/cases.yaml"), &text) {
+            match m.add_cases_text(Path::new("examples/cases/fuzz.yaml"), &text) {
                 Ok(_) => Outcome::Ok,
                 Err(e) => matrix_err(e),
             }
