@@ -36,9 +36,7 @@ pub fn run_caught(target: Target, data: &[u8]) -> Result<Outcome, String> {
 }
 
 /// `f`'s result, or the message and location of its panic.
-pub fn run_caught_with(
-    f: impl FnOnce() -> Result<Outcome, String>,
-) -> Result<Outcome, String> {
+pub fn run_caught_with(f: impl FnOnce() -> Result<Outcome, String>) -> Result<Outcome, String> {
     quiet_panics();
     match panic::catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,

@@ -232,31 +232,45 @@ pub fn check(target: Target, data: &[u8]) -> Result<Outcome, String> {
     Ok(out)
 }
 
-/// The shape of an outcome, for novelty: what failed, with quoted input (between the first
-/// and last backquote or double quote) dropped, digits blanked, letters only, cut short.
+/// The shape of an outcome, for novelty: what failed, with quoted input dropped (between
+/// backquotes, or a double-quoted string with its escapes; an unclosed quote drops the
+/// rest), digits blanked, letters only, cut short. Coarse on purpose: without coverage
+/// feedback, a fine signature turns every echoed byte into a "new" input.
 pub fn signature(out: &Outcome) -> String {
     let Outcome::Err { what, .. } = out else {
         return "ok".into();
     };
-    let mut s = what.as_str().to_string();
-    for q in ['`', '"'] {
-        if let (Some(a), Some(b)) = (s.find(q), s.rfind(q)) {
-            if a < b {
-                s.replace_range(a..=b, "_");
-            }
-        }
-    }
     let mut sig = String::new();
-    for c in s.chars() {
+    let mut chars = what.chars();
+    while let Some(c) = chars.next() {
         let c = match c {
+            '"' => {
+                let mut escaped = false;
+                for d in chars.by_ref() {
+                    match d {
+                        '\\' if !escaped => escaped = true,
+                        '"' if !escaped => break,
+                        _ => escaped = false,
+                    }
+                }
+                '_'
+            }
+            '`' => {
+                for d in chars.by_ref() {
+                    if d == '`' {
+                        break;
+                    }
+                }
+                '_'
+            }
             '0'..='9' => '#',
-            c if c.is_ascii_alphabetic() || matches!(c, ' ' | ':' | '_' | '.') => c,
+            c if c.is_ascii_alphabetic() || matches!(c, ' ' | ':' | '.') => c,
             _ => continue,
         };
         if !(c == '#' && sig.ends_with('#')) {
             sig.push(c);
         }
-        if sig.len() >= 120 {
+        if sig.len() >= 80 {
             break;
         }
     }

@@ -35,10 +35,24 @@ struct Args {
     /// Run each corpus file once and report findings, instead of fuzzing.
     #[arg(long)]
     replay: bool,
+    /// With --replay: print each file's outcome signature (what made it join the corpus).
+    #[arg(long)]
+    show: bool,
 }
 
 fn main() -> ExitCode {
     let a = Args::parse();
+    if a.replay && a.show {
+        for f in engine::corpus_files(&a.corpus).unwrap_or_default() {
+            let data = std::fs::read(&f).unwrap_or_default();
+            let sig = match engine::run_caught(a.target, &data) {
+                Ok(out) => qsa_fuzz::signature(&out),
+                Err(why) => format!("FINDING {why}"),
+            };
+            println!("{}\t{sig}", f.display());
+        }
+        return ExitCode::SUCCESS;
+    }
     if a.replay {
         return match engine::replay(a.target, &a.corpus) {
             Ok((n, bad)) => {

@@ -11,7 +11,12 @@ fn replay(target: Target) {
         .join(target.name());
     let (n, bad) = engine::replay(target, &dir).unwrap();
     assert!(n > 0, "{}: empty corpus", dir.display());
-    assert!(bad.is_empty(), "{} findings:\n{}", bad.len(), bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "{} findings:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
 }
 
 #[test]
