@@ -232,39 +232,27 @@ pub fn check(target: Target, data: &[u8]) -> Result<Outcome, String> {
     Ok(out)
 }
 
-/// The shape of an outcome, for novelty: what failed, with quoted input dropped (between
-/// backquotes, or a double-quoted string with its escapes; an unclosed quote drops the
-/// rest), digits blanked, letters only, cut short. Coarse on purpose: without coverage
-/// feedback, a fine signature turns every echoed byte into a "new" input.
+/// The shape of an outcome, for novelty: what failed, digits blanked, letters only, cut
+/// short, and with quoted input dropped: from the first backquote (or double quote) to
+/// the last one, or to the end when there is one. Coarse on purpose: without coverage
+/// feedback, a signature that kept any echoed byte (a key holding a backquote) would make
+/// every mutation of it "new".
 pub fn signature(out: &Outcome) -> String {
     let Outcome::Err { what, .. } = out else {
         return "ok".into();
     };
+    let mut s = what.clone();
+    for q in ['`', '"'] {
+        if let Some(a) = s.find(q) {
+            let b = s.rfind(q).filter(|b| *b > a).map_or(s.len(), |b| b + 1);
+            s.replace_range(a..b, "_");
+        }
+    }
     let mut sig = String::new();
-    let mut chars = what.chars();
-    while let Some(c) = chars.next() {
+    for c in s.chars() {
         let c = match c {
-            '"' => {
-                let mut escaped = false;
-                for d in chars.by_ref() {
-                    match d {
-                        '\\' if !escaped => escaped = true,
-                        '"' if !escaped => break,
-                        _ => escaped = false,
-                    }
-                }
-                '_'
-            }
-            '`' => {
-                for d in chars.by_ref() {
-                    if d == '`' {
-                        break;
-                    }
-                }
-                '_'
-            }
             '0'..='9' => '#',
-            c if c.is_ascii_alphabetic() || matches!(c, ' ' | ':' | '.') => c,
+            c if c.is_ascii_alphabetic() || matches!(c, ' ' | ':' | '.' | '_') => c,
             _ => continue,
         };
         if !(c == '#' && sig.ends_with('#')) {
