@@ -233,8 +233,8 @@ pub fn check(target: Target, data: &[u8]) -> Result<Outcome, String> {
 }
 
 /// The shape of an outcome, for novelty: what failed, digits blanked, letters only, cut
-/// short, and with quoted input dropped: from the first backquote (or double quote) to
-/// the last one, or to the end when there is one. Coarse on purpose: without coverage
+/// short, and with quoted input dropped: from the first backquote or double quote to the
+/// last one, or to the end when there is one. Coarse on purpose: without coverage
 /// feedback, a signature that kept any echoed byte (a key holding a backquote) would make
 /// every mutation of it "new".
 pub fn signature(out: &Outcome) -> String {
@@ -242,11 +242,10 @@ pub fn signature(out: &Outcome) -> String {
         return "ok".into();
     };
     let mut s = what.clone();
-    for q in ['`', '"'] {
-        if let Some(a) = s.find(q) {
-            let b = s.rfind(q).filter(|b| *b > a).map_or(s.len(), |b| b + 1);
-            s.replace_range(a..b, "_");
-        }
+    let quote = ['`', '"'];
+    if let Some(a) = s.find(quote) {
+        let b = s.rfind(quote).filter(|b| *b > a).map_or(s.len(), |b| b + 1);
+        s.replace_range(a..b, "_");
     }
     let mut sig = String::new();
     for c in s.chars() {
