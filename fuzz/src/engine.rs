@@ -17,15 +17,21 @@ const SLOW: Duration = Duration::from_secs(2);
 
 thread_local! {
     static PANIC: RefCell<String> = const { RefCell::new(String::new()) };
+    static CATCHING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Panics are expected here: keep their message and location for the report instead of
-/// printing each to stderr.
+/// Panics inside `run_caught` are expected: keep their message and location for the report
+/// instead of printing each to stderr. Any other panic (a failing test) prints as usual.
 fn quiet_panics() {
     static HOOK: Once = Once::new();
     HOOK.call_once(|| {
-        panic::set_hook(Box::new(|info| {
-            PANIC.with(|p| *p.borrow_mut() = info.to_string());
+        let default = panic::take_hook();
+        panic::set_hook(Box::new(move |info| {
+            if CATCHING.with(|c| c.get()) {
+                PANIC.with(|p| *p.borrow_mut() = info.to_string());
+            } else {
+                default(info);
+            }
         }))
     });
 }
@@ -38,7 +44,10 @@ pub fn run_caught(target: Target, data: &[u8]) -> Result<Outcome, String> {
 /// `f`'s result, or the message and location of its panic.
 pub fn run_caught_with(f: impl FnOnce() -> Result<Outcome, String>) -> Result<Outcome, String> {
     quiet_panics();
-    match panic::catch_unwind(AssertUnwindSafe(f)) {
+    CATCHING.with(|c| c.set(true));
+    let r = panic::catch_unwind(AssertUnwindSafe(f));
+    CATCHING.with(|c| c.set(false));
+    match r {
         Ok(r) => r,
         Err(_) => Err(format!("panic: {}", PANIC.with(|p| p.borrow().clone()))),
     }
