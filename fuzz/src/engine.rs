@@ -90,6 +90,9 @@ pub struct Config {
     pub out: PathBuf,
     pub seconds: u64,
     pub jobs: usize,
+    /// Stop adding corpus entries past this many (the signature is a heuristic: a class
+    /// of messages it fails to normalize must not fill the disk).
+    pub max_new: usize,
     pub seed: u64,
 }
 
@@ -180,7 +183,9 @@ fn worker(cfg: &Config, shared: &Shared, seed: u64, deadline: Instant) {
             }
             Ok(out) => {
                 let sig = signature(&out);
-                if shared.seen.lock().unwrap().contains(&sig) {
+                if shared.seen.lock().unwrap().contains(&sig)
+                    || shared.new_entries.load(Ordering::Relaxed) >= cfg.max_new as u64
+                {
                     continue;
                 }
                 let small = shrink(cfg.target, data, &sig);

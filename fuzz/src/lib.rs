@@ -242,6 +242,20 @@ pub fn signature(out: &Outcome) -> String {
         return "ok".into();
     };
     let mut s = what.clone();
+    // serde's messages start with a field path that holds map keys from the input
+    // (`targets[0].limits.<key>: invalid type: ...`): keep only serde's own words.
+    const SERDE: [&str; 7] = [
+        "invalid type",
+        "invalid value",
+        "invalid length",
+        "unknown field",
+        "unknown variant",
+        "missing field",
+        "duplicate field",
+    ];
+    if let Some(at) = SERDE.iter().filter_map(|p| s.find(p)).min() {
+        s.replace_range(..at, "serde: ");
+    }
     if let Some(at) = s.find(": case `") {
         let name_start = at + ": case `".len();
         if let Some(len) = s[name_start..].find('`') {

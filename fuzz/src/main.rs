@@ -29,6 +29,9 @@ struct Args {
     /// Threads (default: every core).
     #[arg(long)]
     jobs: Option<usize>,
+    /// Most new corpus entries to keep.
+    #[arg(long, default_value_t = 2000)]
+    max_new: usize,
     /// Random seed of the first thread (the others count up from it).
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -77,6 +80,7 @@ fn main() -> ExitCode {
             .jobs
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
         seed: a.seed,
+        max_new: a.max_new,
     };
     let start = std::time::Instant::now();
     match engine::fuzz(&cfg) {
