@@ -57,9 +57,23 @@ fn signatures_drop_quoted_input() {
     let a = sig(r#"syntax: invalid type: string "y\"ter`u edg`""#);
     let b = sig(r#"syntax: invalid type: string "abc""#);
     let c = sig("syntax: invalid type: string \"abc... (5 more bytes)");
-    assert_eq!(a, "syntax: invalid type: string ");
+    assert_eq!(a, "serde: invalid type: string ");
     assert_eq!((a.as_str(), b.as_str()), (c.as_str(), c.as_str()));
     let k = sig("cases.topk.k: case `x_1`: k = 100 exceeds the limit");
     assert_eq!(k, "cases.topk.k: case _: k  # exceeds the limit");
     assert_eq!(k, sig("cases.topk.k: case `y`: k = 7 exceeds the limit"));
+}
+
+#[test]
+fn signatures_drop_paths() {
+    let sig = |what: &str| {
+        qsa_fuzz::signature(&qsa_fuzz::Outcome::Err {
+            text: String::new(),
+            what: what.into(),
+        })
+    };
+    assert_eq!(
+        sig("cases.inputs: case `x`: examples/cases/a b.npy: cannot read: No such file"),
+        "cases.inputs: case _: PATH: cannot read: No such file"
+    );
 }
