@@ -244,7 +244,9 @@ pub fn signature(out: &Outcome) -> String {
     let mut s = what.clone();
     // serde's messages start with a field path that holds map keys from the input
     // (`targets[0].limits.<key>: invalid type: ...`): keep only serde's own words.
-    const SERDE: [&str; 7] = [
+    const SERDE: [&str; 9] = [
+        "untagged and internally tagged",
+        "data did not match any variant",
         "invalid type",
         "invalid value",
         "invalid length",
