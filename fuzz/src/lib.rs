@@ -258,12 +258,6 @@ pub fn signature(out: &Outcome) -> String {
     if let Some(at) = SERDE.iter().filter_map(|p| s.find(p)).min() {
         s.replace_range(..at, "serde: ");
     }
-    // A file path (from the input) up to the ": " that ends it.
-    if let Some(a) = s.find('/') {
-        let start = s[..a].rfind(' ').map_or(0, |i| i + 1);
-        let end = s[a..].find(": ").map_or(s.len(), |e| a + e);
-        s.replace_range(start..end, "PATH");
-    }
     if let Some(at) = s.find(": case `") {
         let name_start = at + ": case `".len();
         if let Some(len) = s[name_start..].find('`') {
@@ -272,6 +266,12 @@ pub fn signature(out: &Outcome) -> String {
     }
     if let Some(a) = s.find(['`', '"']) {
         s.truncate(a);
+    }
+    // A file path (from the input) up to the ": " that ends it.
+    if let Some(a) = s.find('/') {
+        let start = s[..a].rfind(' ').map_or(0, |i| i + 1);
+        let end = s[a..].find(": ").map_or(s.len(), |e| a + e);
+        s.replace_range(start..end, "PATH");
     }
     let mut sig = String::new();
     for c in s.chars() {
