@@ -1,6 +1,6 @@
 //! `qsa-fuzz`: fuzz one reader for a time, or replay a corpus.
 //!
-//!   cargo run --release -p qsa-fuzz -- --target npy --seconds 600 \
+//!   cargo run --profile fuzz -p qsa-fuzz -- --target npy --seconds 600 \
 //!       --corpus fuzz/corpus/npy --out target/fuzz/npy --jobs 16
 //!
 //! New corpus entries go to <out>/corpus, findings (panics, over-long messages) to
