@@ -1,7 +1,7 @@
 //! `qsa-fuzz`: fuzz one reader for a time, or replay a corpus.
 //!
 //!   cargo run --profile fuzz -p qsa-fuzz -- --target npy --seconds 600 \
-//!       --corpus fuzz/corpus/npy --out target/fuzz/npy --jobs 16
+//!       --corpus fuzz/corpus/npy --out target/fuzz-out/npy --jobs 16
 //!
 //! New corpus entries go to <out>/corpus, findings (panics, over-long messages) to
 //! <out>/crashes as <hash>.bin with <hash>.txt saying why. Exit 1 when anything was found.
@@ -21,7 +21,7 @@ struct Args {
     #[arg(long)]
     corpus: PathBuf,
     /// Where new corpus entries and findings go.
-    #[arg(long, default_value = "target/fuzz")]
+    #[arg(long, default_value = "target/fuzz-out")]
     out: PathBuf,
     /// How long to fuzz.
     #[arg(long, default_value_t = 60)]
