@@ -2,7 +2,7 @@
 //! inputs, or tensors read from .npy files).
 
 use crate::gen;
-use crate::matrix::{ActiveMode, AttnShape, Case, FamilyName};
+use crate::matrix::{ActiveMode, AttnShape, Case};
 use crate::npy;
 use crate::problem::{AttnProblem, ScoresProblem, TopkProblem, HEAD_DIM};
 
@@ -181,18 +181,30 @@ pub fn attn_problem(seed: u64, case: &Case, dist: &str) -> Result<AttnProblem, S
     })
 }
 
-/// Bytes the case's inputs take, to refuse cases that do not fit before generating them.
-pub fn input_bytes(case: &Case) -> usize {
-    match case.family() {
-        FamilyName::Topk => case.topk.as_ref().map_or(0, |s| s.queries * s.capacity * 4),
-        FamilyName::Scores => case.scores.as_ref().map_or(0, |s| {
-            (s.queries * s.heads * HEAD_DIM + s.blocks * HEAD_DIM + s.queries * s.heads) * 4
-        }),
-        FamilyName::Attention => case.attention.as_ref().map_or(0, |s| {
-            (s.batch * s.q_len * s.hq * HEAD_DIM) * 6
-                + s.batch * s.kv_len * s.hkv * HEAD_DIM * 4
-                + s.batch * s.q_len * s.hkv * s.t * 4
-        }),
+/// Bytes the case's inputs take (None past `usize`), to refuse a case that cannot fit
+/// before generating it (src/matrix/limits.rs).
+pub fn input_bytes(case: &Case) -> Option<usize> {
+    let prod = |xs: &[usize]| xs.iter().try_fold(1usize, |a, &x| a.checked_mul(x));
+    let sum = |xs: &[Option<usize>]| {
+        xs.iter()
+            .try_fold(0usize, |a, x| x.and_then(|x| a.checked_add(x)))
+    };
+    if let Some(s) = &case.topk {
+        prod(&[s.queries, s.capacity, 4])
+    } else if let Some(s) = &case.scores {
+        sum(&[
+            prod(&[s.queries, s.heads, HEAD_DIM, 4]),
+            prod(&[s.blocks, HEAD_DIM, 4]),
+            prod(&[s.queries, s.heads, 4]),
+        ])
+    } else if let Some(s) = &case.attention {
+        sum(&[
+            prod(&[s.batch, s.q_len, s.hq, HEAD_DIM, 6]),
+            prod(&[s.batch, s.kv_len, s.hkv, HEAD_DIM, 4]),
+            prod(&[s.batch, s.q_len, s.hkv, s.t, 4]),
+        ])
+    } else {
+        Some(0)
     }
 }
 

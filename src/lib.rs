@@ -9,6 +9,7 @@ pub mod cpu;
 pub mod crash;
 pub mod dispatch;
 pub mod dump;
+pub mod echo;
 pub mod emu;
 pub mod gen;
 pub mod gpu;

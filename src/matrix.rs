@@ -4,7 +4,15 @@
 //! (dangling names, impossible shapes, duplicate names) is checked by `validate`. Every error
 //! names the file, the line and the field, and says what would be valid.
 
+mod case_checks;
+mod inputs;
+pub mod limits;
+mod locate;
+
+pub use locate::Spans;
+
 use crate::dispatch::{Feature, Switches, TargetCaps, Vendor, KNOWN_SWITCHES};
+use crate::echo;
 use crate::problem::AttnDtype;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -365,6 +373,7 @@ impl Matrix {
         let mut m: Matrix = serde_yaml::from_str(source).map_err(|e| yaml_error(path, &e))?;
         m.path = path.to_owned();
         m.source = source.to_owned();
+        resolve_inputs(&mut m.cases, path);
         m.validate()?;
         Ok(m)
     }
@@ -373,37 +382,44 @@ impl Matrix {
     /// The added cases are validated against this matrix's targets and variants; `.npy`
     /// input paths are resolved relative to that file.
     pub fn add_cases_file(&mut self, path: &Path) -> Result<usize, MatrixError> {
+        let source = read_source(path)?;
+        self.add_cases_text(path, &source)
+    }
+
+    /// `add_cases_file` on text already read (`path` names it in messages and is the base of
+    /// relative `.npy` paths).
+    pub fn add_cases_text(&mut self, path: &Path, source: &str) -> Result<usize, MatrixError> {
         #[derive(Deserialize)]
         #[serde(deny_unknown_fields)]
         struct CasesFile {
             cases: Vec<Case>,
         }
-        let source = read_source(path)?;
+        let source = source.to_owned();
         let file: CasesFile = serde_yaml::from_str(&source).map_err(|e| yaml_error(path, &e))?;
-        let base = path.parent().unwrap_or(Path::new("."));
-        let n = file.cases.len();
-        for mut case in file.cases {
-            for p in case.inputs.values_mut() {
-                if p.is_relative() {
-                    *p = base.join(&*p);
-                }
-            }
-            self.check_case(&case, path, &source)?;
+        let mut cases = file.cases;
+        resolve_inputs(&mut cases, path);
+        let n = cases.len();
+        for (i, case) in cases.iter().enumerate() {
+            self.check_case(case, i, path, &source)?;
             if self.cases.iter().any(|c| c.name == case.name) {
+                let where_ = if self.added_cases.contains(&case.name) {
+                    "in a cases file read before (or earlier in this one)".to_string()
+                } else {
+                    format!("in {}", self.path.display())
+                };
                 return Err(err_at(
                     path,
                     &source,
-                    &case.name,
+                    &format!("cases[{i}].name"),
                     "cases.name",
                     format!(
-                        "case `{}` already exists in {}: give it another name",
-                        case.name,
-                        self.path.display()
+                        "case `{}` already exists {where_}: give it another name",
+                        echo::value(&case.name)
                     ),
                 ));
             }
             self.added_cases.insert(case.name.clone());
-            self.cases.push(case);
+            self.cases.push(case.clone());
         }
         Ok(n)
     }
@@ -428,7 +444,7 @@ impl Matrix {
             return Err(err_at(
                 path,
                 src,
-                "version:",
+                "version",
                 "version",
                 format!(
                     "version {} is not supported: this qsa reads version 1",
@@ -440,7 +456,7 @@ impl Matrix {
             return Err(err_at(
                 path,
                 src,
-                "error_ratio:",
+                "gates.error_ratio",
                 "gates.error_ratio",
                 "must be a number >= 1.0".into(),
             ));
@@ -454,7 +470,7 @@ impl Matrix {
             return Err(err_at(
                 path,
                 src,
-                "bench:",
+                "gates.bench",
                 "gates.bench",
                 format!(
                     "need 1 <= min_reps ({}) <= max_reps ({}) and max_seconds > 0",
@@ -463,30 +479,30 @@ impl Matrix {
             ));
         }
         let mut seen = std::collections::BTreeSet::new();
-        for t in &self.targets {
+        for (i, t) in self.targets.iter().enumerate() {
             if !seen.insert(&t.name) {
                 return Err(err_at(
                     path,
                     src,
-                    &format!("name: {}", t.name),
+                    &format!("targets[{i}].name"),
                     "targets.name",
-                    format!("target `{}` is declared twice", t.name),
+                    format!("target `{}` is declared twice", echo::value(&t.name)),
                 ));
             }
-            self.check_target(t)?;
+            self.check_target(i, t)?;
         }
         if !self.targets.iter().any(|t| t.vendor == Vendor::Cpu) {
             return Err(err_at(
                 path,
                 src,
-                "targets:",
+                "targets",
                 "targets",
                 "a `cpu` target is required: it is the embedded default that always runs".into(),
             ));
         }
         let mut seen = std::collections::BTreeSet::new();
-        for v in &self.variants {
-            let at = format!("name: {}", v.name);
+        for (i, v) in self.variants.iter().enumerate() {
+            let at = format!("variants[{i}].name");
             if !seen.insert((v.family, &v.name)) {
                 return Err(err_at(
                     path,
@@ -495,7 +511,7 @@ impl Matrix {
                     "variants.name",
                     format!(
                         "variant `{}` of family {} is declared twice",
-                        v.name,
+                        echo::value(&v.name),
                         v.family.name()
                     ),
                 ));
@@ -506,11 +522,12 @@ impl Matrix {
                     return Err(err_at(
                         path,
                         src,
-                        key,
+                        &format!("variants[{i}].env.{key}"),
                         "variants.env",
                         format!(
-                            "unknown switch `{key}` in variant `{}`: known switches are {}",
-                            v.name,
+                            "unknown switch `{}` in variant `{}`: known switches are {}",
+                            echo::value(key),
+                            echo::value(&v.name),
                             known.join(", ")
                         ),
                     ));
@@ -522,44 +539,45 @@ impl Matrix {
                 return Err(err_at(
                     path,
                     src,
-                    "baselines:",
+                    &format!("baselines.{}", family.name()),
                     "baselines",
                     format!(
-                        "baseline `{name}` of {} is not a declared variant of that family",
+                        "baseline `{}` of {} is not a declared variant of that family",
+                        echo::value(name),
                         family.name()
                     ),
                 ));
             }
         }
         let mut seen = std::collections::BTreeSet::new();
-        for c in &self.cases {
+        for (i, c) in self.cases.iter().enumerate() {
             if !seen.insert(&c.name) {
                 return Err(err_at(
                     path,
                     src,
-                    &format!("name: {}", c.name),
+                    &format!("cases[{i}].name"),
                     "cases.name",
-                    format!("case `{}` is declared twice", c.name),
+                    format!("case `{}` is declared twice", echo::value(&c.name)),
                 ));
             }
-            self.check_case(c, path, src)?;
+            self.check_case(c, i, path, src)?;
         }
         Ok(())
     }
 
-    fn check_target(&self, t: &Target) -> Result<(), MatrixError> {
+    fn check_target(&self, i: usize, t: &Target) -> Result<(), MatrixError> {
         let (path, src) = (self.path.as_path(), self.source.as_str());
-        let at = format!("name: {}", t.name);
+        let name = echo::value(&t.name);
         let valid_name = t.name == "cpu" || t.name.starts_with("sm_") || t.name.starts_with("gfx");
         if !valid_name {
             return Err(err_at(
                 path,
                 src,
-                &at,
+                &format!("targets[{i}].name"),
                 "targets.name",
                 format!(
                     "`{}` is not a target name: use `cpu`, `sm_<NN>` (NVIDIA) or `gfx<NNN>` (AMD)",
-                    t.name
+                    name
                 ),
             ));
         }
@@ -572,9 +590,9 @@ impl Matrix {
             return Err(err_at(
                 path,
                 src,
-                &at,
+                &format!("targets[{i}].vendor"),
                 "targets.vendor",
-                format!("target `{}` cannot have vendor {:?}", t.name, t.vendor),
+                format!("target `{}` cannot have vendor {:?}", name, t.vendor),
             ));
         }
         let want_tc = match t.vendor {
@@ -586,11 +604,11 @@ impl Matrix {
             return Err(err_at(
                 path,
                 src,
-                &at,
+                &format!("targets[{i}].toolchain"),
                 "targets.toolchain",
                 format!(
                     "target `{}` ({:?}) needs toolchain {:?}",
-                    t.name, t.vendor, want_tc
+                    name, t.vendor, want_tc
                 ),
             ));
         }
@@ -601,16 +619,16 @@ impl Matrix {
                     return Err(err_at(
                         path,
                         src,
-                        &at,
+                        &format!("targets[{i}].wave"),
                         "targets.wave",
-                        format!("target `{}`: wave must be 32 or 64, got {other:?}", t.name),
+                        format!("target `{}`: wave must be 32 or 64, got {other:?}", name),
                     ))
                 }
             }
             if t.shared_per_block.unwrap_or(0) < 16 * 1024 || t.multiprocessors.unwrap_or(0) == 0 {
-                return Err(err_at(path, src, &at, "targets.shared_per_block", format!(
+                return Err(err_at(path, src, &format!("targets[{i}].shared_per_block"), "targets.shared_per_block", format!(
                     "GPU target `{}` needs shared_per_block (bytes, >= 16384) and multiprocessors (> 0)",
-                    t.name
+                    name
                 )));
             }
         }
@@ -618,198 +636,19 @@ impl Matrix {
             return Err(err_at(
                 path,
                 src,
-                &at,
+                &format!("targets[{i}].runs_on"),
                 "targets.runs_on",
-                format!("target `{}` needs at least one runner label", t.name),
+                format!("target `{}` needs at least one runner label", name),
             ));
         }
         if !(t.bench_tolerance > 0.0 && t.bench_tolerance < 1.0) {
             return Err(err_at(
                 path,
                 src,
-                &at,
+                &format!("targets[{i}].bench_tolerance"),
                 "targets.bench_tolerance",
-                format!("target `{}`: bench_tolerance must be in (0, 1)", t.name),
+                format!("target `{}`: bench_tolerance must be in (0, 1)", name),
             ));
-        }
-        Ok(())
-    }
-
-    fn check_case(&self, c: &Case, path: &Path, src: &str) -> Result<(), MatrixError> {
-        let at = format!("name: {}", c.name);
-        let e = |field: &str, msg: String| err_at(path, src, &at, field, msg);
-        let families = [c.topk.is_some(), c.scores.is_some(), c.attention.is_some()];
-        if families.iter().filter(|x| **x).count() != 1 {
-            return Err(e(
-                "cases",
-                format!(
-                    "case `{}` must have exactly one of `topk`, `scores`, `attention`",
-                    c.name
-                ),
-            ));
-        }
-        let family = c.family();
-        if c.variants.is_empty() {
-            return Err(e(
-                "cases.variants",
-                format!("case `{}` lists no variants", c.name),
-            ));
-        }
-        for v in &c.variants {
-            if self.variant(family, v).is_none() {
-                let names: Vec<&str> = self
-                    .variants
-                    .iter()
-                    .filter(|x| x.family == family)
-                    .map(|x| x.name.as_str())
-                    .collect();
-                return Err(e(
-                    "cases.variants",
-                    format!(
-                        "case `{}`: `{v}` is not a {} variant; declared: {}",
-                        c.name,
-                        family.name(),
-                        names.join(", ")
-                    ),
-                ));
-            }
-        }
-        if c.suites.is_empty() {
-            return Err(e(
-                "cases.suites",
-                format!("case `{}` lists no suites", c.name),
-            ));
-        }
-        if let TargetSel::Keyword(k) = &c.targets {
-            if k != "all" && k != "gpu" {
-                return Err(e("cases.targets", format!("case `{}`: targets must be `all`, `gpu` or a list of target names, got `{k}`", c.name)));
-            }
-        }
-        if let TargetSel::List(list) = &c.targets {
-            for t in list {
-                if self.target(t).is_none() {
-                    return Err(e(
-                        "cases.targets",
-                        format!(
-                            "case `{}`: unknown target `{t}`; declared: {}",
-                            c.name,
-                            self.target_names().join(", ")
-                        ),
-                    ));
-                }
-            }
-        }
-        let needs_dists = c.inputs.is_empty();
-        if needs_dists && c.dists.is_empty() {
-            return Err(e(
-                "cases.dists",
-                format!(
-                    "case `{}` needs at least one distribution (or `inputs`)",
-                    c.name
-                ),
-            ));
-        }
-        for d in &c.dists {
-            if !known_dists(family).contains(&d.as_str()) {
-                return Err(e(
-                    "cases.dists",
-                    format!(
-                        "case `{}`: unknown {} distribution `{d}`; known: {}",
-                        c.name,
-                        family.name(),
-                        known_dists(family).join(", ")
-                    ),
-                ));
-            }
-        }
-        match family {
-            FamilyName::Topk => {
-                let s = c.topk.as_ref().expect("family checked above");
-                if s.queries == 0 || s.n == 0 || s.k == 0 {
-                    return Err(e(
-                        "cases.topk",
-                        format!("case `{}`: queries, n and k must be >= 1", c.name),
-                    ));
-                }
-                if s.n > s.capacity {
-                    return Err(e("cases.topk.n", format!(
-                        "case `{}`: n = {} exceeds the score buffer's capacity {}: the engine's rows are at most `capacity` long; raise capacity to at least n",
-                        c.name, s.n, s.capacity
-                    )));
-                }
-                if c.suites.contains(&Suite::Error) {
-                    return Err(e(
-                        "cases.suites",
-                        format!(
-                            "case `{}`: top-k has no error suite (ids are exact): use parity",
-                            c.name
-                        ),
-                    ));
-                }
-                self.check_inputs(c, &["scores", "active"], &e)?;
-            }
-            FamilyName::Scores => {
-                let s = c.scores.as_ref().expect("family checked above");
-                if s.queries == 0 || s.heads == 0 || s.blocks == 0 {
-                    return Err(e(
-                        "cases.scores",
-                        format!("case `{}`: queries, heads and blocks must be >= 1", c.name),
-                    ));
-                }
-                self.check_inputs(c, &["q", "kb", "w"], &e)?;
-            }
-            FamilyName::Attention => {
-                let s = c.attention.as_ref().expect("family checked above");
-                if s.batch == 0
-                    || s.q_len == 0
-                    || s.kv_len == 0
-                    || s.hq == 0
-                    || s.hkv == 0
-                    || s.t == 0
-                {
-                    return Err(e(
-                        "cases.attention",
-                        format!("case `{}`: every size must be >= 1", c.name),
-                    ));
-                }
-                if s.hq % s.hkv != 0 {
-                    return Err(e(
-                        "cases.attention.hq",
-                        format!(
-                            "case `{}`: hq ({}) must be a multiple of hkv ({})",
-                            c.name, s.hq, s.hkv
-                        ),
-                    ));
-                }
-                if s.q_len > s.kv_len {
-                    return Err(e("cases.attention.q_len", format!("case `{}`: q_len ({}) > kv_len ({}): queries sit at the end of the sequence", c.name, s.q_len, s.kv_len)));
-                }
-                if c.suites.contains(&Suite::Parity) {
-                    return Err(e("cases.suites", format!("case `{}`: attention has error and bench suites (its lse parity is part of error)", c.name)));
-                }
-                self.check_inputs(c, &[], &e)?;
-            }
-        }
-        Ok(())
-    }
-
-    fn check_inputs(
-        &self,
-        c: &Case,
-        allowed: &[&str],
-        e: &dyn Fn(&str, String) -> MatrixError,
-    ) -> Result<(), MatrixError> {
-        for key in c.inputs.keys() {
-            if !allowed.contains(&key.as_str()) {
-                return Err(e(
-                    "cases.inputs",
-                    format!(
-                    "case `{}`: input `{key}` is not read from files for this family; allowed: {}",
-                    c.name,
-                    if allowed.is_empty() { "none".to_string() } else { allowed.join(", ") }
-                ),
-                ));
-            }
         }
         Ok(())
     }
@@ -825,15 +664,26 @@ fn read_source(path: &Path) -> Result<String, MatrixError> {
     })
 }
 
-/// An error at the first line of `src` containing `needle` (the closest we can get to a
-/// location once serde has dropped spans).
-fn err_at(path: &Path, src: &str, needle: &str, field: &str, message: String) -> MatrixError {
-    let line = src.lines().position(|l| l.contains(needle)).map(|i| i + 1);
+/// An error about the field at YAML path `at` (`cases[3].topk.k`) of `src`: its line is
+/// found by the file's structure (locate.rs), never by searching the text.
+fn err_at(path: &Path, src: &str, at: &str, field: &str, message: String) -> MatrixError {
     MatrixError {
         path: path.to_owned(),
-        line,
+        line: Spans::of(src).line(at),
         field: field.to_owned(),
         message,
+    }
+}
+
+/// Relative `.npy` paths of `cases` are relative to the file that declares them.
+fn resolve_inputs(cases: &mut [Case], file: &Path) {
+    let base = file.parent().unwrap_or(Path::new("."));
+    for case in cases {
+        for p in case.inputs.values_mut() {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        }
     }
 }
 
@@ -841,10 +691,12 @@ fn yaml_error(path: &Path, e: &serde_yaml::Error) -> MatrixError {
     let line = e.location().map(|l| l.line());
     // serde's message reads "cases[3].topk: unknown field `quries`, expected one of ...":
     // the part before the first ": " is the field path, the rest says what would be valid.
+    // It can quote the input (a whole file of random text is one "invalid type: string"),
+    // so both parts are clipped.
     let text = e.to_string();
     let (field, message) = match text.split_once(": ") {
-        Some((f, m)) if !f.contains(' ') => (f.to_string(), m.to_string()),
-        _ => ("(syntax)".to_string(), text.clone()),
+        Some((f, m)) if !f.contains(' ') => (echo::clip(f, 100), echo::clip(m, 300)),
+        _ => ("(syntax)".to_string(), echo::clip(&text, 300)),
     };
     MatrixError {
         path: path.to_owned(),
@@ -907,14 +759,20 @@ mod tests {
         );
         assert_eq!(e.field, "cases.topk.n");
         assert!(e.message.contains("raise capacity"), "{e}");
+        // The line of the field itself (the case's `topk:` line), found by structure.
         let line = e.line.unwrap();
         assert!(
             REAL.lines()
                 .nth(line - 1)
                 .unwrap()
-                .contains("topk_decode_3q_40k"),
+                .contains("topk: {queries: 3, n: 40960, capacity: 262144"),
             "line {line}"
         );
+        assert!(REAL
+            .lines()
+            .nth(line - 2)
+            .unwrap()
+            .contains("topk_decode_3q_40k"));
 
         let e = error_with(
             "variants: [auto, wide, split]\n    suites: [parity, bench]",
@@ -973,6 +831,7 @@ mod tests {
     fn cases_files_add_cases_and_resolve_npy_paths() {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("more.yaml");
+        crate::npy::write_le(&dir.path().join("s.npy"), "<f4", &[2, 10], &[0; 80]).unwrap();
         std::fs::write(
             &f,
             "cases:\n  - name: captured\n    topk: {queries: 2, n: 10, capacity: 10, k: 3}\n    inputs: {scores: s.npy}\n    variants: [auto]\n    suites: [parity]\n",
@@ -990,3 +849,6 @@ mod tests {
         assert!(e.message.contains("no error suite"), "{e}");
     }
 }
+
+#[cfg(test)]
+mod tests_inputs;

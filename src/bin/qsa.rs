@@ -15,11 +15,11 @@
 
 use clap::{Parser, Subcommand};
 use qsa::dump::Dumper;
-use qsa::matrix::{Matrix, Suite};
+use qsa::matrix::Matrix;
 use qsa::results::{TargetResults, TargetStatus};
 use qsa::runner::{self, RunSpec};
 use qsa::suites::bench::BenchGolden;
-use qsa::suites::Filter;
+use qsa::suites::{Filter, Selection};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -62,8 +62,8 @@ struct RunArgs {
     #[arg(long = "case")]
     case: Vec<String>,
     /// Only these suites: parity, error, bench (repeatable).
-    #[arg(long = "suite", value_parser = parse_suite)]
-    suite: Vec<Suite>,
+    #[arg(long = "suite")]
+    suite: Vec<String>,
     /// Only these variants (repeatable).
     #[arg(long = "variant")]
     variant: Vec<String>,
@@ -71,8 +71,8 @@ struct RunArgs {
     #[arg(long = "dist")]
     dist: Vec<String>,
     /// Run shard i of n (1-based), e.g. 2/4.
-    #[arg(long, value_parser = parse_shard)]
-    shard: Option<(usize, usize)>,
+    #[arg(long)]
+    shard: Option<String>,
     /// Folder of code objects: <dir>/<target>/<kernel>.cubin|.co
     #[arg(long, default_value = "build/kernels")]
     code_objects: PathBuf,
@@ -104,27 +104,6 @@ struct RunArgs {
     /// emulator (status `emulated`; top-k only, other families unsupported in emulation).
     #[arg(long)]
     emulate: bool,
-}
-
-fn parse_suite(s: &str) -> Result<Suite, String> {
-    Suite::ALL
-        .into_iter()
-        .find(|x| x.name() == s)
-        .ok_or_else(|| format!("unknown suite `{s}`: use parity, error or bench"))
-}
-
-pub fn parse_shard(s: &str) -> Result<(usize, usize), String> {
-    let (i, n) = s
-        .split_once('/')
-        .ok_or_else(|| format!("`{s}`: a shard is i/n, e.g. 1/4"))?;
-    let (i, n): (usize, usize) = (
-        i.parse().map_err(|_| format!("`{s}`: i is not a number"))?,
-        n.parse().map_err(|_| format!("`{s}`: n is not a number"))?,
-    );
-    if n == 0 || i == 0 || i > n {
-        return Err(format!("`{s}`: need 1 <= i <= n"));
-    }
-    Ok((i, n))
 }
 
 fn main() -> ExitCode {
@@ -175,7 +154,7 @@ fn run(a: RunArgs) -> ExitCode {
     let Some(target) = m.target(&a.target) else {
         eprintln!(
             "error: unknown target `{}`; {} declares: {}",
-            a.target,
+            qsa::echo::value(&a.target),
             a.matrix.display(),
             m.target_names().join(", ")
         );
@@ -194,19 +173,23 @@ fn run(a: RunArgs) -> ExitCode {
         },
         _ => BenchGolden::default(),
     };
-    let filter = Filter {
+    let selection = Selection {
         cases: a.case,
         suites: a.suite,
         variants: a.variant,
         dists: a.dist,
         shard: a.shard,
     };
-    for c in &filter.cases {
-        if m.cases.iter().all(|x| &x.name != c) {
-            eprintln!("error: unknown case `{c}` (see {})", a.matrix.display());
+    let filter = match Filter::new(&m, &selection).and_then(|f| {
+        f.check_selects(&m, &[target])?;
+        Ok(f)
+    }) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("error: {e}");
             return ExitCode::from(2);
         }
-    }
+    };
     let repro_extra: String = a
         .cases_files
         .iter()

@@ -4,47 +4,17 @@
 
 pub mod bench;
 pub mod error;
+pub mod filter;
 pub mod parity;
 pub mod stats;
+
+pub use filter::{Filter, Selection};
 
 use crate::backend::{Backend, BackendError, Prepared};
 use crate::matrix::{Case, FamilyName, Matrix, Suite, Target};
 use crate::problem::{Output, Problem};
 use crate::results::{Record, Status};
 use std::collections::BTreeMap;
-
-/// Which checks to run: every `None` means "all".
-#[derive(Clone, Debug, Default)]
-pub struct Filter {
-    pub cases: Vec<String>,
-    pub suites: Vec<Suite>,
-    pub variants: Vec<String>,
-    pub dists: Vec<String>,
-    /// `(i, n)`: run only the cases whose index in the plan is i mod n (1-based i).
-    pub shard: Option<(usize, usize)>,
-}
-
-impl Filter {
-    pub fn case(&self, name: &str) -> bool {
-        self.cases.is_empty() || self.cases.iter().any(|c| c == name)
-    }
-    pub fn suite(&self, s: Suite) -> bool {
-        self.suites.is_empty() || self.suites.contains(&s)
-    }
-    pub fn variant(&self, v: &str) -> bool {
-        self.variants.is_empty() || self.variants.iter().any(|x| x == v)
-    }
-    pub fn dist(&self, d: &str) -> bool {
-        self.dists.is_empty() || self.dists.iter().any(|x| x == d)
-    }
-    pub fn is_full(&self) -> bool {
-        self.cases.is_empty()
-            && self.suites.is_empty()
-            && self.variants.is_empty()
-            && self.dists.is_empty()
-            && self.shard.is_none()
-    }
-}
 
 /// Everything a suite needs to run one case on one target.
 pub struct Ctx<'a> {

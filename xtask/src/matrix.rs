@@ -122,7 +122,8 @@ pub fn run(a: MatrixArgs) -> Result<u8> {
                 Some(t) => v.push(t.clone()),
                 None => {
                     eprintln!(
-                        "error: unknown target `{n}`; {} declares: {}",
+                        "error: unknown target `{}`; {} declares: {}",
+                        qsa::echo::value(n),
                         m.path.display(),
                         m.target_names().join(", ")
                     );
@@ -132,12 +133,14 @@ pub fn run(a: MatrixArgs) -> Result<u8> {
         }
         v
     };
-    for c in &a.case {
-        if m.cases.iter().all(|x| &x.name != c) {
-            eprintln!("error: unknown case `{c}` in {}", m.path.display());
+    // Every selection flag checked before any work (the runner checks them again).
+    let filter = match check_selection(&a, &m, &targets) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("error: {e}");
             return Ok(2);
         }
-    }
+    };
     let full = a.case.is_empty()
         && a.suite.is_empty()
         && a.variant.is_empty()
@@ -229,6 +232,9 @@ pub fn run(a: MatrixArgs) -> Result<u8> {
                         format!("no results at {}", p.display()),
                     )
                 }
+            } else if let Err(why) = filter.check_selects(&m, &[t]) {
+                // The selection runs nothing on this target: say so instead of starting a runner.
+                qsa::runner::not_run(&m, t, TargetStatus::Skipped, why)
             } else if builds.get(&t.name).is_some_and(|b| b.failed()) {
                 qsa::runner::not_run(
                     &m,
@@ -322,6 +328,49 @@ pub fn run(a: MatrixArgs) -> Result<u8> {
         out.join("summary.md").display()
     );
     Ok(report::exit_code(&reports))
+}
+
+/// The selection flags as a filter, checked against the matrix and the targets; and
+/// `--from-results` must be a folder holding results of at least one selected target.
+fn check_selection(
+    a: &MatrixArgs,
+    m: &Matrix,
+    targets: &[Target],
+) -> Result<qsa::suites::Filter, String> {
+    let sel = qsa::suites::Selection {
+        cases: a.case.clone(),
+        suites: a.suite.clone(),
+        variants: a.variant.clone(),
+        dists: a.dist.clone(),
+        shard: a.shard.clone(),
+    };
+    let filter = qsa::suites::Filter::new(m, &sel)?;
+    let refs: Vec<&Target> = targets.iter().collect();
+    if a.from_results.is_none() {
+        filter.check_selects(m, &refs)?;
+    }
+    if let Some(dir) = &a.from_results {
+        if !dir.is_dir() {
+            return Err(format!(
+                "--from-results {}: no such folder (it holds <target>/results.yaml from `qsa run`)",
+                dir.display()
+            ));
+        }
+        if !targets
+            .iter()
+            .any(|t| dir.join(&t.name).join("results.yaml").is_file())
+        {
+            return Err(format!(
+                "--from-results {}: no <target>/results.yaml for any of {}",
+                dir.display(),
+                refs.iter()
+                    .map(|t| t.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
+    Ok(filter)
 }
 
 fn note(kind: &str, name: &str, failed: bool, message: String, repro: &str) -> GateNote {
