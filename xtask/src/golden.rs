@@ -105,6 +105,12 @@ impl Golden {
         self.compare(target, name, content, scope, old, None)
     }
 
+    /// The accepted content of `golden/<target>/<name>.snap`, if there is one.
+    pub fn accepted(&self, target: &str, name: &str) -> Result<Option<String>> {
+        let path = self.dir(target).join(format!("{name}.snap"));
+        Ok(read_snapshot(&path)?.map(|a| a.content))
+    }
+
     /// The comparison behind `check` and `check_emulated`: `mark` is the header every write
     /// carries for results made by emulation (`None`: made on the card).
     fn compare(

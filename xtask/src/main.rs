@@ -6,6 +6,7 @@
 mod build;
 mod ci;
 mod emulated;
+mod error_noise;
 mod golden;
 mod lock;
 mod matrix;
