@@ -33,6 +33,7 @@ pub struct MatrixArgs {
     #[arg(long, default_value = "matrix.yaml")]
     pub matrix: PathBuf,
     /// Extra cases from another file (repeatable); not snapshotted (ad hoc), still gated.
+    /// Alone it runs only that file's cases; name matrix.yaml's cases with --case to add them.
     #[arg(long = "cases", value_name = "FILE")]
     pub cases: Vec<PathBuf>,
     /// Only these targets (repeatable; default: all of matrix.yaml).
@@ -113,6 +114,7 @@ pub fn run(a: MatrixArgs) -> Result<u8> {
             return Ok(2);
         }
     }
+    a.case = case_selection(&m, &a.cases, std::mem::take(&mut a.case));
     let targets: Vec<Target> = if a.targets.is_empty() {
         m.targets.clone()
     } else {
@@ -373,6 +375,19 @@ fn check_selection(
     Ok(filter)
 }
 
+/// The `--case` selection: as given, or with `--cases FILE` and no `--case`, the file's own
+/// cases (a user trying captured inputs should not wait for the whole matrix first).
+fn case_selection(m: &Matrix, cases_files: &[PathBuf], given: Vec<String>) -> Vec<String> {
+    if cases_files.is_empty() || !given.is_empty() {
+        return given;
+    }
+    m.cases
+        .iter()
+        .filter(|c| m.added_cases.contains(&c.name))
+        .map(|c| c.name.clone())
+        .collect()
+}
+
 fn note(kind: &str, name: &str, failed: bool, message: String, repro: &str) -> GateNote {
     GateNote {
         kind: kind.into(),
@@ -528,4 +543,28 @@ fn resource_gates(
         format!("cargo xtask build --target {}", t.name),
         notes,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cases_files_alone_select_their_own_cases() {
+        let root = crate::root::find(Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap();
+        let mut m = Matrix::load(&root.join("matrix.yaml")).unwrap();
+        let file = root.join("examples/cases/nasty.yaml");
+        m.add_cases_file(&file).unwrap();
+        let files = vec![file];
+        let picked = case_selection(&m, &files, Vec::new());
+        assert!(!picked.is_empty());
+        assert!(
+            picked.iter().all(|c| m.added_cases.contains(c)),
+            "--cases FILE ran matrix.yaml's cases too: {picked:?}"
+        );
+        // --case still wins, and without --cases nothing is chosen for the user.
+        let given = vec!["topk_edges_small".to_string()];
+        assert_eq!(case_selection(&m, &files, given.clone()), given);
+        assert!(case_selection(&m, &[], Vec::new()).is_empty());
+    }
 }
