@@ -124,6 +124,29 @@ pub fn scores_error_bound(p: &ScoresProblem, u_in: f64, u_acc: f64) -> Vec<f64> 
 mod tests {
     use super::*;
 
+    /// The rigorous bound of block 0 of `hand()`, term by term from the formula in the
+    /// doc comment of `scores_error_bound` (dots: head 0 = 5 with sum|q k| = 5; head 1 =
+    /// -2.5 with sum|q k| = 3.5, ReLU 0; w = 0.5, -2.0), so a changed constant, sign or
+    /// gamma in the code fails here (cargo mutants found none of those caught before).
+    #[test]
+    fn the_error_bound_by_hand() {
+        let g = |n: f64, u: f64| n * u / (1.0 - n * u);
+        for (u_in, u_acc) in [(0.0, 2f64.powi(-24)), (2f64.powi(-11), 2f64.powi(-23))] {
+            let grow = (1.0 + u_in) * (1.0 + u_in);
+            let dot_rel = (grow - 1.0) + g(128.0, u_acc) * grow;
+            let (g_heads, g_ref) = (g(2.0, u_acc), g(130.0, 2f64.powi(-53)));
+            let head = |wa: f64, a: f64, r: f64| {
+                wa * dot_rel * a + g_heads * wa * (r + dot_rel * a) + g_ref * wa * (a + r)
+            };
+            let want = 2.0 * 129.0 * 2f64.powi(-149) + head(0.5, 5.0, 5.0) + head(2.0, 3.5, 0.0);
+            let got = scores_error_bound(&hand(), u_in, u_acc)[0];
+            assert!(
+                ((got - want) / want).abs() < 1e-12,
+                "scores_error_bound(u_in {u_in:e}, u_acc {u_acc:e}) = {got:e}, by hand {want:e}"
+            );
+        }
+    }
+
     /// 1 query, 2 heads, 2 blocks; Q and Kb are zero past d = 1, so the dots are by hand.
     fn hand() -> ScoresProblem {
         let mut q = vec![0.0f32; 2 * HEAD_DIM];

@@ -28,7 +28,7 @@ test, the time limit): it failed for another reason, so the check proves nothing
 Before the mutants, each distinct command must pass on the unmutated tree (its baseline), and \
 must not already print `expect`; otherwise its mutants are not run and the harness fails. A \
 `find` that does not occur exactly once in its file is a stale mutant (exit 2).\n\n\
-The scratch tree is target/mutants/tree: the files git knows about, build/ and .venv-cuda. \
+The scratch tree is target/mutants/tree: the files git knows about, build/, .venv-cuda and .toolchains. \
 It keeps its own target/ (CARGO_TARGET_DIR), so the first run builds everything once and each \
 mutant after that is an incremental build. Every command's full output is in \
 target/mutants/logs/. The mutated file is restored after each mutant, and every run \

@@ -1,6 +1,6 @@
 //! The scratch tree the mutants are planted in: `target/mutants/tree`, a copy of the files
 //! git knows about (tracked, plus untracked ones not ignored), the untracked-but-needed
-//! `build/` (compiled kernels) and the `.venv-cuda` symlink. It keeps its own `target/`
+//! `build/` (compiled kernels) and the `.venv-cuda` and `.toolchains` symlinks. It keeps its own `target/`
 //! between runs so each mutant is an incremental build.
 //!
 //! Syncing writes only files whose bytes differ (so cargo's mtimes stay put for the rest)
@@ -16,7 +16,9 @@ use std::process::Command;
 const KEEP: &[&str] = &["target"];
 /// Untracked paths copied as well (ignored by git, needed by the commands).
 const EXTRA_DIRS: &[&str] = &["build"];
-const EXTRA_LINKS: &[&str] = &[".venv-cuda"];
+// `.toolchains` holds what `cargo xtask setup` generated for the AMD builds (device-library
+// bitcode): without it the scratch tree cannot build gfx targets.
+const EXTRA_LINKS: &[&str] = &[".venv-cuda", ".toolchains"];
 
 pub struct Scratch {
     pub copied: usize,
