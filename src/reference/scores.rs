@@ -145,6 +145,16 @@ mod tests {
                 "scores_error_bound(u_in {u_in:e}, u_acc {u_acc:e}) = {got:e}, by hand {want:e}"
             );
         }
+        // Zero queries: nothing but the underflow allowance, 2^-149 per product and sum
+        // term (2 heads x (128 + 1)), exactly.
+        let mut zero = hand();
+        zero.q.iter_mut().for_each(|x| *x = 0.0);
+        let got = scores_error_bound(&zero, 0.0, 2f64.powi(-24))[0];
+        assert_eq!(
+            got,
+            2.0 * 129.0 * 2f64.powi(-149),
+            "the underflow allowance"
+        );
     }
 
     /// 1 query, 2 heads, 2 blocks; Q and Kb are zero past d = 1, so the dots are by hand.
