@@ -310,8 +310,14 @@ pub fn encode(descr: &str, shape: &[usize], data: &[u8]) -> Vec<u8> {
                 .join(", ")
         ),
     };
-    let mut header =
-        format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape_txt}, }}");
+    let dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape_txt}, }}");
+    with_header(&dict, data)
+}
+
+/// A version-1 file whose header dict is `dict`, padded as numpy pads it (tests build bad
+/// headers with it).
+pub(crate) fn with_header(dict: &str, data: &[u8]) -> Vec<u8> {
+    let mut header = dict.to_string();
     while (10 + header.len() + 1) % 64 != 0 {
         header.push(' ');
     }

@@ -4,20 +4,6 @@ fn f32_bytes(vals: &[f32]) -> Vec<u8> {
     vals.iter().flat_map(|v| v.to_le_bytes()).collect()
 }
 
-/// A version-1 file whose header dict is `dict` (padded as numpy pads it).
-fn with_header(dict: &str, data: &[u8]) -> Vec<u8> {
-    let mut header = dict.to_string();
-    while (10 + header.len() + 1) % 64 != 0 {
-        header.push(' ');
-    }
-    header.push('\n');
-    let mut out = b"\x93NUMPY\x01\x00".to_vec();
-    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
-    out.extend_from_slice(header.as_bytes());
-    out.extend_from_slice(data);
-    out
-}
-
 #[test]
 fn round_trips_and_rejects_bad_files() {
     let dir = tempfile::tempdir().unwrap();
