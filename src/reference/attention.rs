@@ -593,6 +593,29 @@ pub(crate) mod tests {
         assert!(attn_backward_f64(&AttnProblem { d_o: vec![], ..p }).is_err());
     }
 
+    /// The bad id's coordinates in the message are the ones it sits at, in every dimension
+    /// (cargo mutants: with all four at zero, `/` and `%` swapped in the decomposition of the
+    /// flat index went unseen), and zero query heads is a shape error even when hkv is not.
+    #[test]
+    fn errors_locate_the_bad_id_in_every_dimension() {
+        // batch 2, q_len 3, hkv 2, t 4: flat index of (b 1, i 2, g 1, slot 3).
+        let mut p = random_problem(7, AttnDtype::Bf16, 2, 3, 130, 4, 2, 4);
+        let (b, i, g, slot) = (1, 2, 1, 3);
+        p.ids.iter_mut().for_each(|id| *id = -1);
+        p.ids[((b * 3 + i) * 2 + g) * 4 + slot] = 9;
+        let e = attn_forward_f64(&p, None).unwrap_err().to_string();
+        assert!(
+            e.contains("ids[b 1, i 2, g 1, slot 3] = 9") && e.contains("[-1, 3)"),
+            "{e}"
+        );
+        let p = random_problem(7, AttnDtype::Bf16, 1, 1, 64, 0, 1, 1);
+        let e = attn_forward_f64(&p, None).unwrap_err();
+        assert!(
+            matches!(&e, BackendError::Shape(m) if m.contains("hq = 0 query heads")),
+            "{e}"
+        );
+    }
+
     #[test]
     fn rows_subset_matches_full() {
         let p = random_problem(3, AttnDtype::F16, 2, 3, 130, 4, 2, 3);
