@@ -64,9 +64,10 @@ pub fn predicted_kernel(
             let s = case.attention.as_ref().expect("family");
             Ok(match attention::choose(&caps, &sw) {
                 attention::AttnKernel::Staged => {
-                    let plan =
-                        attention::staged_plan(&caps, s.batch, s.q_len, s.hq, s.hkv, s.t, backward)
-                            .map_err(|e| e.to_string())?;
+                    let plan = attention::staged_plan_for(
+                        &caps, &sw, s.batch, s.q_len, s.hq, s.hkv, s.t, backward,
+                    )
+                    .map_err(|e| e.to_string())?;
                     if plan.nsplit > 1 {
                         "staged_split".into()
                     } else {
