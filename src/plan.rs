@@ -3,6 +3,8 @@
 //! included) is known on any machine, and a run can check that what ran is what was said.
 
 use crate::dispatch::{attention, scores, topk, Vendor};
+pub mod request;
+
 use crate::matrix::{Case, FamilyName, Matrix, Target};
 
 /// The kernel name `case` with `variant` dispatches to on `target` (the name the backend
