@@ -21,6 +21,16 @@ pub enum Role {
     Workspace,
 }
 
+impl Role {
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Input => "input",
+            Role::Output => "output",
+            Role::Workspace => "workspace",
+        }
+    }
+}
+
 /// One device buffer of a plan, named as the kernels' arguments name it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Buffer {

@@ -381,7 +381,7 @@ pub fn to_text(r: &Request, plan: &LaunchPlan) -> String {
             "  {:<10} {:>14} B  {}\n",
             b.name,
             b.bytes,
-            serde_json::to_value(b.role).map_or_else(|_| String::new(), |v| v.to_string())
+            b.role.name()
         ));
     }
     for (name, steps) in [("setup (once)", &plan.setup), ("call", &plan.call)] {
