@@ -308,3 +308,7 @@ impl<A: GpuApi> Drop for PlannedCall<'_, A> {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "launch_tests.rs"]
+mod tests;
