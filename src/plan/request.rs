@@ -40,8 +40,8 @@ pub struct PlanArgs {
     /// The matrix variant whose switches apply (auto: the engine's dispatch).
     #[arg(long, default_value = "auto")]
     pub variant: String,
-    /// A switch on top of the variant's, e.g. QSA_ATTN_SPLITS=4 (repeatable; `qsa plan
-    /// --list-switches` names them).
+    /// A switch on top of the variant's, e.g. QSA_ATTN_SPLITS=4 (repeatable; an unknown
+    /// switch is an error that lists the known ones, src/dispatch/mod.rs).
     #[arg(long = "switch", value_name = "KEY=VALUE")]
     pub switches: Vec<String>,
     /// Selection attention: plan the backward pass (its setup runs the forward once).
@@ -394,4 +394,109 @@ pub fn to_text(r: &Request, plan: &LaunchPlan) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        args: PlanArgs,
+    }
+
+    fn args(line: &str) -> PlanArgs {
+        Wrap::try_parse_from(std::iter::once("plan").chain(line.split_whitespace()))
+            .unwrap()
+            .args
+    }
+
+    fn err(line: &str) -> String {
+        match resolve(&args(line)).and_then(|r| launch_plan(&r)) {
+            Ok(_) => panic!("`{line}` planned"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn mistakes_name_the_problem_and_the_fix() {
+        let cases = [
+            ("--target cpu --topk nq=1,n=8,k=1", "not a GPU target"),
+            ("--target sm_9 --topk nq=1,n=8,k=1", "pick one of: sm_75"),
+            ("--target sm_90", "give exactly one shape"),
+            (
+                "--target sm_90 --topk nq=1,n=8,k=1 --scores nq=1,heads=1,blocks=1",
+                "give exactly one shape",
+            ),
+            ("--target sm_90 --topk nq=1,n=8", "--topk: k=N is missing"),
+            ("--target sm_90 --topk nq=1,n=8,k=1,m=2", "unknown key m"),
+            ("--target sm_90 --topk nq=1,n=x,k=1", "n=x: expected a whole number"),
+            ("--target sm_90 --topk nq=1,n=8,k=1 --variant simt", "pick one of: auto"),
+            (
+                "--target sm_90 --topk nq=1,n=8,k=1 --switch QSA_TOPK=wide",
+                "unknown switch",
+            ),
+            ("--target sm_90 --topk nq=1,n=8,k=1 --backward", "selection attention only"),
+            ("--target sm_90 --case nope", "no such case"),
+            ("--target sm_90 --topk nq=1,n=9,capacity=8,k=1", "n = 9 > capacity = 8"),
+            (
+                "--target gfx906 --attention q_len=64,kv_len=200000,hq=4,hkv=4,t=2048",
+                "at most t = 69 here, or force QSA_ATTN_KERNEL=gather",
+            ),
+            (
+                "--target sm_90 --attention q_len=1,kv_len=64,hq=3,hkv=2,t=1",
+                "not a multiple of hkv",
+            ),
+            (
+                "--target sm_90 --attention q_len=1,kv_len=64,hq=2,hkv=2,t=1,dtype=f32",
+                "expected bf16 or f16",
+            ),
+            (
+                "--target sm_90 --attention q_len=1,kv_len=64,hq=2,hkv=2,t=1 --switch QSA_ATTN_NBUF=3",
+                "QSA_ATTN_NBUF=3: expected a whole number from 1 to 2",
+            ),
+        ];
+        for (line, want) in cases {
+            let e = err(line);
+            assert!(e.contains(want), "`{line}`: {e}");
+        }
+    }
+
+    /// Every (case, variant, GPU target) of matrix.yaml: the plan dispatches to the kernel
+    /// the dispatch snapshot predicts, or both refuse.
+    #[test]
+    fn plans_agree_with_the_dispatch_table() {
+        let m = Matrix::load(std::path::Path::new("matrix.yaml")).unwrap();
+        let mut n = 0;
+        for t in m.targets.iter().filter(|t| t.vendor != Vendor::Cpu) {
+            for case in m.cases.iter().filter(|c| c.runs_on(t)) {
+                for v in &case.variants {
+                    for backward in [false, true] {
+                        if backward && case.attention.is_none() {
+                            continue;
+                        }
+                        let mut line =
+                            format!("--target {} --case {} --variant {v}", t.name, case.name);
+                        if backward {
+                            line.push_str(" --backward");
+                        }
+                        let planned = resolve(&args(&line)).and_then(|r| launch_plan(&r));
+                        let predicted = crate::plan::predicted_kernel(&m, t, case, v, backward);
+                        match (&planned, &predicted) {
+                            (Ok(p), Ok(k)) => assert_eq!(&p.dispatched, k, "{line}"),
+                            (Err(_), Err(_)) => {}
+                            _ => panic!(
+                                "{line}: plan {:?} vs dispatch {predicted:?}",
+                                planned.map(|p| p.dispatched)
+                            ),
+                        }
+                        n += 1;
+                    }
+                }
+            }
+        }
+        assert!(n > 100, "{n} plans");
+    }
 }
