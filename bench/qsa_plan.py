@@ -239,3 +239,7 @@ def check_device(plan, log=print):
     if props.multi_processor_count != t["multiprocessors"]:
         log(f"# note: this GPU has {props.multi_processor_count} multiprocessors, matrix.yaml's {t['name']} "
             f"says {t['multiprocessors']}: plans follow matrix.yaml, as the runner's do")
+    optin = getattr(props, "shared_memory_per_block_optin", None)
+    if optin is not None and optin < t["shared_per_block"]:
+        log(f"# WARNING: this GPU opts a block into {optin} B of shared memory, matrix.yaml's {t['name']} "
+            f"plans with {t['shared_per_block']}: launches that need more will fail")

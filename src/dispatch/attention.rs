@@ -2,7 +2,7 @@
 //! the target's limit) unless the straightforward gather kernel is forced; and the staged
 //! kernel's launch plan (rows per CTA, staging depth, decode splits). Pure functions, so the
 //! dispatch snapshot of every target is computed on any machine; bench/attention_vs_torch.py
-//! mirrors them for the cupy runs on the H200.
+//! takes them, through `qsa plan`, for the cupy runs on the H200.
 
 use super::{Switches, TargetCaps};
 use crate::backend::BackendError;
