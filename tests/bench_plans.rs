@@ -136,3 +136,41 @@ fn the_benches_launch_what_the_runner_launches() {
     let n = compare("attention_vs_torch.py", &["--check", "--bench"]);
     assert!(n >= 40, "attention: {n} calls");
 }
+
+/// What the benches rely on from the binary: JSON on stdout and exit 0; a mistake is exit 2
+/// with the reason on stderr and nothing on stdout (a bench reports it as a PlanError).
+#[test]
+fn qsa_plan_prints_json_or_refuses_with_exit_2() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let run = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_qsa"))
+            .args(["plan", "--json", "--target", "sm_90"])
+            .args(extra)
+            .current_dir(root)
+            .output()
+            .unwrap()
+    };
+    let ok = run(&["--topk", "nq=3,n=262144,k=2048"]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let v: Value = serde_json::from_slice(&ok.stdout).unwrap();
+    assert_eq!(v["dispatched"], "split");
+    assert_eq!(v["module"], "topk");
+    assert_eq!(v["call"][0]["kernel"], "qsa_topk_split_bound");
+    assert_eq!(v["call"][0]["grid"], serde_json::json!([64, 3, 1]));
+    assert_eq!(
+        v["setup"][0],
+        serde_json::json!({"op": "zero", "buffer": "ws"})
+    );
+    let bad = run(&["--topk", "nq=3,n=262144,k=5000"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(bad.stdout.is_empty());
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("k = 5000 exceeds the kernels' limit of 4096"),
+        "{err}"
+    );
+}
