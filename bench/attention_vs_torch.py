@@ -3,12 +3,15 @@
 side-by-side benchmark of qsa's kernels, torch (gather + scaled_dot_product_attention) and
 fla's parallel_nsa (when fla-core imports), on the same inputs in one run.
 
-No Rust is needed: the kernels are loaded from the sm_90 cubin with cupy.RawModule, and the
-launch rules (grid, block, shared bytes, splits) mirror src/gpu/attention.rs and
-src/dispatch/attention.rs; a change there must be made here too.
+No Rust is needed, only the `qsa` binary of the same checkout: every launch (kernel, grid,
+block, shared bytes, splits, workspaces, arguments) is a plan of `qsa plan --json`, the code
+the Rust runner launches with (bench/qsa_plan.py); the kernels are loaded from the target's
+selection_attention.cubin with cupy. Variants are matrix.yaml's (auto = staged, gather);
+the staging depth and split sweeps set qsa's switches QSA_ATTN_NBUF and QSA_ATTN_SPLITS.
 
-    python3 bench/attention_vs_torch.py --cubin .devrun/attention/selection_attention_sm90.cubin \
+    python3 bench/attention_vs_torch.py --qsa .h200/qsa --kernels build/kernels/sm_90 \
         [--check] [--bench] [--out DIR]
+    python3 bench/attention_vs_torch.py --qsa target/debug/qsa --plan-only   # no GPU: the launches, as JSON
 
 Writes check.md / bench.md (Markdown tables with date and device) under --out.
 """
@@ -18,144 +21,110 @@ import math
 import os
 import sys
 
-import numpy as np
-import torch
+import qsa_plan
 
-D, BLK, ROWS, THREADS = 128, 64, 16, 128
-Q_STRIDE, S_STRIDE, KV_STRIDE = 132, 68, 136
+torch = None  # imported in main, after --plan-only (which needs no torch)
 
-
-# ---- launch rules (the same as src/gpu/attention.rs) --------------------------------------------
-def staged_geometry(group, q_len):
-    """Heads per CTA (largest divisor of the group <= 16) and query tokens per CTA."""
-    hc = max(d for d in range(1, min(group, ROWS) + 1) if group % d == 0)
-    qt = max(1, min(ROWS // hc, q_len))
-    return hc, qt
+D, BLK = 128, 64  # head dim and KV block of the problem (the kernels' contract)
 
 
-def staged_shared_bytes(cap, nbuf, backward):
-    qb, sb = ROWS * Q_STRIDE * 4, ROWS * S_STRIDE * 4
-    b = qb * (2 if backward else 1) + sb * (2 if backward else 1) + 3 * ROWS * 4 + (4 * cap + 1) * 4
-    b = (b + 15) // 16 * 16
-    return b + nbuf * 2 * BLK * KV_STRIDE * 2
+# ---- our kernels: plans of `qsa plan` (this script derives no launch rule) ------------------
+SWEEP_NBUF = (1, 2)
+SWEEP_SPLITS = (1, 2, 4, 6, 8, 12, 16, 32)
 
 
-def choose_nbuf(cap, backward, shared_limit):
-    """Double buffering only where it costs no resident CTAs (src/dispatch/attention.rs)."""
-    one, two = staged_shared_bytes(cap, 1, backward), staged_shared_bytes(cap, 2, backward)
-    return 2 if shared_limit // two >= shared_limit // one else 1
-
-
-def choose_splits(items, unique_max, sms):
-    """Split a work item's blocks over CTAs while the grid is under four CTAs per SM, in even
-    shares of at least one block (src/dispatch/attention.rs)."""
-    target = 4 * sms
-    if items >= target:
-        return 1
-    want = max(1, min(math.ceil(target / items), max(1, unique_max // 1)))
-    per = math.ceil(unique_max / want)
-    return math.ceil(unique_max / per)
+def shape_of(P):
+    return dict(batch=P["batch"], q_len=P["q_len"], kv_len=P["kv_len"], hq=P["hq"], hkv=P["hkv"],
+                t=P["t"], dtype=P["dtype"], scale=repr(float(P["scale"])))
 
 
 class Qsa:
-    def __init__(self, cubin, shared_limit):
-        import cupy
+    def __init__(self, planner, launcher):
+        self.planner = planner
+        self.launcher = launcher
 
-        self.cp = cupy
-        self.mod = cupy.RawModule(path=cubin)
-        self.shared_limit = shared_limit
-        self.sms = torch.cuda.get_device_properties(0).multi_processor_count
-        self.k = {}
+    def plan(self, shape, backward=False, variant="auto", nbuf=None, nsplit=None):
+        sw = {}
+        if nbuf is not None:
+            sw["QSA_ATTN_NBUF"] = nbuf
+        if nsplit is not None:
+            sw["QSA_ATTN_SPLITS"] = nsplit
+        return self.planner.plan("attention", shape, variant, sw, backward)
 
-    def kern(self, name, shared=0):
-        f = self.k.get(name)
-        if f is None:
-            f = self.mod.get_function(name)
-            self.k[name] = f
-        if shared > 48 * 1024 and f.max_dynamic_shared_size_bytes < shared:
-            f.max_dynamic_shared_size_bytes = shared
-        return f
+    def fwd(self, P, o, lse, plan):
+        """A call of a forward plan into o, lse (workspaces of its splits allocated here)."""
+        return qsa_plan.Call(plan, self.launcher, alloc=qsa_plan.torch_alloc,
+                             bind=dict(q=P["q"], k=P["k"], v=P["v"], ids=P["ids"], o=o, lse=lse))
 
-    def launch(self, f, grid, block, args, shared=0):
-        """Launch on torch's current stream, so torch events time it and CUDA graphs capture it."""
-        with self.cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
-            f(grid, block, args, shared_mem=shared)
+    def bwd(self, P, o, lse, dq, dk, dv, plan):
+        """A call of a backward plan: setup() runs its forward into o, lse; the call zeroes
+        dk / dv and runs the backward."""
+        return qsa_plan.Call(plan, self.launcher, alloc=qsa_plan.torch_alloc,
+                             bind=dict(q=P["q"], k=P["k"], v=P["v"], ids=P["ids"], o=o, lse=lse,
+                                       d_o=P["do"], dq=dq, dk=dk, dv=dv))
 
-    @staticmethod
-    def ptr(t):
-        return np.uint64(t.data_ptr())
 
-    def gather_fwd(self, P, o, lse):
-        rows = P["batch"] * P["q_len"] * P["hq"]
-        f = self.kern("qsa_attn_gather_fwd_" + P["dtype"])
-        self.launch(f, ((rows + 7) // 8,), (256,), self.args(P) + (self.ptr(o), self.ptr(lse)) + self.dims(P))
+def staged_note(plan):
+    """The staged launch's grid and shared bytes, as the plan gives them."""
+    st = plan["call"][0]
+    return f"grid {st['grid'][0]}x{st['grid'][1]}, {st['shared_bytes']} B shared"
 
-    def gather_bwd(self, P, o, lse, dq, dk, dv):
-        rows = P["batch"] * P["q_len"] * P["hq"]
-        dk.zero_()
-        dv.zero_()
-        f = self.kern("qsa_attn_gather_bwd_" + P["dtype"])
-        self.launch(f, ((rows + 7) // 8,), (256,),
-                    self.args(P) + tuple(self.ptr(x) for x in (o, lse, P["do"], dq, dk, dv)) + self.dims(P))
 
-    def args(self, P):
-        return (self.ptr(P["q"]), self.ptr(P["k"]), self.ptr(P["v"]), self.ptr(P["ids"]))
+def sweep(qsa, shape, base, backward=False, splits=True):
+    """(label, plan) of the staging-depth (and split) sweep around `base`: the plans whose
+    launches differ from it."""
+    seen = [base["call"]]
+    for nb in SWEEP_NBUF:
+        for ns in (SWEEP_SPLITS if splits else (None,)):
+            p = qsa.plan(shape, backward, nbuf=nb, nsplit=ns)
+            if p["call"] not in seen:
+                seen.append(p["call"])
+                yield f"nbuf={nb}" + (f" split={ns}" if ns is not None else ""), p
 
-    @staticmethod
-    def dims(P):
-        return (np.int32(P["batch"]), np.int32(P["q_len"]), np.int32(P["kv_len"]), np.int32(P["hq"]),
-                np.int32(P["hkv"]), np.int32(P["t"]), np.float32(P["scale"]))
 
-    def plan(self, P, backward, nbuf=None, nsplit=None):
-        group = P["hq"] // P["hkv"]
-        hc, qt = staged_geometry(group, P["q_len"])
-        cap = qt * P["t"]
-        nb = nbuf or choose_nbuf(cap, backward, self.shared_limit)
-        items = P["batch"] * ((P["q_len"] + qt - 1) // qt) * P["hkv"] * (group // hc)
-        ns = 1 if backward else (nsplit or choose_splits(items, cap, self.sms))
-        return dict(hc=hc, qt=qt, cap=cap, nbuf=nb, items=items, nsplit=ns,
-                    shared=staged_shared_bytes(cap, nb, backward))
+CHECK_VARIANTS = [("gather", "gather", {}), ("staged", "auto", {}), ("staged nbuf=1", "auto", {"nbuf": 1}),
+                  ("staged split=3", "auto", {"nsplit": 3})]
+DECODE = [("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 128, 8),
+          ("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 64, 8),
+          ("decode 1 q x 8 kv heads, 262K", 1, 1, 262144, 128, 8),
+          ("decode 1 q x 8 kv heads, 262K", 1, 1, 262144, 64, 8)]
+PREFILL = ("prefill B=4 T=16K 64/4 heads, 16 blocks", 4, 16384, 16384, 64, 4)
+SCALE = 1.0 / math.sqrt(D)
 
-    def staged_fwd(self, P, o, lse, plan, ws=None):
-        f = self.kern("qsa_attn_staged_fwd_" + P["dtype"], plan["shared"])
-        rows = P["batch"] * P["q_len"] * P["hq"]
-        ns = plan["nsplit"]
-        if ns > 1:
-            o_p, lse_p = ws
-            dst = (o_p, lse_p)
-        else:
-            dst = (o, lse)
-        self.launch(f, (plan["items"], ns), (THREADS,),
-                    self.args(P) + (self.ptr(dst[0]), self.ptr(dst[1])) + self.dims(P)
-                    + (np.int32(plan["hc"]), np.int32(plan["qt"]), np.int32(plan["nbuf"])), plan["shared"])
-        if ns > 1:
-            c = self.kern("qsa_attn_combine")
-            self.launch(c, (rows,), (D,), (self.ptr(o_p), self.ptr(lse_p), self.ptr(o), self.ptr(lse),
-                                            np.int64(rows), np.int32(ns)))
 
-    def workspace(self, P, plan):
-        rows = P["batch"] * P["q_len"] * P["hq"]
-        if plan["nsplit"] <= 1:
-            return None
-        return (torch.empty(plan["nsplit"] * rows * D, device="cuda"),
-                torch.empty(plan["nsplit"] * rows, device="cuda"))
+def bench_shape(B, Tq, Tk, hq, hkv):
+    return dict(batch=B, q_len=Tq, kv_len=Tk, hq=hq, hkv=hkv, t=16, dtype="bf16", scale=repr(SCALE))
 
-    def staged_bwd(self, P, o, lse, dq, dk, dv, plan):
-        dk.zero_()
-        dv.zero_()
-        f = self.kern("qsa_attn_staged_bwd_" + P["dtype"], plan["shared"])
-        self.launch(f, (plan["items"], 1), (THREADS,),
-                    self.args(P) + tuple(self.ptr(x) for x in (o, lse, P["do"], dq, dk, dv)) + self.dims(P)
-                    + (np.int32(plan["hc"]), np.int32(plan["qt"]), np.int32(plan["nbuf"])), plan["shared"])
+
+def planned(qsa, check=True, bench=True):
+    """(label, plan) of every call this script launches."""
+    if check:
+        for name, B, Tq, Tk, hq, hkv, t, dt in CHECK_CASES:
+            shape = dict(batch=B, q_len=Tq, kv_len=Tk, hq=hq, hkv=hkv, t=t, dtype=dt, scale=repr(SCALE))
+            for vname, variant, kw in CHECK_VARIANTS:
+                yield f"check {name} {vname} bwd", qsa.plan(shape, True, variant, **kw)
+    if bench:
+        for case, B, Tq, Tk, hq, hkv in DECODE:
+            shape = bench_shape(B, Tq, Tk, hq, hkv)
+            base = qsa.plan(shape)
+            yield f"{case} g{hq // hkv} staged", base
+            yield f"{case} g{hq // hkv} gather", qsa.plan(shape, variant="gather")
+            for label, p in sweep(qsa, shape, base):
+                yield f"{case} g{hq // hkv} staged {label}", p
+        case, B, Tq, Tk, hq, hkv = PREFILL
+        shape = bench_shape(B, Tq, Tk, hq, hkv)
+        base = qsa.plan(shape)
+        yield f"{case} staged", base
+        for label, p in sweep(qsa, shape, base, splits=False):
+            yield f"{case} staged {label}", p
+        yield f"{case} staged bwd", qsa.plan(shape, True)
+        yield f"{case} gather", qsa.plan(shape, variant="gather")
 
 
 # ---- problems ---------------------------------------------------------------------------------
-TDT = {"bf16": torch.bfloat16, "f16": torch.float16}
-
-
 def make_problem(batch, q_len, kv_len, hq, hkv, t, dtype, seed, ids=None, ids_kind="random"):
     g = torch.Generator(device="cuda").manual_seed(seed)
-    td = TDT[dtype]
+    td = {"bf16": torch.bfloat16, "f16": torch.float16}[dtype]
     q = torch.randn(batch, q_len, hq, D, device="cuda", generator=g).to(td)
     k = torch.randn(batch, kv_len, hkv, D, device="cuda", generator=g).to(td)
     v = torch.randn(batch, kv_len, hkv, D, device="cuda", generator=g).to(td)
@@ -179,7 +148,7 @@ def make_problem(batch, q_len, kv_len, hq, hkv, t, dtype, seed, ids=None, ids_ki
             del r, val, idx
     ids = ids.to(torch.int32).contiguous()
     return dict(batch=batch, q_len=q_len, kv_len=kv_len, hq=hq, hkv=hkv, t=t, dtype=dtype,
-                scale=1.0 / math.sqrt(D), q=q, k=k, v=v, ids=ids, do=do)
+                scale=SCALE, q=q, k=k, v=v, ids=ids, do=do)
 
 
 def visibility(P):
@@ -258,28 +227,21 @@ def run_check(qsa, out):
         P["ids"][..., -1] = P["ids"][..., 0]
         R = reference(P)
         rows = B * Tq * hq
+        shape = shape_of(P)
         res = {}
-        o = torch.empty(rows * D, device="cuda")
-        lse = torch.empty(rows, device="cuda")
-        dq = torch.empty(rows * D, device="cuda")
         dk = torch.empty(P["k"].numel(), device="cuda")
         dv = torch.empty(P["v"].numel(), device="cuda")
-        qsa.gather_fwd(P, o, lse)
-        qsa.gather_bwd(P, o, lse, dq, dk, dv)
-        torch.cuda.synchronize()
-        res["gather"] = {n: err(x, R[n]) for n, x in (("o", o), ("lse", lse), ("dq", dq), ("dk", dk), ("dv", dv))}
-        variants = [("staged", None, None), ("staged nbuf=1", 1, None), ("staged split=3", None, 3)]
-        for vname, nb, ns in variants:
-            o2 = torch.full((rows * D,), float("nan"), device="cuda")
-            lse2 = torch.full((rows,), float("nan"), device="cuda")
-            plan = qsa.plan(P, False, nbuf=nb, nsplit=ns)
-            qsa.staged_fwd(P, o2, lse2, plan, qsa.workspace(P, plan))
-            bplan = qsa.plan(P, True, nbuf=nb)
-            dq2 = torch.full((rows * D,), float("nan"), device="cuda")
-            qsa.staged_bwd(P, o2, lse2, dq2, dk, dv, bplan)
+        for vname, variant, kw in CHECK_VARIANTS:
+            # The backward's setup runs the forward (with the same switches) into o / lse.
+            o = torch.full((rows * D,), float("nan"), device="cuda")
+            lse = torch.full((rows,), float("nan"), device="cuda")
+            dq = torch.full((rows * D,), float("nan"), device="cuda")
+            call = qsa.bwd(P, o, lse, dq, dk, dv, qsa.plan(shape, True, variant, **kw))
+            call.setup()
+            call()
             torch.cuda.synchronize()
-            res[vname] = {n: err(x, R[n]) for n, x in (("o", o2), ("lse", lse2), ("dq", dq2), ("dk", dk),
-                                                        ("dv", dv))}
+            res[vname] = {n: err(x, R[n]) for n, x in (("o", o), ("lse", lse), ("dq", dq), ("dk", dk),
+                                                       ("dv", dv))}
         floor = 1e-6
         for vname, r in res.items():
             ratios, gate = [], True
@@ -420,12 +382,8 @@ def run_bench(qsa, out, fla):
         rows_md.append(f"| {case} | {group} | {kernel} | {med:.4f} | {lo:.4f} | {hi:.4f} | {vt} | {vf} | {note} |")
         print(rows_md[-1], flush=True)
 
-    decode = [("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 128, 8),
-              ("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 64, 8),
-              ("decode 1 q x 8 kv heads, 262K", 1, 1, 262144, 128, 8),
-              ("decode 1 q x 8 kv heads, 262K", 1, 1, 262144, 64, 8)]
     kv_cache = {}
-    for case, B, Tq, Tk, hq, hkv in decode:
+    for case, B, Tq, Tk, hq, hkv in DECODE:
         G = hq // hkv
         key = (B, Tk, hkv)
         P = make_problem(B, Tq, Tk, hq, hkv, 16, "bf16", seed=7, ids_kind="distinct")
@@ -436,43 +394,41 @@ def run_bench(qsa, out, fla):
         rows = B * Tq * hq
         o = torch.empty(rows * D, device="cuda")
         lse = torch.empty(rows, device="cuda")
-        plan = qsa.plan(P, False)
-        ws = qsa.workspace(P, plan)
+        shape = bench_shape(B, Tq, Tk, hq, hkv)
+        plan = qsa.plan(shape)
+        staged = qsa.fwd(P, o, lse, plan)
+        staged.setup()
+        gather = qsa.fwd(P, o, lse, qsa.plan(shape, variant="gather"))
+        gather.setup()
         idx, mask = torch_index(P)
         tt = time_graph(lambda: torch_sel_attn(P, idx, mask))
         o_t = torch_sel_attn(P, idx, mask).reshape(-1).float()
         add(case, G, "torch gather+sdpa", tt, note="index and mask precomputed; CUDA graph")
-        tg = time_graph(lambda: qsa.gather_fwd(P, o, lse))
+        tg = time_graph(gather)
         add(case, G, "qsa gather fwd", tg, tt[0])
-        ts = time_graph(lambda: qsa.staged_fwd(P, o, lse, plan, ws))
-        qsa.staged_fwd(P, o, lse, plan, ws)
+        ts = time_graph(staged)
+        staged()
         by = Tq * hkv * 16 * BLK * D * 2 * 2
         add(case, G, "qsa staged fwd", ts, tt[0],
-            note=f"{plan['items']}x{plan['nsplit']} CTAs, nbuf {plan['nbuf']}; K/V {by / 1e6:.0f} MB = "
+            note=f"{staged_note(plan)}; K/V {by / 1e6:.0f} MB = "
                  f"{by / hbm_ceiling * 1e3:.4f} ms at 4.3 TB/s; |o - torch| {(o - o_t).abs().max().item():.1e}")
-        tc = time_graph(lambda: qsa.staged_fwd(P, o, lse, plan, ws), cold=True)
+        tc = time_graph(staged, cold=True)
         add(case, G, "qsa staged fwd, L2 cold", tc, note="256 MB write before each call, its time subtracted")
         tcg = time_graph(lambda: torch_sel_attn(P, idx, mask), cold=True)
         add(case, G, "torch gather+sdpa, L2 cold", tcg)
-        for nb in (1, 2):
-            if nb != plan["nbuf"]:
-                p2 = qsa.plan(P, False, nbuf=nb)
-                add(case, G, f"qsa staged fwd nbuf={nb}", time_graph(lambda: qsa.staged_fwd(P, o, lse, p2, ws)), tt[0])
-        # Split sweep (both staging depths): decode is latency / occupancy bound, and the
-        # best split moves with the per-block cost (tensor cores vs FP32).
-        for nb in (1, 2):
-            for ns in (1, 2, 4, 6, 8, 12, 16, 32):
-                if (ns, nb) != (plan["nsplit"], plan["nbuf"]):
-                    p3 = qsa.plan(P, False, nbuf=nb, nsplit=ns)
-                    ws3 = qsa.workspace(P, p3)
-                    add(case, G, f"qsa staged fwd split={ns} nbuf={nb}",
-                        time_graph(lambda: qsa.staged_fwd(P, o, lse, p3, ws3)), tt[0])
-        del P, idx, mask, ws
+        # Staging depth and split sweep: decode is latency / occupancy bound, and the best
+        # split moves with the per-block cost (tensor cores vs FP32).
+        for label, p in sweep(qsa, shape, plan):
+            c = qsa.fwd(P, o, lse, p)
+            c.setup()
+            add(case, G, f"qsa staged fwd {label}", time_graph(c), tt[0], note=staged_note(p))
+            del c
+        del P, idx, mask, staged, gather
     kv_cache.clear()
     torch.cuda.empty_cache()
 
     # Prefill: B=4, T=16K, 64 q heads, 4 kv heads (group 16), 16 blocks.
-    case = "prefill B=4 T=16K 64/4 heads, 16 blocks"
+    case = PREFILL[0]
     P = make_problem(4, 16384, 16384, 64, 4, 16, "bf16", seed=9, ids_kind="distinct")
     rows = 4 * 16384 * 64
     o = torch.empty(rows * D, device="cuda")
@@ -503,24 +459,33 @@ def run_bench(qsa, out, fla):
             print("fla failed:", repr(e), flush=True)
             rows_md.append(f"| {case} | 16 | fla | - | - | - | - | - | failed: {type(e).__name__}: {e} |")
             fla = None
-    plan = qsa.plan(P, False)
-    ws = qsa.workspace(P, plan)
-    tf = time_ms(lambda: qsa.staged_fwd(P, o, lse, plan, ws), warmup=2, reps=5)
+    shape = bench_shape(4, 16384, 16384, 64, 4)
+    plan = qsa.plan(shape)
+    staged = qsa.fwd(P, o, lse, plan)
+    staged.setup()
+    tf = time_ms(staged, warmup=2, reps=5)
     flop = 4 * 16384 * 64 * 16 * BLK * D * 4
-    note = f"{plan['items']} CTAs, nbuf {plan['nbuf']}, {flop / tf[0] / 1e9:.0f} TFLOP/s"
+    note = f"{staged_note(plan)}, {flop / tf[0] / 1e9:.0f} TFLOP/s"
     if fla is not None:
         note += f"; |o - fla| max {(o - fla_o).abs().max().item():.1e}"
     add(case, 16, "qsa staged fwd", tf, fla_ms=fla_f[0] if fla_f else None, note=note)
-    for nb in (1, 2):
-        if nb != plan["nbuf"]:
-            p2 = qsa.plan(P, False, nbuf=nb)
-            add(case, 16, f"qsa staged fwd nbuf={nb}", time_ms(lambda: qsa.staged_fwd(P, o, lse, p2, ws), 1, 3),
-                fla_ms=fla_f[0] if fla_f else None)
-    bplan = qsa.plan(P, True)
-    tb = time_ms(lambda: qsa.staged_bwd(P, o, lse, dq, dk, dv, bplan), warmup=1, reps=3)
+    for label, p in sweep(qsa, shape, plan, splits=False):
+        c = qsa.fwd(P, o, lse, p)
+        c.setup()
+        add(case, 16, f"qsa staged fwd {label}", time_ms(c, 1, 3), fla_ms=fla_f[0] if fla_f else None,
+            note=staged_note(p))
+        del c
+    # The backward's setup runs the forward once into o / lse; the call zeroes dk / dv and
+    # runs the backward (what the runner times).
+    bplan = qsa.plan(shape, True)
+    back = qsa.bwd(P, o, lse, dq, dk, dv, bplan)
+    back.setup()
+    tb = time_ms(back, warmup=1, reps=3)
     add(case, 16, "qsa staged bwd", tb, fla_ms=fla_b[0] if fla_b else None,
-        note=f"nbuf {bplan['nbuf']}, includes zeroing dk/dv, {2 * flop / tb[0] / 1e9:.0f} TFLOP/s")
-    tg = time_ms(lambda: qsa.gather_fwd(P, o, lse), warmup=1, reps=3)
+        note=f"{staged_note(bplan)}, includes zeroing dk/dv, {2 * flop / tb[0] / 1e9:.0f} TFLOP/s")
+    gather = qsa.fwd(P, o, lse, qsa.plan(shape, variant="gather"))
+    gather.setup()
+    tg = time_ms(gather, warmup=1, reps=3)
     add(case, 16, "qsa gather fwd", tg, fla_ms=fla_f[0] if fla_f else None)
     rows_md.append("")
     rows_md.append("torch on the prefill case is not run: gathering K/V per (token, kv head) is "
@@ -529,14 +494,23 @@ def run_bench(qsa, out, fla):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--cubin", required=True)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kernels", default="build/kernels/sm_90",
+                    help="folder of the target's code objects (selection_attention.cubin), default %(default)s")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--bench", action="store_true")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
-    ap.add_argument("--shared-limit", type=int, default=227 * 1024, help="shared bytes per block of the target")
+    qsa_plan.add_plan_args(ap)
     a = ap.parse_args()
-    qsa = Qsa(a.cubin, a.shared_limit)
+    planner = qsa_plan.Planner(a.qsa, a.target, a.matrix)
+    if a.plan_only:
+        return qsa_plan.plan_only(planned(Qsa(planner, None), a.check or not a.bench, a.bench or not a.check),
+                                  sys.stdout)
+    global torch
+    import torch
+
+    qsa = Qsa(planner, qsa_plan.CupyLauncher(a.kernels))
+    qsa_plan.check_device(qsa.plan(bench_shape(*DECODE[0][1:])))
     dev = torch.cuda.get_device_name(0)
     head = f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {dev}, torch {torch.__version__}"
     rc = 0
@@ -556,7 +530,8 @@ def main():
         text = run_bench(qsa, a.out, fla_mod)
         with open(os.path.join(a.out, "bench.md"), "w") as f:
             f.write(f"# selection attention benchmark ({head})\n\n"
-                    f"`python3 bench/attention_vs_torch.py --bench`; medians of CUDA-event timings after warm-up\n\n"
+                    f"`python3 bench/attention_vs_torch.py --bench`; medians of CUDA-event timings after warm-up; "
+                    f"launches from `{a.qsa} plan --target {a.target}`\n\n"
                     f"{text}\n")
     return rc
 

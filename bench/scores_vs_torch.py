@@ -3,17 +3,23 @@
 
 S[q,b] = sum_h w[q,h] * relu(Q[q,h,:] . Kb[b,:]), head dim 128, f32.
 
-Loads the sm_90 (or any) cubin of kernels/block_scores.cu with cupy, and
-  1. checks every kernel against an FP64 reference (RMSE, max abs error, and the ratio to the
-     warp kernel's error on the same inputs), on ragged shapes and on the bench shapes; the
-     warp and SIMT kernels are also compared bit for bit with a numpy emulation of the
+Loads the target's block_scores.cubin with cupy, and launches every kernel exactly as the
+Rust runner does: each call is a plan of `qsa plan --json` for a matrix.yaml variant (warp,
+simt, auto = TF32 tensor cores where present, bf16), which names the kernel, grid, block,
+shared bytes and arguments (bench/qsa_plan.py); this script derives no launch rule. Then
+  1. checks every variant against an FP64 reference (RMSE, max abs error, and the ratio to
+     the warp kernel's error on the same inputs), on ragged shapes and on the bench shapes;
+     the warp and SIMT kernels are also compared bit for bit with a numpy emulation of the
      summation order the CPU backend reproduces;
-  2. times each kernel and torch (einsum + relu + weighted head sum, FP32 and TF32, plus
+  2. times each variant and torch (einsum + relu + weighted head sum, FP32 and TF32, plus
      the GEMM alone) with CUDA events: median of repetitions after warm-up;
   3. prints a Markdown table.
 
-Usage: python3 bench/scores_vs_torch.py --cubin block_scores_sm90.cubin [--out DIR]
-Needs: torch, cupy, numpy, a CUDA GPU. No Rust.
+Usage: python3 bench/scores_vs_torch.py --qsa .h200/qsa --kernels build/kernels/sm_90 [--out DIR]
+       python3 bench/scores_vs_torch.py --qsa target/debug/qsa --plan-only   # no GPU: the launches, as JSON
+Needs: torch, cupy, numpy, a CUDA GPU, and the `qsa` binary of the same checkout. No Rust.
+A variant whose dispatch gives the same kernel as an earlier one on a shape (SIMT gives way
+to the warp kernel below 8 queries) is run once.
 """
 import argparse
 import datetime
@@ -21,68 +27,59 @@ import math
 import os
 import sys
 
-import cupy as cp
 import numpy as np
-import torch
+
+import qsa_plan
+
+cp = torch = None  # imported in main, after --plan-only (which needs neither)
 
 HEAD_DIM = 128
 # Ceilings of the H200 SXM (datasheet dense rates; HBM as measured on the machine).
 PEAK = {"fp32": 67e12, "tf32": 494e12, "bf16": 989e12, "hbm": 4.3e12}
 
-# name -> (WM, WN, NSTAGE) of the tensor-core kernels' template (see the .cu).
-TC = {
-    "block_scores_tf32": (2, 4, 2),
-    "block_scores_tf32_decode": (1, 8, 2),
-    "block_scores_bf16": (2, 4, 2),
-    "block_scores_bf16_decode": (1, 8, 2),
-}
-KERNELS = ["block_scores_warp", "block_scores_simt"] + list(TC)
+# matrix.yaml's scores variants, baseline first: the switches that pick each kernel.
+VARIANTS = ["warp", "simt", "auto", "bf16"]
+CHECK_SHAPES = [((3, 5, 70), 1), ((5, 48, 129), 2), ((2, 200, 300), 3), ((1, 64, 1000), 4),
+                ((37, 64, 1000), 5), ((256, 64, 4096), 6), ((1, 64, 262144), 8)]
+BENCH_SHAPES = [(256, 64, 4096), (256, 64, 2048), (1, 64, 262144)]
 
 
-def cdiv(a, b):
-    return (a + b - 1) // b
+def plans_for(planner, shape):
+    """[(variant, plan)] for one shape, one per distinct dispatched kernel; a variant the
+    target lacks (e.g. bf16 below sm_80) is reported and left out."""
+    nq, heads, blocks = shape
+    out, seen = [], set()
+    for v in VARIANTS:
+        try:
+            p = planner.plan("scores", dict(nq=nq, heads=heads, blocks=blocks), v)
+        except qsa_plan.PlanError as e:
+            print(f"# variant {v} on {nq}x{heads}x{blocks}: {e}", file=sys.stderr)
+            continue
+        if p["dispatched"] not in seen:
+            seen.add(p["dispatched"])
+            out.append((v, p))
+    return out
+
+
+def planned(planner, check=True, bench=True):
+    """(label, plan) of every call this bench launches."""
+    shapes = ([s for s, _ in CHECK_SHAPES] if check else []) + (BENCH_SHAPES if bench else [])
+    for shape in shapes:
+        for v, p in plans_for(planner, shape):
+            yield f"{'x'.join(map(str, shape))} {v}", p
 
 
 class Scorer:
-    def __init__(self, cubin):
-        self.mod = cp.RawModule(path=cubin)
-        self.fn = {}
-        for k in KERNELS:
-            try:
-                f = self.mod.get_function(k)
-            except Exception as e:  # noqa: BLE001 - absent below sm_80: report and go on
-                print(f"# {k}: not in the cubin ({e})")
-                continue
-            if k in TC:
-                f.max_dynamic_shared_size_bytes = self.shared(k)
-            self.fn[k] = f
+    def __init__(self, planner, kernels):
+        self.planner = planner
+        self.launcher = qsa_plan.CupyLauncher(kernels)
 
-    @staticmethod
-    def shared(k):
-        wm, wn, ns = TC[k]
-        return ns * (64 * wm + 32 * wn) * 36 * 4
-
-    def dims(self, k, nq, heads, blocks):
-        if k == "block_scores_warp":
-            return (cdiv(nq * blocks, 256 // 32),), (256,), 0
-        if k == "block_scores_simt":
-            return (cdiv(blocks, 64), cdiv(nq, 32)), (256,), 0
-        wm, wn, _ = TC[k]
-        mt, bn = 4 * wm, 32 * wn
-        mtq = cdiv(heads, 16)
-        qpc = mt // mtq if mtq <= mt else 1
-        return (cdiv(blocks, bn), cdiv(nq, qpc)), (32 * wm * wn,), self.shared(k)
-
-    def launcher(self, k, q, kb, w, s, nq, heads, blocks):
-        """A closure that launches kernel k once (arguments converted once, outside timing)."""
-        grid, block, shm = self.dims(k, nq, heads, blocks)
-        args = tuple(cp.asarray(x) for x in (q, kb, w, s)) + (
-            np.int32(nq), np.int32(heads), np.int32(blocks))
-        f = self.fn[k]
-        return lambda: f(grid, block, args, shared_mem=shm)
-
-    def launch(self, k, q, kb, w, s, nq, heads, blocks):
-        self.launcher(k, q, kb, w, s, nq, heads, blocks)()
+    def launcher_of(self, plan, q, kb, w, s):
+        """A closure that launches the plan once (buffers bound once, outside timing)."""
+        call = qsa_plan.Call(plan, self.launcher, bind={"q": q, "kb": kb, "w": w, "s": s},
+                             alloc=qsa_plan.torch_alloc)
+        call.setup()
+        return call
 
 
 def make_inputs(nq, heads, blocks, seed):
@@ -149,28 +146,33 @@ def check(sc, shapes, log):
         q, kb, w = make_inputs(nq, heads, blocks, seed)
         ref = reference_f64(q, kb, w)
         base = None
-        for k in sc.fn:
+        plans = plans_for(sc.planner, (nq, heads, blocks))
+        for v, plan in plans:
+            k = plan["dispatched"]
             s = torch.full((nq, blocks), float("nan"), device="cuda")
-            sc.launch(k, q, kb, w, s, nq, heads, blocks)
+            sc.launcher_of(plan, q, kb, w, s)()
             torch.cuda.synchronize()
             if torch.isnan(s).any():
                 log(f"| {nq}x{heads}x{blocks} | {k} | NaN in output (unwritten cells) | | | | |")
                 ok = False
                 continue
             rmse, mx = errors(s, ref)
-            if k == "block_scores_warp":
+            if k == "warp":
                 base = (rmse, mx)
             r1 = rmse / base[0] if base and base[0] > 0 else float("nan")
             r2 = mx / base[1] if base and base[1] > 0 else float("nan")
             log(f"| {nq}x{heads}x{blocks} | {k} | {rmse:.3e} | {mx:.3e} | {r1:.2f} | {r2:.2f} | "
                 f"{float(ref.abs().max()):.1f} |")
-            if k == "block_scores_simt" and (r1 > 4 or r2 > 4):
+            if k == "simt" and (r1 > 4 or r2 > 4):
                 ok = False
         # Bit-exact order check on small shapes.
         if nq * heads * blocks <= 64 * 1024:
-            for k, kind in (("block_scores_warp", "warp"), ("block_scores_simt", "simt")):
+            for v, plan in plans:
+                k = kind = plan["dispatched"]
+                if kind not in ("warp", "simt"):
+                    continue
                 s = torch.empty((nq, blocks), device="cuda")
-                sc.launch(k, q, kb, w, s, nq, heads, blocks)
+                sc.launcher_of(plan, q, kb, w, s)()
                 torch.cuda.synchronize()
                 em = emulate_order(q, kb, w, kind)
                 got = s.cpu().numpy()
@@ -229,12 +231,11 @@ def bench(sc, shapes, log):
         qb, kbb = q2.bfloat16(), kbt.bfloat16()
         rows.append(("torch GEMM alone BF16 (pre-converted)", time_it(lambda: torch.mm(qb, kbb), reps), "bf16"))
         torch.backends.cuda.matmul.allow_tf32 = False
-        for k in sc.fn:
-            if decode != ("decode" in k) and k in TC:
-                continue  # the other tile shape is not dispatched for this shape
+        for v, plan in plans_for(sc.planner, (nq, heads, blocks)):
+            k = plan["dispatched"]
             kind = "bf16" if "bf16" in k else "tf32" if "tf32" in k else "fp32"
-            r = reps if k != "block_scores_warp" else max(5, reps // 4)
-            rows.append((k, time_it(sc.launcher(k, q, kb, w, s, nq, heads, blocks), r), kind))
+            r = reps if k != "warp" else max(5, reps // 4)
+            rows.append((f"qsa {k} ({v})", time_it(sc.launcher_of(plan, q, kb, w, s), r), kind))
         t_fp32 = rows[0][1][0]
         t_tf32 = rows[1][1][0]
         for name, (med, lo, hi), kind in rows:
@@ -252,12 +253,21 @@ def bench(sc, shapes, log):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--cubin", required=True)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kernels", default="build/kernels/sm_90",
+                    help="folder of the target's code objects (block_scores.cubin), default %(default)s")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     ap.add_argument("--skip-check", action="store_true")
     ap.add_argument("--skip-bench", action="store_true")
+    qsa_plan.add_plan_args(ap)
     a = ap.parse_args()
+    planner = qsa_plan.Planner(a.qsa, a.target, a.matrix)
+    if a.plan_only:
+        sys.exit(qsa_plan.plan_only(planned(planner, not a.skip_check, not a.skip_bench), sys.stdout))
+    global cp, torch
+    import cupy as cp
+    import torch
+
     os.makedirs(a.out, exist_ok=True)
     lines = []
 
@@ -265,13 +275,13 @@ def main():
         print(x, flush=True)
         lines.append(x)
 
-    sc = Scorer(a.cubin)
+    sc = Scorer(planner, a.kernels)
+    qsa_plan.check_device(planner.plan("scores", dict(nq=1, heads=1, blocks=1)), log)
     ok = True
     if not a.skip_check:
-        ok = check(sc, [((3, 5, 70), 1), ((5, 48, 129), 2), ((2, 200, 300), 3), ((1, 64, 1000), 4),
-                        ((37, 64, 1000), 5), ((256, 64, 4096), 6), ((1, 64, 262144), 8)], log)
+        ok = check(sc, CHECK_SHAPES, log)
     if not a.skip_bench:
-        bench(sc, [(256, 64, 4096), (256, 64, 2048), (1, 64, 262144)], log)
+        bench(sc, BENCH_SHAPES, log)
     with open(os.path.join(a.out, "scores_vs_torch.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("CHECK", "PASS" if ok else "FAIL")

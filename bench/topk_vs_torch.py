@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 """qsa top-k (kernels/topk.cu) side by side with torch.topk on the same inputs and GPU.
 
-Usage (on a CUDA machine with torch, cupy and numpy):
-    python3 bench/topk_vs_torch.py --cubin build/sm_90/topk.cubin [--out table.md]
+Usage (on a CUDA machine with torch, cupy and numpy; no Rust needed, the `qsa` binary is):
+    python3 bench/topk_vs_torch.py --qsa .h200/qsa --kernels build/kernels/sm_90 [--quick] [--out table.md]
+    python3 bench/topk_vs_torch.py --qsa target/debug/qsa --plan-only     # no GPU: the launches, as JSON
 
-Loads the cubin with cupy.RawModule, launches our kernels with the host rules of
-src/gpu/topk.rs (dispatch as src/dispatch/topk.rs, or a forced kernel), checks every case's
-ids exactly against a numpy implementation of the selection contract (DESIGN.md), and times
-each side as the median over repetitions of a CUDA graph that replays the call 20 times
-(after warm-up), per call. torch.topk runs with sorted=False; "+sort" adds torch.sort of the
-indices, which is what it takes to match our ascending output. Prints a Markdown table with
-the date and device name.
+Every launch comes from `qsa plan --json` (the plan the Rust runner executes: kernel, grid,
+block, shared bytes, arguments, workspaces; see bench/qsa_plan.py), for the engine's
+dispatch (variant auto) and for forced kernels (matrix.yaml's variants, e.g. wide). The ids
+of every case are checked exactly against a numpy implementation of the selection contract
+(DESIGN.md), and each side is timed as the median over repetitions of a CUDA graph that
+replays the call 20 times (after warm-up), per call. torch.topk runs with sorted=False;
+"+sort" adds torch.sort of the indices, which is what it takes to match our ascending
+output. Prints a Markdown table with the date and device name.
 """
 import argparse
 import datetime
@@ -19,14 +21,7 @@ import sys
 
 import numpy as np
 
-REGISTER_MAX_N = 8192
-SPLIT_CHUNK = 4096
-SPLIT_MAX_QUERIES = 16
-SPLIT_THREADS = 512
-WIDE_THREADS = 1024
-REGISTER_ITEMS = 8
-STATIC_SHARED_BYTES = 4096
-
+import qsa_plan
 
 # ---------------------------------------------------------------------------------------
 # The contract, in numpy.
@@ -60,81 +55,14 @@ def reference_ids(scores, nq, n, capacity, k, active=None):
 
 
 # ---------------------------------------------------------------------------------------
-# Our kernels, launched as src/gpu/topk.rs launches them.
-def dispatch(nq, n, k, has_active):
-    if n <= REGISTER_MAX_N:
-        return "register"
-    if not has_active and nq <= SPLIT_MAX_QUERIES:
-        return "split"
-    return "wide"
-
-
-def register_threads(n):
-    need = -(-(-(-n // REGISTER_ITEMS)) // 64) * 64
-    return min(max(need, 256), 1024)
-
-
-def split_chunks(n):
-    return max(1, -(-n // SPLIT_CHUNK))
-
-
-def split_workspace_words(nq, n, k):
-    m = split_chunks(n)
-    kc = min(k, SPLIT_CHUNK)
-    return nq + 2 * nq * m + 2 * nq * m * kc
-
-
-class QsaTopk:
-    def __init__(self, cubin):
-        import cupy
-
-        self.cp = cupy
-        self.mod = cupy.RawModule(path=cubin)
-        self.fn = {
-            name: self.mod.get_function("qsa_topk_" + name)
-            for name in ("register", "wide", "split_bound", "split_select")
-        }
-        dev = cupy.cuda.Device()
-        self.max_shared = dev.attributes["MaxSharedMemoryPerBlockOptin"]
-        # Opt the wide kernel into more than 48 KiB of dynamic shared memory.
-        self.fn["wide"].max_dynamic_shared_size_bytes = self.max_shared - STATIC_SHARED_BYTES
-
-    def call(self, kernel, scores, capacity, nq, n, k, active, out, ws=None):
-        """Enqueue on torch's current stream (so CUDA graph capture sees it)."""
-        import torch
-
-        cp = self.cp
-        i32 = np.int32
-        sc = cp.asarray(scores)
-        o = cp.asarray(out)
-        act = cp.asarray(active) if active is not None else np.uint64(0)
-        with cp.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream):
-            if kernel == "register":
-                self.fn["register"]((nq,), (register_threads(n),), (sc, i32(capacity), i32(nq), i32(n), i32(k), act, o))
-            elif kernel == "wide":
-                staged = n * 4 + STATIC_SHARED_BYTES <= self.max_shared
-                self.fn["wide"](
-                    (nq,), (WIDE_THREADS,), (sc, i32(capacity), i32(nq), i32(n), i32(k), act, o, i32(staged)),
-                    shared_mem=n * 4 if staged else 0,
-                )
-            elif kernel == "split":
-                assert active is None, "the split is the decode form"
-                w = cp.asarray(ws)
-                grid = (split_chunks(n), nq)
-                self.fn["split_bound"](grid, (SPLIT_THREADS,), (sc, i32(capacity), i32(nq), i32(n), i32(k), w))
-                self.fn["split_select"](grid, (SPLIT_THREADS,), (sc, i32(capacity), i32(nq), i32(n), i32(k), w, o))
-            else:
-                raise ValueError(kernel)
-
-    def prepare(self, kernel, scores, capacity, nq, n, k, active=None):
-        """A closure that runs one call, with its own output and workspace."""
-        import torch
-
-        out = torch.empty(nq * k, dtype=torch.int32, device="cuda")
-        ws = None
-        if kernel == "split":
-            ws = torch.zeros(split_workspace_words(nq, n, k), dtype=torch.int32, device="cuda")
-        return out, (lambda: self.call(kernel, scores, capacity, nq, n, k, active, out, ws))
+# Our kernels: every call a plan of `qsa plan` (this script derives no launch rule).
+def planned(planner, cases):
+    """(label, plan) of every call this bench launches: the dispatched kernel, then each
+    forced variant of the case."""
+    for label, nq, n, cap, k, extra in cases:
+        for variant in ["auto"] + extra:
+            shape = dict(nq=nq, n=n, capacity=cap, k=k)
+            yield f"{label} {nq}x{n} k={k} {variant}", planner.plan("topk", shape, variant)
 
 
 # ---------------------------------------------------------------------------------------
@@ -169,7 +97,7 @@ def time_graph(fn, inner=20, reps=25, warmup=3):
 
 
 CASES = [
-    # (label, nq, n, capacity, k, forced kernels besides dispatch)
+    # (label, nq, n, capacity, k, matrix.yaml variants forcing a kernel, besides auto)
     ("decode", 1, 262144, 262144, 2048, ["wide"]),
     ("decode", 2, 262144, 262144, 2048, []),
     ("decode", 3, 262144, 262144, 2048, ["wide"]),
@@ -188,35 +116,48 @@ QUICK_CASES = [(c[0], c[1], c[2], c[3], c[4], []) for c in CASES if (c[1], c[2])
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cubin", required=True, help="topk.cubin built for this GPU")
+    ap.add_argument("--kernels", default="build/kernels/sm_90",
+                    help="folder of the target's code objects (topk.cubin), default %(default)s")
     ap.add_argument("--out", help="also write the Markdown table here")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--quick", action="store_true", help="only the goal shapes, dispatched kernels only")
+    qsa_plan.add_plan_args(ap)
     args = ap.parse_args()
+    planner = qsa_plan.Planner(args.qsa, args.target, args.matrix)
+    cases = QUICK_CASES if args.quick else CASES
+    if args.plan_only:
+        return qsa_plan.plan_only(planned(planner, cases), sys.stdout)
 
     import torch
 
     dev = torch.cuda.get_device_name()
-    ours = QsaTopk(args.cubin)
+    launcher = qsa_plan.CupyLauncher(args.kernels)
     rng = np.random.default_rng(args.seed)
     lines = [
         f"qsa top-k vs torch.topk — {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {dev}, "
         f"torch {torch.__version__}; uniform [0,1) scores; median us per call of a CUDA graph replaying 20 calls, "
-        "25 replays after warm-up; ids of ours checked exactly against the contract (numpy).",
+        "25 replays after warm-up; ids of ours checked exactly against the contract (numpy); launches from "
+        f"`{args.qsa} plan --target {args.target}`.",
         "",
-        "| case | nq x n (cap) | k | kernel | ours us | torch.topk us | topk+sort(ids) us | speedup vs topk | ids |",
-        "|---|---|---|---|---:|---:|---:|---:|---|",
+        "| case | nq x n (cap) | k | variant | kernel | ours us | torch.topk us | topk+sort(ids) us | speedup vs topk | ids |",
+        "|---|---|---|---|---|---:|---:|---:|---:|---|",
     ]
     failed = False
-    for label, nq, n, cap, k, extra in QUICK_CASES if args.quick else CASES:
+    checked_device = False
+    for label, nq, n, cap, k, extra in cases:
         host = rng.random(nq * cap, dtype=np.float32)
         scores = torch.from_numpy(host).cuda()
         want = reference_ids(host, nq, n, cap, k)
         view = scores.view(nq, cap)[:, :n]
         t_topk, _ = time_graph(lambda: torch.topk(view, k, dim=1, sorted=False))
         t_sort, _ = time_graph(lambda: torch.sort(torch.topk(view, k, dim=1, sorted=False).indices, dim=1))
-        for kernel in [dispatch(nq, n, k, False)] + extra:
-            out, fn = ours.prepare(kernel, scores, cap, nq, n, k)
+        for _, plan in planned(planner, [(label, nq, n, cap, k, extra)]):
+            if not checked_device:
+                qsa_plan.check_device(plan)
+                checked_device = True
+            out = torch.empty(nq * k, dtype=torch.int32, device="cuda")
+            fn = qsa_plan.Call(plan, launcher, bind={"scores": scores, "out": out}, alloc=qsa_plan.torch_alloc)
+            fn.setup()
             fn()
             torch.cuda.synchronize()
             got = out.cpu().numpy().reshape(nq, k)
@@ -224,8 +165,8 @@ def main():
             failed |= not ok
             t, _ = time_graph(fn)
             lines.append(
-                f"| {label} | {nq} x {n} ({cap}) | {k} | {kernel} | {t:.1f} | {t_topk:.1f} | {t_sort:.1f} | "
-                f"{t_topk / t:.2f}x | {'exact' if ok else 'MISMATCH'} |"
+                f"| {label} | {nq} x {n} ({cap}) | {k} | {plan['variant']} | {plan['dispatched']} | {t:.1f} | "
+                f"{t_topk:.1f} | {t_sort:.1f} | {t_topk / t:.2f}x | {'exact' if ok else 'MISMATCH'} |"
             )
             print(lines[-1], flush=True)
     table = "\n".join(lines)

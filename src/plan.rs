@@ -3,6 +3,8 @@
 //! included) is known on any machine, and a run can check that what ran is what was said.
 
 use crate::dispatch::{attention, scores, topk, Vendor};
+pub mod request;
+
 use crate::matrix::{Case, FamilyName, Matrix, Target};
 
 /// The kernel name `case` with `variant` dispatches to on `target` (the name the backend
@@ -64,9 +66,10 @@ pub fn predicted_kernel(
             let s = case.attention.as_ref().expect("family");
             Ok(match attention::choose(&caps, &sw) {
                 attention::AttnKernel::Staged => {
-                    let plan =
-                        attention::staged_plan(&caps, s.batch, s.q_len, s.hq, s.hkv, s.t, backward)
-                            .map_err(|e| e.to_string())?;
+                    let plan = attention::staged_plan_for(
+                        &caps, &sw, s.batch, s.q_len, s.hq, s.hkv, s.t, backward,
+                    )
+                    .map_err(|e| e.to_string())?;
                     if plan.nsplit > 1 {
                         "staged_split".into()
                     } else {

@@ -38,6 +38,9 @@ struct Cli {
 enum Cmd {
     /// Run the suites of one target and write results.yaml.
     Run(Box<RunArgs>),
+    /// Print the launch sequence of one call (kernel, grid, block, shared bytes, arguments,
+    /// buffers) from the code the runner launches with: what bench/*.py launch with cupy.
+    Plan(Box<qsa::plan::request::PlanArgs>),
     /// Print the device the backend of each target would use here (or why there is none).
     Devices {
         #[arg(long, default_value = "matrix.yaml")]
@@ -111,10 +114,34 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::Run(a) => run(*a),
+        Cmd::Plan(a) => plan(&a),
         Cmd::Devices {
             matrix,
             code_objects,
         } => devices(&matrix, &code_objects),
+    }
+}
+
+/// `qsa plan`: exit 0 with the plan on stdout, 2 with the reason on stderr.
+fn plan(a: &qsa::plan::request::PlanArgs) -> ExitCode {
+    use qsa::plan::request;
+    let planned = request::resolve(a).and_then(|r| {
+        let p = request::launch_plan(&r)?;
+        Ok((r, p))
+    });
+    match planned {
+        Ok((r, p)) if a.json => {
+            println!("{}", request::to_json(&r, &p));
+            ExitCode::SUCCESS
+        }
+        Ok((r, p)) => {
+            print!("{}", request::to_text(&r, &p));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 //! the target's limit) unless the straightforward gather kernel is forced; and the staged
 //! kernel's launch plan (rows per CTA, staging depth, decode splits). Pure functions, so the
 //! dispatch snapshot of every target is computed on any machine; bench/attention_vs_torch.py
-//! mirrors them for the cupy runs on the H200.
+//! takes them, through `qsa plan`, for the cupy runs on the H200.
 
 use super::{Switches, TargetCaps};
 use crate::backend::BackendError;
@@ -141,6 +141,52 @@ pub fn staged_plan(
         nsplit,
         shared: shared as u32,
     })
+}
+
+/// `staged_plan` with qsa's sweep switches applied (for experiments on the card, e.g.
+/// bench/attention_vs_torch.py): `QSA_ATTN_NBUF` (1 or 2 staged K/V buffers) and
+/// `QSA_ATTN_SPLITS` (CTAs per work item, forward only). Unset, the plan is `staged_plan`'s.
+#[allow(clippy::too_many_arguments)]
+pub fn staged_plan_for(
+    caps: &TargetCaps,
+    sw: &Switches,
+    batch: usize,
+    q_len: usize,
+    hq: usize,
+    hkv: usize,
+    t: usize,
+    backward: bool,
+) -> Result<StagedPlan, BackendError> {
+    let mut plan = staged_plan(caps, batch, q_len, hq, hkv, t, backward)?;
+    let number = |key: &str, max: usize| -> Result<Option<usize>, BackendError> {
+        let Some(v) = sw.get(key) else {
+            return Ok(None);
+        };
+        match v.parse::<usize>() {
+            Ok(n) if (1..=max).contains(&n) => Ok(Some(n)),
+            _ => Err(BackendError::Input(format!(
+                "{key}={}: expected a whole number from 1 to {max}",
+                crate::echo::value(v)
+            ))),
+        }
+    };
+    if let Some(nbuf) = number("QSA_ATTN_NBUF", 2)? {
+        let shared = staged_shared_bytes(plan.qt * t, nbuf, backward);
+        if shared > caps.shared_per_block as usize {
+            return Err(BackendError::Shape(format!(
+                "QSA_ATTN_NBUF={nbuf} needs {shared} bytes of shared memory, {} allows {}",
+                caps.name, caps.shared_per_block
+            )));
+        }
+        plan.nbuf = nbuf;
+        plan.shared = shared as u32;
+    }
+    if let Some(nsplit) = number("QSA_ATTN_SPLITS", 65_535)? {
+        if !backward {
+            plan.nsplit = nsplit;
+        }
+    }
+    Ok(plan)
 }
 
 #[cfg(test)]

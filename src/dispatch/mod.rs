@@ -98,6 +98,14 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
         "QSA_ATTN_KERNEL",
         "gather | staged: force one selection-attention kernel (qsa's switch)",
     ),
+    (
+        "QSA_ATTN_NBUF",
+        "1 | 2: staged K/V buffers of the staged attention kernel (qsa's sweep switch)",
+    ),
+    (
+        "QSA_ATTN_SPLITS",
+        "N >= 1: CTAs per work item of the staged forward (qsa's sweep switch)",
+    ),
 ];
 
 impl Switches {

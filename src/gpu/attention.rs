@@ -1,11 +1,12 @@
 //! GPU host code for the attention family: validation, dispatch, upload, launches
-//! (see gpu/mod.rs). Launch rules mirror kernels/selection_attention.cu and
-//! bench/attention_vs_torch.py.
+//! (see gpu/mod.rs and gpu/launch.rs). Launch rules mirror kernels/selection_attention.cu;
+//! bench/attention_vs_torch.py takes them from here through `qsa plan`.
 
-use super::{as_bytes, as_bytes_mut, Arg, DevPtr, Family, GpuApi, LaunchDims};
+use super::launch::{launch, LaunchPlan, PlanArg, PlannedCall, Role, Step};
+use super::{as_bytes, Family, GpuApi, GpuProps, LaunchDims};
 use crate::backend::{BackendError, BackendResult, Prepared};
 use crate::dispatch::attention::{
-    choose, staged_plan, AttnKernel, StagedPlan, GATHER_THREADS, STAGED_THREADS,
+    choose, staged_plan_for, AttnKernel, StagedPlan, GATHER_THREADS, STAGED_THREADS,
 };
 use crate::dispatch::{Switches, TargetCaps};
 use crate::problem::{
@@ -20,8 +21,36 @@ fn shape(msg: String) -> BackendError {
     BackendError::Shape(msg)
 }
 
-/// Check `p` against the kernels' contract and limits; every failure names the field.
-pub fn validate(p: &AttnProblem) -> BackendResult<()> {
+/// The shape of one selection-attention call: all a plan needs (no data).
+#[derive(Clone, Copy, Debug)]
+pub struct AttnCall {
+    pub batch: usize,
+    pub q_len: usize,
+    pub kv_len: usize,
+    pub hq: usize,
+    pub hkv: usize,
+    pub t: usize,
+    pub dtype: AttnDtype,
+    pub scale: f32,
+}
+
+impl AttnCall {
+    pub fn of(p: &AttnProblem) -> Self {
+        AttnCall {
+            batch: p.batch,
+            q_len: p.q_len,
+            kv_len: p.kv_len,
+            hq: p.hq,
+            hkv: p.hkv,
+            t: p.t,
+            dtype: p.dtype,
+            scale: p.scale,
+        }
+    }
+}
+
+/// Check a shape against the kernels' contract and limits; every failure names the field.
+pub fn validate_shape(p: &AttnCall) -> BackendResult<()> {
     let dims = [
         ("batch", p.batch),
         ("q_len", p.q_len),
@@ -54,6 +83,32 @@ pub fn validate(p: &AttnProblem) -> BackendResult<()> {
             p.q_len, p.kv_len
         )));
     }
+    if !p.scale.is_finite() {
+        return Err(BackendError::Input(format!(
+            "scale = {} is not finite",
+            p.scale
+        )));
+    }
+    for (name, dims) in [
+        ("q", [p.batch, p.q_len, p.hq, HEAD_DIM * 4]),
+        ("k", [p.batch, p.kv_len, p.hkv, HEAD_DIM * 4]),
+        ("ids", [p.batch, p.q_len, p.hkv, p.t * 4]),
+    ] {
+        if count(&dims).is_none() {
+            return Err(shape(format!("{name}: the shape's byte count overflows")));
+        }
+    }
+    Ok(())
+}
+
+fn count(dims: &[usize]) -> Option<usize> {
+    dims.iter().try_fold(1usize, |acc, &x| acc.checked_mul(x))
+}
+
+/// Check `p` (shape and data lengths) against the kernels' contract; every failure names
+/// the field.
+pub fn validate(p: &AttnProblem) -> BackendResult<()> {
+    validate_shape(&AttnCall::of(p))?;
     let n = |a: &[usize]| a.iter().try_fold(1usize, |acc, &x| acc.checked_mul(x));
     let want = |name: &str, got: usize, dims: &[usize]| -> BackendResult<()> {
         match n(dims) {
@@ -69,264 +124,183 @@ pub fn validate(p: &AttnProblem) -> BackendResult<()> {
     want("q", p.q.len(), &[p.batch, p.q_len, p.hq, HEAD_DIM])?;
     want("k", p.k.len(), &[p.batch, p.kv_len, p.hkv, HEAD_DIM])?;
     want("v", p.v.len(), &[p.batch, p.kv_len, p.hkv, HEAD_DIM])?;
-    want("ids", p.ids.len(), &[p.batch, p.q_len, p.hkv, p.t])?;
-    if !p.scale.is_finite() {
-        return Err(BackendError::Input(format!(
-            "scale = {} is not finite",
-            p.scale
+    want("ids", p.ids.len(), &[p.batch, p.q_len, p.hkv, p.t])
+}
+
+/// The staged plan of a pass, checked against the launch limits.
+fn staged(
+    caps: &TargetCaps,
+    switches: &Switches,
+    p: &AttnCall,
+    backward: bool,
+) -> BackendResult<StagedPlan> {
+    let plan = staged_plan_for(caps, switches, p.batch, p.q_len, p.hq, p.hkv, p.t, backward)?;
+    if plan.items > MAX_GRID_X || plan.nsplit > MAX_GRID_Y {
+        return Err(shape(format!(
+            "staged grid {} x {} exceeds the launch limits",
+            plan.items, plan.nsplit
         )));
     }
-    Ok(())
+    Ok(plan)
 }
 
-/// Device allocations freed on drop (also when prepare fails half way).
-struct Allocs<'a, A: GpuApi> {
-    api: &'a A,
-    ptrs: Vec<DevPtr>,
+fn staged_args(plan: &StagedPlan) -> [PlanArg; 3] {
+    [
+        PlanArg::I32(plan.hc as i32),
+        PlanArg::I32(plan.qt as i32),
+        PlanArg::I32(plan.nbuf as i32),
+    ]
 }
 
-impl<'a, A: GpuApi> Allocs<'a, A> {
-    fn alloc(&mut self, bytes: usize) -> BackendResult<DevPtr> {
-        let p = self.api.alloc(bytes.max(4))?;
-        self.ptrs.push(p);
-        Ok(p)
-    }
-    fn upload<T: Copy>(&mut self, data: &[T]) -> BackendResult<DevPtr> {
-        let p = self.alloc(std::mem::size_of_val(data))?;
-        self.api.upload(p, as_bytes(data))?;
-        Ok(p)
-    }
-}
-
-impl<A: GpuApi> Drop for Allocs<'_, A> {
-    fn drop(&mut self) {
-        for p in self.ptrs.drain(..) {
-            self.api.free(p);
-        }
-    }
-}
-
-struct Bufs {
-    q: DevPtr,
-    k: DevPtr,
-    v: DevPtr,
-    ids: DevPtr,
-    o: DevPtr,
-    lse: DevPtr,
-    /// Split partials (o, lse) of the staged forward, when it splits.
-    part: Option<(DevPtr, DevPtr)>,
-    /// Backward only: d_o, dq, dk, dv.
-    grads: Option<[DevPtr; 4]>,
-}
-
-struct AttnPrepared<'a, A: GpuApi> {
-    api: &'a A,
-    p: &'a AttnProblem,
-    kernel: AttnKernel,
-    plan: Option<StagedPlan>,
+/// Validate the shape, choose the kernel with `crate::dispatch`, and return every buffer and
+/// launch of one call. The runner launches this plan (`prepare`), `qsa plan` prints it. For
+/// the backward, `setup` runs the forward once (its o and lse feed the backward) and `call`
+/// is the backward alone, the zeroing of dk / dv included.
+pub fn launch_plan(
+    caps: &TargetCaps,
+    props: &GpuProps,
+    switches: &Switches,
+    p: &AttnCall,
     backward: bool,
-    bufs: Bufs,
-    _allocs: Allocs<'a, A>,
-}
-
-fn suffix(d: AttnDtype) -> &'static str {
-    d.name()
-}
-
-impl<A: GpuApi> AttnPrepared<'_, A> {
-    fn common_args(&self) -> Vec<Arg> {
-        let b = &self.bufs;
-        vec![Arg::Ptr(b.q), Arg::Ptr(b.k), Arg::Ptr(b.v), Arg::Ptr(b.ids)]
+) -> BackendResult<LaunchPlan> {
+    validate_shape(p)?;
+    let kernel = choose(caps, switches);
+    let rows = p.batch * p.q_len * p.hq;
+    let fwd_plan = match kernel {
+        AttnKernel::Gather => None,
+        AttnKernel::Staged => Some(staged(caps, switches, p, false)?),
+    };
+    let waves = (GATHER_THREADS / props.warp_size.max(1)).max(1) as usize;
+    if rows.div_ceil(waves) > MAX_GRID_X {
+        return Err(shape(format!(
+            "{rows} query rows exceed the gather kernels' grid"
+        )));
     }
-    fn dim_args(&self) -> [Arg; 7] {
-        let p = self.p;
-        [
-            Arg::I32(p.batch as i32),
-            Arg::I32(p.q_len as i32),
-            Arg::I32(p.kv_len as i32),
-            Arg::I32(p.hq as i32),
-            Arg::I32(p.hkv as i32),
-            Arg::I32(p.t as i32),
-            Arg::F32(p.scale),
-        ]
-    }
-    fn rows(&self) -> usize {
-        self.p.batch * self.p.q_len * self.p.hq
-    }
-    fn gather_dims(&self) -> LaunchDims {
-        let waves = (GATHER_THREADS / self.api.props().warp_size.max(1)) as usize;
-        LaunchDims {
-            grid: (self.rows().div_ceil(waves) as u32, 1, 1),
-            block: (GATHER_THREADS, 1, 1),
-            shared_bytes: 0,
+    let gather_dims = LaunchDims {
+        grid: (rows.div_ceil(waves) as u32, 1, 1),
+        block: (GATHER_THREADS, 1, 1),
+        shared_bytes: 0,
+    };
+    let dispatched = match (kernel, &fwd_plan) {
+        (AttnKernel::Staged, Some(plan)) if plan.nsplit > 1 && !backward => "staged_split",
+        (k, _) => k.name(),
+    };
+    let mut lp = LaunchPlan::new(Family::Attention, dispatched);
+    let kv_bytes = p.batch * p.kv_len * p.hkv * HEAD_DIM * 2;
+    let q = lp.buffer("q", rows * HEAD_DIM * 2, Role::Input);
+    let k = lp.buffer("k", kv_bytes, Role::Input);
+    let v = lp.buffer("v", kv_bytes, Role::Input);
+    let ids = lp.buffer("ids", p.batch * p.q_len * p.hkv * p.t * 4, Role::Input);
+    // The backward reads o and lse from its forward: scratch there, the result here.
+    let fwd_role = if backward {
+        Role::Workspace
+    } else {
+        Role::Output
+    };
+    let o = lp.buffer("o", rows * HEAD_DIM * 4, fwd_role);
+    let lse = lp.buffer("lse", rows * 4, fwd_role);
+    let dims = [
+        PlanArg::I32(p.batch as i32),
+        PlanArg::I32(p.q_len as i32),
+        PlanArg::I32(p.kv_len as i32),
+        PlanArg::I32(p.hq as i32),
+        PlanArg::I32(p.hkv as i32),
+        PlanArg::I32(p.t as i32),
+        PlanArg::F32(p.scale),
+    ];
+    let sfx = p.dtype.name();
+    let mut forward = Vec::new();
+    match &fwd_plan {
+        None => {
+            let mut args = vec![q, k, v, ids, o, lse];
+            args.extend(dims);
+            forward.push(launch(
+                format!("qsa_attn_gather_fwd_{sfx}"),
+                gather_dims,
+                args,
+            ));
         }
-    }
-    fn plan_args(plan: &StagedPlan) -> [Arg; 3] {
-        [
-            Arg::I32(plan.hc as i32),
-            Arg::I32(plan.qt as i32),
-            Arg::I32(plan.nbuf as i32),
-        ]
-    }
-
-    /// Enqueue the forward (o, lse).
-    fn forward(&self) -> BackendResult<()> {
-        let sfx = suffix(self.p.dtype);
-        let b = &self.bufs;
-        match (self.kernel, &self.plan) {
-            (AttnKernel::Gather, _) | (_, None) => {
-                let mut args = self.common_args();
-                args.extend([Arg::Ptr(b.o), Arg::Ptr(b.lse)]);
-                args.extend(self.dim_args());
-                self.api.launch(
-                    Family::Attention,
-                    &format!("qsa_attn_gather_fwd_{sfx}"),
-                    self.gather_dims(),
-                    &args,
+        Some(plan) => {
+            let split = plan.nsplit > 1;
+            let (o_dst, lse_dst) = if split {
+                (
+                    lp.buffer("o_part", plan.nsplit * rows * HEAD_DIM * 4, Role::Workspace),
+                    lp.buffer("lse_part", plan.nsplit * rows * 4, Role::Workspace),
                 )
-            }
-            (AttnKernel::Staged, Some(plan)) => {
-                let (o, lse) = b.part.unwrap_or((b.o, b.lse));
-                let mut args = self.common_args();
-                args.extend([Arg::Ptr(o), Arg::Ptr(lse)]);
-                args.extend(self.dim_args());
-                args.extend(Self::plan_args(plan));
-                let dims = LaunchDims {
-                    grid: (plan.items as u32, plan.nsplit as u32, 1),
-                    block: (STAGED_THREADS, 1, 1),
-                    shared_bytes: plan.shared,
-                };
-                self.api.launch(
-                    Family::Attention,
-                    &format!("qsa_attn_staged_fwd_{sfx}"),
-                    dims,
-                    &args,
-                )?;
-                if let Some((op, lp)) = b.part {
-                    let rows = self.rows();
-                    let dims = LaunchDims {
-                        grid: (rows as u32, 1, 1),
-                        block: (HEAD_DIM as u32, 1, 1),
-                        shared_bytes: 0,
-                    };
-                    let args = [
-                        Arg::Ptr(op),
-                        Arg::Ptr(lp),
-                        Arg::Ptr(b.o),
-                        Arg::Ptr(b.lse),
-                        Arg::I64(rows as i64),
-                        Arg::I32(plan.nsplit as i32),
-                    ];
-                    self.api
-                        .launch(Family::Attention, "qsa_attn_combine", dims, &args)?;
-                }
-                Ok(())
-            }
-        }
-    }
-
-    /// Enqueue the backward (needs o and lse from `forward`): zero dk / dv, then one kernel.
-    fn backward_pass(&self) -> BackendResult<()> {
-        let sfx = suffix(self.p.dtype);
-        let b = &self.bufs;
-        let [d_o, dq, dk, dv] = b
-            .grads
-            .ok_or_else(|| BackendError::Device("backward buffers missing".into()))?;
-        self.api.memset_zero(dk)?;
-        self.api.memset_zero(dv)?;
-        let mut args = self.common_args();
-        args.extend([
-            Arg::Ptr(b.o),
-            Arg::Ptr(b.lse),
-            Arg::Ptr(d_o),
-            Arg::Ptr(dq),
-            Arg::Ptr(dk),
-            Arg::Ptr(dv),
-        ]);
-        args.extend(self.dim_args());
-        match (self.kernel, &self.plan) {
-            (AttnKernel::Gather, _) | (_, None) => self.api.launch(
-                Family::Attention,
-                &format!("qsa_attn_gather_bwd_{sfx}"),
-                self.gather_dims(),
-                &args,
-            ),
-            (AttnKernel::Staged, Some(plan)) => {
-                args.extend(Self::plan_args(plan));
-                let dims = LaunchDims {
-                    grid: (plan.items as u32, 1, 1),
-                    block: (STAGED_THREADS, 1, 1),
-                    shared_bytes: plan.shared,
-                };
-                self.api.launch(
-                    Family::Attention,
-                    &format!("qsa_attn_staged_bwd_{sfx}"),
-                    dims,
-                    &args,
-                )
-            }
-        }
-    }
-
-    fn enqueue(&self) -> BackendResult<()> {
-        if self.backward {
-            self.backward_pass()
-        } else {
-            self.forward()
-        }
-    }
-}
-
-impl<A: GpuApi> Prepared for AttnPrepared<'_, A> {
-    fn dispatched(&self) -> String {
-        match (self.kernel, &self.plan) {
-            (AttnKernel::Staged, Some(plan)) if plan.nsplit > 1 => "staged_split".into(),
-            (k, _) => k.name().into(),
-        }
-    }
-
-    fn run(&mut self) -> BackendResult<()> {
-        self.enqueue()?;
-        self.api.synchronize()
-    }
-
-    fn time(&mut self, reps: usize) -> BackendResult<Vec<f64>> {
-        let mut out = Vec::with_capacity(reps);
-        for _ in 0..reps {
-            let this = &*self;
-            out.push(self.api.time(&mut || this.enqueue())?);
-        }
-        Ok(out)
-    }
-
-    fn output(&mut self) -> BackendResult<Output> {
-        let rows = self.rows();
-        let b = &self.bufs;
-        if let Some([_, dq, dk, dv]) = b.grads {
-            let mut g = AttnBackward {
-                dq: vec![0f32; rows * HEAD_DIM],
-                dk: vec![0f32; self.p.k.len()],
-                dv: vec![0f32; self.p.v.len()],
+            } else {
+                (o, lse)
             };
-            self.api.download(dq, as_bytes_mut(&mut g.dq))?;
-            self.api.download(dk, as_bytes_mut(&mut g.dk))?;
-            self.api.download(dv, as_bytes_mut(&mut g.dv))?;
-            return Ok(Output::AttnBackward(g));
+            let mut args = vec![q, k, v, ids, o_dst, lse_dst];
+            args.extend(dims);
+            args.extend(staged_args(plan));
+            let staged_dims = LaunchDims {
+                grid: (plan.items as u32, plan.nsplit as u32, 1),
+                block: (STAGED_THREADS, 1, 1),
+                shared_bytes: plan.shared,
+            };
+            forward.push(launch(
+                format!("qsa_attn_staged_fwd_{sfx}"),
+                staged_dims,
+                args,
+            ));
+            if split {
+                let combine = LaunchDims {
+                    grid: (rows as u32, 1, 1),
+                    block: (HEAD_DIM as u32, 1, 1),
+                    shared_bytes: 0,
+                };
+                let args = vec![
+                    o_dst,
+                    lse_dst,
+                    o,
+                    lse,
+                    PlanArg::I64(rows as i64),
+                    PlanArg::I32(plan.nsplit as i32),
+                ];
+                forward.push(launch("qsa_attn_combine", combine, args));
+            }
         }
-        let mut f = AttnForward {
-            o: vec![0f32; rows * HEAD_DIM],
-            lse: vec![0f32; rows],
-        };
-        self.api.download(b.o, as_bytes_mut(&mut f.o))?;
-        self.api.download(b.lse, as_bytes_mut(&mut f.lse))?;
-        Ok(Output::AttnForward(f))
     }
+    if !backward {
+        lp.call = forward;
+        return Ok(lp);
+    }
+    lp.setup = forward;
+    let d_o = lp.buffer("d_o", rows * HEAD_DIM * 4, Role::Input);
+    let dq = lp.buffer("dq", rows * HEAD_DIM * 4, Role::Output);
+    let dk = lp.buffer("dk", kv_bytes * 2, Role::Output);
+    let dv = lp.buffer("dv", kv_bytes * 2, Role::Output);
+    lp.call.push(Step::Zero { buffer: "dk" });
+    lp.call.push(Step::Zero { buffer: "dv" });
+    let mut args = vec![q, k, v, ids, o, lse, d_o, dq, dk, dv];
+    args.extend(dims);
+    match kernel {
+        AttnKernel::Gather => lp.call.push(launch(
+            format!("qsa_attn_gather_bwd_{sfx}"),
+            gather_dims,
+            args,
+        )),
+        AttnKernel::Staged => {
+            // The backward's own plan: no splits.
+            let plan = staged(caps, switches, p, true)?;
+            args.extend(staged_args(&plan));
+            let staged_dims = LaunchDims {
+                grid: (plan.items as u32, 1, 1),
+                block: (STAGED_THREADS, 1, 1),
+                shared_bytes: plan.shared,
+            };
+            lp.call.push(launch(
+                format!("qsa_attn_staged_bwd_{sfx}"),
+                staged_dims,
+                args,
+            ));
+        }
+    }
+    Ok(lp)
 }
 
-/// Upload `p`'s inputs, choose the kernel with `crate::dispatch`, and return the prepared
-/// call. The signature is the contract with `gpu::backend`. For the backward the forward
-/// runs once here (its lse and o feed the backward), and `run` / `time` cover the backward
-/// alone (the zeroing of dk / dv included).
+/// Check `p`, plan the call, upload the inputs (and run the backward's forward once), and
+/// return the prepared call. The signature is the contract with `gpu::backend`.
 pub fn prepare<'a, A: GpuApi>(
     api: &'a A,
     caps: &TargetCaps,
@@ -345,79 +319,32 @@ pub fn prepare<'a, A: GpuApi>(
             p.q.len()
         )));
     }
-    let kernel = choose(caps, switches);
-    let rows = p.batch * p.q_len * p.hq;
-    let plan = match kernel {
-        AttnKernel::Gather => None,
-        AttnKernel::Staged => {
-            let plan = staged_plan(caps, p.batch, p.q_len, p.hq, p.hkv, p.t, false)?;
-            if plan.items > MAX_GRID_X || plan.nsplit > MAX_GRID_Y {
-                return Err(shape(format!(
-                    "staged grid {} x {} exceeds the launch limits",
-                    plan.items, plan.nsplit
-                )));
-            }
-            Some(plan)
+    let plan = launch_plan(caps, api.props(), switches, &AttnCall::of(p), backward)?;
+    let inputs = [
+        ("q", as_bytes(&p.q)),
+        ("k", as_bytes(&p.k)),
+        ("v", as_bytes(&p.v)),
+        ("ids", as_bytes(&p.ids)),
+        ("d_o", as_bytes(&p.d_o)),
+    ];
+    let output = if backward {
+        |c: &PlannedCall<'a, A>| {
+            Ok(Output::AttnBackward(AttnBackward {
+                dq: c.download::<f32>("dq")?,
+                dk: c.download::<f32>("dk")?,
+                dv: c.download::<f32>("dv")?,
+            }))
+        }
+    } else {
+        |c: &PlannedCall<'a, A>| {
+            Ok(Output::AttnForward(AttnForward {
+                o: c.download::<f32>("o")?,
+                lse: c.download::<f32>("lse")?,
+            }))
         }
     };
-    let gather_waves = (GATHER_THREADS / api.props().warp_size.max(1)) as usize;
-    if rows.div_ceil(gather_waves.max(1)) > MAX_GRID_X {
-        return Err(shape(format!(
-            "{rows} query rows exceed the gather kernels' grid"
-        )));
-    }
-    let mut allocs = Allocs {
-        api,
-        ptrs: Vec::new(),
-    };
-    let q = allocs.upload(&p.q)?;
-    let k = allocs.upload(&p.k)?;
-    let v = allocs.upload(&p.v)?;
-    let ids = allocs.upload(&p.ids)?;
-    let o = allocs.alloc(rows * HEAD_DIM * 4)?;
-    let lse = allocs.alloc(rows * 4)?;
-    let part = match plan {
-        Some(pl) if pl.nsplit > 1 => Some((
-            allocs.alloc(pl.nsplit * rows * HEAD_DIM * 4)?,
-            allocs.alloc(pl.nsplit * rows * 4)?,
-        )),
-        _ => None,
-    };
-    let mut prep = AttnPrepared {
-        api,
-        p,
-        kernel,
-        plan,
-        backward: false,
-        bufs: Bufs {
-            q,
-            k,
-            v,
-            ids,
-            o,
-            lse,
-            part,
-            grads: None,
-        },
-        _allocs: allocs,
-    };
-    if backward {
-        // The forward runs once for (o, lse); the backward plan (no splits) replaces it.
-        prep.forward()?;
-        api.synchronize()?;
-        if kernel == AttnKernel::Staged {
-            prep.plan = Some(staged_plan(caps, p.batch, p.q_len, p.hq, p.hkv, p.t, true)?);
-        }
-        let allocs = &mut prep._allocs;
-        let d_o = allocs.upload(&p.d_o)?;
-        let dq = allocs.alloc(rows * HEAD_DIM * 4)?;
-        let dk = allocs.alloc(p.k.len() * 4)?;
-        let dv = allocs.alloc(p.v.len() * 4)?;
-        prep.bufs.grads = Some([d_o, dq, dk, dv]);
-        prep.backward = true;
-    }
     debug_assert_eq!(ATTN_BLOCK, 64);
-    Ok(Box::new(prep))
+    Ok(Box::new(PlannedCall::new(api, plan, &inputs, output)?))
 }
 
 #[cfg(test)]

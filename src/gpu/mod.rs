@@ -103,5 +103,6 @@ pub fn as_bytes_mut<T: Copy>(v: &mut [T]) -> &mut [u8] {
 
 pub mod attention;
 pub mod backend;
+pub mod launch;
 pub mod scores;
 pub mod topk;

@@ -1,7 +1,8 @@
 //! GPU host code for the scores family: shape checks, dispatch, upload, launches
 //! (see gpu/mod.rs). Launch rules mirror the header comments of kernels/block_scores.cu.
 
-use super::{as_bytes, as_bytes_mut, Arg, DevPtr, Family, GpuApi, LaunchDims};
+use super::launch::{launch, LaunchPlan, PlanArg, PlannedCall, Role, Step};
+use super::{as_bytes, Family, GpuApi, GpuProps, LaunchDims};
 use crate::backend::{BackendError, BackendResult, Prepared};
 use crate::dispatch::scores::{amd_matrix, choose_for, tc_tile, AmdMatrix, ScoresKernel, TcTile};
 use crate::dispatch::{Feature, Switches, TargetCaps};
@@ -189,15 +190,22 @@ fn check_lengths(p: &ScoresProblem) -> BackendResult<()> {
     want("w", p.w.len(), &[p.nq, p.heads])
 }
 
-/// Upload `p`'s inputs, choose the kernel with `crate::dispatch`, and return the prepared
-/// call. The signature is the contract with `gpu::backend`.
-pub fn prepare<'a, A: GpuApi>(
-    api: &'a A,
+/// The shape of one scores call: all a plan needs (no data).
+#[derive(Clone, Copy, Debug)]
+pub struct ScoresCall {
+    pub nq: usize,
+    pub heads: usize,
+    pub blocks: usize,
+}
+
+/// Choose the kernel with `crate::dispatch` and return every buffer and launch of one call.
+/// The runner launches this plan (`prepare`), `qsa plan` prints it.
+pub fn launch_plan(
     caps: &TargetCaps,
+    props: &GpuProps,
     switches: &Switches,
-    p: &'a ScoresProblem,
-) -> BackendResult<Box<dyn Prepared + 'a>> {
-    check_lengths(p)?;
+    p: &ScoresCall,
+) -> BackendResult<LaunchPlan> {
     let kernel = choose_for(caps, switches, p.nq);
     // Defence in depth: the TC kernels are absent from code objects below sm_80 and on AMD.
     let need = match kernel {
@@ -225,121 +233,77 @@ pub fn prepare<'a, A: GpuApi>(
         }
     }
     let empty = p.nq == 0 || p.blocks == 0 || p.heads == 0;
-    let launch = if empty {
+    let launch_of = if empty {
         None
     } else {
-        let limit = caps.shared_per_block.min(api.props().max_shared_per_block);
+        let limit = caps.shared_per_block.min(props.max_shared_per_block);
         Some(plan(kernel, p.nq, p.heads, p.blocks, limit)?)
     };
-    let variant = launch
+    let variant = launch_of
         .as_ref()
         .map_or_else(|| kernel.name().to_string(), |l| l.variant.clone());
-    let mut call = ScoresCall {
-        api,
-        launch,
-        variant,
-        bufs: Vec::new(),
-        out: None,
+    let mut lp = LaunchPlan::new(Family::Scores, variant);
+    let out_len =
+        p.nq.checked_mul(p.blocks)
+            .ok_or_else(|| shape_err("nq * blocks overflows".into()))?;
+    if out_len == 0 {
+        return Ok(lp);
+    }
+    let s = lp.buffer("s", out_len * 4, Role::Output);
+    let Some(l) = launch_of else {
+        // heads == 0: every score is 0.
+        lp.call.push(Step::Zero { buffer: "s" });
+        return Ok(lp);
+    };
+    let q = lp.buffer("q", p.nq * p.heads * HEAD_DIM * 4, Role::Input);
+    let kb = lp.buffer("kb", p.blocks * HEAD_DIM * 4, Role::Input);
+    let w = lp.buffer("w", p.nq * p.heads * 4, Role::Input);
+    let dims = LaunchDims {
+        grid: l.grid,
+        block: (THREADS, 1, 1),
+        shared_bytes: l.shared_bytes,
+    };
+    let args = vec![
+        q,
+        kb,
+        w,
+        s,
+        PlanArg::I32(p.nq as i32),
+        PlanArg::I32(p.heads as i32),
+        PlanArg::I32(p.blocks as i32),
+    ];
+    lp.call.push(launch(l.kernel, dims, args));
+    Ok(lp)
+}
+
+/// Check `p`'s data against its shape, plan the call, upload the inputs, and return the
+/// prepared call. The signature is the contract with `gpu::backend`.
+pub fn prepare<'a, A: GpuApi>(
+    api: &'a A,
+    caps: &TargetCaps,
+    switches: &Switches,
+    p: &'a ScoresProblem,
+) -> BackendResult<Box<dyn Prepared + 'a>> {
+    check_lengths(p)?;
+    let shape = ScoresCall {
         nq: p.nq,
         heads: p.heads,
         blocks: p.blocks,
     };
-    if p.nq * p.blocks == 0 {
-        return Ok(Box::new(call));
-    }
-    // Buffers are pushed as they are made, so Drop frees every one even after an error.
-    let s = call.alloc(p.nq * p.blocks * 4)?;
-    call.out = Some(s);
-    if !empty {
-        for data in [&p.q, &p.kb, &p.w] {
-            let d = call.alloc(data.len() * 4)?;
-            api.upload(d, as_bytes(data))?;
-        }
-    }
-    Ok(Box::new(call))
-}
-
-/// A prepared scores call: inputs on the device, kernel chosen. Frees its memory on drop.
-struct ScoresCall<'a, A: GpuApi> {
-    api: &'a A,
-    /// None when there is nothing to compute (heads == 0: every score is 0; or empty).
-    launch: Option<ScoresLaunch>,
-    variant: String,
-    /// Output first, then q, kb, w.
-    bufs: Vec<DevPtr>,
-    out: Option<DevPtr>,
-    nq: usize,
-    heads: usize,
-    blocks: usize,
-}
-
-impl<A: GpuApi> ScoresCall<'_, A> {
-    fn alloc(&mut self, bytes: usize) -> BackendResult<DevPtr> {
-        let d = self.api.alloc(bytes)?;
-        self.bufs.push(d);
-        Ok(d)
-    }
-
-    /// Enqueue one call (no wait).
-    fn enqueue(&self) -> BackendResult<()> {
-        let Some(out) = self.out else {
-            return Ok(());
-        };
-        let Some(l) = &self.launch else {
-            return self.api.memset_zero(out);
-        };
-        let (q, kb, w) = (self.bufs[1], self.bufs[2], self.bufs[3]);
-        let dims = LaunchDims {
-            grid: l.grid,
-            block: (THREADS, 1, 1),
-            shared_bytes: l.shared_bytes,
-        };
-        let args = [
-            Arg::Ptr(q),
-            Arg::Ptr(kb),
-            Arg::Ptr(w),
-            Arg::Ptr(out),
-            Arg::I32(self.nq as i32),
-            Arg::I32(self.heads as i32),
-            Arg::I32(self.blocks as i32),
-        ];
-        self.api.launch(Family::Scores, l.kernel, dims, &args)
-    }
-}
-
-impl<A: GpuApi> Prepared for ScoresCall<'_, A> {
-    fn dispatched(&self) -> String {
-        self.variant.clone()
-    }
-
-    fn run(&mut self) -> BackendResult<()> {
-        self.enqueue()?;
-        self.api.synchronize()
-    }
-
-    fn time(&mut self, reps: usize) -> BackendResult<Vec<f64>> {
-        let mut out = Vec::with_capacity(reps);
-        for _ in 0..reps {
-            out.push(self.api.time(&mut || self.enqueue())?);
-        }
-        Ok(out)
-    }
-
-    fn output(&mut self) -> BackendResult<Output> {
-        let mut s = vec![0f32; self.nq * self.blocks];
-        if let Some(d) = self.out {
-            self.api.download(d, as_bytes_mut(&mut s))?;
-        }
-        Ok(Output::Scores(s))
-    }
-}
-
-impl<A: GpuApi> Drop for ScoresCall<'_, A> {
-    fn drop(&mut self) {
-        for d in self.bufs.drain(..) {
-            self.api.free(d);
-        }
-    }
+    let plan = launch_plan(caps, api.props(), switches, &shape)?;
+    let inputs = [
+        ("q", as_bytes(&p.q)),
+        ("kb", as_bytes(&p.kb)),
+        ("w", as_bytes(&p.w)),
+    ];
+    let output = |c: &PlannedCall<'a, A>| {
+        Ok(Output::Scores(if c.plan().find("s").is_some() {
+            c.download::<f32>("s")?
+        } else {
+            Vec::new()
+        }))
+    };
+    Ok(Box::new(PlannedCall::new(api, plan, &inputs, output)?))
 }
 
 #[cfg(test)]

@@ -20,7 +20,8 @@
 //!
 //! chunks = ceil(n / SPLIT_CHUNK). Output: `nq * k` ids, row q at `out + q * k`.
 
-use super::{Arg, DevPtr, Family, GpuApi, LaunchDims};
+use super::launch::{launch, LaunchPlan, PlanArg, PlannedCall, Role, Step};
+use super::{Family, GpuApi, GpuProps, LaunchDims};
 use crate::backend::{BackendError, BackendResult, Prepared};
 use crate::dispatch::topk::{choose, TopkKernel, TopkShape, REGISTER_MAX_N, SPLIT_CHUNK};
 use crate::dispatch::{Switches, TargetCaps};
@@ -66,7 +67,25 @@ pub fn split_workspace_bytes(nq: usize, n: usize, k: usize) -> usize {
 const _: () = assert!(REGISTER_MAX_N <= 1024 * REGISTER_ITEMS);
 const _: () = assert!(crate::dispatch::topk::MAX_N / SPLIT_CHUNK <= SPLIT_THREADS as usize);
 
-fn validate(p: &TopkProblem) -> BackendResult<()> {
+/// The shape of one top-k call: all a plan needs (no data).
+#[derive(Clone, Copy, Debug)]
+pub struct TopkCall {
+    pub nq: usize,
+    pub n: usize,
+    pub capacity: usize,
+    pub k: usize,
+    /// Per-query active counts are passed (prefill form).
+    pub has_active: bool,
+}
+
+/// Validate `p`, choose the kernel with `crate::dispatch`, and return every buffer and
+/// launch of one call. The runner launches this plan (`prepare`), `qsa plan` prints it.
+pub fn launch_plan(
+    caps: &TargetCaps,
+    props: &GpuProps,
+    switches: &Switches,
+    p: &TopkCall,
+) -> BackendResult<LaunchPlan> {
     if p.nq == 0 {
         return Err(BackendError::Input("top-k with nq = 0 queries".into()));
     }
@@ -87,43 +106,14 @@ fn validate(p: &TopkProblem) -> BackendResult<()> {
             p.capacity, p.nq
         )));
     }
-    let want =
+    let scores_len =
         p.nq.checked_mul(p.capacity)
             .ok_or_else(|| BackendError::Shape("nq * capacity overflows".into()))?;
-    if p.scores.len() != want {
-        return Err(BackendError::Input(format!(
-            "top-k scores hold {} values; nq * capacity = {} * {} = {want}",
-            p.scores.len(),
-            p.nq,
-            p.capacity
-        )));
-    }
-    if let Some(a) = &p.active {
-        if a.len() != p.nq {
-            return Err(BackendError::Input(format!(
-                "top-k active counts: {} for {} queries",
-                a.len(),
-                p.nq
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// Upload `p`'s inputs, choose the kernel with `crate::dispatch`, and return the prepared
-/// call. The signature is the contract with `gpu::backend`.
-pub fn prepare<'a, A: GpuApi>(
-    api: &'a A,
-    caps: &TargetCaps,
-    switches: &Switches,
-    p: &'a TopkProblem,
-) -> BackendResult<Box<dyn Prepared + 'a>> {
-    validate(p)?;
     let shape = TopkShape {
         nq: p.nq,
         n: p.n,
         k: p.k,
-        has_active: p.active.is_some(),
+        has_active: p.has_active,
     };
     let kernel = choose(caps, switches, shape)?;
     if kernel == TopkKernel::Register && p.n > REGISTER_MAX_N {
@@ -138,148 +128,100 @@ pub fn prepare<'a, A: GpuApi>(
             p.nq
         )));
     }
-    let mut prep = TopkPrepared {
-        api,
-        kernel,
-        p,
-        buffers: Vec::new(),
-        scores: None,
-        active: None,
-        out: None,
-        ws: None,
+    let mut plan = LaunchPlan::new(Family::Topk, kernel.name());
+    let scores = plan.buffer("scores", scores_len * 4, Role::Input);
+    let active = if p.has_active {
+        plan.buffer("active", p.nq * 4, Role::Input)
+    } else {
+        PlanArg::Null
     };
-    let scores = prep.alloc(std::mem::size_of_val(p.scores.as_slice()))?;
-    api.upload(scores, super::as_bytes(&p.scores))?;
-    prep.scores = Some(scores);
-    if let Some(a) = &p.active {
-        let dev = prep.alloc(std::mem::size_of_val(a.as_slice()))?;
-        api.upload(dev, super::as_bytes(a))?;
-        prep.active = Some(dev);
+    let out = plan.buffer("out", p.nq * p.k * 4, Role::Output);
+    let (cap, nq, n, k) = (
+        PlanArg::I32(p.capacity as i32),
+        PlanArg::I32(p.nq as i32),
+        PlanArg::I32(p.n as i32),
+        PlanArg::I32(p.k as i32),
+    );
+    let one = |grid: (u32, u32, u32), threads: u32| LaunchDims {
+        grid,
+        block: (threads, 1, 1),
+        shared_bytes: 0,
+    };
+    match kernel {
+        TopkKernel::Register => plan.call.push(launch(
+            "qsa_topk_register",
+            one((p.nq as u32, 1, 1), register_threads(p.n)),
+            vec![scores, cap, nq, n, k, active, out],
+        )),
+        TopkKernel::Wide => {
+            let staged = wide_staged_bytes(p.n, props.max_shared_per_block);
+            let mut dims = one((p.nq as u32, 1, 1), WIDE_THREADS);
+            dims.shared_bytes = staged.unwrap_or(0);
+            let flag = PlanArg::I32(staged.is_some() as i32);
+            plan.call.push(launch(
+                "qsa_topk_wide",
+                dims,
+                vec![scores, cap, nq, n, k, active, out, flag],
+            ));
+        }
+        TopkKernel::Split => {
+            // Zeroed once; the kernels leave it reusable.
+            let ws = plan.buffer("ws", split_workspace_bytes(p.nq, p.n, p.k), Role::Workspace);
+            plan.setup.push(Step::Zero { buffer: "ws" });
+            let grid = (split_chunks(p.n) as u32, p.nq as u32, 1);
+            plan.call.push(launch(
+                "qsa_topk_split_bound",
+                one(grid, SPLIT_THREADS),
+                vec![scores, cap, nq, n, k, ws],
+            ));
+            plan.call.push(launch(
+                "qsa_topk_split_select",
+                one(grid, SPLIT_THREADS),
+                vec![scores, cap, nq, n, k, ws, out],
+            ));
+        }
     }
-    let out = prep.alloc(p.nq * p.k * 4)?;
-    prep.out = Some(out);
-    if kernel == TopkKernel::Split {
-        let ws = prep.alloc(split_workspace_bytes(p.nq, p.n, p.k))?;
-        api.memset_zero(ws)?;
-        prep.ws = Some(ws);
-    }
-    Ok(Box::new(prep))
+    Ok(plan)
 }
 
-struct TopkPrepared<'a, A: GpuApi> {
+/// Check `p`'s data against its shape, plan the call, upload the inputs, and return the
+/// prepared call. The signature is the contract with `gpu::backend`.
+pub fn prepare<'a, A: GpuApi>(
     api: &'a A,
-    kernel: TopkKernel,
+    caps: &TargetCaps,
+    switches: &Switches,
     p: &'a TopkProblem,
-    /// Every allocation, freed on drop (also when prepare fails half-way).
-    buffers: Vec<DevPtr>,
-    scores: Option<DevPtr>,
-    active: Option<DevPtr>,
-    out: Option<DevPtr>,
-    ws: Option<DevPtr>,
-}
-
-impl<A: GpuApi> TopkPrepared<'_, A> {
-    fn alloc(&mut self, bytes: usize) -> BackendResult<DevPtr> {
-        let ptr = self.api.alloc(bytes)?;
-        self.buffers.push(ptr);
-        Ok(ptr)
+) -> BackendResult<Box<dyn Prepared + 'a>> {
+    let call = TopkCall {
+        nq: p.nq,
+        n: p.n,
+        capacity: p.capacity,
+        k: p.k,
+        has_active: p.active.is_some(),
+    };
+    let plan = launch_plan(caps, api.props(), switches, &call)?;
+    let want = p.nq * p.capacity;
+    if p.scores.len() != want {
+        return Err(BackendError::Input(format!(
+            "top-k scores hold {} values; nq * capacity = {} * {} = {want}",
+            p.scores.len(),
+            p.nq,
+            p.capacity
+        )));
     }
-
-    fn ptr(p: Option<DevPtr>) -> BackendResult<DevPtr> {
-        p.ok_or_else(|| {
-            BackendError::Device("top-k buffer missing (prepare did not finish)".into())
-        })
-    }
-
-    /// Enqueue the chosen kernel(s); asynchronous.
-    fn enqueue(&self) -> BackendResult<()> {
-        let p = self.p;
-        let scores = Arg::Ptr(Self::ptr(self.scores)?);
-        let out = Arg::Ptr(Self::ptr(self.out)?);
-        let active = self.active.map_or(Arg::Null, Arg::Ptr);
-        let (cap, nq, n, k) = (
-            Arg::I32(p.capacity as i32),
-            Arg::I32(p.nq as i32),
-            Arg::I32(p.n as i32),
-            Arg::I32(p.k as i32),
-        );
-        let one = |grid: (u32, u32, u32), threads: u32| LaunchDims {
-            grid,
-            block: (threads, 1, 1),
-            shared_bytes: 0,
-        };
-        match self.kernel {
-            TopkKernel::Register => self.api.launch(
-                Family::Topk,
-                "qsa_topk_register",
-                one((p.nq as u32, 1, 1), register_threads(p.n)),
-                &[scores, cap, nq, n, k, active, out],
-            ),
-            TopkKernel::Wide => {
-                let staged = wide_staged_bytes(p.n, self.api.props().max_shared_per_block);
-                let mut dims = one((p.nq as u32, 1, 1), WIDE_THREADS);
-                dims.shared_bytes = staged.unwrap_or(0);
-                let flag = Arg::I32(staged.is_some() as i32);
-                self.api.launch(
-                    Family::Topk,
-                    "qsa_topk_wide",
-                    dims,
-                    &[scores, cap, nq, n, k, active, out, flag],
-                )
-            }
-            TopkKernel::Split => {
-                let ws = Arg::Ptr(Self::ptr(self.ws)?);
-                let grid = (split_chunks(p.n) as u32, p.nq as u32, 1);
-                self.api.launch(
-                    Family::Topk,
-                    "qsa_topk_split_bound",
-                    one(grid, SPLIT_THREADS),
-                    &[scores, cap, nq, n, k, ws],
-                )?;
-                self.api.launch(
-                    Family::Topk,
-                    "qsa_topk_split_select",
-                    one(grid, SPLIT_THREADS),
-                    &[scores, cap, nq, n, k, ws, out],
-                )
-            }
+    let mut inputs = vec![("scores", super::as_bytes(&p.scores))];
+    if let Some(a) = &p.active {
+        if a.len() != p.nq {
+            return Err(BackendError::Input(format!(
+                "top-k active counts: {} for {} queries",
+                a.len(),
+                p.nq
+            )));
         }
+        inputs.push(("active", super::as_bytes(a)));
     }
-}
-
-impl<A: GpuApi> Prepared for TopkPrepared<'_, A> {
-    fn dispatched(&self) -> String {
-        self.kernel.name().to_string()
-    }
-
-    fn run(&mut self) -> BackendResult<()> {
-        self.enqueue()?;
-        self.api.synchronize()
-    }
-
-    fn time(&mut self, reps: usize) -> BackendResult<Vec<f64>> {
-        let this = &*self;
-        (0..reps)
-            .map(|_| this.api.time(&mut || this.enqueue()))
-            .collect()
-    }
-
-    fn output(&mut self) -> BackendResult<Output> {
-        let mut ids = vec![0i32; self.p.nq * self.p.k];
-        self.api
-            .download(Self::ptr(self.out)?, super::as_bytes_mut(&mut ids))?;
-        Ok(Output::Ids(ids))
-    }
-}
-
-impl<A: GpuApi> Drop for TopkPrepared<'_, A> {
-    fn drop(&mut self) {
-        // Nothing may still use the buffers: wait for queued launches, best effort.
-        let _ = self.api.synchronize();
-        for b in self.buffers.drain(..) {
-            self.api.free(b);
-        }
-    }
+    let output = |c: &PlannedCall<'a, A>| Ok(Output::Ids(c.download::<i32>("out")?));
+    Ok(Box::new(PlannedCall::new(api, plan, &inputs, output)?))
 }
 
 #[cfg(test)]

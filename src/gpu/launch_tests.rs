@@ -1,0 +1,247 @@
+//! The runner's launches are the plan: `GpuBackend` over a recording `GpuApi` (no device)
+//! prepares and runs each family's call, and what it launched, step by step with every
+//! argument, is what `launch_plan` (and so `qsa plan`) says.
+
+use super::*;
+use crate::backend::Backend;
+use crate::dispatch::{Feature, Switches, Vendor};
+use crate::gpu::backend::GpuBackend;
+use crate::problem::{AttnDtype, AttnProblem, Problem, ScoresProblem, TopkProblem, HEAD_DIM};
+use std::cell::RefCell;
+
+/// Records allocations (in order) and every zero-fill and launch; no device.
+struct Recorder {
+    props: GpuProps,
+    allocs: RefCell<Vec<DevPtr>>,
+    steps: RefCell<Vec<(String, LaunchDims, Vec<String>)>>,
+}
+
+impl GpuApi for Recorder {
+    fn props(&self) -> &GpuProps {
+        &self.props
+    }
+    fn alloc(&self, bytes: usize) -> BackendResult<DevPtr> {
+        let mut a = self.allocs.borrow_mut();
+        let p = DevPtr {
+            addr: 0x1000 * (a.len() as u64 + 1),
+            bytes,
+        };
+        a.push(p);
+        Ok(p)
+    }
+    fn free(&self, _: DevPtr) {}
+    fn upload(&self, _: DevPtr, _: &[u8]) -> BackendResult<()> {
+        Ok(())
+    }
+    fn download(&self, _: DevPtr, dst: &mut [u8]) -> BackendResult<()> {
+        dst.fill(0);
+        Ok(())
+    }
+    fn memset_zero(&self, dst: DevPtr) -> BackendResult<()> {
+        let dims = LaunchDims {
+            grid: (0, 0, 0),
+            block: (0, 0, 0),
+            shared_bytes: 0,
+        };
+        self.steps
+            .borrow_mut()
+            .push(("zero".into(), dims, vec![format!("@{}", dst.addr)]));
+        Ok(())
+    }
+    fn launch(&self, _: Family, kernel: &str, dims: LaunchDims, args: &[Arg]) -> BackendResult<()> {
+        let args = args
+            .iter()
+            .map(|a| match a {
+                Arg::Ptr(p) => format!("@{}", p.addr),
+                Arg::Null => "null".into(),
+                Arg::I32(v) => format!("i32 {v}"),
+                Arg::U32(v) => format!("u32 {v}"),
+                Arg::I64(v) => format!("i64 {v}"),
+                Arg::F32(v) => format!("f32 {v}"),
+            })
+            .collect();
+        self.steps.borrow_mut().push((kernel.into(), dims, args));
+        Ok(())
+    }
+    fn synchronize(&self) -> BackendResult<()> {
+        Ok(())
+    }
+    fn time(&self, f: &mut dyn FnMut() -> BackendResult<()>) -> BackendResult<f64> {
+        f()?;
+        Ok(0.0)
+    }
+}
+
+fn sm90() -> TargetCaps {
+    TargetCaps {
+        name: "sm_90".into(),
+        vendor: Vendor::Nvidia,
+        wave: 32,
+        shared_per_block: 232_448,
+        multiprocessors: 132,
+        features: vec![Feature::Tf32Tc, Feature::Bf16Tc],
+    }
+}
+
+/// The plan's steps in the recorder's form, buffers by their recorded address.
+fn plan_steps(plan: &LaunchPlan, rec: &Recorder) -> Vec<(String, LaunchDims, Vec<String>)> {
+    let addr = |name: &str| {
+        let i = plan.buffers.iter().position(|b| b.name == name).unwrap();
+        format!("@{}", rec.allocs.borrow()[i].addr)
+    };
+    plan.setup
+        .iter()
+        .chain(&plan.call)
+        .map(|s| match s {
+            Step::Zero { buffer } => {
+                let dims = LaunchDims {
+                    grid: (0, 0, 0),
+                    block: (0, 0, 0),
+                    shared_bytes: 0,
+                };
+                ("zero".into(), dims, vec![addr(buffer)])
+            }
+            Step::Launch {
+                kernel,
+                grid,
+                block,
+                shared_bytes,
+                args,
+            } => {
+                let dims = LaunchDims {
+                    grid: (grid[0], grid[1], grid[2]),
+                    block: (block[0], block[1], block[2]),
+                    shared_bytes: *shared_bytes,
+                };
+                let args = args
+                    .iter()
+                    .map(|a| match a {
+                        PlanArg::Buffer(n) => addr(n),
+                        PlanArg::Null => "null".into(),
+                        PlanArg::I32(v) => format!("i32 {v}"),
+                        PlanArg::U32(v) => format!("u32 {v}"),
+                        PlanArg::I64(v) => format!("i64 {v}"),
+                        PlanArg::F32(v) => format!("f32 {v}"),
+                    })
+                    .collect();
+                (kernel.clone(), dims, args)
+            }
+        })
+        .collect()
+}
+
+fn switches(kv: &[(&str, &str)]) -> Switches {
+    Switches::new(
+        kv.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    )
+}
+
+fn check(problem: Problem, sw: Switches, plan: impl Fn(&GpuProps) -> LaunchPlan) {
+    let caps = sm90();
+    let rec = Recorder {
+        props: props_of(&caps),
+        allocs: RefCell::new(Vec::new()),
+        steps: RefCell::new(Vec::new()),
+    };
+    let backend = GpuBackend::new(rec, caps);
+    let want = plan(backend.api().props());
+    let mut prep = backend.prepare(&sw, &problem).unwrap();
+    prep.run().unwrap();
+    assert_eq!(prep.dispatched(), want.dispatched);
+    drop(prep);
+    let rec = backend.api();
+    let sizes: Vec<usize> = rec.allocs.borrow().iter().map(|p| p.bytes).collect();
+    let planned: Vec<usize> = want.buffers.iter().map(|b| b.bytes.max(4)).collect();
+    assert_eq!(sizes, planned, "allocations differ from the plan's buffers");
+    let got = rec.steps.borrow().clone();
+    let expect = plan_steps(&want, rec);
+    assert_eq!(got.len(), expect.len(), "{got:?}\nplan: {expect:?}");
+    for (i, (g, w)) in got.iter().zip(&expect).enumerate() {
+        assert_eq!(
+            (&g.0, g.1.grid, g.1.block, g.1.shared_bytes, &g.2),
+            (&w.0, w.1.grid, w.1.block, w.1.shared_bytes, &w.2),
+            "step {i}: the runner launched something else than the plan of `qsa plan`"
+        );
+    }
+}
+
+#[test]
+fn the_runner_launches_exactly_the_plan() {
+    let caps = sm90();
+    // Top-k: the split (a zeroed workspace, two launches) and the wide kernel.
+    for kernel in ["split", "wide"] {
+        let (nq, n, k) = (3, 40_000, 64);
+        let p = TopkProblem {
+            nq,
+            n,
+            capacity: n,
+            k,
+            scores: vec![0.0; nq * n],
+            active: None,
+        };
+        let sw = switches(&[("QSA_TOPK_KERNEL", kernel)]);
+        let shape = crate::gpu::topk::TopkCall {
+            nq,
+            n,
+            capacity: n,
+            k,
+            has_active: false,
+        };
+        check(Problem::Topk(p), sw.clone(), |props| {
+            crate::gpu::topk::launch_plan(&caps, props, &sw, &shape).unwrap()
+        });
+    }
+    // Scores: the TF32 decode tile.
+    let (nq, heads, blocks) = (1, 64, 1000);
+    let p = ScoresProblem {
+        nq,
+        heads,
+        blocks,
+        q: vec![0.0; nq * heads * HEAD_DIM],
+        kb: vec![0.0; blocks * HEAD_DIM],
+        w: vec![0.0; nq * heads],
+    };
+    let shape = crate::gpu::scores::ScoresCall { nq, heads, blocks };
+    check(Problem::Scores(p), switches(&[]), |props| {
+        crate::gpu::scores::launch_plan(&caps, props, &switches(&[]), &shape).unwrap()
+    });
+    // Attention: the split forward (staged + combine), and the backward with its forward
+    // as setup, with a swept split count.
+    let (batch, q_len, kv_len, hq, hkv, t) = (1, 2, 700, 16, 2, 4);
+    let attn = AttnProblem {
+        batch,
+        q_len,
+        kv_len,
+        hq,
+        hkv,
+        t,
+        dtype: AttnDtype::Bf16,
+        scale: 0.088,
+        q: vec![0; batch * q_len * hq * HEAD_DIM],
+        k: vec![0; batch * kv_len * hkv * HEAD_DIM],
+        v: vec![0; batch * kv_len * hkv * HEAD_DIM],
+        ids: vec![-1; batch * q_len * hkv * t],
+        d_o: vec![0.0; batch * q_len * hq * HEAD_DIM],
+    };
+    let shape = crate::gpu::attention::AttnCall::of(&attn);
+    for backward in [false, true] {
+        let sw = switches(&[("QSA_ATTN_SPLITS", "3")]);
+        let problem = if backward {
+            Problem::AttnBackward(attn.clone())
+        } else {
+            Problem::AttnForward(attn.clone())
+        };
+        check(problem, sw.clone(), |props| {
+            let plan =
+                crate::gpu::attention::launch_plan(&caps, props, &sw, &shape, backward).unwrap();
+            assert!(plan
+                .setup
+                .iter()
+                .chain(&plan.call)
+                .any(|s| matches!(s, Step::Launch { kernel, .. } if kernel == "qsa_attn_combine")));
+            plan
+        });
+    }
+}

@@ -1,0 +1,176 @@
+//! The side-by-side benches (bench/*.py) launch what the runner launches: each script's
+//! `--plan-only` mode records every launch it would make (through bench/qsa_plan.py's `Call`,
+//! the code its GPU mode launches with) and this test re-plans each request in-process with
+//! `gpu::<family>::launch_plan`, the function the runner's launches come from. A launch rule
+//! re-derived or overridden in Python (a grid, a block, shared bytes, a split, an argument)
+//! fails here, naming the script, the call and the step.
+//!
+//! Needs python3 with numpy (no cupy, torch or GPU): missing, the test prints SKIPPED (not
+//! captured); with QSA_REQUIRE_NUMPY=1 (set by CI through .ci/test) it fails instead.
+
+use clap::Parser;
+use qsa::plan::request::{self, PlanArgs};
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+#[derive(Parser)]
+struct Wrap {
+    #[command(flatten)]
+    args: PlanArgs,
+}
+
+fn numpy_here() -> bool {
+    Command::new("python3")
+        .args(["-c", "import numpy"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// f32 arguments travel as the shortest f32 decimal (Rust) or as the f64 of the f32
+/// (Python): compare them as f32.
+fn normalize(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            if let Some(Value::Number(x)) = m.get("f32") {
+                let f = x.as_f64().unwrap_or(f64::NAN) as f32;
+                m.insert("f32".into(), Value::String(format!("{f:e}")));
+            }
+            m.values_mut().for_each(normalize);
+        }
+        Value::Array(a) => a.iter_mut().for_each(normalize),
+        _ => {}
+    }
+}
+
+/// Every call `script` would make, compared with the Rust plan; returns how many calls.
+fn compare(script: &str, extra: &[&str]) -> usize {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new("python3")
+        .arg(root.join("bench").join(script))
+        .args(["--plan-only", "--qsa", env!("CARGO_BIN_EXE_qsa")])
+        .args(extra)
+        .current_dir(root)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "bench/{script} --plan-only failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("bench/{script} --plan-only printed no JSON ({e})"));
+    let calls = doc["calls"].as_array().expect("a calls list");
+    assert!(
+        !calls.is_empty(),
+        "bench/{script} --plan-only lists no call"
+    );
+    for call in calls {
+        let label = call["label"].as_str().unwrap_or("?");
+        let argv: Vec<String> = call["argv"]
+            .as_array()
+            .expect("argv")
+            .iter()
+            .map(|a| a.as_str().unwrap_or_default().to_string())
+            .collect();
+        // argv[0] is the subcommand ("plan"), where clap expects the program's name.
+        let mut args = Wrap::try_parse_from(&argv)
+            .unwrap_or_else(|e| {
+                panic!("bench/{script} call `{label}`: {argv:?} does not parse: {e}")
+            })
+            .args;
+        args.matrix = root.join(&args.matrix);
+        let req = request::resolve(&args)
+            .unwrap_or_else(|e| panic!("bench/{script} call `{label}`: {e}"));
+        let plan = request::launch_plan(&req)
+            .unwrap_or_else(|e| panic!("bench/{script} call `{label}`: {e}"));
+        let mut want = serde_json::to_value(&plan).expect("plan serializes");
+        let mut got = call.clone();
+        normalize(&mut want);
+        normalize(&mut got);
+        for phase in ["setup", "call"] {
+            let (w, g) = (
+                want[phase].as_array().unwrap(),
+                got[phase].as_array().unwrap(),
+            );
+            for (i, step) in w.iter().enumerate() {
+                let made = g.get(i).cloned().unwrap_or(Value::Null);
+                assert!(
+                    *step == made,
+                    "bench/{script} would launch something else than the runner: call `{label}` \
+                     (qsa {}), {phase} step {i}:\n  python launches {made}\n  the Rust plan (src/gpu/) says {step}\n\
+                     a launch rule is re-derived or overridden in Python: take it from the plan \
+                     (bench/qsa_plan.py), never compute it in the script",
+                    argv.join(" ")
+                );
+            }
+            assert_eq!(
+                g.len(),
+                w.len(),
+                "bench/{script} call `{label}`: python makes {} {phase} steps, the Rust plan {}",
+                g.len(),
+                w.len()
+            );
+        }
+    }
+    calls.len()
+}
+
+#[test]
+fn the_benches_launch_what_the_runner_launches() {
+    if !numpy_here() {
+        let why =
+            "python3 with numpy is not installed (pip install numpy; .ci/install-test-tools.sh)";
+        assert!(
+            std::env::var_os("QSA_REQUIRE_NUMPY").is_none(),
+            "QSA_REQUIRE_NUMPY is set and {why}"
+        );
+        eprintln!("SKIPPED the_benches_launch_what_the_runner_launches: {why}");
+        return;
+    }
+    // The full case lists (not --quick): every call each script can make.
+    let n = compare("topk_vs_torch.py", &[]);
+    assert!(n >= 10, "topk: {n} calls");
+    let n = compare("scores_vs_torch.py", &[]);
+    assert!(n >= 20, "scores: {n} calls");
+    let n = compare("attention_vs_torch.py", &["--check", "--bench"]);
+    assert!(n >= 40, "attention: {n} calls");
+}
+
+/// What the benches rely on from the binary: JSON on stdout and exit 0; a mistake is exit 2
+/// with the reason on stderr and nothing on stdout (a bench reports it as a PlanError).
+#[test]
+fn qsa_plan_prints_json_or_refuses_with_exit_2() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let run = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_qsa"))
+            .args(["plan", "--json", "--target", "sm_90"])
+            .args(extra)
+            .current_dir(root)
+            .output()
+            .unwrap()
+    };
+    let ok = run(&["--topk", "nq=3,n=262144,k=2048"]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let v: Value = serde_json::from_slice(&ok.stdout).unwrap();
+    assert_eq!(v["dispatched"], "split");
+    assert_eq!(v["module"], "topk");
+    assert_eq!(v["call"][0]["kernel"], "qsa_topk_split_bound");
+    assert_eq!(v["call"][0]["grid"], serde_json::json!([64, 3, 1]));
+    assert_eq!(
+        v["setup"][0],
+        serde_json::json!({"op": "zero", "buffer": "ws"})
+    );
+    let bad = run(&["--topk", "nq=3,n=262144,k=5000"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(bad.stdout.is_empty());
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("k = 5000 exceeds the kernels' limit of 4096"),
+        "{err}"
+    );
+}
