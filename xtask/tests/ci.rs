@@ -607,7 +607,7 @@ const github = {
     },
   },
 };
-const core = { info: (m) => console.log(m) };
+const core = { info: (m) => console.log(m), warning: (m) => console.log(`warning: ${m}`) };
 const context = { repo: { owner: "o", repo: "r" } };
 (async () => {
   await (async function () { SCRIPT })();
@@ -655,6 +655,37 @@ const context = { repo: { owner: "o", repo: "r" } };
     );
     let c = run("7; rm -rf /", "evil", "abc123");
     assert!(c.len() == 2 && !s(&c[1]["body"]).contains("evil"));
+    // A hostile artifact: summary.md a symlink to a file of the runner is never followed.
+    let secret = tmp.path().join("runner-secret");
+    std::fs::write(&secret, "TOKEN=hunter2").unwrap();
+    std::fs::remove_file(dir.join("summary.md")).unwrap();
+    std::os::unix::fs::symlink(&secret, dir.join("summary.md")).unwrap();
+    std::fs::write(dir.join("pr-number"), "7").unwrap();
+    let o = Command::new("node")
+        .arg(&js)
+        .env("STATE", &state)
+        .env("SUMMARY_DIR", &dir)
+        .env("HEAD_SHA", "abc123")
+        .env("RUN_URL", "https://example.invalid/run/1")
+        .env("CONCLUSION", "failure")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let v: Value = serde_yaml::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+    let body = s(&v["comments"][1]["body"]);
+    assert!(
+        !body.contains("hunter2") && body.contains("before it wrote a summary"),
+        "a symlinked summary.md must not be read: {body}"
+    );
+    // A summary over the byte limit is not read at all (no 100 MB string in the runner).
+    std::fs::remove_file(dir.join("summary.md")).unwrap();
+    let c = run("7", &"x".repeat((1 << 20) + 1), "abc123");
+    let body = s(&c[1]["body"]);
+    assert!(
+        body.contains("over the 1048576-byte limit") && !body.contains("xxxx"),
+        "an oversized summary.md must not be read: {}",
+        &body[..body.len().min(300)]
+    );
 }
 
 #[test]
