@@ -42,7 +42,7 @@ pub fn validate(p: &AttnProblem) -> BackendResult<()> {
             )));
         }
     }
-    if p.hq % p.hkv != 0 {
+    if !p.hq.is_multiple_of(p.hkv) {
         return Err(shape(format!(
             "hq = {} is not a multiple of hkv = {} (GQA groups)",
             p.hq, p.hkv

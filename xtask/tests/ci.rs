@@ -732,3 +732,113 @@ fn health_check_names_the_reason() {
         "{why}"
     );
 }
+
+/// Cargo.toml's `rust-version` is at least what every package Cargo.lock resolves for this
+/// host declares (cargo metadata), so the stated minimum can build the locked tree; CI's
+/// msrv job builds with exactly that version, which checks the other side.
+#[test]
+fn rust_version_covers_the_lock() {
+    let parse = |v: &str| -> Vec<u64> { v.split('.').map(|x| x.parse().unwrap()).collect() };
+    let host = String::from_utf8(Command::new("rustc").arg("-vV").output().unwrap().stdout)
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("host: ").map(str::to_string))
+        .expect("rustc -vV names the host");
+    let o = Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--locked",
+            "--filter-platform",
+        ])
+        .arg(&host)
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let m: Value = serde_yaml::from_slice(&o.stdout).unwrap();
+    let resolved: Vec<String> = m["resolve"]["nodes"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|n| s(&n["id"]))
+        .collect();
+    let mut need: Option<(Vec<u64>, String)> = None;
+    let mut ours = None;
+    for p in m["packages"].as_sequence().unwrap() {
+        if !resolved.contains(&s(&p["id"])) {
+            continue;
+        }
+        let Some(rv) = p["rust_version"].as_str() else {
+            continue;
+        };
+        if s(&p["name"]) == "qsa" {
+            ours = Some(parse(rv));
+        }
+        let who = format!("{} {} (rust-version {rv})", s(&p["name"]), s(&p["version"]));
+        if need.as_ref().is_none_or(|(v, _)| parse(rv) > *v) {
+            need = Some((parse(rv), who));
+        }
+    }
+    let (need, who) = need.expect("some locked package declares a rust-version");
+    let ours = ours.expect("the qsa package declares rust-version");
+    assert!(
+        ours >= need,
+        "Cargo.toml says rust-version {ours:?} but Cargo.lock needs {need:?}: {who}. Raise \
+         [workspace.package] rust-version (and the README's minimum) or pin that crate lower"
+    );
+}
+
+/// Every action is pinned by a full commit SHA with the version it stands for in a comment,
+/// and every checkout drops its credentials (zizmor in .ci/run audits the same and more;
+/// this is the seconds-fast guard that runs with `cargo test`).
+#[test]
+fn every_action_is_pinned_by_sha_with_its_version() {
+    let dir = root().join(".github/workflows");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().to_string();
+        let raw = std::fs::read_to_string(&p).unwrap();
+        for (i, line) in raw.lines().enumerate() {
+            let Some(rest) = line
+                .trim_start()
+                .trim_start_matches("- ")
+                .strip_prefix("uses: ")
+            else {
+                continue;
+            };
+            n += 1;
+            let (action, comment) = rest.split_once(" # ").unwrap_or((rest, ""));
+            let sha = action.trim().rsplit_once('@').map_or("", |x| x.1);
+            assert!(
+                sha.len() == 40 && sha.bytes().all(|b| b.is_ascii_hexdigit()),
+                "{name}:{}: `{}` is not pinned by a full commit SHA: pin it, with the version \
+                 in a comment (`uses: owner/repo@<40 hex> # vX.Y.Z`)",
+                i + 1,
+                action.trim()
+            );
+            assert!(
+                !comment.trim().is_empty(),
+                "{name}:{}: `{}` has no version comment",
+                i + 1,
+                action.trim()
+            );
+        }
+        let w = yaml(&p);
+        for (job, j) in w["jobs"].as_mapping().unwrap() {
+            for st in j["steps"].as_sequence().into_iter().flatten() {
+                if s(&st["uses"]).starts_with("actions/checkout@") {
+                    assert_eq!(
+                        s(&st["with"]["persist-credentials"]),
+                        "false",
+                        "{name}: job {}: checkout must set persist-credentials: false",
+                        s(job)
+                    );
+                }
+            }
+        }
+    }
+    assert!(n >= 10, "only {n} `uses:` lines found: the scan is broken");
+}
