@@ -738,7 +738,12 @@ fn health_check_names_the_reason() {
 /// msrv job builds with exactly that version, which checks the other side.
 #[test]
 fn rust_version_covers_the_lock() {
-    let parse = |v: &str| -> Vec<u64> { v.split('.').map(|x| x.parse().unwrap()).collect() };
+    // "1.89" is "1.89.0": compare (major, minor, patch).
+    let parse = |v: &str| -> Vec<u64> {
+        let mut p: Vec<u64> = v.split('.').map(|x| x.parse().unwrap()).collect();
+        p.resize(3, 0);
+        p
+    };
     let host = String::from_utf8(Command::new("rustc").arg("-vV").output().unwrap().stdout)
         .unwrap()
         .lines()
@@ -765,7 +770,7 @@ fn rust_version_covers_the_lock() {
         .map(|n| s(&n["id"]))
         .collect();
     let mut need: Option<(Vec<u64>, String)> = None;
-    let mut ours = None;
+    let mut ours: Option<(Vec<u64>, String)> = None;
     for p in m["packages"].as_sequence().unwrap() {
         if !resolved.contains(&s(&p["id"])) {
             continue;
@@ -774,18 +779,18 @@ fn rust_version_covers_the_lock() {
             continue;
         };
         if s(&p["name"]) == "qsa" {
-            ours = Some(parse(rv));
+            ours = Some((parse(rv), rv.to_string()));
         }
-        let who = format!("{} {} (rust-version {rv})", s(&p["name"]), s(&p["version"]));
+        let who = format!("{rv} for {} {}", s(&p["name"]), s(&p["version"]));
         if need.as_ref().is_none_or(|(v, _)| parse(rv) > *v) {
             need = Some((parse(rv), who));
         }
     }
     let (need, who) = need.expect("some locked package declares a rust-version");
-    let ours = ours.expect("the qsa package declares rust-version");
+    let (ours, stated) = ours.expect("the qsa package declares rust-version");
     assert!(
         ours >= need,
-        "Cargo.toml says rust-version {ours:?} but Cargo.lock needs {need:?}: {who}. Raise \
+        "Cargo.toml says rust-version {stated} but Cargo.lock needs {who}. Raise \
          [workspace.package] rust-version (and the README's minimum) or pin that crate lower"
     );
 }
