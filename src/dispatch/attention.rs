@@ -71,7 +71,7 @@ pub struct StagedPlan {
 pub fn staged_geometry(group: usize, q_len: usize) -> (usize, usize) {
     let hc = (1..=group.min(STAGED_ROWS))
         .rev()
-        .find(|d| group % d == 0)
+        .find(|d| group.is_multiple_of(*d))
         .unwrap_or(1);
     let qt = (STAGED_ROWS / hc).min(q_len).max(1);
     (hc, qt)

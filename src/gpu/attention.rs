@@ -71,7 +71,7 @@ pub fn validate_shape(p: &AttnCall) -> BackendResult<()> {
             )));
         }
     }
-    if p.hq % p.hkv != 0 {
+    if !p.hq.is_multiple_of(p.hkv) {
         return Err(shape(format!(
             "hq = {} is not a multiple of hkv = {} (GQA groups)",
             p.hq, p.hkv

@@ -256,7 +256,7 @@ mod tests {
         for n in [1, 255, 2048, 2049, 4096, 8191, 8192] {
             let t = register_threads(n) as usize;
             assert!(
-                t * REGISTER_ITEMS >= n && t % 64 == 0 && (256..=1024).contains(&t),
+                t * REGISTER_ITEMS >= n && t.is_multiple_of(64) && (256..=1024).contains(&t),
                 "n={n} t={t}"
             );
         }

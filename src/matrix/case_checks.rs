@@ -215,7 +215,7 @@ impl Matrix {
                         format!("case `{name}`: every size must be >= 1"),
                     ));
                 }
-                if s.hq % s.hkv != 0 {
+                if !s.hq.is_multiple_of(s.hkv) {
                     return Err(e(
                         "cases.attention.hq",
                         format!(

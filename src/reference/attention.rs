@@ -60,7 +60,7 @@ pub fn kv_blocks(p: &AttnProblem) -> usize {
 /// Check shapes, lengths and ids (and `d_o` when `backward`): the errors name the field and
 /// the fix. Every selection-attention implementation calls this before running.
 pub fn validate_attn(p: &AttnProblem, backward: bool) -> BackendResult<()> {
-    if p.hq == 0 || p.hkv == 0 || p.hq % p.hkv != 0 {
+    if p.hq == 0 || p.hkv == 0 || !p.hq.is_multiple_of(p.hkv) {
         return Err(BackendError::Shape(format!(
             "hq = {} query heads must be a positive multiple of hkv = {} KV heads (GQA groups)",
             p.hq, p.hkv

@@ -607,7 +607,7 @@ const github = {
     },
   },
 };
-const core = { info: (m) => console.log(m) };
+const core = { info: (m) => console.log(m), warning: (m) => console.log(`warning: ${m}`) };
 const context = { repo: { owner: "o", repo: "r" } };
 (async () => {
   await (async function () { SCRIPT })();
@@ -655,6 +655,37 @@ const context = { repo: { owner: "o", repo: "r" } };
     );
     let c = run("7; rm -rf /", "evil", "abc123");
     assert!(c.len() == 2 && !s(&c[1]["body"]).contains("evil"));
+    // A hostile artifact: summary.md a symlink to a file of the runner is never followed.
+    let secret = tmp.path().join("runner-secret");
+    std::fs::write(&secret, "TOKEN=hunter2").unwrap();
+    std::fs::remove_file(dir.join("summary.md")).unwrap();
+    std::os::unix::fs::symlink(&secret, dir.join("summary.md")).unwrap();
+    std::fs::write(dir.join("pr-number"), "7").unwrap();
+    let o = Command::new("node")
+        .arg(&js)
+        .env("STATE", &state)
+        .env("SUMMARY_DIR", &dir)
+        .env("HEAD_SHA", "abc123")
+        .env("RUN_URL", "https://example.invalid/run/1")
+        .env("CONCLUSION", "failure")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let v: Value = serde_yaml::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+    let body = s(&v["comments"][1]["body"]);
+    assert!(
+        !body.contains("hunter2") && body.contains("before it wrote a summary"),
+        "a symlinked summary.md must not be read: {body}"
+    );
+    // A summary over the byte limit is not read at all (no 100 MB string in the runner).
+    std::fs::remove_file(dir.join("summary.md")).unwrap();
+    let c = run("7", &"x".repeat((1 << 20) + 1), "abc123");
+    let body = s(&c[1]["body"]);
+    assert!(
+        body.contains("over the 1048576-byte limit") && !body.contains("xxxx"),
+        "an oversized summary.md must not be read: {}",
+        &body[..body.len().min(300)]
+    );
 }
 
 #[test]
@@ -700,4 +731,119 @@ fn health_check_names_the_reason() {
         why.contains("could not communicate with the NVIDIA driver"),
         "{why}"
     );
+}
+
+/// Cargo.toml's `rust-version` is at least what every package Cargo.lock resolves for this
+/// host declares (cargo metadata), so the stated minimum can build the locked tree; CI's
+/// msrv job builds with exactly that version, which checks the other side.
+#[test]
+fn rust_version_covers_the_lock() {
+    // "1.89" is "1.89.0": compare (major, minor, patch).
+    let parse = |v: &str| -> Vec<u64> {
+        let mut p: Vec<u64> = v.split('.').map(|x| x.parse().unwrap()).collect();
+        p.resize(3, 0);
+        p
+    };
+    let host = String::from_utf8(Command::new("rustc").arg("-vV").output().unwrap().stdout)
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("host: ").map(str::to_string))
+        .expect("rustc -vV names the host");
+    let o = Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--locked",
+            "--filter-platform",
+        ])
+        .arg(&host)
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let m: Value = serde_yaml::from_slice(&o.stdout).unwrap();
+    let resolved: Vec<String> = m["resolve"]["nodes"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|n| s(&n["id"]))
+        .collect();
+    let mut need: Option<(Vec<u64>, String)> = None;
+    let mut ours: Option<(Vec<u64>, String)> = None;
+    for p in m["packages"].as_sequence().unwrap() {
+        if !resolved.contains(&s(&p["id"])) {
+            continue;
+        }
+        let Some(rv) = p["rust_version"].as_str() else {
+            continue;
+        };
+        if s(&p["name"]) == "qsa" {
+            ours = Some((parse(rv), rv.to_string()));
+        }
+        let who = format!("{rv} for {} {}", s(&p["name"]), s(&p["version"]));
+        if need.as_ref().is_none_or(|(v, _)| parse(rv) > *v) {
+            need = Some((parse(rv), who));
+        }
+    }
+    let (need, who) = need.expect("some locked package declares a rust-version");
+    let (ours, stated) = ours.expect("the qsa package declares rust-version");
+    assert!(
+        ours >= need,
+        "Cargo.toml says rust-version {stated} but Cargo.lock needs {who}. Raise \
+         [workspace.package] rust-version (and the README's minimum) or pin that crate lower"
+    );
+}
+
+/// Every action is pinned by a full commit SHA with the version it stands for in a comment,
+/// and every checkout drops its credentials (zizmor in .ci/run audits the same and more;
+/// this is the seconds-fast guard that runs with `cargo test`).
+#[test]
+fn every_action_is_pinned_by_sha_with_its_version() {
+    let dir = root().join(".github/workflows");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().to_string();
+        let raw = std::fs::read_to_string(&p).unwrap();
+        for (i, line) in raw.lines().enumerate() {
+            let Some(rest) = line
+                .trim_start()
+                .trim_start_matches("- ")
+                .strip_prefix("uses: ")
+            else {
+                continue;
+            };
+            n += 1;
+            let (action, comment) = rest.split_once(" # ").unwrap_or((rest, ""));
+            let sha = action.trim().rsplit_once('@').map_or("", |x| x.1);
+            assert!(
+                sha.len() == 40 && sha.bytes().all(|b| b.is_ascii_hexdigit()),
+                "{name}:{}: `{}` is not pinned by a full commit SHA: pin it, with the version \
+                 in a comment (`uses: owner/repo@<40 hex> # vX.Y.Z`)",
+                i + 1,
+                action.trim()
+            );
+            assert!(
+                !comment.trim().is_empty(),
+                "{name}:{}: `{}` has no version comment",
+                i + 1,
+                action.trim()
+            );
+        }
+        let w = yaml(&p);
+        for (job, j) in w["jobs"].as_mapping().unwrap() {
+            for st in j["steps"].as_sequence().into_iter().flatten() {
+                if s(&st["uses"]).starts_with("actions/checkout@") {
+                    assert_eq!(
+                        s(&st["with"]["persist-credentials"]),
+                        "false",
+                        "{name}: job {}: checkout must set persist-credentials: false",
+                        s(job)
+                    );
+                }
+            }
+        }
+    }
+    assert!(n >= 10, "only {n} `uses:` lines found: the scan is broken");
 }

@@ -1,5 +1,6 @@
 //! The Markdown summary for a pull request: per target, what ran and how it went; the
-//! failures with the command that reproduces each; snapshot diffs; benchmark verdicts.
+//! failures with the command that reproduces each; snapshot diffs; benchmark verdicts, with
+//! a chart of each target's ratios to its golden (`bench_chart`).
 
 use super::TargetReport;
 use qsa::matrix::Suite;
@@ -127,6 +128,8 @@ pub fn render(reports: &[TargetReport]) -> String {
             ));
         }
     }
+    // The chart of ratios first (what a reviewer looks at), the table of figures under it.
+    out.push_str(&super::bench_chart::render(reports));
     if !bench.is_empty() {
         out.push_str("\n<details><summary>Benchmarks (median us; ratio = this run / golden)</summary>\n\n| target | case | variant | pass | kernel | median us | ratio | verdict |\n|---|---|---|---|---|---:|---:|---|\n");
         out.push_str(&bench);

@@ -3,6 +3,7 @@
 //! target as `report.yaml`, so `cargo xtask report merge` can join runs made on different
 //! machines.
 
+pub mod bench_chart;
 pub mod junit;
 pub mod markdown;
 pub mod terminal;
