@@ -129,3 +129,7 @@ QSA_DEVICE int qsa_clamp_count(int active, int n) { return active < 0 ? 0 : (act
 QSA_DEVICE float qsa_bf16_to_f32(unsigned short b) { return __uint_as_float(((unsigned)b) << 16); }
 QSA_DEVICE float qsa_bf16x2_lo(unsigned w) { return __uint_as_float(w << 16); }
 QSA_DEVICE float qsa_bf16x2_hi(unsigned w) { return __uint_as_float(w & 0xffff0000u); }
+
+// Matrix-core, async-copy and conversion instructions (mma.sync, ldmatrix, cp.async, cvt,
+// WMMA, MFMA) behind portable names; emulated on the host under QSA_EMU.
+#include "mma.h"
