@@ -20,6 +20,7 @@
 #include <ucontext.h>
 
 // The runtime's standard headers (emu_runtime.h), here before the macros below exist.
+#include <math.h>
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -69,7 +70,13 @@ struct Dim3 {
 
 // Wave collectives. The scheduler (emu_runtime.h) computes the result of a collective once
 // every live lane of the wave has arrived at it.
-enum Op : int { OP_SHFL, OP_SHFL_XOR, OP_SHFL_UP, OP_SHFL_DOWN, OP_BALLOT, OP_ANY, OP_ALL, OP_SYNCWARP };
+enum Op : int { OP_SHFL, OP_SHFL_XOR, OP_SHFL_UP, OP_SHFL_DOWN, OP_BALLOT, OP_ANY, OP_ALL, OP_SYNCWARP, OP_EXCHANGE };
+
+// The generic collective of the matrix instructions (emu_mma.h): every lane of the wave posts
+// a pointer to its operands and results; once all have arrived, the scheduler calls the
+// operation once with the lanes' pointers in lane order (lanes[0 .. QSA_WAVE)). It returns
+// false with a message in `err` on misuse. Lanes waiting at different operations diverge.
+typedef bool (*ExchangeFn)(void* const* lanes, std::string& err);
 
 enum class State : uint8_t { Ready, AtBarrier, AtCollective, Done };
 
@@ -80,6 +87,8 @@ struct Thread {
   State state;
   int op, arg, width;
   uint64_t value, result;
+  ExchangeFn exchange;  // OP_EXCHANGE: the operation and this lane's posted data
+  void* exchange_data;
   ucontext_t ctx;
 };
 
@@ -120,6 +129,14 @@ template <class T> inline T shfl(T v, int arg, int width, int op) {
   T r;
   memcpy(&r, &bits, sizeof r);
   return r;
+}
+
+// Post `data` and wait until the wave's operation `fn` has run over every lane's data.
+inline void exchange(ExchangeFn fn, void* data) {
+  Thread* t = cur_thread;
+  t->exchange = fn;
+  t->exchange_data = data;
+  collective(OP_EXCHANGE, 0, 0, QSA_WAVE);
 }
 
 inline uint64_t ballot(bool p) { return collective(OP_BALLOT, p, 0, QSA_WAVE); }
@@ -235,3 +252,22 @@ template <class T> inline T __ldcg(const T* p) { return __atomic_load_n(p, __ATO
 #define __hip_atomic_load(p, order, scope) __atomic_load_n((p), (order))
 #define __hip_atomic_store(p, v, order, scope) __atomic_store_n((p), (v), (order))
 #define __builtin_amdgcn_wave_barrier() QSA_SYNCWARP()
+
+// CUDA / HIP vector types the kernels use (the members and alignment of the device types).
+struct __align__(8) float2 {
+  float x, y;
+};
+struct __align__(16) float4 {
+  float x, y, z, w;
+};
+struct __align__(16) uint4 {
+  unsigned x, y, z, w;
+};
+inline float2 make_float2(float x, float y) { return float2{x, y}; }
+inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4{x, y, z, w}; }
+// sm_90's vector reduction: four independent f32 atomic adds (the old value is not used).
+inline float4 atomicAdd(float4* p, float4 v) {
+  float* f = reinterpret_cast<float*>(p);
+  return float4{atomicAdd(f, v.x), atomicAdd(f + 1, v.y), atomicAdd(f + 2, v.z), atomicAdd(f + 3, v.w)};
+}
