@@ -61,6 +61,12 @@ typedef unsigned int qsa_lanemask_t;
 #define __launch_bounds__(...)
 #define __shared__ thread_local
 #define __align__(n) __attribute__((aligned(n)))
+// The dynamic shared array (defined by the module's generated wrapper, src/emu/compile.rs).
+// Declared __thread, not thread_local: g++ calls a block-scope `extern thread_local`'s
+// dynamic-initialisation function unguarded in a template (tc_body of block_scores.cu),
+// and that function is an absent weak symbol, so the call jumps to address 0. __thread
+// variables have no dynamic initialisation, hence no such call.
+#define QSA_DYNAMIC_SHARED(name) extern __thread __align__(16) unsigned char name[]
 
 namespace qsa_emu {
 
@@ -253,21 +259,5 @@ template <class T> inline T __ldcg(const T* p) { return __atomic_load_n(p, __ATO
 #define __hip_atomic_store(p, v, order, scope) __atomic_store_n((p), (v), (order))
 #define __builtin_amdgcn_wave_barrier() QSA_SYNCWARP()
 
-// CUDA / HIP vector types the kernels use (the members and alignment of the device types).
-struct __align__(8) float2 {
-  float x, y;
-};
-struct __align__(16) float4 {
-  float x, y, z, w;
-};
-struct __align__(16) uint4 {
-  unsigned x, y, z, w;
-};
-inline float2 make_float2(float x, float y) { return float2{x, y}; }
-inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
-inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4{x, y, z, w}; }
-// sm_90's vector reduction: four independent f32 atomic adds (the old value is not used).
-inline float4 atomicAdd(float4* p, float4 v) {
-  float* f = reinterpret_cast<float*>(p);
-  return float4{atomicAdd(f, v.x), atomicAdd(f + 1, v.y), atomicAdd(f + 2, v.z), atomicAdd(f + 3, v.w)};
-}
+// Built-in vector types (float4, uint4, ...) and their atomics.
+#include "emu_vector.h"

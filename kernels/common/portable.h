@@ -82,8 +82,10 @@ typedef unsigned int qsa_lanemask_t;
 #define QSA_DEVICE static __device__ __forceinline__
 #define QSA_SYNC() __syncthreads()
 
-// Dynamic shared memory / LDS, declared once per kernel as bytes.
+// Dynamic shared memory / LDS, declared once per kernel as bytes (emu.h has its own).
+#if !defined(QSA_DYNAMIC_SHARED)
 #define QSA_DYNAMIC_SHARED(name) extern __shared__ __align__(16) unsigned char name[]
+#endif
 
 // Lane index within the wave, and the lanes below it (for prefix counts of ballots).
 QSA_DEVICE unsigned qsa_lane() { return threadIdx.x % QSA_WAVE; }

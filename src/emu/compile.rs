@@ -150,7 +150,14 @@ pub fn build(
     }
     h.update(wrapper.as_bytes());
     h.update(text.as_bytes());
-    for header in ["portable.h", "mma.h", "emu.h", "emu_mma.h", "emu_runtime.h"] {
+    for header in [
+        "portable.h",
+        "mma.h",
+        "emu.h",
+        "emu_vector.h",
+        "emu_mma.h",
+        "emu_runtime.h",
+    ] {
         h.update(read(&common.join(header))?.as_bytes());
     }
     let hash: String = h
