@@ -407,7 +407,16 @@ fn f32_same(got: f32, want: f32) -> bool {
     got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan())
 }
 
-fn run_convert(dev: &Dev) -> (Vec<f32>, Vec<u32>, Vec<u32>, Vec<u32>, Vec<f32>) {
+/// The conversion probe's inputs and results, element by element.
+struct Converted {
+    x: Vec<f32>,
+    tf32: Vec<u32>,
+    bf16x2: Vec<u32>,
+    f16x2: Vec<u32>,
+    h32: Vec<f32>,
+}
+
+fn run_convert(dev: &Dev) -> Converted {
     let x = convert_inputs();
     let n = x.len();
     let h: Vec<u16> = (0..n).map(|i| (i * 16411 % 65536) as u16).collect();
@@ -426,12 +435,24 @@ fn run_convert(dev: &Dev) -> (Vec<f32>, Vec<u32>, Vec<u32>, Vec<u32>, Vec<f32>) 
     let tf: Vec<u32> = dev.read(outs[0], n);
     let (bf, hf): (Vec<u32>, Vec<u32>) = (dev.read(outs[1], n), dev.read(outs[2], n));
     let h32: Vec<f32> = dev.read(outs[3], n);
-    (x, tf, bf, hf, h32)
+    Converted {
+        x,
+        tf32: tf,
+        bf16x2: bf,
+        f16x2: hf,
+        h32,
+    }
 }
 
 #[test]
 fn conversions_round_as_ptx_specifies() {
-    let (x, tf, bf, hf, h32) = with_emulated_sm90(run_convert);
+    let Converted {
+        x,
+        tf32: tf,
+        bf16x2: bf,
+        f16x2: hf,
+        h32,
+    } = with_emulated_sm90(run_convert);
     let n = x.len();
     for i in 0..n {
         let (lo, hi) = (x[i], x[n - 1 - i]);
@@ -628,8 +649,9 @@ fn h200_matches_emulation() {
         "cp.async zero-fill"
     );
     // Conversions: every difference is listed (one H200 run shows them all), then counted.
-    let (x, tf, bf, hf, h32) = run_convert(&hw);
-    let (_, etf, ebf, ehf, eh32) = with_emulated_sm90(run_convert);
+    let (hw_c, emu) = (run_convert(&hw), with_emulated_sm90(run_convert));
+    let (x, tf, bf, hf, h32) = (&hw_c.x, &hw_c.tf32, &hw_c.bf16x2, &hw_c.f16x2, &hw_c.h32);
+    let (etf, ebf, ehf, eh32) = (&emu.tf32, &emu.bf16x2, &emu.f16x2, &emu.h32);
     let mut differ = 0;
     for i in 0..x.len() {
         let v = x[i];
