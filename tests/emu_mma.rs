@@ -594,14 +594,19 @@ fn amd_wmma_and_mfma_follow_the_amdmc_mapping() {
 
 /// Real mma.sync, ldmatrix, cp.async and cvt on an NVIDIA GPU (sm_80+) against the emulation,
 /// bit for bit. Needs tests/emu/mma_probe.cu built by nvcc as `<dir>/block_scores.cubin` (the
-/// CUDA backend loads the scores family's file name from a directory) and QSA_MMA_PROBE_DIR
-/// naming that directory; the command is in the report of issue 12's emulator work:
+/// CUDA backend loads a family's code object by file name from a directory; the probe poses
+/// as the scores family) and QSA_MMA_PROBE_DIR naming that directory. The emulated side
+/// builds its modules with `c++` from this checkout's kernels/ (the compile-time
+/// CARGO_MANIFEST_DIR). With cargo on the GPU machine:
 ///   nvcc -cubin -arch=sm_90 -O3 -Ikernels tests/emu/mma_probe.cu -o DIR/block_scores.cubin
 ///   QSA_MMA_PROBE_DIR=DIR cargo test -p qsa --test emu_mma -- --ignored --nocapture
-/// Integer inputs are exact on both sides and must agree bit for bit; random f32 inputs
-/// measure how far the emulator's accumulation model (emu_mma.h) is from the tensor cores,
-/// printed in ulps of the tile's largest |D|. The 2-ulp bound is PROVISIONAL, not measured:
-/// no GPU was available when it was written; replace it with the H200's figure.
+/// Without cargo there: carry the stripped test binary and link the checkout's path to the
+/// copy of the tree (the recipe is in the report of issue 12's matrix-primitives work).
+/// Integer inputs are exact on both sides and must agree bit for bit, as must every
+/// conversion and copy; random f32 inputs measure how far the emulator's accumulation model
+/// (emu_mma.h) is from the tensor cores, printed in ulps of the tile's largest |D|.
+/// The 2-ulp bound on those is PROVISIONAL, not measured: no GPU was available when it was
+/// written; replace it with the H200's figure.
 #[test]
 #[ignore = "needs an NVIDIA GPU (sm_80+) and the probe cubin: see the doc comment"]
 fn h200_matches_emulation() {
