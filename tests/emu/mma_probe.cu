@@ -4,7 +4,7 @@
 //
 // NVIDIA sm_80+ only. Built two ways: by the emulator (src/emu/compile.rs) for an sm_90 target,
 // and by nvcc (`-cubin -arch=sm_90`) for the check against real mma.sync on an H200
-// (tests/emu_mma.rs, `h200_matches_emulation`, ignored by default). The AMD probe is
+// (tests/emu_mma_h200.rs, ignored by default). The AMD probe is
 // amd_mma_probe.cu.
 #include "common/portable.h"
 
