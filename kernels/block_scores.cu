@@ -210,47 +210,6 @@ QSA_KERNEL void __launch_bounds__(256) block_scores_simt(const float* __restrict
 #define TC_BK 32
 #define TC_LD 36  // shared row stride, floats
 
-QSA_DEVICE unsigned tc_smem_addr(const void* p) {
-  return (unsigned)__cvta_generic_to_shared(p);
-}
-
-// 16-byte async copy global -> shared; src_bytes = 0 fills zeros (masked rows).
-QSA_DEVICE void tc_cp_async16(void* dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(tc_smem_addr(dst)),
-               "l"(src), "r"(src_bytes));
-}
-QSA_DEVICE void tc_cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N> QSA_DEVICE void tc_cp_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
-
-QSA_DEVICE unsigned tc_to_tf32(float x) {
-  unsigned r;
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
-  return r;
-}
-// Two floats -> one bf16x2 register, `lo` in the low half (the lower k index).
-QSA_DEVICE unsigned tc_to_bf16x2(float lo, float hi) {
-  unsigned r;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
-
-QSA_DEVICE void tc_mma_tf32(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
-  asm(
-      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-QSA_DEVICE void tc_mma_bf16(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
-  asm(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
 template <int WM, int WN, int NSTAGE, bool BF16>
 __device__ __forceinline__ void tc_body(const float* __restrict__ q, const float* __restrict__ kb,
                                         const float* __restrict__ w, float* __restrict__ s,
@@ -323,7 +282,7 @@ __device__ __forceinline__ void tc_body(const float* __restrict__ q, const float
         const int i = tid + k * THREADS;
         const int r = i / (TC_BK / 4), c4 = i % (TC_BK / 4);
         const bool ok = aoff[k] >= 0;
-        tc_cp_async16(As + r * TC_LD + c4 * 4, ok ? q + aoff[k] + kc * TC_BK : q, ok ? 16 : 0);
+        qsa_cp_async16(As + r * TC_LD + c4 * 4, ok ? q + aoff[k] + kc * TC_BK : q, ok ? 16 : 0);
       }
 #pragma unroll
       for (int k = 0; k < BPT; ++k) {
@@ -331,7 +290,7 @@ __device__ __forceinline__ void tc_body(const float* __restrict__ q, const float
         const int r = i / (TC_BK / 4), c4 = i % (TC_BK / 4);
         const bool ok = b0 + r < blocks;
         const float* src = ok ? kb + (size_t)(b0 + r) * QSA_HEAD_DIM + kc * TC_BK + c4 * 4 : kb;
-        tc_cp_async16(Bs + r * TC_LD + c4 * 4, src, ok ? 16 : 0);
+        qsa_cp_async16(Bs + r * TC_LD + c4 * 4, src, ok ? 16 : 0);
       }
     };
 
@@ -347,11 +306,11 @@ __device__ __forceinline__ void tc_body(const float* __restrict__ q, const float
 #pragma unroll
     for (int st = 0; st < NSTAGE - 1; ++st) {
       if (st < KCH) load_chunk(st, st);
-      tc_cp_commit();
+      qsa_cp_async_commit();
     }
 #pragma unroll 1
     for (int kc = 0; kc < KCH; ++kc) {
-      tc_cp_wait<NSTAGE - 2>();
+      qsa_cp_async_wait_group<NSTAGE - 2>();
       if constexpr (!BF16) {
         // Round this thread's own copies of the chunk to TF32 in place (its cp.async data
         // is visible to it after the wait): once per element instead of once per use.
@@ -362,10 +321,10 @@ __device__ __forceinline__ void tc_body(const float* __restrict__ q, const float
           const int i = tid + (k < APT ? k : k - APT) * THREADS;
           float* p4 = (k < APT ? As : Bs) + (i / (TC_BK / 4)) * TC_LD + (i % (TC_BK / 4)) * 4;
           float4 v = *reinterpret_cast<float4*>(p4);
-          v.x = __uint_as_float(tc_to_tf32(v.x));
-          v.y = __uint_as_float(tc_to_tf32(v.y));
-          v.z = __uint_as_float(tc_to_tf32(v.z));
-          v.w = __uint_as_float(tc_to_tf32(v.w));
+          v.x = __uint_as_float(qsa_cvt_tf32(v.x));
+          v.y = __uint_as_float(qsa_cvt_tf32(v.y));
+          v.z = __uint_as_float(qsa_cvt_tf32(v.z));
+          v.w = __uint_as_float(qsa_cvt_tf32(v.w));
           *reinterpret_cast<float4*>(p4) = v;
         }
       }
@@ -373,7 +332,7 @@ __device__ __forceinline__ void tc_body(const float* __restrict__ q, const float
       {
         const int nk = kc + NSTAGE - 1;
         if (nk < KCH) load_chunk(nk, nk % NSTAGE);
-        tc_cp_commit();
+        qsa_cp_async_commit();
       }
       const float* As = smem + (kc % NSTAGE) * STAGE;
       const float* Bs = As + BM * TC_LD;
@@ -393,13 +352,13 @@ __device__ __forceinline__ void tc_body(const float* __restrict__ q, const float
           const float4 ah =
               *reinterpret_cast<const float4*>(As + (r + 8) * TC_LD + 8 * t + 4 * half);
           if constexpr (BF16) {
-            const unsigned a[4] = {tc_to_bf16x2(al.x, al.y), tc_to_bf16x2(ah.x, ah.y),
-                                   tc_to_bf16x2(al.z, al.w), tc_to_bf16x2(ah.z, ah.w)};
+            const unsigned a[4] = {qsa_pack_bf16x2(al.x, al.y), qsa_pack_bf16x2(ah.x, ah.y),
+                                   qsa_pack_bf16x2(al.z, al.w), qsa_pack_bf16x2(ah.z, ah.w)};
 #pragma unroll
             for (int j = 0; j < 4; ++j) {
-              const unsigned b[2] = {tc_to_bf16x2(bf[j].x, bf[j].y),
-                                     tc_to_bf16x2(bf[j].z, bf[j].w)};
-              tc_mma_bf16(acc[i][j], a, b);
+              const unsigned b[2] = {qsa_pack_bf16x2(bf[j].x, bf[j].y),
+                                     qsa_pack_bf16x2(bf[j].z, bf[j].w)};
+              qsa_mma_m16n8k16_bf16(acc[i][j], a, b[0], b[1]);
             }
           } else {
             const unsigned a0[4] = {__float_as_uint(al.x), __float_as_uint(ah.x),
@@ -410,14 +369,14 @@ __device__ __forceinline__ void tc_body(const float* __restrict__ q, const float
             for (int j = 0; j < 4; ++j) {
               const unsigned b0v[2] = {__float_as_uint(bf[j].x), __float_as_uint(bf[j].y)};
               const unsigned b1v[2] = {__float_as_uint(bf[j].z), __float_as_uint(bf[j].w)};
-              tc_mma_tf32(acc[i][j], a0, b0v);
-              tc_mma_tf32(acc[i][j], a1, b1v);
+              qsa_mma_m16n8k8_tf32(acc[i][j], a0, b0v);
+              qsa_mma_m16n8k8_tf32(acc[i][j], a1, b1v);
             }
           }
         }
       }
     }
-    tc_cp_wait<0>();
+    qsa_cp_async_wait_group<0>();
     __syncthreads();  // every warp is done reading the pipeline: reuse it for the partials
 
     // Epilogue: part[mi][col] = sum over the 16 rows of m-tile mi of w * relu(acc).
@@ -571,19 +530,15 @@ QSA_KERNEL void __launch_bounds__(256, 2)
 #endif
 #define AMC_QPC 8  // queries per CTA (each wave walks all of them with its B resident)
 
-typedef __bf16 amc_bf16x8 __attribute__((ext_vector_type(8)));
+typedef qsa_bf16x8 amc_bf16x8;
 #if defined(__gfx950__)
 static_assert(QSA_WAVE == 64, "v_mfma_f32_16x16x32_bf16 is a wave64 instruction");
-typedef float amc_acc __attribute__((ext_vector_type(4)));
-QSA_DEVICE amc_acc amc_mma(amc_bf16x8 a, amc_bf16x8 b, amc_acc c) {
-  return __builtin_amdgcn_mfma_f32_16x16x32_bf16(a, b, c, /*cbsz*/ 0, /*abid*/ 0, /*blgp*/ 0);
-}
+typedef qsa_f32x4 amc_acc;
+QSA_DEVICE amc_acc amc_mma(amc_bf16x8 a, amc_bf16x8 b, amc_acc c) { return qsa_mfma_f32_16x16x32_bf16(a, b, c); }
 #else
 static_assert(QSA_WAVE == 32, "the _w32 WMMA is a wave32 instruction");
-typedef float amc_acc __attribute__((ext_vector_type(8)));
-QSA_DEVICE amc_acc amc_mma(amc_bf16x8 a, amc_bf16x8 b, amc_acc c) {
-  return __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32_gfx12(a, b, c);
-}
+typedef qsa_f32x8 amc_acc;
+QSA_DEVICE amc_acc amc_mma(amc_bf16x8 a, amc_bf16x8 b, amc_acc c) { return qsa_wmma_f32_16x16x16_bf16(a, b, c); }
 #endif
 
 // 8 consecutive floats from p (32-byte aligned) rounded to bf16 (RNE, as cvt.rn.bf16x2 in
@@ -594,16 +549,7 @@ QSA_DEVICE amc_bf16x8 amc_load8(const float* __restrict__ p, bool ok) {
     lo = reinterpret_cast<const float4*>(p)[0];
     hi = reinterpret_cast<const float4*>(p)[1];
   }
-  amc_bf16x8 r;
-  r[0] = (__bf16)lo.x;
-  r[1] = (__bf16)lo.y;
-  r[2] = (__bf16)lo.z;
-  r[3] = (__bf16)lo.w;
-  r[4] = (__bf16)hi.x;
-  r[5] = (__bf16)hi.y;
-  r[6] = (__bf16)hi.z;
-  r[7] = (__bf16)hi.w;
-  return r;
+  return qsa_bf16x8_from_f32(lo, hi);
 }
 
 template <int NT, int QPC>

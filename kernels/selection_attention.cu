@@ -53,23 +53,11 @@ struct Bf16 {
   static __device__ __forceinline__ float one(u16 b) { return qsa_bf16_to_f32(b); }
 };
 
-QSA_DEVICE float qsa_f16_bits_to_f32(u16 h) {
-#if defined(QSA_HIP)
-  _Float16 x;
-  __builtin_memcpy(&x, &h, 2);
-  return (float)x;
-#else
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-  return f;
-#endif
-}
-
 struct F16 {
   static constexpr bool is_bf16 = false;
-  static __device__ __forceinline__ float lo(unsigned w) { return qsa_f16_bits_to_f32((u16)(w & 0xffffu)); }
-  static __device__ __forceinline__ float hi(unsigned w) { return qsa_f16_bits_to_f32((u16)(w >> 16)); }
-  static __device__ __forceinline__ float one(u16 b) { return qsa_f16_bits_to_f32(b); }
+  static __device__ __forceinline__ float lo(unsigned w) { return qsa_f16_to_f32((u16)(w & 0xffffu)); }
+  static __device__ __forceinline__ float hi(unsigned w) { return qsa_f16_to_f32((u16)(w >> 16)); }
+  static __device__ __forceinline__ float one(u16 b) { return qsa_f16_to_f32(b); }
 };
 
 QSA_DEVICE float qsa_neg_inf() { return __uint_as_float(0xff800000u); }
@@ -342,9 +330,7 @@ QSA_DEVICE void staged_build_list(const StagedSmem& s, const int* ids, const Sta
 
 QSA_DEVICE void qsa_copy16(u16* dst, const u16* src, bool valid) {
 #if defined(QSA_ASYNC_COPY)
-  const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-  const int n = valid ? 16 : 0;  // src-size 0: the 16 bytes are zero-filled
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(n));
+  qsa_cp_async16(dst, src, valid ? 16 : 0);  // src-size 0: the 16 bytes are zero-filled
 #else
   uint4 val = make_uint4(0u, 0u, 0u, 0u);
   if (valid) val = *(const uint4*)src;
@@ -353,14 +339,14 @@ QSA_DEVICE void qsa_copy16(u16* dst, const u16* src, bool valid) {
 }
 QSA_DEVICE void qsa_copy_commit() {
 #if defined(QSA_ASYNC_COPY)
-  asm volatile("cp.async.commit_group;\n" ::);
+  qsa_cp_async_commit();
 #endif
 }
 // Wait until at most `pending` (0 or 1) committed groups are still in flight.
 QSA_DEVICE void qsa_copy_wait(int pending) {
 #if defined(QSA_ASYNC_COPY)
-  if (pending) asm volatile("cp.async.wait_group 1;\n" ::);
-  else asm volatile("cp.async.wait_group 0;\n" ::);
+  if (pending) qsa_cp_async_wait_group<1>();
+  else qsa_cp_async_wait_group<0>();
 #else
   (void)pending;
 #endif
@@ -481,32 +467,13 @@ QSA_DEVICE int staged_key_limit(const StagedCta& c, int id, unsigned mask, int q
 
 template <typename E>
 QSA_DEVICE unsigned tc_pack(float lo, float hi) {  // lo -> low half (the lower index)
-  unsigned r;
-  if (E::is_bf16) asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-  else asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
+  return E::is_bf16 ? qsa_pack_bf16x2(lo, hi) : qsa_pack_f16x2(lo, hi);
 }
 
 template <typename E>
 QSA_DEVICE void tc_mma(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-  if (E::is_bf16)
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  else
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// Four 8x8 b16 tiles, transposed: the B fragments of two n-tiles of V ([key][dim] rows).
-QSA_DEVICE void tc_ldmatrix_t4(const u16* p, unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3) {
-  const unsigned a = (unsigned)__cvta_generic_to_shared(p);
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-               : "r"(a));
+  if (E::is_bf16) qsa_mma_m16n8k16_bf16(c, a, b0, b1);
+  else qsa_mma_m16n8k16_f16(c, a, b0, b1);
 }
 
 // q rows of the CTA as A fragments, 8 k-steps of 16 dims (exact: q is E data).
@@ -572,7 +539,7 @@ QSA_DEVICE void tc_pv(const float* P, const u16* vs, int d0, int nkeys, int lane
 #pragma unroll
     for (int jp = 0; jp < 2; ++jp) {
       unsigned b0, b1, b2, b3;
-      tc_ldmatrix_t4(vs + key * KV_STRIDE + d0 + 16 * jp + (lane >> 4) * 8, b0, b1, b2, b3);
+      qsa_ldmatrix_x4_trans(vs + key * KV_STRIDE + d0 + 16 * jp + (lane >> 4) * 8, b0, b1, b2, b3);
       tc_mma<E>(acc[2 * jp], a0, b0, b1);
       tc_mma<E>(acc[2 * jp + 1], a0, b2, b3);
       if (E::is_bf16) {

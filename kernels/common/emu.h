@@ -20,6 +20,7 @@
 #include <ucontext.h>
 
 // The runtime's standard headers (emu_runtime.h), here before the macros below exist.
+#include <math.h>
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -60,6 +61,12 @@ typedef unsigned int qsa_lanemask_t;
 #define __launch_bounds__(...)
 #define __shared__ thread_local
 #define __align__(n) __attribute__((aligned(n)))
+// The dynamic shared array (defined by the module's generated wrapper, src/emu/compile.rs).
+// Declared __thread, not thread_local: g++ calls a block-scope `extern thread_local`'s
+// dynamic-initialisation function unguarded in a template (tc_body of block_scores.cu),
+// and that function is an absent weak symbol, so the call jumps to address 0. __thread
+// variables have no dynamic initialisation, hence no such call.
+#define QSA_DYNAMIC_SHARED(name) extern __thread __align__(16) unsigned char name[]
 
 namespace qsa_emu {
 
@@ -69,7 +76,13 @@ struct Dim3 {
 
 // Wave collectives. The scheduler (emu_runtime.h) computes the result of a collective once
 // every live lane of the wave has arrived at it.
-enum Op : int { OP_SHFL, OP_SHFL_XOR, OP_SHFL_UP, OP_SHFL_DOWN, OP_BALLOT, OP_ANY, OP_ALL, OP_SYNCWARP };
+enum Op : int { OP_SHFL, OP_SHFL_XOR, OP_SHFL_UP, OP_SHFL_DOWN, OP_BALLOT, OP_ANY, OP_ALL, OP_SYNCWARP, OP_EXCHANGE };
+
+// The generic collective of the matrix instructions (emu_mma.h): every lane of the wave posts
+// a pointer to its operands and results; once all have arrived, the scheduler calls the
+// operation once with the lanes' pointers in lane order (lanes[0 .. QSA_WAVE)). It returns
+// false with a message in `err` on misuse. Lanes waiting at different operations diverge.
+typedef bool (*ExchangeFn)(void* const* lanes, std::string& err);
 
 enum class State : uint8_t { Ready, AtBarrier, AtCollective, Done };
 
@@ -80,6 +93,8 @@ struct Thread {
   State state;
   int op, arg, width;
   uint64_t value, result;
+  ExchangeFn exchange;  // OP_EXCHANGE: the operation and this lane's posted data
+  void* exchange_data;
   ucontext_t ctx;
 };
 
@@ -120,6 +135,14 @@ template <class T> inline T shfl(T v, int arg, int width, int op) {
   T r;
   memcpy(&r, &bits, sizeof r);
   return r;
+}
+
+// Post `data` and wait until the wave's operation `fn` has run over every lane's data.
+inline void exchange(ExchangeFn fn, void* data) {
+  Thread* t = cur_thread;
+  t->exchange = fn;
+  t->exchange_data = data;
+  collective(OP_EXCHANGE, 0, 0, QSA_WAVE);
 }
 
 inline uint64_t ballot(bool p) { return collective(OP_BALLOT, p, 0, QSA_WAVE); }
@@ -235,3 +258,6 @@ template <class T> inline T __ldcg(const T* p) { return __atomic_load_n(p, __ATO
 #define __hip_atomic_load(p, order, scope) __atomic_load_n((p), (order))
 #define __hip_atomic_store(p, v, order, scope) __atomic_store_n((p), (v), (order))
 #define __builtin_amdgcn_wave_barrier() QSA_SYNCWARP()
+
+// Built-in vector types (float4, uint4, ...) and their atomics.
+#include "emu_vector.h"

@@ -127,8 +127,9 @@ inline std::string block_name(const KernelEntry* k, Dim3 b) {
 }
 
 inline const char* op_name(int op) {
-  static const char* names[] = {"shfl", "shfl_xor", "shfl_up", "shfl_down", "ballot", "any", "all", "syncwarp"};
-  return op >= 0 && op <= OP_SYNCWARP ? names[op] : "?";
+  static const char* names[] = {"shfl", "shfl_xor", "shfl_up", "shfl_down", "ballot", "any", "all", "syncwarp",
+                                "matrix exchange"};
+  return op >= 0 && op <= OP_EXCHANGE ? names[op] : "?";
 }
 
 // The source lane of a shuffle, CUDA's / HIP's semantics within segments of `width` lanes;
@@ -153,6 +154,7 @@ inline int resolve_wave(Thread* th, unsigned n, unsigned w, std::string& err) {
   const unsigned lo = w * QSA_WAVE, hi = std::min(n, lo + QSA_WAVE);
   unsigned live = 0, at = 0;
   int op = -1, width = 0;
+  ExchangeFn fn = nullptr;
   for (unsigned i = lo; i < hi; ++i) {
     if (th[i].state == State::Done) continue;
     ++live;
@@ -161,7 +163,8 @@ inline int resolve_wave(Thread* th, unsigned n, unsigned w, std::string& err) {
     if (op < 0) {
       op = th[i].op;
       width = th[i].width;
-    } else if (th[i].op != op || th[i].width != width) {
+      fn = th[i].exchange;
+    } else if (th[i].op != op || th[i].width != width || (op == OP_EXCHANGE && th[i].exchange != fn)) {
       err = std::string("lanes of wave ") + std::to_string(w) + " wait at different collectives (" + op_name(op) +
             ", " + op_name(th[i].op) + "): divergent control flow around a wave operation";
       return -1;
@@ -172,6 +175,22 @@ inline int resolve_wave(Thread* th, unsigned n, unsigned w, std::string& err) {
     err = std::string(op_name(op)) + " with width " + std::to_string(width) + ": must be a power of two <= " +
           std::to_string(QSA_WAVE);
     return -1;
+  }
+  if (op == OP_EXCHANGE) {
+    // A matrix instruction needs the whole wave: every lane holds part of the operands.
+    if (hi - lo != QSA_WAVE || live != QSA_WAVE) {
+      err = std::string("a matrix instruction in wave ") + std::to_string(w) + " ran with " + std::to_string(live) +
+            " of " + std::to_string(QSA_WAVE) + " lanes: it needs the whole wave";
+      return -1;
+    }
+    void* lanes[QSA_WAVE];
+    for (unsigned i = lo; i < hi; ++i) lanes[i - lo] = th[i].exchange_data;
+    if (!fn(lanes, err)) {
+      err = "wave " + std::to_string(w) + ": " + err;
+      return -1;
+    }
+    for (unsigned i = lo; i < hi; ++i) th[i].state = State::Ready;
+    return 1;
   }
   uint64_t mask = 0;
   unsigned ones = 0;

@@ -82,8 +82,10 @@ typedef unsigned int qsa_lanemask_t;
 #define QSA_DEVICE static __device__ __forceinline__
 #define QSA_SYNC() __syncthreads()
 
-// Dynamic shared memory / LDS, declared once per kernel as bytes.
+// Dynamic shared memory / LDS, declared once per kernel as bytes (emu.h has its own).
+#if !defined(QSA_DYNAMIC_SHARED)
 #define QSA_DYNAMIC_SHARED(name) extern __shared__ __align__(16) unsigned char name[]
+#endif
 
 // Lane index within the wave, and the lanes below it (for prefix counts of ballots).
 QSA_DEVICE unsigned qsa_lane() { return threadIdx.x % QSA_WAVE; }
@@ -129,3 +131,7 @@ QSA_DEVICE int qsa_clamp_count(int active, int n) { return active < 0 ? 0 : (act
 QSA_DEVICE float qsa_bf16_to_f32(unsigned short b) { return __uint_as_float(((unsigned)b) << 16); }
 QSA_DEVICE float qsa_bf16x2_lo(unsigned w) { return __uint_as_float(w << 16); }
 QSA_DEVICE float qsa_bf16x2_hi(unsigned w) { return __uint_as_float(w & 0xffff0000u); }
+
+// Matrix-core, async-copy and conversion instructions (mma.sync, ldmatrix, cp.async, cvt,
+// WMMA, MFMA) behind portable names; emulated on the host under QSA_EMU.
+#include "mma.h"

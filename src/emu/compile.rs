@@ -113,6 +113,11 @@ fn target_defines(t: &EmuTarget) -> Vec<String> {
     let mut d = vec![format!("-DQSA_EMU_WAVE={}", t.wave)];
     if t.hip {
         d.push("-DQSA_EMU_HIP".into());
+        // The processor macro clang defines for the target (__gfx950__, ...): the kernels'
+        // matrix-core paths are chosen by it.
+        if t.name.starts_with("gfx") && t.name.chars().all(|c| c.is_ascii_alphanumeric()) {
+            d.push(format!("-D__{}__", t.name));
+        }
     } else if let Some(arch) = t.cuda_arch {
         d.push(format!("-DQSA_EMU_CUDA_ARCH={arch}"));
     }
@@ -145,7 +150,14 @@ pub fn build(
     }
     h.update(wrapper.as_bytes());
     h.update(text.as_bytes());
-    for header in ["portable.h", "emu.h", "emu_runtime.h"] {
+    for header in [
+        "portable.h",
+        "mma.h",
+        "emu.h",
+        "emu_vector.h",
+        "emu_mma.h",
+        "emu_runtime.h",
+    ] {
         h.update(read(&common.join(header))?.as_bytes());
     }
     let hash: String = h

@@ -1,0 +1,38 @@
+// The staged (mma.sync, ldmatrix.trans, cp.async on sm_80+) and gather (FP32) selection
+// attention kernels of kernels/selection_attention.cu under names of their own, for
+// tests/emu_mma_kernels.rs. The emulator builds this file, not selection_attention.cu, so
+// only the names below are registered (src/emu/compile.rs reads them from this text, as it
+// reads the dynamic shared array the staged kernels use: QSA_DYNAMIC_SHARED(smem_raw)); the
+// emulated kernels are plain host functions, so these forward to the real ones.
+#include "selection_attention.cu"
+
+QSA_KERNEL void attn_staged_fwd(const u16* q, const u16* k, const u16* v, const int* ids, float* o, float* lse,
+                                int batch, int q_len, int kv_len, int hq, int hkv, int t, float scale, int hc,
+                                int qt, int nbuf, int bf16) {
+  if (bf16) qsa_attn_staged_fwd_bf16(q, k, v, ids, o, lse, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt, nbuf);
+  else qsa_attn_staged_fwd_f16(q, k, v, ids, o, lse, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt, nbuf);
+}
+QSA_KERNEL void attn_gather_fwd(const u16* q, const u16* k, const u16* v, const int* ids, float* o, float* lse,
+                                int batch, int q_len, int kv_len, int hq, int hkv, int t, float scale, int bf16) {
+  if (bf16) qsa_attn_gather_fwd_bf16(q, k, v, ids, o, lse, batch, q_len, kv_len, hq, hkv, t, scale);
+  else qsa_attn_gather_fwd_f16(q, k, v, ids, o, lse, batch, q_len, kv_len, hq, hkv, t, scale);
+}
+QSA_KERNEL void attn_staged_bwd(const u16* q, const u16* k, const u16* v, const int* ids, const float* o,
+                                const float* lse, const float* d_o, float* dq, float* dk, float* dv, int batch,
+                                int q_len, int kv_len, int hq, int hkv, int t, float scale, int hc, int qt, int nbuf,
+                                int bf16) {
+  if (bf16)
+    qsa_attn_staged_bwd_bf16(q, k, v, ids, o, lse, d_o, dq, dk, dv, batch, q_len, kv_len, hq, hkv, t, scale, hc,
+                             qt, nbuf);
+  else
+    qsa_attn_staged_bwd_f16(q, k, v, ids, o, lse, d_o, dq, dk, dv, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt,
+                            nbuf);
+}
+QSA_KERNEL void attn_gather_bwd(const u16* q, const u16* k, const u16* v, const int* ids, const float* o,
+                                const float* lse, const float* d_o, float* dq, float* dk, float* dv, int batch,
+                                int q_len, int kv_len, int hq, int hkv, int t, float scale, int bf16) {
+  if (bf16)
+    qsa_attn_gather_bwd_bf16(q, k, v, ids, o, lse, d_o, dq, dk, dv, batch, q_len, kv_len, hq, hkv, t, scale);
+  else
+    qsa_attn_gather_bwd_f16(q, k, v, ids, o, lse, d_o, dq, dk, dv, batch, q_len, kv_len, hq, hkv, t, scale);
+}

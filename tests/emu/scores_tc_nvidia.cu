@@ -1,0 +1,18 @@
+// The tensor-core / matrix-core scorers of kernels/block_scores.cu under names of their own,
+// for tests/emu_mma_kernels.rs. The emulator builds this file, not block_scores.cu, so only
+// the names below are registered (src/emu/compile.rs reads them from this text, as it reads
+// the dynamic shared array the tensor-core kernels use: QSA_DYNAMIC_SHARED(smem_raw)); the
+// emulated kernels are plain host functions, so these forward to the real ones.
+// NVIDIA sm_80+ targets.
+#include "block_scores.cu"
+
+QSA_KERNEL void scores_tc_wide(const float* q, const float* kb, const float* w, float* s, int nq, int heads,
+                               int blocks, int bf16) {
+  if (bf16) block_scores_bf16(q, kb, w, s, nq, heads, blocks);
+  else block_scores_tf32(q, kb, w, s, nq, heads, blocks);
+}
+QSA_KERNEL void scores_tc_decode(const float* q, const float* kb, const float* w, float* s, int nq, int heads,
+                                 int blocks, int bf16) {
+  if (bf16) block_scores_bf16_decode(q, kb, w, s, nq, heads, blocks);
+  else block_scores_tf32_decode(q, kb, w, s, nq, heads, blocks);
+}

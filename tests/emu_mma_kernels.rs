@@ -1,0 +1,208 @@
+//! The tensor-core and matrix-core scorers of kernels/block_scores.cu, run by the emulator
+//! on its matrix primitives (kernels/common/emu_mma.h): TF32 and BF16 mma.sync (wide and
+//! decode tiles) on sm_90, WMMA on gfx1201, MFMA on gfx950. Each against an FP64
+//! reference on the inputs rounded as the kernel rounds them, launched with the host code's
+//! own plan (qsa::gpu::scores::plan), so a wrong fragment layout, a lost k chunk or a
+//! misplaced row shows up as an O(1) error while only the f32 summation order is allowed.
+//! The primitives themselves are tested in tests/emu_mma.rs.
+
+use half::bf16;
+use qsa::dispatch::scores::{AmdMatrix, ScoresKernel};
+use qsa::dispatch::{TargetCaps, Vendor};
+use qsa::emu::api::EmuApi;
+use qsa::emu::Schedule;
+use qsa::gpu::scores::plan;
+use qsa::gpu::{as_bytes, as_bytes_mut, Arg, GpuApi, LaunchDims};
+use std::path::PathBuf;
+
+const D: usize = 128;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The emulator caches a module by the hash of the source it builds and the common headers;
+/// the probes include kernels/block_scores.cu, which that hash does not see, so the cache
+/// directory is keyed by block_scores.cu's text (a changed kernel is rebuilt, not reused).
+fn use_cache_keyed_by_block_scores() {
+    use std::hash::{Hash, Hasher};
+    let text = std::fs::read_to_string(root().join("kernels/block_scores.cu")).unwrap();
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    let dir = root().join(format!("target/emu/scores-probe-{:016x}", h.finish()));
+    std::env::set_var("QSA_EMU_CACHE", dir);
+}
+
+fn caps(name: &str, vendor: Vendor, wave: u32, shared: u32) -> TargetCaps {
+    TargetCaps {
+        name: name.into(),
+        vendor,
+        wave,
+        shared_per_block: shared,
+        multiprocessors: 2,
+        features: vec![],
+    }
+}
+
+/// Values in [-1, 1) from a 64-bit LCG (deterministic, no RNG crate).
+fn values(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// cvt.rna.tf32.f32 by its definition (nearest of 10 fraction bits, ties away), in f64.
+fn tf32(x: f32) -> f64 {
+    let a = (x as f64).abs();
+    if a == 0.0 {
+        return 0.0;
+    }
+    let ulp = 2f64.powi((a.log2().floor() as i32).max(-126) - 10);
+    let q = a / ulp;
+    let r = if q - q.floor() >= 0.5 {
+        q.floor() + 1.0
+    } else {
+        q.floor()
+    };
+    (r * ulp).copysign(x as f64)
+}
+
+/// S[q][b] = sum_h w[q][h] relu(Q[q][h] . K[b]) over rounded Q and K, in f64, and the scale
+/// sum_h |w| |Q . K| that bounds the f32 rounding of the kernel's sums.
+fn reference(
+    q: &[f32],
+    kb: &[f32],
+    w: &[f32],
+    shape: (usize, usize, usize),
+    round: fn(f32) -> f64,
+) -> (Vec<f64>, Vec<f64>) {
+    let (nq, heads, blocks) = shape;
+    let (mut s, mut scale) = (vec![0.0; nq * blocks], vec![0.0; nq * blocks]);
+    for qq in 0..nq {
+        for b in 0..blocks {
+            for h in 0..heads {
+                let row = &q[(qq * heads + h) * D..][..D];
+                let dot: f64 = (0..D).map(|k| round(row[k]) * round(kb[b * D + k])).sum();
+                let wv = w[qq * heads + h] as f64;
+                s[qq * blocks + b] += wv * dot.max(0.0);
+                scale[qq * blocks + b] += wv.abs() * dot.abs();
+            }
+        }
+    }
+    (s, scale)
+}
+
+fn run_scorer(c: &TargetCaps, kernel: ScoresKernel, shape: (usize, usize, usize)) {
+    let (nq, heads, blocks) = shape;
+    use_cache_keyed_by_block_scores();
+    let api = EmuApi::new(c, Schedule::Forward).unwrap();
+    let (q, kb, w) = (
+        values(nq * heads * D, 1),
+        values(blocks * D, 2),
+        values(nq * heads, 3),
+    );
+    let buf = |v: &[f32]| {
+        let p = api.alloc(v.len() * 4).unwrap();
+        api.upload(p, as_bytes(v)).unwrap();
+        p
+    };
+    let (pq, pk, pw, ps) = (
+        buf(&q),
+        buf(&kb),
+        buf(&w),
+        buf(&vec![f32::NAN; nq * blocks]),
+    );
+    let l = plan(kernel, nq, heads, blocks, c.shared_per_block).unwrap();
+    let dims = LaunchDims {
+        grid: l.grid,
+        block: (256, 1, 1),
+        shared_bytes: l.shared_bytes,
+    };
+    // tests/emu/scores_*.cu forward to the kernel the plan names (see there why).
+    let (probe, entry) = match (kernel, l.kernel.ends_with("_decode")) {
+        (ScoresKernel::AmdMatrixBf16(_), _) => ("scores_amd_matrix.cu", "scores_amd_matrix"),
+        (_, false) => ("scores_tc_nvidia.cu", "scores_tc_wide"),
+        (_, true) => ("scores_tc_nvidia.cu", "scores_tc_decode"),
+    };
+    let mut args = vec![
+        Arg::Ptr(pq),
+        Arg::Ptr(pk),
+        Arg::Ptr(pw),
+        Arg::Ptr(ps),
+        Arg::I32(nq as i32),
+        Arg::I32(heads as i32),
+        Arg::I32(blocks as i32),
+    ];
+    if !matches!(kernel, ScoresKernel::AmdMatrixBf16(_)) {
+        args.push(Arg::I32((kernel == ScoresKernel::Bf16) as i32));
+    }
+    api.launch_source(&root().join("tests/emu").join(probe), entry, dims, &args)
+        .unwrap_or_else(|e| panic!("{}: {}: {e}", c.name, l.kernel));
+    let mut s = vec![0f32; nq * blocks];
+    api.download(ps, as_bytes_mut(&mut s)).unwrap();
+    let round: fn(f32) -> f64 = match kernel {
+        ScoresKernel::Tf32 => tf32,
+        _ => |x| bf16::from_f32(x).to_f64(),
+    };
+    let (want, scale) = reference(&q, &kb, &w, shape, round);
+    for (i, (&got, (&want, &scale))) in s.iter().zip(want.iter().zip(&scale)).enumerate() {
+        // Only the kernels' f32 sums differ from the reference: measured worst 8.7e-8 of the
+        // scale on these shapes (2026-12-01, this 2-core machine, printed with --nocapture);
+        // 1e-5 leaves room for other shapes, far below the O(1) of a layout error.
+        let tol = 1e-5 * scale + 1e-30;
+        assert!(
+            (got as f64 - want).abs() <= tol,
+            "{} {} {:?}: S[query {}][block {}] = {got}, FP64 reference {want} (tolerance {tol:.3e})",
+            c.name,
+            l.kernel,
+            shape,
+            i / blocks,
+            i % blocks
+        );
+    }
+    let worst = s
+        .iter()
+        .zip(want.iter().zip(&scale))
+        .map(|(&g, (&w, &sc))| (g as f64 - w).abs() / sc.max(1e-30))
+        .fold(0f64, f64::max);
+    println!(
+        "{} {} {shape:?}: worst |S - ref| / scale = {worst:.2e}",
+        c.name, l.kernel
+    );
+}
+
+/// Ragged shapes: heads past one m-tile, blocks past one CTA tile; decode (nq = 1).
+const SHAPES: [(usize, usize, usize); 2] = [(3, 20, 300), (1, 64, 270)];
+
+#[test]
+fn nvidia_tensor_core_scorers_on_emulated_mma() {
+    // sm_86 compiles the same tensor-core scorer code (__CUDA_ARCH__ >= 800); only sm_90's
+    // shared memory holds the forwarding module's static + dynamic total (the emulator counts
+    // every static __shared__ of a module against each of its kernels).
+    let c = caps("sm_90", Vendor::Nvidia, 32, 232_448);
+    for kernel in [ScoresKernel::Tf32, ScoresKernel::Bf16] {
+        for shape in SHAPES {
+            run_scorer(&c, kernel, shape);
+        }
+    }
+}
+
+#[test]
+fn amd_matrix_core_scorers_on_emulated_wmma_and_mfma() {
+    let gfx1201 = caps("gfx1201", Vendor::Amd, 32, 65_536);
+    let gfx950 = caps("gfx950", Vendor::Amd, 64, 163_840);
+    for shape in SHAPES {
+        run_scorer(
+            &gfx1201,
+            ScoresKernel::AmdMatrixBf16(AmdMatrix::Wmma),
+            shape,
+        );
+        run_scorer(&gfx950, ScoresKernel::AmdMatrixBf16(AmdMatrix::Mfma), shape);
+    }
+}
