@@ -95,6 +95,10 @@ inline void fiber_main() {
 // The fibers of one OS thread, reused block after block.
 struct FiberPool {
   std::vector<Thread> threads;
+  // The scheduler's own context: fibers switch back to it. A member rather than a local of
+  // run_block, so `sched_ctx` never holds a stack address (g++ 13 warns on that:
+  // -Wdangling-pointer, seen on the H200 image's compiler, 2026-12-01).
+  ucontext_t sched;
   unsigned char* stacks = nullptr;
   size_t stack_bytes = 0, count = 0;
 
@@ -236,7 +240,7 @@ inline bool run_block(Launch& L, FiberPool& pool, Dim3 b, unsigned long long lin
   for (int r = 0; r < d.n_shared_ranges; ++r)
     memset(anchor + d.shared_ranges[2 * r], d.poison, (size_t)d.shared_ranges[2 * r + 1]);
 
-  ucontext_t sched;
+  ucontext_t& sched = pool.sched;
   sched_ctx = &sched;
   cur_launch = &L;
   Thread* th = pool.threads.data();
