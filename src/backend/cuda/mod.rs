@@ -40,6 +40,41 @@ pub fn driver_present() -> bool {
     unsafe { sys::is_culib_present() }
 }
 
+/// Where Linux's NVIDIA kernel module states its version (the driver's build number, which
+/// cuDriverGetVersion does not give: it says only the CUDA version the driver supports).
+const NVIDIA_VERSION_FILE: &str = "/proc/driver/nvidia/version";
+
+/// The kernel module's version ("580.159.04") from the text of /proc/driver/nvidia/version:
+/// `NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  <date>` (open kernel
+/// modules say `NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build ...`).
+fn kernel_module_version(text: &str) -> Option<String> {
+    let line = text.lines().find(|l| l.starts_with("NVRM version:"))?;
+    let after = line.split("Kernel Module").nth(1)?;
+    after
+        .split_whitespace()
+        .find(|w| {
+            w.contains('.')
+                && w.chars().next().is_some_and(|c| c.is_ascii_digit())
+                && w.chars().all(|c| c.is_ascii_digit() || c == '.')
+        })
+        .map(String::from)
+}
+
+/// `CUDA driver 13.0 (580.159.04)` from cuDriverGetVersion's number (13000) and the kernel
+/// module's version when known; the CUDA version alone otherwise. The driver's PTX JIT is
+/// part of it, so this is also the version that compiles a target's PTX.
+fn driver_text(cuda_version: i32, module: Option<String>) -> String {
+    let cuda = format!(
+        "CUDA driver {}.{}",
+        cuda_version / 1000,
+        (cuda_version % 1000) / 10
+    );
+    match module {
+        Some(m) => format!("{cuda} ({m})"),
+        None => cuda,
+    }
+}
+
 /// One CUDA device, its primary context and one non-blocking stream.
 pub struct CudaApi {
     props: GpuProps,
@@ -48,6 +83,11 @@ pub struct CudaApi {
     ctx: sys::CUcontext,
     stream: sys::CUstream,
     dir: PathBuf,
+    /// Load `<stem>.fatbin` only, never the cubin: an older target's PTX on this newer card
+    /// (`crate::ptx`), which the driver compiles at load.
+    fatbin_only: bool,
+    /// The target whose code objects `dir` holds (the card's arch unless `run_as_ptx`).
+    build_target: String,
     modules: RefCell<HashMap<Family, sys::CUmodule>>,
     functions: RefCell<HashMap<(Family, String), sys::CUfunction>>,
 }
@@ -130,19 +170,37 @@ impl CudaApi {
                 warp_size: warp as u32,
                 max_shared_per_block: shared as u32,
             },
-            driver: format!("CUDA driver {}.{}", version / 1000, (version % 1000) / 10),
+            driver: driver_text(
+                version,
+                std::fs::read_to_string(NVIDIA_VERSION_FILE)
+                    .ok()
+                    .as_deref()
+                    .and_then(kernel_module_version),
+            ),
             dev,
             ctx,
             stream,
             dir: code_object_dir.to_path_buf(),
+            fatbin_only: false,
+            build_target: format!("sm_{major}{minor}"),
             modules: RefCell::new(HashMap::new()),
             functions: RefCell::new(HashMap::new()),
         })
     }
 
-    /// Driver version, free text ("CUDA driver 13.0").
+    /// Driver version, free text ("CUDA driver 13.0 (580.159.04)").
     pub fn driver(&self) -> &str {
         &self.driver
+    }
+
+    /// Run an older target's PTX on this card (`crate::ptx::Mode::Ptx`): load the fatbins
+    /// (whose PTX the driver compiles for this card), never the target's cubins, and allow
+    /// a block no more shared memory than the target has (`shared_limit`), so a launch
+    /// that would not fit on the target's card fails here too.
+    pub fn run_as_ptx(&mut self, target: &str, shared_limit: u32) {
+        self.fatbin_only = true;
+        self.build_target = target.to_string();
+        self.props.max_shared_per_block = self.props.max_shared_per_block.min(shared_limit);
     }
 
     fn bind(&self) -> BackendResult<()> {
@@ -151,7 +209,7 @@ impl CudaApi {
     }
 
     fn build_hint(&self) -> String {
-        format!("cargo xtask build --target {}", self.props.arch)
+        format!("cargo xtask build --target {}", self.build_target)
     }
 
     fn module(&self, family: Family) -> BackendResult<sys::CUmodule> {
@@ -159,13 +217,20 @@ impl CudaApi {
             return Ok(*m);
         }
         let stem = family.stem();
-        let candidates = [
-            self.dir.join(format!("{stem}.cubin")),
-            self.dir.join(format!("{stem}.fatbin")),
-        ];
+        let fatbin = self.dir.join(format!("{stem}.fatbin"));
+        let candidates = if self.fatbin_only {
+            vec![fatbin]
+        } else {
+            vec![self.dir.join(format!("{stem}.cubin")), fatbin]
+        };
         let Some(path) = candidates.iter().find(|p| p.is_file()) else {
+            let nor = if self.fatbin_only {
+                ""
+            } else {
+                " (nor .fatbin)"
+            };
             return Err(BackendError::Device(format!(
-                "{} not found (nor .fatbin): build the {stem} kernels with `{}`",
+                "{} not found{nor}: build the {stem} kernels with `{}`",
                 candidates[0].display(),
                 self.build_hint()
             )));
@@ -446,6 +511,25 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_driver_text_carries_the_cuda_version_and_the_kernel_module_build() {
+        // /proc/driver/nvidia/version as the 580 driver writes it (proprietary and open
+        // kernel modules).
+        let proprietary = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Thu Oct  2 18:35:12 UTC 2025\nGCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n";
+        let open = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build  (dvs-builder@U16-I3-B03-4-3)  Tue Sep 23 09:42:12 UTC 2025\n";
+        assert_eq!(
+            kernel_module_version(proprietary).as_deref(),
+            Some("580.159.04")
+        );
+        assert_eq!(kernel_module_version(open).as_deref(), Some("580.95.05"));
+        assert_eq!(kernel_module_version("GCC version: 12.2.0"), None);
+        assert_eq!(
+            driver_text(13000, kernel_module_version(proprietary)),
+            "CUDA driver 13.0 (580.159.04)"
+        );
+        assert_eq!(driver_text(12080, None), "CUDA driver 12.8");
     }
 
     #[test]
