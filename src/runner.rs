@@ -313,3 +313,7 @@ pub fn not_run(
 #[cfg(test)]
 #[path = "runner_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "runner_ptx_tests.rs"]
+mod ptx_tests;
