@@ -85,7 +85,11 @@ fn a_ptx_run_is_never_reported_as_run_and_keeps_no_bench_times() {
         "a run through the target's PTX on a newer card must be status run_ptx, not {:?}",
         r.status
     );
-    assert_eq!(r.status_label(), "run (PTX on sm_90)");
+    assert_eq!(
+        r.status_label(),
+        "run (PTX on sm_90)",
+        "the status label of a PTX run must say PTX and name the card"
+    );
     assert_eq!(r.reason, ptx.reason());
     assert!(r.ran_on_a_card());
     let parity: Vec<_> = r.records.iter().filter(|x| x.suite == Suite::Parity).collect();
