@@ -92,17 +92,32 @@ fn a_ptx_run_is_never_reported_as_run_and_keeps_no_bench_times() {
     );
     assert_eq!(r.reason, ptx.reason());
     assert!(r.ran_on_a_card());
-    let parity: Vec<_> = r.records.iter().filter(|x| x.suite == Suite::Parity).collect();
+    let parity: Vec<_> = r
+        .records
+        .iter()
+        .filter(|x| x.suite == Suite::Parity)
+        .collect();
     assert!(
         !parity.is_empty() && parity.iter().all(|x| x.status == Status::Pass),
         "{parity:?}"
     );
-    let bench: Vec<_> = r.records.iter().filter(|x| x.suite == Suite::Bench).collect();
+    let bench: Vec<_> = r
+        .records
+        .iter()
+        .filter(|x| x.suite == Suite::Bench)
+        .collect();
     assert_eq!(bench.len(), 1, "{bench:?}");
     for b in bench {
-        assert_eq!(b.status, Status::Skip, "a PTX run timed a bench check: {b:?}");
+        assert_eq!(
+            b.status,
+            Status::Skip,
+            "a PTX run timed a bench check: {b:?}"
+        );
         assert_eq!(b.message, ptx.bench_skip());
-        assert!(b.metrics.is_empty(), "a PTX run keeps no bench medians: {b:?}");
+        assert!(
+            b.metrics.is_empty(),
+            "a PTX run keeps no bench medians: {b:?}"
+        );
     }
 }
 

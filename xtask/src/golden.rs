@@ -133,10 +133,7 @@ impl Golden {
         let kept = |old: &Accepted| match mark {
             Some(m) => Some(m.to_string()),
             None if partial => old.description.clone(),
-            None => old
-                .description
-                .clone()
-                .filter(|d| !emulated::is_mark(Some(d))),
+            None => old.description.clone().filter(|d| !off_card_mark(Some(d))),
         };
         let mut pending_written = false;
         let state = match &old {
@@ -162,9 +159,11 @@ impl Golden {
                 } else {
                     old.content.clone()
                 };
-                let confirms_emulated = mark.is_none() && !partial && old.is_emulated();
-                if same_lines(&compared, &content) && self.bless && confirms_emulated {
-                    // The card confirms what emulation wrote: from now on a hardware snapshot.
+                // The same lines under a better maker: the card confirming what emulation or
+                // a PTX run wrote (from now on a hardware snapshot), a PTX run confirming
+                // what emulation wrote (from now on made on silicon).
+                let relabels = !partial && kept(old) != old.description;
+                if same_lines(&compared, &content) && self.bless && relabels {
                     write_atomic(
                         &path,
                         render(name, &old.content, kept(old).as_deref()).as_bytes(),
@@ -343,6 +342,10 @@ impl Accepted {
     fn is_emulated(&self) -> bool {
         emulated::is_mark(self.description.as_deref())
     }
+    /// Made by emulation or by a PTX run on a newer card: not on the target's own card.
+    fn is_off_card(&self) -> bool {
+        off_card_mark(self.description.as_deref())
+    }
 }
 
 /// Read an accepted snapshot with insta's own parser (so what we write is what insta reads).
@@ -387,5 +390,12 @@ pub fn diff(old: &str, new: &str) -> String {
 }
 
 pub mod emulated;
+pub mod ptx;
+
+/// Does a snapshot header say it was made off the target's own card (the emulator's or a
+/// PTX run's mark)? The target's own card drops either mark when it confirms the lines.
+fn off_card_mark(description: Option<&str>) -> bool {
+    emulated::is_mark(description) || ptx::is_mark(description)
+}
 #[cfg(test)]
 mod tests;
