@@ -122,6 +122,10 @@ impl TargetResults {
             s => s.label().to_string(),
         }
     }
+    /// The card a PTX run executed on ("sm_90"); None for every other status.
+    pub fn ptx_card(&self) -> Option<&str> {
+        (self.status == TargetStatus::RunPtx).then_some(self.device.arch.as_str())
+    }
     /// Did it execute on silicon (its own card, or a newer one through its PTX)?
     pub fn ran_on_a_card(&self) -> bool {
         matches!(self.status, TargetStatus::Run | TargetStatus::RunPtx)

@@ -392,6 +392,23 @@ pub fn diff(old: &str, new: &str) -> String {
 pub mod emulated;
 pub mod ptx;
 
+/// `bless --from`: a pending snapshot made off the card (emulated, or by a PTX run) may not
+/// replace `dest` where the target's own card made it; the error names both files.
+pub fn refuse_off_card_over_card(pending: &Path, dest: &Path) -> Result<()> {
+    let Some(new) = read_snapshot(pending)? else {
+        return Ok(());
+    };
+    match read_snapshot(dest)? {
+        Some(old) if new.is_off_card() && !old.is_off_card() => anyhow::bail!(
+            "{} was made off the card ({}) and would replace {}, which was made on the card: a snapshot made on the card is only replaced from the card (cargo xtask matrix --target <target> --bless there)",
+            pending.display(),
+            new.description.as_deref().unwrap_or("").split(':').next().unwrap_or(""),
+            dest.display()
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// Does a snapshot header say it was made off the target's own card (the emulator's or a
 /// PTX run's mark)? The target's own card drops either mark when it confirms the lines.
 fn off_card_mark(description: Option<&str>) -> bool {

@@ -30,8 +30,8 @@ pub fn is_mark(description: Option<&str>) -> bool {
 pub fn mark(target: &str, card: &str) -> String {
     format!(
         "{MARK} made on an {card} card through {target}'s PTX (qsa run --target {target} on a \
-         newer card: {target}'s dispatch, caps and shared limit), not on a {target} card. The \
-         first run on a {target} card confirms it (same lines) or replaces it (cargo xtask \
+         newer card: {target}'s dispatch, caps and shared limit), not on an {target} card. The \
+         first run on an {target} card confirms it (same lines) or replaces it (cargo xtask \
          matrix --target {target} --bless on that card); a PTX run never rewrites a snapshot \
          made on the {target} card"
     )
