@@ -169,4 +169,23 @@ mod tests {
             .unwrap();
         assert_eq!(header(dir.path(), "parity__x"), None);
     }
+
+    /// A filtered PTX run blessing a few lines of an emulated snapshot leaves it marked
+    /// emulated: the other lines were never run on silicon.
+    #[test]
+    fn a_filtered_ptx_bless_keeps_the_emulated_mark() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut emu = Golden::new(dir.path(), true, None);
+        emu.check_emulated("sm_75", "parity__x", LINES, Scope::Full)
+            .unwrap();
+        let mut g = Golden::new(dir.path(), true, None);
+        g.check_ptx("sm_75", "sm_90", "parity__x", "a x ids: 7", Scope::Partial)
+            .unwrap();
+        let t = text(dir.path(), "parity__x");
+        assert!(t.contains("a x ids: 7") && t.contains("b x ids: 2"), "{t}");
+        assert!(
+            emulated::is_mark(header(dir.path(), "parity__x").as_deref()),
+            "a filtered PTX bless relabelled lines it did not run: {t}"
+        );
+    }
 }
