@@ -69,6 +69,8 @@ fn open_cuda(target: &Target, dir: &Path, allow_ptx: bool) -> Result<Box<dyn Bac
         Mode::Native => Box::new(GpuBackend::new(api, caps).with_driver(driver)),
         Mode::Ptx(run) => {
             api.run_as_ptx(&run.target, run.shared_limit);
+            // The driver compiles the PTX at load: a driver too old for it says so here.
+            api.load_all().map_err(|e| NoDevice(e.to_string()))?;
             Box::new(GpuBackend::new(api, caps).with_driver(driver).with_ptx(run))
         }
     })

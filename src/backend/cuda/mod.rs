@@ -203,6 +203,17 @@ impl CudaApi {
         self.props.max_shared_per_block = self.props.max_shared_per_block.min(shared_limit);
     }
 
+    /// Load every kernel family's code object now (in PTX mode the driver compiles each
+    /// PTX here), so a driver that cannot is a reason before any work, not an error per
+    /// check.
+    pub fn load_all(&self) -> BackendResult<()> {
+        self.bind()?;
+        for f in Family::ALL {
+            self.module(f)?;
+        }
+        Ok(())
+    }
+
     fn bind(&self) -> BackendResult<()> {
         // SAFETY: the context is retained for the life of self.
         ck("cuCtxSetCurrent", unsafe { cu::ctx::set_current(self.ctx) })
@@ -251,6 +262,21 @@ impl CudaApi {
                     self.props.arch,
                     device_err("cuModuleLoadData", e),
                     self.build_hint()
+                )))
+            }
+            Err(e)
+                if e.0 == sys::CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION
+                    || e.0 == sys::CUresult::CUDA_ERROR_INVALID_PTX
+                    || e.0 == sys::CUresult::CUDA_ERROR_JIT_COMPILER_NOT_FOUND =>
+            {
+                return Err(BackendError::Device(format!(
+                    "the driver ({}) cannot compile the PTX of {} for this {} ({}): a driver at \
+                     least as new as the nvcc that built it is needed (update the driver, or \
+                     build with the nvcc of this driver's CUDA version)",
+                    self.driver,
+                    path.display(),
+                    self.props.arch,
+                    device_err("cuModuleLoadData", e)
                 )))
             }
             Err(e) => {
