@@ -190,7 +190,7 @@ pub fn run_target(
             }
             match &ptx {
                 Some(run) if unit.suite == Suite::Bench => {
-                    crate::suites::bench::skipped(&ctx, case, &run.bench_skip())
+                    bench_skipped(&ctx, case, &run.bench_skip())
                 }
                 _ => run_suite(&ctx, case, unit.suite),
             }
@@ -225,6 +225,32 @@ pub fn run_target(
         seconds: st.seconds,
         records: st.records,
     })
+}
+
+/// The bench checks of `case`, each skipped with `why` (a PTX run on a newer card: its
+/// times say nothing about the target's card), without building inputs or timing.
+fn bench_skipped(ctx: &Ctx, case: &Case, why: &str) -> Vec<crate::results::Record> {
+    use crate::matrix::FamilyName;
+    let Some(dist) = crate::cases::dists(case)
+        .into_iter()
+        .find(|d| ctx.filter.dist(d))
+    else {
+        return Vec::new();
+    };
+    let checks: &[&str] = match case.family() {
+        FamilyName::Attention => &["fwd", "bwd"],
+        FamilyName::Topk | FamilyName::Scores => &["-"],
+    };
+    let mut out = Vec::new();
+    for check in checks {
+        for variant in case.variants.iter().filter(|v| ctx.filter.variant(v)) {
+            let mut rec = ctx.record(Suite::Bench, case, &dist, variant, check);
+            rec.status = crate::results::Status::Skip;
+            rec.message = why.to_string();
+            out.push(rec);
+        }
+    }
+    out
 }
 
 /// The units of the run, in order: per planned case, per selected suite, per selected

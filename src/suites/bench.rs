@@ -251,28 +251,6 @@ pub fn run(ctx: &Ctx, case: &Case) -> Vec<Record> {
     out
 }
 
-/// The bench checks of `case`, each skipped with `why` (a PTX run on a newer card: its
-/// times say nothing about the target's card), without building inputs or timing.
-pub fn skipped(ctx: &Ctx, case: &Case, why: &str) -> Vec<Record> {
-    let Some(dist) = cases::dists(case).into_iter().find(|d| ctx.filter.dist(d)) else {
-        return Vec::new();
-    };
-    let checks: &[&str] = match case.family() {
-        FamilyName::Attention => &["fwd", "bwd"],
-        FamilyName::Topk | FamilyName::Scores => &["-"],
-    };
-    let mut out = Vec::new();
-    for check in checks {
-        for variant in case.variants.iter().filter(|v| ctx.filter.variant(v)) {
-            let mut rec = ctx.record(Suite::Bench, case, &dist, variant, check);
-            rec.status = Status::Skip;
-            rec.message = why.to_string();
-            out.push(rec);
-        }
-    }
-    out
-}
-
 fn bench_one(
     ctx: &Ctx,
     family: FamilyName,
