@@ -38,7 +38,9 @@ pub type BackendResult<T> = Result<T, BackendError>;
 pub struct DeviceInfo {
     /// e.g. "cpu (2 threads)", "NVIDIA H200"
     pub name: String,
-    /// Target name as in matrix.yaml: "cpu", "sm_90", "gfx906", ...
+    /// The architecture that executed: the target's name as in matrix.yaml ("cpu",
+    /// "sm_90", "gfx906", an emulated target's), except in a PTX run, where it is the newer
+    /// card's ("sm_90" for target sm_75: `TargetResults::status_label` reads it).
     pub arch: String,
     /// Driver / runtime versions, free text, one form per vendor: CUDA
     /// `CUDA driver 13.0 (580.159.04)` (cuDriverGetVersion, then the kernel module's
