@@ -18,6 +18,7 @@ pub mod matrix;
 pub mod npy;
 pub mod plan;
 pub mod problem;
+pub mod ptx;
 pub mod reference;
 pub mod results;
 pub mod runner;

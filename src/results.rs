@@ -40,6 +40,10 @@ impl Status {
 pub enum TargetStatus {
     /// Ran on the hardware.
     Run,
+    /// Ran on a newer NVIDIA card through the target's PTX (`qsa::ptx`): the target's
+    /// dispatch, caps and shared limit, the card's silicon; no bench medians. Shown as
+    /// `run (PTX on <card>)` (`TargetResults::status_label`), never as plain `run`.
+    RunPtx,
     /// Compiled and resource-checked only: no such device here.
     BuiltNotRun,
     /// No such device here: the kernel sources ran on the CPU through the SIMT emulator
@@ -56,6 +60,8 @@ impl TargetStatus {
     pub fn label(self) -> &'static str {
         match self {
             TargetStatus::Run => "run",
+            // The card is in `TargetResults::status_label`; without it, still never `run`.
+            TargetStatus::RunPtx => "run (PTX)",
             TargetStatus::BuiltNotRun => "built, not run",
             TargetStatus::Emulated => "emulated",
             TargetStatus::Skipped => "skipped",
@@ -106,6 +112,24 @@ pub struct TargetResults {
 }
 
 impl TargetResults {
+    /// The status as every report shows it: `run (PTX on sm_90)` for a PTX run (the card
+    /// is the device's arch), the plain label otherwise.
+    pub fn status_label(&self) -> String {
+        match self.status {
+            TargetStatus::RunPtx if !self.device.arch.is_empty() => {
+                crate::ptx::status_label(&self.device.arch)
+            }
+            s => s.label().to_string(),
+        }
+    }
+    /// The card a PTX run executed on ("sm_90"); None for every other status.
+    pub fn ptx_card(&self) -> Option<&str> {
+        (self.status == TargetStatus::RunPtx).then_some(self.device.arch.as_str())
+    }
+    /// Did it execute on silicon (its own card, or a newer one through its PTX)?
+    pub fn ran_on_a_card(&self) -> bool {
+        matches!(self.status, TargetStatus::Run | TargetStatus::RunPtx)
+    }
     pub fn failures(&self) -> usize {
         self.records
             .iter()

@@ -6,6 +6,8 @@ use crate::backend::cpu::CpuBackend;
 use crate::backend::{Backend, DeviceInfo};
 use crate::crash::{self, TestCrash};
 use crate::dump::Dumper;
+#[cfg(feature = "cuda")]
+use crate::gpu::backend::GpuBackend;
 use crate::journal::{self, Entry, Journal, Unit};
 use crate::matrix::{Case, Matrix, Suite, Target};
 use crate::results::{utc_now, TargetResults, TargetStatus};
@@ -17,34 +19,65 @@ use std::path::Path;
 #[derive(Debug)]
 pub struct NoDevice(pub String);
 
-/// Open the backend that runs `target` on this machine.
+/// Open the backend that runs `target` on this machine. An NVIDIA target without its own
+/// card runs through its PTX on a newer NVIDIA card (`crate::ptx`); `open_backend_with`
+/// can refuse that (`qsa run --no-ptx`).
 pub fn open_backend(target: &Target, code_objects: &Path) -> Result<Box<dyn Backend>, NoDevice> {
+    open_backend_with(target, code_objects, true)
+}
+
+/// `open_backend`, with the PTX mode allowed or not.
+pub fn open_backend_with(
+    target: &Target,
+    code_objects: &Path,
+    allow_ptx: bool,
+) -> Result<Box<dyn Backend>, NoDevice> {
     use crate::dispatch::Vendor;
     match target.vendor {
         Vendor::Cpu => Ok(Box::new(CpuBackend::new())),
-        Vendor::Nvidia => open_cuda(target, code_objects),
+        Vendor::Nvidia => open_cuda(target, code_objects, allow_ptx),
         Vendor::Amd => open_hip(target, code_objects),
     }
 }
 
+/// The target's own card (its SASS), or a newer NVIDIA card through the target's PTX
+/// (`ptx::decide` says which, or why neither, before any work).
 #[cfg(feature = "cuda")]
-fn open_cuda(target: &Target, dir: &Path) -> Result<Box<dyn Backend>, NoDevice> {
-    let api = crate::backend::cuda::CudaApi::open(0, dir).map_err(|e| NoDevice(e.to_string()))?;
-    let arch = crate::gpu::GpuApi::props(&api).arch.clone();
-    if arch != target.name {
-        return Err(NoDevice(format!(
-            "the CUDA device here is {arch}, not {}: run target {arch} instead",
-            target.name
-        )));
-    }
-    Ok(Box::new(crate::gpu::backend::GpuBackend::new(
-        api,
-        target.caps(),
-    )))
+fn open_cuda(target: &Target, dir: &Path, allow_ptx: bool) -> Result<Box<dyn Backend>, NoDevice> {
+    use crate::ptx::{decide, scan_fatbins, Card, Mode, Wanted};
+    let mut api =
+        crate::backend::cuda::CudaApi::open(0, dir).map_err(|e| NoDevice(e.to_string()))?;
+    let props = crate::gpu::GpuApi::props(&api).clone();
+    let caps = target.caps();
+    let mode = decide(
+        &Wanted {
+            name: &target.name,
+            vendor: target.vendor,
+            shared_per_block: caps.shared_per_block,
+        },
+        &Card {
+            vendor: crate::dispatch::Vendor::Nvidia,
+            arch: &props.arch,
+            max_shared_per_block: props.max_shared_per_block,
+        },
+        allow_ptx,
+        || scan_fatbins(dir),
+    )
+    .map_err(NoDevice)?;
+    let driver = api.driver().to_string();
+    Ok(match mode {
+        Mode::Native => Box::new(GpuBackend::new(api, caps).with_driver(driver)),
+        Mode::Ptx(run) => {
+            api.run_as_ptx(&run.target, run.shared_limit);
+            // The driver compiles the PTX at load: a driver too old for it says so here.
+            api.load_all().map_err(|e| NoDevice(e.to_string()))?;
+            Box::new(GpuBackend::new(api, caps).with_driver(driver).with_ptx(run))
+        }
+    })
 }
 
 #[cfg(not(feature = "cuda"))]
-fn open_cuda(_: &Target, _: &Path) -> Result<Box<dyn Backend>, NoDevice> {
+fn open_cuda(_: &Target, _: &Path, _: bool) -> Result<Box<dyn Backend>, NoDevice> {
     Err(NoDevice(
         "this runner was built without the `cuda` feature".into(),
     ))
@@ -120,6 +153,9 @@ pub fn run_target(
         pid: std::process::id(),
     }))?;
     let test_crash = TestCrash::from_env();
+    // A PTX run on a newer card keeps no bench medians: its bench checks are skipped,
+    // each with the reason, before anything is timed.
+    let ptx = backend.ptx_run();
     let units = planned_units(spec.matrix, spec.target, spec.filter);
     let total = units.len();
     for (i, (case, unit)) in units.iter().enumerate() {
@@ -152,7 +188,12 @@ pub fn run_target(
             if let Some(t) = &test_crash {
                 t.fire(unit);
             }
-            run_suite(&ctx, case, unit.suite)
+            match &ptx {
+                Some(run) if unit.suite == Suite::Bench => {
+                    bench_skipped(&ctx, case, &run.bench_skip())
+                }
+                _ => run_suite(&ctx, case, unit.suite),
+            }
         })
         .unwrap_or_else(|panic| {
             progress(&format!("{} {unit}: crashed: {panic}", spec.target.name));
@@ -169,8 +210,12 @@ pub fn run_target(
     let st = journal::read(spec.journal)?;
     Ok(TargetResults {
         target: spec.target.name.clone(),
-        status: TargetStatus::Run,
-        reason: String::new(),
+        status: if ptx.is_some() {
+            TargetStatus::RunPtx
+        } else {
+            TargetStatus::Run
+        },
+        reason: ptx.as_ref().map(|p| p.reason()).unwrap_or_default(),
         device: backend.device(),
         seed: spec.matrix.seed,
         started: st
@@ -180,6 +225,32 @@ pub fn run_target(
         seconds: st.seconds,
         records: st.records,
     })
+}
+
+/// The bench checks of `case`, each skipped with `why` (a PTX run on a newer card: its
+/// times say nothing about the target's card), without building inputs or timing.
+fn bench_skipped(ctx: &Ctx, case: &Case, why: &str) -> Vec<crate::results::Record> {
+    use crate::matrix::FamilyName;
+    let Some(dist) = crate::cases::dists(case)
+        .into_iter()
+        .find(|d| ctx.filter.dist(d))
+    else {
+        return Vec::new();
+    };
+    let checks: &[&str] = match case.family() {
+        FamilyName::Attention => &["fwd", "bwd"],
+        FamilyName::Topk | FamilyName::Scores => &["-"],
+    };
+    let mut out = Vec::new();
+    for check in checks {
+        for variant in case.variants.iter().filter(|v| ctx.filter.variant(v)) {
+            let mut rec = ctx.record(Suite::Bench, case, &dist, variant, check);
+            rec.status = crate::results::Status::Skip;
+            rec.message = why.to_string();
+            out.push(rec);
+        }
+    }
+    out
 }
 
 /// The units of the run, in order: per planned case, per selected suite, per selected
@@ -270,3 +341,7 @@ pub fn not_run(
 #[cfg(test)]
 #[path = "runner_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "runner_ptx_tests.rs"]
+mod ptx_tests;

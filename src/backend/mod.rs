@@ -38,9 +38,15 @@ pub type BackendResult<T> = Result<T, BackendError>;
 pub struct DeviceInfo {
     /// e.g. "cpu (2 threads)", "NVIDIA H200"
     pub name: String,
-    /// Target name as in matrix.yaml: "cpu", "sm_90", "gfx906", ...
+    /// The architecture that executed: the target's name as in matrix.yaml ("cpu",
+    /// "sm_90", "gfx906", an emulated target's), except in a PTX run, where it is the newer
+    /// card's ("sm_90" for target sm_75: `TargetResults::status_label` reads it).
     pub arch: String,
-    /// Driver / runtime versions, free text.
+    /// Driver / runtime versions, free text, one form per vendor: CUDA
+    /// `CUDA driver 13.0 (580.159.04)` (cuDriverGetVersion, then the kernel module's
+    /// version from /proc/driver/nvidia/version where readable; it is also the PTX JIT's
+    /// version); HIP `HIP runtime 6.4.43482` (hipRuntimeGetVersion); the emulator
+    /// `qsa SIMT emulator (src/emu)`; '' on the CPU and for targets that did not run.
     pub driver: String,
 }
 
@@ -59,6 +65,11 @@ pub trait Prepared {
 /// A device that can run problems.
 pub trait Backend {
     fn device(&self) -> DeviceInfo;
+    /// Set when this backend runs an older NVIDIA target through its PTX on a newer card
+    /// (`crate::ptx`): the run's status is then `run (PTX on <card>)` and bench is skipped.
+    fn ptx_run(&self) -> Option<crate::ptx::PtxRun> {
+        None
+    }
     /// Prepare `problem` under the switches of one variant of matrix.yaml (the engine's
     /// STRATA_* variables and qsa's forcing switches); dispatch picks the kernel from them
     /// exactly as `crate::dispatch` says.

@@ -105,8 +105,16 @@ struct RunArgs {
     quiet: bool,
     /// Run a GPU target without its device: the kernel sources on the CPU through the SIMT
     /// emulator (status `emulated`; top-k only, other families unsupported in emulation).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "no_ptx")]
     emulate: bool,
+    /// Do not run an older NVIDIA target's PTX on a newer card (report `built, not run`).
+    /// Where a GPU target runs, in order of preference: its own card (`run`); a newer
+    /// NVIDIA card through the target's PTX, compiled by the driver, with the target's
+    /// dispatch, caps and shared limit (`run (PTX on sm_90)`, bench skipped); the SIMT
+    /// emulator (`--emulate`, or `cargo xtask matrix` by default: `emulated`); else
+    /// `built, not run` with the reason.
+    #[arg(long)]
+    no_ptx: bool,
 }
 
 fn main() -> ExitCode {
@@ -163,7 +171,10 @@ fn devices(matrix: &std::path::Path, code_objects: &std::path::Path) -> ExitCode
     };
     for t in &m.targets {
         match runner::open_backend(t, &code_objects.join(&t.name)) {
-            Ok(b) => println!("{:8} {}", t.name, b.device().name),
+            Ok(b) => match b.ptx_run() {
+                Some(p) => println!("{:8} {}: {}", t.name, b.device().name, p.label()),
+                None => println!("{:8} {}", t.name, b.device().name),
+            },
             Err(e) => println!("{:8} none: {}", t.name, e.0),
         }
     }
@@ -242,7 +253,7 @@ fn run(a: RunArgs) -> ExitCode {
     let opened = if a.emulate {
         runner::open_emulated(target)
     } else {
-        runner::open_backend(target, &code_objects)
+        runner::open_backend_with(target, &code_objects, !a.no_ptx)
     };
     let results = match opened {
         Ok(backend) => {

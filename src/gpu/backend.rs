@@ -10,6 +10,7 @@ pub struct GpuBackend<A: GpuApi> {
     api: A,
     caps: TargetCaps,
     driver: String,
+    ptx: Option<crate::ptx::PtxRun>,
 }
 
 impl<A: GpuApi> GpuBackend<A> {
@@ -19,7 +20,13 @@ impl<A: GpuApi> GpuBackend<A> {
             api,
             caps,
             driver: String::new(),
+            ptx: None,
         }
+    }
+    /// This backend runs an older target's PTX on a newer card (`crate::ptx`).
+    pub fn with_ptx(mut self, run: crate::ptx::PtxRun) -> Self {
+        self.ptx = Some(run);
+        self
     }
     /// Driver / runtime versions for `DeviceInfo` (free text).
     pub fn with_driver(mut self, driver: impl Into<String>) -> Self {
@@ -42,6 +49,10 @@ impl<A: GpuApi> Backend for GpuBackend<A> {
             arch: props.arch.clone(),
             driver: self.driver.clone(),
         }
+    }
+
+    fn ptx_run(&self) -> Option<crate::ptx::PtxRun> {
+        self.ptx.clone()
     }
 
     fn prepare<'a>(

@@ -131,12 +131,12 @@ impl Golden {
         // mark of an emulated snapshot it confirms or replaces whole (a filtered run on the
         // card leaves the lines it did not run emulated, so the mark stays).
         let kept = |old: &Accepted| match mark {
+            // A filtered run leaves the lines it did not run as their maker made them: the
+            // header stays (a PTX run's few lines do not make an emulated file silicon's).
+            Some(_) if partial && old.is_off_card() => old.description.clone(),
             Some(m) => Some(m.to_string()),
             None if partial => old.description.clone(),
-            None => old
-                .description
-                .clone()
-                .filter(|d| !emulated::is_mark(Some(d))),
+            None => old.description.clone().filter(|d| !off_card_mark(Some(d))),
         };
         let mut pending_written = false;
         let state = match &old {
@@ -162,9 +162,11 @@ impl Golden {
                 } else {
                     old.content.clone()
                 };
-                let confirms_emulated = mark.is_none() && !partial && old.is_emulated();
-                if same_lines(&compared, &content) && self.bless && confirms_emulated {
-                    // The card confirms what emulation wrote: from now on a hardware snapshot.
+                // The same lines under a better maker: the card confirming what emulation or
+                // a PTX run wrote (from now on a hardware snapshot), a PTX run confirming
+                // what emulation wrote (from now on made on silicon).
+                let relabels = !partial && kept(old) != old.description;
+                if same_lines(&compared, &content) && self.bless && relabels {
                     write_atomic(
                         &path,
                         render(name, &old.content, kept(old).as_deref()).as_bytes(),
@@ -343,6 +345,10 @@ impl Accepted {
     fn is_emulated(&self) -> bool {
         emulated::is_mark(self.description.as_deref())
     }
+    /// Made by emulation or by a PTX run on a newer card: not on the target's own card.
+    fn is_off_card(&self) -> bool {
+        off_card_mark(self.description.as_deref())
+    }
 }
 
 /// Read an accepted snapshot with insta's own parser (so what we write is what insta reads).
@@ -387,5 +393,29 @@ pub fn diff(old: &str, new: &str) -> String {
 }
 
 pub mod emulated;
+pub mod ptx;
+
+/// `bless --from`: a pending snapshot made off the card (emulated, or by a PTX run) may not
+/// replace `dest` where the target's own card made it; the error names both files.
+pub fn refuse_off_card_over_card(pending: &Path, dest: &Path) -> Result<()> {
+    let Some(new) = read_snapshot(pending)? else {
+        return Ok(());
+    };
+    match read_snapshot(dest)? {
+        Some(old) if new.is_off_card() && !old.is_off_card() => anyhow::bail!(
+            "{} was made off the card ({}) and would replace {}, which was made on the card: a snapshot made on the card is only replaced from the card (cargo xtask matrix --target <target> --bless there)",
+            pending.display(),
+            new.description.as_deref().unwrap_or("").split(':').next().unwrap_or(""),
+            dest.display()
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// Does a snapshot header say it was made off the target's own card (the emulator's or a
+/// PTX run's mark)? The target's own card drops either mark when it confirms the lines.
+fn off_card_mark(description: Option<&str>) -> bool {
+    emulated::is_mark(description) || ptx::is_mark(description)
+}
 #[cfg(test)]
 mod tests;

@@ -12,6 +12,7 @@ mod lock;
 mod matrix;
 mod merge;
 mod mutants;
+mod ptx;
 mod report;
 mod repro;
 mod root;

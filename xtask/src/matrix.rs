@@ -21,6 +21,9 @@ use std::time::Duration;
 #[derive(clap::Args, Debug, Clone)]
 #[command(
     after_help = "Exit codes: 0 every gate holds; 1 a gate failed; 2 bad usage or configuration.\n\
+Where a GPU target runs, in order of preference: its own card (`run`); a newer NVIDIA card\n\
+through the target's PTX, with the target's dispatch, caps and shared limit\n\
+(`run (PTX on sm_90)`, bench skipped); the SIMT emulator (`emulated`); `built, not run`.\n\
 Examples:\n  cargo xtask matrix                       every target this host can build and run\n  \
 cargo xtask matrix --target cpu --case topk_edges_small --suite parity\n  \
 cargo xtask matrix --target gfx906 --case topk_edges_small --suite parity --emulate\n  \
@@ -293,6 +296,8 @@ pub fn run(a: MatrixArgs) -> Result<u8> {
             }
         } else if results.status == TargetStatus::Emulated {
             crate::emulated::snapshots(&mut golden, &m, t, &results, scope, &repro, &mut notes)?;
+        } else if results.status == TargetStatus::RunPtx {
+            crate::ptx::snapshots(&mut golden, &m, t, &results, scope, &repro, &mut notes)?;
         }
         let tr = TargetReport {
             results,

@@ -326,7 +326,10 @@ fn assemble(
         if expected_run
             && matches!(
                 tr.results.status,
-                TargetStatus::BuiltNotRun | TargetStatus::Skipped | TargetStatus::Emulated
+                TargetStatus::BuiltNotRun
+                    | TargetStatus::Skipped
+                    | TargetStatus::Emulated
+                    | TargetStatus::RunPtx
             )
         {
             tr.notes.push(GateNote {
@@ -335,7 +338,7 @@ fn assemble(
                 failed: true,
                 message: format!(
                     "enabled for this repository but did not run on its runner ({}): {}",
-                    tr.results.status.label(),
+                    tr.results.status_label(),
                     tr.results.reason
                 ),
                 meaning: Vec::new(),
@@ -367,7 +370,7 @@ fn assemble(
 }
 
 /// One target from several results files (shards of one suite run).
-fn join_shards(mut shards: Vec<TargetReport>) -> TargetReport {
+pub(crate) fn join_shards(mut shards: Vec<TargetReport>) -> TargetReport {
     // The card's results replace an emulated run of the same target (a hosted job that
     // emulated it while its own runner ran it): the two are not shards of one run.
     if shards
@@ -376,12 +379,17 @@ fn join_shards(mut shards: Vec<TargetReport>) -> TargetReport {
     {
         shards.retain(|s| s.results.status != TargetStatus::Emulated);
     }
+    // Likewise the target's own card replaces a run through its PTX on a newer card.
+    if shards.iter().any(|s| s.results.status == TargetStatus::Run) {
+        shards.retain(|s| s.results.status != TargetStatus::RunPtx);
+    }
     let mut first = shards.remove(0);
     for s in shards {
         let (a, b) = (&mut first.results, s.results);
         a.status = match (a.status, b.status) {
             (TargetStatus::Failed, _) | (_, TargetStatus::Failed) => TargetStatus::Failed,
             (TargetStatus::Run, _) | (_, TargetStatus::Run) => TargetStatus::Run,
+            (TargetStatus::RunPtx, _) | (_, TargetStatus::RunPtx) => TargetStatus::RunPtx,
             (x, _) => x,
         };
         if !b.reason.is_empty() && !a.reason.contains(&b.reason) {
@@ -540,14 +548,15 @@ pub fn bless_from(from: &Path, golden_root: &Path, matrix: &Matrix) -> Result<Ve
         }
         let bytes =
             std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let dest = golden_root.join(target).join(file.trim_end_matches(".new"));
         if file.ends_with(".snap.new") {
             snapshot_text(path)?;
+            crate::golden::refuse_off_card_over_card(path, &dest)?;
         } else {
             let text = String::from_utf8_lossy(&bytes);
             serde_yaml::from_str::<qsa::suites::bench::BenchGolden>(&text)
                 .map_err(|e| anyhow::anyhow!("{}: not a bench golden file: {e}", path.display()))?;
         }
-        let dest = golden_root.join(target).join(file.trim_end_matches(".new"));
         match plan.get(&dest) {
             Some((other, b)) if *b != bytes => bail!(
                 "{} and {} propose different contents for {}: download one run only",

@@ -5,10 +5,13 @@
 //! Code objects are the cubins (or fatbins) `cargo xtask build` writes, one per kernel
 //! family, loaded lazily the first time a family's kernel is launched.
 
+mod driver;
+
 use crate::backend::{BackendError, BackendResult};
 use crate::gpu::{Arg, DevPtr, Family, GpuApi, GpuProps, LaunchDims};
 use cudarc::driver::result::{self as cu, DriverError};
 use cudarc::driver::sys;
+use driver::{driver_text, kernel_module_version, NVIDIA_VERSION_FILE};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{c_void, CString};
@@ -48,6 +51,11 @@ pub struct CudaApi {
     ctx: sys::CUcontext,
     stream: sys::CUstream,
     dir: PathBuf,
+    /// Load `<stem>.fatbin` only, never the cubin: an older target's PTX on this newer card
+    /// (`crate::ptx`), which the driver compiles at load.
+    fatbin_only: bool,
+    /// The target whose code objects `dir` holds (the card's arch unless `run_as_ptx`).
+    build_target: String,
     modules: RefCell<HashMap<Family, sys::CUmodule>>,
     functions: RefCell<HashMap<(Family, String), sys::CUfunction>>,
 }
@@ -130,19 +138,48 @@ impl CudaApi {
                 warp_size: warp as u32,
                 max_shared_per_block: shared as u32,
             },
-            driver: format!("CUDA driver {}.{}", version / 1000, (version % 1000) / 10),
+            driver: driver_text(
+                version,
+                std::fs::read_to_string(NVIDIA_VERSION_FILE)
+                    .ok()
+                    .as_deref()
+                    .and_then(kernel_module_version),
+            ),
             dev,
             ctx,
             stream,
             dir: code_object_dir.to_path_buf(),
+            fatbin_only: false,
+            build_target: format!("sm_{major}{minor}"),
             modules: RefCell::new(HashMap::new()),
             functions: RefCell::new(HashMap::new()),
         })
     }
 
-    /// Driver version, free text ("CUDA driver 13.0").
+    /// Driver version, free text ("CUDA driver 13.0 (580.159.04)").
     pub fn driver(&self) -> &str {
         &self.driver
+    }
+
+    /// Run an older target's PTX on this card (`crate::ptx::Mode::Ptx`): load the fatbins
+    /// (whose PTX the driver compiles for this card), never the target's cubins, and allow
+    /// a block no more shared memory than the target has (`shared_limit`), so a launch
+    /// that would not fit on the target's card fails here too.
+    pub fn run_as_ptx(&mut self, target: &str, shared_limit: u32) {
+        self.fatbin_only = true;
+        self.build_target = target.to_string();
+        self.props.max_shared_per_block = self.props.max_shared_per_block.min(shared_limit);
+    }
+
+    /// Load every kernel family's code object now (in PTX mode the driver compiles each
+    /// PTX here), so a driver that cannot is a reason before any work, not an error per
+    /// check.
+    pub fn load_all(&self) -> BackendResult<()> {
+        self.bind()?;
+        for f in Family::ALL {
+            self.module(f)?;
+        }
+        Ok(())
     }
 
     fn bind(&self) -> BackendResult<()> {
@@ -151,7 +188,7 @@ impl CudaApi {
     }
 
     fn build_hint(&self) -> String {
-        format!("cargo xtask build --target {}", self.props.arch)
+        format!("cargo xtask build --target {}", self.build_target)
     }
 
     fn module(&self, family: Family) -> BackendResult<sys::CUmodule> {
@@ -159,13 +196,20 @@ impl CudaApi {
             return Ok(*m);
         }
         let stem = family.stem();
-        let candidates = [
-            self.dir.join(format!("{stem}.cubin")),
-            self.dir.join(format!("{stem}.fatbin")),
-        ];
+        let fatbin = self.dir.join(format!("{stem}.fatbin"));
+        let candidates = if self.fatbin_only {
+            vec![fatbin]
+        } else {
+            vec![self.dir.join(format!("{stem}.cubin")), fatbin]
+        };
         let Some(path) = candidates.iter().find(|p| p.is_file()) else {
+            let nor = if self.fatbin_only {
+                ""
+            } else {
+                " (nor .fatbin)"
+            };
             return Err(BackendError::Device(format!(
-                "{} not found (nor .fatbin): build the {stem} kernels with `{}`",
+                "{} not found{nor}: build the {stem} kernels with `{}`",
                 candidates[0].display(),
                 self.build_hint()
             )));
@@ -186,6 +230,21 @@ impl CudaApi {
                     self.props.arch,
                     device_err("cuModuleLoadData", e),
                     self.build_hint()
+                )))
+            }
+            Err(e)
+                if e.0 == sys::CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION
+                    || e.0 == sys::CUresult::CUDA_ERROR_INVALID_PTX
+                    || e.0 == sys::CUresult::CUDA_ERROR_JIT_COMPILER_NOT_FOUND =>
+            {
+                return Err(BackendError::Device(format!(
+                    "the driver ({}) cannot compile the PTX of {} for this {} ({}): a driver at \
+                     least as new as the nvcc that built it is needed (update the driver, or \
+                     build with the nvcc of this driver's CUDA version)",
+                    self.driver,
+                    path.display(),
+                    self.props.arch,
+                    device_err("cuModuleLoadData", e)
                 )))
             }
             Err(e) => {

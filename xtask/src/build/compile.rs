@@ -211,12 +211,35 @@ fn compile_nvidia(sh: &Shell, job: &Job, flags: &[String]) -> Result<()> {
             log.trim_end()
         );
     }
+    if let Err(e) = check_ptx(job, &job.abs(&fatbin)) {
+        let _ = sh.remove_path(&tmp);
+        return Err(e);
+    }
     let sm = job.target.name.as_str();
     let kept = tmp.join(format!("{}.{sm}.cubin", job.stem));
     sh.copy_file(&kept, job.out("cubin"))
         .with_context(|| format!("nvcc --keep left no {}", kept.display()))?;
     sh.remove_path(&tmp)?;
     sh.write_file(job.out("ptxas.log"), log)?;
+    Ok(())
+}
+
+/// The fatbin must carry the target's own PTX: it is what runs the target on a newer card
+/// (`qsa::ptx`, status `run (PTX on sm_90)`), and what the runner looks for before it tries.
+fn check_ptx(job: &Job, fatbin: &Path) -> Result<()> {
+    let want = qsa::ptx::sm_number(&job.target.name)
+        .ok_or_else(|| anyhow!("CUDA target {} is not named sm_XX", job.target.name))?;
+    let bytes =
+        std::fs::read(fatbin).with_context(|| format!("cannot read {}", fatbin.display()))?;
+    let found =
+        qsa::ptx::fatbin::ptx_archs(&bytes).map_err(|e| anyhow!("{}: {e}", fatbin.display()))?;
+    if !found.contains(&want) {
+        bail!(
+            "{} carries no compute_{want} PTX (found: {found:?}): keep `-gencode arch=compute_{want},code=[sm_{want},compute_{want}]` in nvidia_flags; newer cards run {} through it",
+            fatbin.display(),
+            job.target.name
+        );
+    }
     Ok(())
 }
 

@@ -46,12 +46,15 @@ pub enum EmuSnap {
     AgreesWithCard { unseen: usize },
     /// Compared with a snapshot made on the card: these lines differ (never written).
     DiffersFromCard { change: Change, unseen: usize },
-    /// No snapshot from the card: compared with (or written as) an emulated one.
+    /// No snapshot from the card: compared with (or written as) one made off the card
+    /// (emulated, or by a PTX run for `check_ptx`), headed with that maker's mark.
     Emulated(SnapState),
 }
 
 impl Golden {
     /// Compare emulated `content` with `golden/<target>/<name>.snap` under the rule above.
+    /// A snapshot made by a PTX run (`golden::ptx`) ran on silicon: to emulation it is one
+    /// made on the card.
     pub fn check_emulated(
         &mut self,
         target: &str,
@@ -59,10 +62,26 @@ impl Golden {
         content: &str,
         scope: Scope,
     ) -> Result<EmuSnap> {
+        let m = mark(target);
+        self.check_off_card(target, name, content, scope, &m, |a| !a.is_emulated())
+    }
+
+    /// The comparison behind `check_emulated` and `check_ptx`: a snapshot that
+    /// `made_on_card` is compared on the lines both have and never written; any other (or
+    /// none) is compared and written like any snapshot, every write headed `mark`.
+    pub(super) fn check_off_card(
+        &mut self,
+        target: &str,
+        name: &str,
+        content: &str,
+        scope: Scope,
+        mark: &str,
+        made_on_card: impl Fn(&super::Accepted) -> bool,
+    ) -> Result<EmuSnap> {
         let path = self.dir(target).join(format!("{name}.snap"));
         let old = read_snapshot(&path)?;
         match old {
-            Some(card) if !card.is_emulated() => {
+            Some(card) if made_on_card(&card) => {
                 self.referenced.insert(path);
                 let content = super::normalize(content);
                 let on_card: BTreeSet<&str> = card.content.lines().map(check_key).collect();
@@ -85,17 +104,14 @@ impl Golden {
                     }
                 })
             }
-            old => {
-                let m = mark(target);
-                Ok(EmuSnap::Emulated(self.compare(
-                    target,
-                    name,
-                    content,
-                    scope,
-                    old,
-                    Some(&m),
-                )?))
-            }
+            old => Ok(EmuSnap::Emulated(self.compare(
+                target,
+                name,
+                content,
+                scope,
+                old,
+                Some(mark),
+            )?)),
         }
     }
 }

@@ -13,7 +13,7 @@ pub fn render(reports: &[TargetReport]) -> anyhow::Result<String> {
         let r = &tr.results;
         let props = |suite: &mut TestSuite| {
             suite.add_property(Property::new("target", r.target.as_str()));
-            suite.add_property(Property::new("status", r.status.label()));
+            suite.add_property(Property::new("status", r.status_label()));
             suite.add_property(Property::new("seed", r.seed.to_string()));
             suite.add_property(Property::new(
                 "device",
@@ -23,12 +23,19 @@ pub fn render(reports: &[TargetReport]) -> anyhow::Result<String> {
                     r.device.name.as_str()
                 },
             ));
+            if !r.device.driver.is_empty() {
+                suite.add_property(Property::new("driver", r.device.driver.as_str()));
+            }
             if let Some(u) = &tr.unstable {
                 suite.add_property(Property::new("unstable", u.as_str()));
             }
         };
-        // Emulated targets list their checks like a run; the `status` property tells them apart.
-        if !matches!(r.status, TargetStatus::Run | TargetStatus::Emulated) {
+        // Emulated and PTX targets list their checks like a run; the `status` property tells
+        // them apart.
+        if !matches!(
+            r.status,
+            TargetStatus::Run | TargetStatus::RunPtx | TargetStatus::Emulated
+        ) {
             let mut suite = TestSuite::new(r.target.as_str());
             props(&mut suite);
             let mut status = if r.status == TargetStatus::Failed {
@@ -36,7 +43,7 @@ pub fn render(reports: &[TargetReport]) -> anyhow::Result<String> {
             } else {
                 TestCaseStatus::skipped()
             };
-            status.set_message(format!("{}: {}", r.status.label(), r.reason));
+            status.set_message(format!("{}: {}", r.status_label(), r.reason));
             suite.add_test_case(TestCase::new(
                 format!("{} (whole target)", r.target),
                 status,

@@ -14,15 +14,33 @@ pub fn render(reports: &[TargetReport]) -> String {
         let status = match (tr.failed(), &tr.unstable) {
             (true, Some(_)) => "❌ fail (unstable, not gating)".to_string(),
             (true, None) if r.status == TargetStatus::Emulated => "❌ fail (emulated)".to_string(),
+            (true, None) if r.status == TargetStatus::RunPtx => {
+                format!("❌ fail (PTX on {})", r.ptx_card().unwrap_or("?"))
+            }
             (true, None) => "❌ fail".to_string(),
             (false, _) if r.status == TargetStatus::Run => "✅ pass".to_string(),
             (false, _) if r.status == TargetStatus::Emulated => "✅ pass (emulated)".to_string(),
-            (false, _) => r.status.label().to_string(),
+            (false, _) if r.status == TargetStatus::RunPtx => {
+                format!("✅ pass (PTX on {})", r.ptx_card().unwrap_or("?"))
+            }
+            (false, _) => r.status_label(),
         };
         let what = if r.status == TargetStatus::Run {
             format!("{} ({:.0} s)", r.device.name, r.seconds)
         } else if r.status == TargetStatus::Emulated {
             format!("{} ({:.0} s)", r.reason.replace('|', "\\|"), r.seconds)
+        } else if r.status == TargetStatus::RunPtx {
+            let driver = if r.device.driver.is_empty() {
+                String::new()
+            } else {
+                format!(", {}", r.device.driver)
+            };
+            format!(
+                "{}{driver}: {} ({:.0} s)",
+                r.device.name,
+                r.reason.replace('|', "\\|"),
+                r.seconds
+            )
         } else {
             r.reason.replace('|', "\\|")
         };
@@ -36,6 +54,11 @@ pub fn render(reports: &[TargetReport]) -> String {
         .flat_map(|tr| {
             let t = match tr.results.status {
                 TargetStatus::Emulated => format!("{} (emulated)", tr.results.target),
+                TargetStatus::RunPtx => format!(
+                    "{} (PTX on {})",
+                    tr.results.target,
+                    tr.results.ptx_card().unwrap_or("?")
+                ),
                 _ => tr.results.target.clone(),
             };
             let recs = tr

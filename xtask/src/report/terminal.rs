@@ -9,7 +9,7 @@ const MEANING_LINES: usize = 12;
 pub fn render(reports: &[TargetReport]) -> String {
     let mut out = String::new();
     out.push_str(&format!(
-        "\n{:<9} {:<15} {:>5} {:>5} {:>6} {:>6}  {}\n",
+        "\n{:<9} {:<18} {:>5} {:>5} {:>6} {:>6}  {}\n",
         "target", "status", "pass", "fail", "unsup", "gates", "device / reason"
     ));
     for tr in reports {
@@ -19,31 +19,38 @@ pub fn render(reports: &[TargetReport]) -> String {
         let emulated_bare = r.status == TargetStatus::Emulated && r.reason.is_empty();
         let what = if r.status == TargetStatus::Run || emulated_bare {
             r.device.name.clone()
+        } else if r.status == TargetStatus::RunPtx {
+            format!("{}: {}", r.device.name, r.reason)
         } else {
             r.reason.clone()
         };
         let verdict = if tr.failed() {
             if tr.unstable.is_some() {
-                "FAIL (unstable)"
+                "FAIL (unstable)".to_string()
             } else if r.status == TargetStatus::Emulated {
-                "FAIL (emulated)"
+                "FAIL (emulated)".to_string()
+            } else if r.status == TargetStatus::RunPtx {
+                format!("FAIL (PTX on {})", r.ptx_card().unwrap_or("?"))
             } else {
-                "FAIL"
+                "FAIL".to_string()
             }
         } else {
-            r.status.label()
+            r.status_label()
         };
         out.push_str(&format!(
-            "{:<9} {:<15} {:>5} {:>5} {:>6} {:>6}  {}\n",
+            "{:<9} {:<18} {:>5} {:>5} {:>6} {:>6}  {}\n",
             r.target, verdict, c.pass, c.fail, c.unsupported, c.gate_failures, what
         ));
     }
     for tr in reports {
-        // An emulated target's failures say so, and every failure names the kernel that ran.
-        let emulated = if tr.results.status == TargetStatus::Emulated {
-            " (emulated)"
-        } else {
-            ""
+        // An emulated or PTX target's failures say so, and every failure names the kernel
+        // that ran.
+        let emulated = match tr.results.status {
+            TargetStatus::Emulated => " (emulated)".to_string(),
+            TargetStatus::RunPtx => {
+                format!(" (PTX on {})", tr.results.ptx_card().unwrap_or("?"))
+            }
+            _ => String::new(),
         };
         for rec in tr.results.records.iter().filter(|r| r.status.is_failure()) {
             let kernel = rec
