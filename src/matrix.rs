@@ -112,6 +112,10 @@ pub enum Precision {
     Bf16,
     /// Tensor-core attention (16-bit operand parts, f32 accumulation).
     Mma,
+    /// The staged attention kernel in FP32 tiles (targets without bf16 tensor cores: sm_75,
+    /// AMD): dS from tile products, dK / dV reduced per CTA then added atomically.
+    #[serde(rename = "f32_staged")]
+    F32Staged,
 }
 
 /// Relative max error: below `floor` always passes; above `limit` always fails.

@@ -26,6 +26,12 @@ const CXX_FLAGS: &[&str] = &[
     "-Wextra",
     // `#pragma unroll` is CUDA's; g++ does not know it.
     "-Wno-unknown-pragmas",
+    // The runtime poisons a block's shared memory with memset over the thread-local range
+    // located from a one-byte anchor (emu_runtime.h `run_block`); glibc's fortified memset
+    // reads that as an overflow and aborts ("*** buffer overflow detected ***"). Ubuntu's g++
+    // defines _FORTIFY_SOURCE=3 by default: seen on the H200 image's g++ 13.3 (2026-12-01),
+    // reproduced here with `QSA_EMU_CXX` = g++ -D_FORTIFY_SOURCE=3 (tests/emu_mma.rs aborts).
+    "-U_FORTIFY_SOURCE",
     "-DQSA_EMU",
 ];
 

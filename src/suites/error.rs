@@ -27,7 +27,8 @@ pub fn run(ctx: &Ctx, case: &Case) -> Vec<Record> {
 
 /// The arithmetic `kernel` is judged by on `target`: scorers by their input format;
 /// attention is `mma` for the staged kernel where it is built with mma.sync (NVIDIA sm_80+,
-/// the targets with bf16 tensor cores: kernels/selection_attention.cu), f32 otherwise.
+/// the targets with bf16 tensor cores: kernels/selection_attention.cu), `f32_staged` for the
+/// staged kernel's FP32 tiles elsewhere (its own measured class: matrix.yaml), f32 otherwise.
 pub fn precision(family: FamilyName, kernel: &str, target: &Target) -> Precision {
     match family {
         FamilyName::Scores => match input_format(kernel) {
@@ -40,6 +41,7 @@ pub fn precision(family: FamilyName, kernel: &str, target: &Target) -> Precision
         {
             Precision::Mma
         }
+        FamilyName::Attention if kernel.starts_with("staged") => Precision::F32Staged,
         _ => Precision::F32,
     }
 }
@@ -50,6 +52,7 @@ fn precision_name(p: Precision) -> &'static str {
         Precision::Tf32 => "tf32",
         Precision::Bf16 => "bf16",
         Precision::Mma => "mma",
+        Precision::F32Staged => "f32_staged",
     }
 }
 

@@ -315,3 +315,26 @@ fn parity_compares_every_query_and_the_id_count() {
         assert!(r.message.contains("expected nq * k"), "{}", r.message);
     }
 }
+
+/// Each attention kernel is judged by its own arithmetic's measured limits: the staged kernel
+/// is `mma` where it is built with mma.sync, `f32_staged` in FP32 tiles (sm_75's path: its
+/// first run on silicon, through PTX on the H200, measured dk 7.4x the gather baseline at
+/// attn_prefill_16k, above the f32 floor that gather and the CPU set), gather is `f32`.
+#[test]
+fn attention_precision_follows_the_kernels_arithmetic() {
+    use crate::matrix::{FamilyName, Precision};
+    let m = Matrix::parse(Path::new("matrix.yaml"), include_str!("../../matrix.yaml")).unwrap();
+    let t = |name: &str| m.targets.iter().find(|t| t.name == name).unwrap();
+    let p = |kernel: &str, target: &str| error::precision(FamilyName::Attention, kernel, t(target));
+    assert_eq!(p("staged", "sm_90"), Precision::Mma);
+    assert_eq!(p("staged", "sm_86"), Precision::Mma);
+    assert_eq!(p("staged", "sm_75"), Precision::F32Staged);
+    assert_eq!(p("staged", "gfx906"), Precision::F32Staged);
+    assert_eq!(p("gather", "sm_90"), Precision::F32);
+    assert_eq!(p("gather", "sm_75"), Precision::F32);
+    let limits = &m.gates.error_limits[&FamilyName::Attention];
+    assert!(
+        limits[&Precision::F32Staged].floor > limits[&Precision::F32].floor,
+        "the staged FP32 class exists because it measured above gather's floor"
+    );
+}
