@@ -65,8 +65,10 @@ class Qsa:
 
 
 def staged_note(plan):
-    """The staged launch's grid and shared bytes, as the plan gives them."""
-    st = plan["call"][0]
+    """The staged launch's grid and shared bytes, as the plan gives them. A backward plan's
+    call begins with zero-fills of dk / dv (steps without a grid): take the first launch."""
+    launches = [s for s in plan["call"] if "grid" in s]
+    st = next((s for s in launches if "staged" in s.get("kernel", "")), launches[0])
     return f"grid {st['grid'][0]}x{st['grid'][1]}, {st['shared_bytes']} B shared"
 
 

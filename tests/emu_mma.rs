@@ -98,16 +98,6 @@ fn cp_async_copies_and_zero_fills() {
     }
 }
 
-/// Equal bits, or both NaN in a 16-bit format whose exponent field is `exp_mask`.
-fn same_float(got: u32, want: u32, exp_mask: u32) -> bool {
-    let is_nan = |b: u32| b & exp_mask == exp_mask && b & !(exp_mask | 0x8000) & 0xffff != 0;
-    got == want || (is_nan(got) && is_nan(want))
-}
-
-fn f32_same(got: f32, want: f32) -> bool {
-    got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan())
-}
-
 #[test]
 fn conversions_round_as_ptx_specifies() {
     let Converted {
@@ -120,36 +110,41 @@ fn conversions_round_as_ptx_specifies() {
     let n = x.len();
     for i in 0..n {
         let (lo, hi) = (x[i], x[n - 1 - i]);
-        let want = tf32_reference(lo);
+        // NaN as the H200 converts it (tests/emu_mma_h200.rs, 2026-12-01): low 13 bits
+        // cleared, not quieted; 16-bit results the canonical 0x7fff; cvt.f32.f16 0x7fffffff.
+        let want = if lo.is_nan() {
+            f32::from_bits(lo.to_bits() & 0xffff_e000)
+        } else {
+            tf32_reference(lo)
+        };
         assert!(
-            f32_same(f32::from_bits(tf[i]), want),
+            f32::from_bits(tf[i]).to_bits() == want.to_bits(),
             "cvt.rna.tf32.f32 of {lo:e} ({:#010x}): got {:#010x}, want {:#010x}",
             lo.to_bits(),
             tf[i],
             want.to_bits()
         );
-        for (name, got, wlo, whi, nan) in [
+        for (name, got, wlo, whi) in [
             (
                 "cvt.rn.bf16x2.f32",
                 bf[i],
                 bf16::from_f32(lo).to_bits(),
                 bf16::from_f32(hi).to_bits(),
-                0x7f80,
             ),
             (
                 "cvt.rn.f16x2.f32",
                 hf[i],
                 f16::from_f32(lo).to_bits(),
                 f16::from_f32(hi).to_bits(),
-                0x7c00,
             ),
         ] {
             for (half_name, g, w, v) in [
                 ("low", got as u16, wlo, lo),
                 ("high", (got >> 16) as u16, whi, hi),
             ] {
+                let w = if v.is_nan() { 0x7fff } else { w };
                 assert!(
-                    same_float(g as u32, w as u32, nan),
+                    g == w,
                     "{name}: {half_name} half of {v:e} ({:#010x}): got {g:#06x}, want {w:#06x}",
                     v.to_bits()
                 );
@@ -159,9 +154,12 @@ fn conversions_round_as_ptx_specifies() {
     // cvt.f32.f16 on every f16 bit pattern (16411 is odd: i -> 16411 i mod 2^16 is a bijection).
     for (i, &g) in h32.iter().enumerate() {
         let h = (i * 16411 % 65536) as u16;
-        let want = f16::from_bits(h).to_f32();
+        let want = match f16::from_bits(h).to_f32() {
+            w if w.is_nan() => f32::from_bits(0x7fff_ffff),
+            w => w,
+        };
         assert!(
-            f32_same(g, want),
+            g.to_bits() == want.to_bits(),
             "cvt.f32.f16 of {h:#06x}: got {g:e}, want {want:e}"
         );
     }

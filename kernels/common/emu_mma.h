@@ -221,18 +221,32 @@ inline void qsa_cp_async16(void* dst, const void* src, int src_bytes) {
 inline void qsa_cp_async_commit() {}
 template <int N> inline void qsa_cp_async_wait_group() { static_assert(N >= 0, "a group count"); }
 
+// NaN in the NVIDIA conversions, as the H200 does it (tests/emu_mma_h200.rs, 2026-12-01,
+// driver 580.159.04; PTX leaves it unspecified): cvt.rn.bf16x2.f32 and cvt.rn.f16x2.f32 give
+// the canonical 0x7fff for any NaN (sign and payload dropped), cvt.f32.f16 gives 0x7fffffff,
+// and cvt.rna.tf32.f32 clears a NaN's low 13 bits without quieting it (0x7f800001 becomes
+// 0x7f800000, an infinity).
+inline bool qsa_emu_is_nan32(unsigned u) { return (u & 0x7fffffffu) > 0x7f800000u; }
 inline unsigned qsa_cvt_tf32(float x) {  // cvt.rna.tf32.f32: nearest, ties away from zero
   const unsigned u = __float_as_uint(x);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (u | 0x00400000u) & 0xffffe000u;  // NaN stays NaN
+  if (qsa_emu_is_nan32(u)) return u & 0xffffe000u;
   return (u + 0x1000u) & 0xffffe000u;  // magnitude + half an ulp, truncated: ties go away
 }
+inline unsigned qsa_emu_nv_bf16(float f) {
+  return qsa_emu_is_nan32(__float_as_uint(f)) ? 0x7fffu : qsa_emu::bf16_rne(f);
+}
+inline unsigned qsa_emu_nv_f16(float f) {
+  return qsa_emu_is_nan32(__float_as_uint(f)) ? 0x7fffu : qsa_emu::f16_rne(f);
+}
 inline unsigned qsa_pack_bf16x2(float lo, float hi) {
-  return (unsigned)qsa_emu::bf16_rne(lo) | ((unsigned)qsa_emu::bf16_rne(hi) << 16);
+  return qsa_emu_nv_bf16(lo) | (qsa_emu_nv_bf16(hi) << 16);
 }
 inline unsigned qsa_pack_f16x2(float lo, float hi) {
-  return (unsigned)qsa_emu::f16_rne(lo) | ((unsigned)qsa_emu::f16_rne(hi) << 16);
+  return qsa_emu_nv_f16(lo) | (qsa_emu_nv_f16(hi) << 16);
 }
-inline float qsa_f16_to_f32(unsigned short h) { return qsa_emu::f16_to_f32(h); }
+inline float qsa_f16_to_f32(unsigned short h) {
+  return (h & 0x7c00u) == 0x7c00u && (h & 0x3ffu) ? __uint_as_float(0x7fffffffu) : qsa_emu::f16_to_f32(h);
+}
 
 #if QSA_WAVE == 32 && !defined(QSA_EMU_HIP)
 inline void qsa_mma_m16n8k8_tf32(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
