@@ -616,6 +616,60 @@ pub(crate) mod tests {
         );
     }
 
+    /// The backward skips a (batch, token, KV head) whose upstream gradient is all zero; the
+    /// skip must test that row's own d_o. Gradients are linear in d_o, so the gradient of one
+    /// row's d_o plus that of all the others is the full gradient; a skip that reads another
+    /// row's d_o drops a live row from one side (cargo mutants: the row offset with `*`
+    /// turned into `/` went unseen while every row of every test's d_o was nonzero).
+    #[test]
+    fn zero_gradient_rows_are_skipped_by_their_own_d_o() {
+        let p = random_problem(11, AttnDtype::Bf16, 2, 3, 130, 4, 2, 3);
+        let group = p.group();
+        let (b, i, g) = (1, 1, 1);
+        let first = ((b * p.q_len + i) * p.hq + g * group) * D;
+        let one_row: Vec<f32> = (0..p.d_o.len())
+            .map(|n| {
+                if (first..first + group * D).contains(&n) {
+                    p.d_o[n]
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        let the_rest: Vec<f32> = p.d_o.iter().zip(&one_row).map(|(a, o)| a - o).collect();
+        let full = attn_backward_f64(&p).unwrap();
+        let a = attn_backward_f64(&AttnProblem {
+            d_o: one_row,
+            ..p.clone()
+        })
+        .unwrap();
+        let r = attn_backward_f64(&AttnProblem {
+            d_o: the_rest,
+            ..p.clone()
+        })
+        .unwrap();
+        for (name, f, x, y) in [
+            ("dq", &full.dq, &a.dq, &r.dq),
+            ("dk", &full.dk, &a.dk, &r.dk),
+            ("dv", &full.dv, &a.dv, &r.dv),
+        ] {
+            let scale = f.iter().fold(0f64, |m, v| m.max(v.abs()));
+            for n in 0..f.len() {
+                assert!(
+                    (x[n] + y[n] - f[n]).abs() <= 1e-12 * scale,
+                    "{name}[{n}]: one row {} + the rest {} != full {}",
+                    x[n],
+                    y[n],
+                    f[n]
+                );
+            }
+        }
+        assert!(
+            a.dq[first..first + group * D].iter().any(|v| *v != 0.0),
+            "the live row's dq is zero"
+        );
+    }
+
     #[test]
     fn rows_subset_matches_full() {
         let p = random_problem(3, AttnDtype::F16, 2, 3, 130, 4, 2, 3);
