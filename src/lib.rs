@@ -21,4 +21,5 @@ pub mod problem;
 pub mod reference;
 pub mod results;
 pub mod runner;
+pub mod sanitize;
 pub mod suites;

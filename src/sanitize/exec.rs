@@ -1,0 +1,237 @@
+//! Re-running this runner under compute-sanitizer, with one log for everything.
+//!
+//! The child's stdout and stderr and the tool's report (compute-sanitizer writes it to its
+//! stdout) are all the same open file, opened once for appending, so lines land in the
+//! order they were written: what lets `attribute` charge a report to the unit whose
+//! progress line precedes it. The log is echoed while the child runs (the tool's lines
+//! always; the runner's progress unless --quiet) and kept next to the results.
+
+use super::{Tool, ERROR_EXITCODE};
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// One sanitized run of the runner.
+pub struct Plan {
+    pub tool: Tool,
+    pub sanitizer: PathBuf,
+    /// This runner's own executable.
+    pub runner: PathBuf,
+    /// The runner's arguments, without `--sanitize` (`child_args`).
+    pub args: Vec<OsString>,
+    pub log: PathBuf,
+    pub quiet: bool,
+}
+
+/// How the child ended, and its whole log.
+pub struct Outcome {
+    /// None: killed by a signal.
+    pub exit: Option<i32>,
+    pub log: String,
+}
+
+/// The runner's own arguments for the child: `--sanitize T` (and `--quiet`, since the
+/// progress lines are what attribution reads) dropped; parity and error only when no suite
+/// was named (bench never runs under a sanitizer: the caller refuses `--suite bench`).
+pub fn child_args(argv: &[OsString]) -> Vec<OsString> {
+    let mut out = Vec::new();
+    let mut skip_value = false;
+    let mut suites = false;
+    for a in argv {
+        if std::mem::take(&mut skip_value) {
+            continue;
+        }
+        let s = a.to_string_lossy();
+        if s == "--sanitize" {
+            skip_value = true;
+            continue;
+        }
+        if s.starts_with("--sanitize=") || s == "--quiet" {
+            continue;
+        }
+        suites |= s == "--suite" || s.starts_with("--suite=");
+        out.push(a.clone());
+    }
+    if !suites {
+        for s in ["parity", "error"] {
+            out.extend(["--suite".into(), s.into()]);
+        }
+    }
+    out
+}
+
+/// The command line: compute-sanitizer's options, then the runner and its arguments.
+pub fn command(plan: &Plan) -> Command {
+    let mut cmd = Command::new(&plan.sanitizer);
+    cmd.arg("--tool")
+        .arg(plan.tool.name())
+        .arg("--error-exitcode")
+        .arg(ERROR_EXITCODE.to_string())
+        // Host backtraces say nothing about a kernel; the report's `at` line names it.
+        .args(["--show-backtrace", "no"])
+        .arg(&plan.runner)
+        .args(&plan.args);
+    cmd
+}
+
+/// Run the child to its end, echoing the log as it grows.
+pub fn run(plan: &Plan) -> std::io::Result<Outcome> {
+    if let Some(dir) = plan.log.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let log = File::options()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .open(&plan.log)?;
+    let mut cmd = command(plan);
+    cmd.stdout(log.try_clone()?).stderr(log);
+    eprintln!(
+        "running under compute-sanitizer {} (log: {}): {}",
+        plan.tool.name(),
+        plan.log.display(),
+        describe(&cmd)
+    );
+    let mut child = cmd.spawn().map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!("cannot start {}: {e}", plan.sanitizer.display()),
+        )
+    })?;
+    let mut tail = Tail::open(&plan.log)?;
+    let status = loop {
+        tail.echo(plan.quiet)?;
+        if let Some(s) = child.try_wait()? {
+            break s;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    tail.echo(plan.quiet)?;
+    tail.flush(plan.quiet);
+    Ok(Outcome {
+        exit: status.code(),
+        log: std::fs::read_to_string(&plan.log)?,
+    })
+}
+
+fn describe(cmd: &Command) -> String {
+    std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Follows the log, printing whole lines to stderr.
+struct Tail {
+    file: File,
+    pending: String,
+}
+
+impl Tail {
+    fn open(path: &Path) -> std::io::Result<Tail> {
+        let mut file = File::open(path)?;
+        file.seek(SeekFrom::Start(0))?;
+        Ok(Tail {
+            file,
+            pending: String::new(),
+        })
+    }
+
+    fn echo(&mut self, quiet: bool) -> std::io::Result<()> {
+        let mut bytes = Vec::new();
+        self.file.read_to_end(&mut bytes)?;
+        self.pending.push_str(&String::from_utf8_lossy(&bytes));
+        while let Some(at) = self.pending.find('\n') {
+            let line: String = self.pending.drain(..=at).collect();
+            show(line.trim_end(), quiet);
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self, quiet: bool) {
+        let rest = std::mem::take(&mut self.pending);
+        if !rest.is_empty() {
+            show(rest.trim_end(), quiet);
+        }
+    }
+}
+
+fn show(line: &str, quiet: bool) {
+    if !quiet || line.starts_with("=========") {
+        eprintln!("{line}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(v: &[&str]) -> Vec<OsString> {
+        v.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn the_child_runs_without_sanitize_or_quiet_and_defaults_to_parity_and_error() {
+        let got = child_args(&os(&[
+            "run",
+            "--target",
+            "sm_90",
+            "--sanitize",
+            "memcheck",
+            "--quiet",
+            "--out",
+            "r.yaml",
+        ]));
+        assert_eq!(
+            got,
+            os(&[
+                "run", "--target", "sm_90", "--out", "r.yaml", "--suite", "parity", "--suite",
+                "error"
+            ])
+        );
+        let got = child_args(&os(&["run", "--sanitize=racecheck", "--suite", "parity"]));
+        assert_eq!(got, os(&["run", "--suite", "parity"]));
+    }
+
+    /// A stand-in for compute-sanitizer (a shell script: same argument shape, prints a
+    /// report, exits with --error-exitcode) proves the log's order and the exit code.
+    #[test]
+    fn the_log_keeps_the_childs_lines_and_the_tools_report_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = dir.path().join("compute-sanitizer");
+        std::fs::write(
+            &fake,
+            "#!/bin/sh\n\
+             # --tool T --error-exitcode N --show-backtrace no RUNNER ARGS...\n\
+             echo '========= COMPUTE-SANITIZER'\n\
+             echo \"[1/1] sm_90 parity $9\" >&2\n\
+             echo '========= Invalid __global__ write of size 4 bytes'\n\
+             echo '=========     at k+0x10'\n\
+             echo '========= ERROR SUMMARY: 1 error'\n\
+             exit $4\n",
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let plan = Plan {
+            tool: Tool::Memcheck,
+            sanitizer: fake,
+            runner: PathBuf::from("qsa"),
+            args: os(&["run", "case_a"]),
+            log: dir.path().join("out/memcheck.log"),
+            quiet: true,
+        };
+        let out = run(&plan).unwrap();
+        assert_eq!(out.exit, Some(ERROR_EXITCODE));
+        let lines: Vec<&str> = out.log.lines().collect();
+        assert_eq!(lines[1], "[1/1] sm_90 parity case_a", "{lines:?}");
+        assert_eq!(
+            lines[2],
+            "========= Invalid __global__ write of size 4 bytes"
+        );
+    }
+}
