@@ -57,7 +57,8 @@ fn an_out_of_bounds_write_fails_the_check_of_its_case_naming_tool_and_kernel() {
     assert_eq!(r.status, Status::Fail);
     assert_eq!(
         (r.suite, r.case.as_str(), r.dist.as_str()),
-        (Suite::Parity, "topk_split_edges", "normal")
+        (Suite::Parity, "topk_split_edges", "normal"),
+        "a report must be charged to the unit whose progress line precedes it"
     );
     assert_eq!(r.check, "compute-sanitizer memcheck");
     assert_eq!(r.dispatched.as_deref(), Some("topk_split_stage_a"));
@@ -124,7 +125,8 @@ fn a_clean_run_gives_no_checks_and_an_unfinished_or_unread_one_fails() {
             "l"
         )
         .len(),
-        1
+        1,
+        "compute-sanitizer's --error-exitcode with no report read must still fail the run"
     );
 }
 
