@@ -149,3 +149,29 @@ fn a_report_before_any_check_goes_to_start_up() {
         recs[0].message
     );
 }
+
+/// Captured here (2026-12-01, no NVIDIA driver): compute-sanitizer 2025.3.1 from PyPI's
+/// nvidia-cuda-sanitizer-api 13.0.85 running `qsa run --target cpu ...`; exit 255, no
+/// summary. A run that never got going must fail, never pass for want of reports.
+#[test]
+fn a_run_the_tool_could_not_start_fails_with_what_it_said() {
+    let log = "========= COMPUTE-SANITIZER\n\
+               ========= Error: Target application terminated before first instrumented API call\n\
+               ========= Error: couldn't find exit code.\n";
+    let recs = records(
+        Tool::Memcheck,
+        "sm_90",
+        log,
+        &parse(log),
+        Some(255),
+        "l.log",
+    );
+    let text: Vec<&str> = recs.iter().map(|r| r.message.as_str()).collect();
+    assert!(text.iter().any(|m| m.contains("Target application terminated before first instrumented API call")), "{text:#?}");
+    assert!(
+        text.iter()
+            .any(|m| m.contains("printed no summary: it did not finish (exit 255)")),
+        "{text:#?}"
+    );
+    assert!(recs.iter().all(|r| r.status == Status::Fail));
+}
