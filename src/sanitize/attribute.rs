@@ -14,6 +14,9 @@ use crate::matrix::Suite;
 use crate::results::{Record, Status};
 use std::collections::BTreeMap;
 
+/// Reports grouped into one check: (unit, kernel, what was reported).
+type GroupKey = (Option<Unit>, Option<String>, String);
+
 /// The unit a progress line of `target` announces.
 pub fn progress_unit(line: &str, target: &str) -> Option<Unit> {
     let rest = line.strip_prefix('[')?.split_once("] ")?.1;
@@ -58,8 +61,7 @@ pub fn records(
             .find(|(i, _)| *i < line)
             .map(|(_, u)| u.clone())
     };
-    let mut groups: BTreeMap<(Option<Unit>, Option<String>, String), Vec<&Finding>> =
-        BTreeMap::new();
+    let mut groups: BTreeMap<GroupKey, Vec<&Finding>> = BTreeMap::new();
     for f in &report.findings {
         groups
             .entry((unit_at(f.line), f.kernel.clone(), f.what.clone()))

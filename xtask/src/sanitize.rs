@@ -167,7 +167,7 @@ mod tests {
             .iter()
             .map(|n| m.target(n).unwrap().clone())
             .collect();
-        check(&cli.a, &targets, &root).err().expect("refused")
+        check(&cli.a, &targets, &root).expect_err("refused")
     }
 
     #[test]
