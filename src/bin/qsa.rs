@@ -149,6 +149,8 @@ fn devices(matrix: &std::path::Path, code_objects: &std::path::Path) -> ExitCode
 }
 
 fn run(a: RunArgs) -> ExitCode {
+    // Under `--sanitize`, this is the child: stop when the runner that started it is gone.
+    qsa::sanitize::exec::watch_parent_from_env();
     let m = match load_matrix(&a.matrix, &a.cases_files) {
         Ok(m) => m,
         Err(e) => {

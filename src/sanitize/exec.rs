@@ -14,6 +14,35 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+/// Set on the child: the pid of the runner that started compute-sanitizer. A timeout in
+/// `cargo xtask matrix` kills that runner with SIGKILL, which its children never hear of;
+/// the child watches this pid and stops when it is gone, so no instrumented run is left
+/// holding the GPU while the next one starts.
+pub const PARENT_ENV: &str = "QSA_SANITIZE_PARENT";
+
+/// In the child (`PARENT_ENV` set): a thread that ends this process once the sanitizing
+/// runner is gone (checked every second; compute-sanitizer then ends too).
+pub fn watch_parent_from_env() {
+    let Some(pid) = std::env::var(PARENT_ENV)
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+    else {
+        return;
+    };
+    std::thread::spawn(move || loop {
+        std::thread::sleep(Duration::from_secs(1));
+        if !alive(pid) {
+            eprintln!("the sanitizing runner (pid {pid}) is gone (killed by a timeout?): stopping");
+            std::process::exit(143);
+        }
+    });
+}
+
+/// Is process `pid` still there (Linux: /proc, where compute-sanitizer runs)?
+fn alive(pid: u32) -> bool {
+    Path::new("/proc").join(pid.to_string()).exists()
+}
+
 /// One sanitized run of the runner.
 pub struct Plan {
     pub tool: Tool,
@@ -73,7 +102,8 @@ pub fn command(plan: &Plan) -> Command {
         // Host backtraces say nothing about a kernel; the report's `at` line names it.
         .args(["--show-backtrace", "no"])
         .arg(&plan.runner)
-        .args(&plan.args);
+        .args(&plan.args)
+        .env(PARENT_ENV, std::process::id().to_string());
     cmd
 }
 
@@ -172,6 +202,32 @@ mod tests {
 
     fn os(v: &[&str]) -> Vec<OsString> {
         v.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn the_child_can_tell_whether_its_sanitizing_runner_is_alive() {
+        assert!(alive(std::process::id()));
+        assert!(!alive(u32::MAX - 1), "no such pid");
+        let plan = Plan {
+            tool: Tool::Racecheck,
+            sanitizer: PathBuf::from("compute-sanitizer"),
+            runner: PathBuf::from("qsa"),
+            args: Vec::new(),
+            log: PathBuf::from("l"),
+            quiet: true,
+        };
+        let cmd = command(&plan);
+        let env: Vec<_> = cmd.get_envs().collect();
+        let pid = std::process::id().to_string();
+        assert!(
+            env.iter()
+                .any(|(k, v)| *k == PARENT_ENV && *v == Some(pid.as_ref())),
+            "{env:?}"
+        );
+        assert_eq!(
+            describe(&cmd),
+            "compute-sanitizer --tool racecheck --error-exitcode 86 --show-backtrace no qsa"
+        );
     }
 
     #[test]
