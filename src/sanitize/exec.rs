@@ -92,15 +92,31 @@ pub fn child_args(argv: &[OsString]) -> Vec<OsString> {
     out
 }
 
+/// `QSA_SANITIZE_LINEBUF=1`: start compute-sanitizer through coreutils' `stdbuf -oL -eL`.
+/// Attribution needs each report written when it is made; compute-sanitizer writes with C
+/// stdio (it imports setvbuf and fflush), and whether it flushes per report when its
+/// output is a file is not checked on hardware yet. If reports all land after the last
+/// progress line (every finding charged to the last unit), this forces line buffering.
+pub const LINEBUF_ENV: &str = "QSA_SANITIZE_LINEBUF";
+
 /// The command line: compute-sanitizer's options, then the runner and its arguments.
 pub fn command(plan: &Plan) -> Command {
-    let mut cmd = Command::new(&plan.sanitizer);
+    let mut cmd = if std::env::var(LINEBUF_ENV).is_ok_and(|v| v == "1") {
+        let mut c = Command::new("stdbuf");
+        c.args(["-oL", "-eL"]).arg(&plan.sanitizer);
+        c
+    } else {
+        Command::new(&plan.sanitizer)
+    };
     cmd.arg("--tool")
         .arg(plan.tool.name())
         .arg("--error-exitcode")
         .arg(ERROR_EXITCODE.to_string())
         // Host backtraces say nothing about a kernel; the report's `at` line names it.
         .args(["--show-backtrace", "no"])
+        // A precise error ends that kernel, not the context: the checks after it still run
+        // (and are checked), instead of all failing with the dead context's API errors.
+        .args(["--destroy-on-device-error", "kernel"])
         .arg(&plan.runner)
         .args(&plan.args)
         .env(PARENT_ENV, std::process::id().to_string());
@@ -112,11 +128,9 @@ pub fn run(plan: &Plan) -> std::io::Result<Outcome> {
     if let Some(dir) = plan.log.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
-    let log = File::options()
-        .create(true)
-        .write(true)
-        .truncate(true)
-        .open(&plan.log)?;
+    // Appending: every writer's line goes to the end, whoever wrote last.
+    let _ = std::fs::remove_file(&plan.log);
+    let log = File::options().create(true).append(true).open(&plan.log)?;
     let mut cmd = command(plan);
     cmd.stdout(log.try_clone()?).stderr(log);
     eprintln!(
@@ -226,7 +240,8 @@ mod tests {
         );
         assert_eq!(
             describe(&cmd),
-            "compute-sanitizer --tool racecheck --error-exitcode 86 --show-backtrace no qsa"
+            "compute-sanitizer --tool racecheck --error-exitcode 86 --show-backtrace no \
+             --destroy-on-device-error kernel qsa"
         );
     }
 
@@ -262,9 +277,9 @@ mod tests {
         std::fs::write(
             &fake,
             "#!/bin/sh\n\
-             # --tool T --error-exitcode N --show-backtrace no RUNNER ARGS...\n\
+             # --tool T --error-exitcode N --show-backtrace no --destroy-on-device-error kernel RUNNER ARGS...\n\
              echo '========= COMPUTE-SANITIZER'\n\
-             echo \"[1/1] sm_90 parity $9\" >&2\n\
+             echo \"[1/1] sm_90 parity ${11}\" >&2\n\
              echo '========= Invalid __global__ write of size 4 bytes'\n\
              echo '=========     at k+0x10'\n\
              echo '========= ERROR SUMMARY: 1 error'\n\

@@ -28,6 +28,12 @@ mutant)
     echo "mutant: qsa exited $rc (want 1)"
     grep -c "compute-sanitizer memcheck: Invalid __global__ write of size 4 bytes in kernel qsa_topk_register" \
         "$out/mutant/results.yaml" | sed 's/^/failed checks naming the planted write: /'
+    # Attribution: every one of the case's 8 distributions launches the register kernel, so
+    # a check per distribution is expected. One check, on the last distribution, means the
+    # tool's reports reached the log late (buffered): rerun with QSA_SANITIZE_LINEBUF=1.
+    echo "charged to (case dist):"
+    awk '/^  case: /{c=$2} /^  dist: /{d=$2} /^  check: compute-sanitizer/{print "  " c " " d}' \
+        "$out/mutant/results.yaml"
     [ "$rc" = 1 ]
     ;;
 tool)
