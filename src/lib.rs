@@ -22,4 +22,5 @@ pub mod ptx;
 pub mod reference;
 pub mod results;
 pub mod runner;
+pub mod sanitize;
 pub mod suites;

@@ -93,15 +93,17 @@ fn open_hip(target: &Target, dir: &Path) -> Result<Box<dyn Backend>, NoDevice> {
             target.name
         )));
     }
-    Ok(Box::new(crate::gpu::backend::GpuBackend::new(
-        api,
-        target.caps(),
-    )))
+    let driver = api.driver().to_string();
+    Ok(Box::new(
+        crate::gpu::backend::GpuBackend::new(api, target.caps()).with_driver(driver),
+    ))
 }
 
 #[cfg(not(feature = "hip"))]
 fn open_hip(_: &Target, _: &Path) -> Result<Box<dyn Backend>, NoDevice> {
-    Err(NoDevice("this runner was built without the `hip` feature (cargo build --features hip, with ROCm's HIP_PATH)".into()))
+    Err(NoDevice(
+        "this runner was built without the `hip` feature (on by default; --no-default-features drops it)".into(),
+    ))
 }
 
 /// Open the emulated backend of GPU `target` (src/emu/): its kernels on the CPU.

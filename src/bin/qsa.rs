@@ -115,6 +115,11 @@ struct RunArgs {
     /// `built, not run` with the reason.
     #[arg(long)]
     no_ptx: bool,
+    /// Run the parity and error suites under NVIDIA's `compute-sanitizer --tool TOOL`
+    /// (memcheck, racecheck, synccheck, initcheck): every error or hazard it reports becomes
+    /// a failed check naming the tool, kernel and case. NVIDIA targets with their card only.
+    #[arg(long, value_name = "TOOL", conflicts_with = "emulate")]
+    sanitize: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -182,6 +187,8 @@ fn devices(matrix: &std::path::Path, code_objects: &std::path::Path) -> ExitCode
 }
 
 fn run(a: RunArgs) -> ExitCode {
+    // Under `--sanitize`, this is the child: stop when the runner that started it is gone.
+    qsa::sanitize::exec::watch_parent_from_env();
     let m = match load_matrix(&a.matrix, &a.cases_files) {
         Ok(m) => m,
         Err(e) => {
@@ -213,7 +220,7 @@ fn run(a: RunArgs) -> ExitCode {
     };
     let selection = Selection {
         cases: a.case,
-        suites: a.suite,
+        suites: a.suite.clone(),
         variants: a.variant,
         dists: a.dist,
         shard: a.shard,
@@ -245,11 +252,26 @@ fn run(a: RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let code_objects = a.code_objects.join(&target.name);
+    if let Some(tool) = &a.sanitize {
+        return ExitCode::from(qsa::sanitize::session::run(
+            &qsa::sanitize::session::Request {
+                tool,
+                matrix: &m,
+                target,
+                code_objects: &code_objects,
+                out: &a.out,
+                suites: &a.suite,
+                resume: a.resume,
+                quiet: a.quiet,
+                argv: std::env::args_os().skip(1).collect(),
+            },
+        ));
+    }
     let journal = a
         .journal
         .clone()
         .unwrap_or_else(|| qsa::journal::path_for(&a.out));
-    let code_objects = a.code_objects.join(&target.name);
     let opened = if a.emulate {
         runner::open_emulated(target)
     } else {

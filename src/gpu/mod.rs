@@ -1,10 +1,11 @@
 //! The host side of the GPU kernels, written once for CUDA and HIP.
 //!
 //! `GpuApi` is the small set of driver calls the kernels' host code needs (memory, modules,
-//! launches, events). `backend::cuda` implements it with cudarc, `backend::hip` with
-//! hip-sys. The per-family host code (`topk`, `scores`, `attention`) is written against the
-//! trait only, so both vendors launch the same kernels with the same arguments, the way the
-//! kernel sources share one body through `kernels/common/portable.h`.
+//! launches, events). `backend::cuda` implements it with cudarc, `backend::hip` with the
+//! HIP runtime loaded at run time. The per-family host code (`topk`, `scores`,
+//! `attention`) is written against the trait only, so both vendors launch the same kernels
+//! with the same arguments, the way the kernel sources share one body through
+//! `kernels/common/portable.h`.
 
 use crate::backend::BackendResult;
 

@@ -17,6 +17,7 @@ mod report;
 mod repro;
 mod root;
 mod runner_stream;
+mod sanitize;
 mod setup;
 mod snapshot_diff;
 mod snapshots;

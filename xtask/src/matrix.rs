@@ -88,6 +88,11 @@ pub struct MatrixArgs {
     pub from_results: Option<PathBuf>,
     #[command(flatten)]
     pub emulate: crate::emulated::EmulateArgs,
+    /// Run the parity and error suites of the selected NVIDIA targets (--target, card here)
+    /// under these compute-sanitizer tools (comma-separated: memcheck, racecheck, synccheck,
+    /// initcheck); every error or hazard is a failed check naming tool, kernel and case.
+    #[arg(long, value_delimiter = ',', value_name = "TOOLS")]
+    pub sanitize: Vec<String>,
 }
 
 pub fn run(a: MatrixArgs) -> Result<u8> {
@@ -146,6 +151,10 @@ pub fn run(a: MatrixArgs) -> Result<u8> {
             return Ok(2);
         }
     };
+    if !a.sanitize.is_empty() {
+        let out = root.join(&a.out);
+        return crate::sanitize::run(&a, &m, &targets, &out, &repro);
+    }
     let full = a.case.is_empty()
         && a.suite.is_empty()
         && a.variant.is_empty()
@@ -418,7 +427,7 @@ fn split_by_toolchain(targets: &[Target]) -> (Vec<&Target>, Vec<(&Target, String
     (ok, missing)
 }
 
-fn build_runner(root: &Path) -> Result<PathBuf> {
+pub(crate) fn build_runner(root: &Path) -> Result<PathBuf> {
     // Not --quiet: the first build compiles every dependency in release mode (minutes), and
     // cargo's own lines show it; on a terminal cargo adds its progress bar, in CI plain lines.
     eprintln!("building the runner: cargo build --release -p qsa --bin qsa (minutes the first time, seconds after)");
@@ -441,14 +450,32 @@ fn run_runner(
     golden_root: &Path,
     emulate: bool,
 ) -> Result<TargetResults> {
+    let extra: Vec<OsString> = if emulate {
+        vec!["--emulate".into()]
+    } else {
+        Vec::new()
+    };
+    run_runner_with(runner, a, m, t, out, golden_root, &extra)
+}
+
+/// `run_runner` with extra runner flags (`--emulate`, `--sanitize T`).
+pub(crate) fn run_runner_with(
+    runner: &Path,
+    a: &MatrixArgs,
+    m: &Matrix,
+    t: &Target,
+    out: &Path,
+    golden_root: &Path,
+    extra: &[OsString],
+) -> Result<TargetResults> {
     let mut args: Vec<OsString> = vec!["run".into(), "--target".into(), t.name.clone().into()];
-    if emulate {
-        args.push("--emulate".into());
-    }
+    args.extend(extra.iter().cloned());
+    let emulate = extra.iter().any(|x| x == "--emulate");
+    let sanitize = extra.iter().any(|x| x == "--sanitize");
     args.extend(["--matrix".into(), m.path.clone().into_os_string()]);
     args.push("--code-objects".into());
     args.push(toolchain::project_root().join("build/kernels").into());
-    if t.bench_gate && !emulate {
+    if t.bench_gate && !emulate && !sanitize {
         args.push("--bench-golden".into());
         args.push(golden_root.join(&t.name).join("bench.yaml").into());
     }

@@ -125,6 +125,20 @@ pub fn run(a: MutantsArgs) -> Result<u8> {
             all.iter().map(|m| m.name.as_str()).collect::<Vec<_>>().join(", ")
         );
     }
+    // A mutant whose command needs what this machine lacks (a GPU) is skipped, saying why.
+    let mut skipped = 0;
+    all.retain(|m| match m.requires.iter().find_map(|r| r.unmet()) {
+        Some(why) => {
+            println!("skipped {}: {why}", m.name);
+            skipped += 1;
+            false
+        }
+        None => true,
+    });
+    if all.is_empty() {
+        println!("mutants: none to run here ({skipped} skipped: requirements not met)");
+        return Ok(0);
+    }
     let start = Instant::now();
     exec::install_ctrlc();
 
@@ -213,6 +227,9 @@ pub fn run(a: MutantsArgs) -> Result<u8> {
     }
     if weak > 0 {
         line += &format!(", {weak} not run (weak expect)");
+    }
+    if skipped > 0 {
+        line += &format!(", {skipped} skipped (requirements not met here)");
     }
     println!("{line} in {}", mmss(start.elapsed()));
     Ok(if caught == verdicts.len() { 0 } else { 1 })
@@ -401,6 +418,7 @@ mod tests {
                 edits: vec![],
                 command: String::new(),
                 expect: String::new(),
+                requires: vec![],
             })
             .collect()
     }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::ptr::null_mut;
 
 use super::code_object::{self, GfxTarget};
-use super::ffi::{self, hipEvent_t, hipFunction_t, hipModule_t};
+use super::ffi::{self, hip, hipEvent_t, hipFunction_t, hipModule_t};
 use super::params::KernelParams;
 use super::status::{check, device_error, error_name};
 use crate::backend::{BackendError, BackendResult};
@@ -68,7 +68,7 @@ impl HipApi {
     pub fn device_count() -> BackendResult<usize> {
         let mut count: c_int = 0;
         // SAFETY: one out-parameter.
-        let status = unsafe { ffi::hipGetDeviceCount(&mut count) };
+        let status = unsafe { (hip()?.hipGetDeviceCount)(&mut count) };
         match status {
             ffi::SUCCESS => Ok(usize::try_from(count).unwrap_or(0)),
             ffi::ERROR_NO_DEVICE => Ok(0),
@@ -101,7 +101,7 @@ impl HipApi {
         let id = ordinal as c_int;
         // SAFETY: plain int argument.
         check(&format!("hipSetDevice({id})"), unsafe {
-            ffi::hipSetDevice(id)
+            (hip()?.hipSetDevice)(id)
         })?;
         let name = device_name(id)?;
         let major = attribute(
@@ -131,7 +131,7 @@ impl HipApi {
             props,
             gfx_version: (major, minor),
             target,
-            runtime_version: format!("HIP runtime {}", runtime_version()?),
+            runtime_version: versions()?,
             dir: code_object_dir.to_path_buf(),
             modules: RefCell::new(HashMap::new()),
         };
@@ -145,7 +145,9 @@ impl HipApi {
         &self.target
     }
 
-    /// Runtime version, free text ("HIP runtime 6.4.43482"), like `CudaApi::driver`.
+    /// Runtime and driver versions and the library, free text ("HIP runtime 6.4.43482,
+    /// driver 6.4.43482 (libamdhip64.so.6)"),
+    /// like `CudaApi::driver`; the runner records it as `device.driver`.
     pub fn driver(&self) -> &str {
         &self.runtime_version
     }
@@ -172,7 +174,7 @@ impl HipApi {
         }
         let mut handle: hipModule_t = null_mut();
         // SAFETY: `image` is a whole code object that outlives the module (kept below).
-        let status = unsafe { ffi::hipModuleLoadData(&mut handle, image.as_ptr().cast()) };
+        let status = unsafe { (hip()?.hipModuleLoadData)(&mut handle, image.as_ptr().cast()) };
         if status != ffi::SUCCESS {
             return Err(self.load_error(&path, status));
         }
@@ -229,7 +231,7 @@ impl HipApi {
         let mut func: hipFunction_t = null_mut();
         // SAFETY: live module handle, NUL-terminated name, one out-parameter.
         let status =
-            unsafe { ffi::hipModuleGetFunction(&mut func, module.handle, c_name.as_ptr()) };
+            unsafe { (hip()?.hipModuleGetFunction)(&mut func, module.handle, c_name.as_ptr()) };
         if status != ffi::SUCCESS {
             return Err(BackendError::Device(format!(
                 "hipModuleGetFunction({name}) failed: {} ({status}): no kernel `{name}` in {}; \
@@ -260,7 +262,7 @@ impl HipApi {
             .map_err(|_| BackendError::Shape(format!("{bytes} bytes of shared memory")))?;
         // SAFETY: a live function handle passed as the `const void*` the call takes.
         let status = unsafe {
-            ffi::hipFuncSetAttribute(
+            (hip()?.hipFuncSetAttribute)(
                 func as *const c_void,
                 ffi::FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_MEMORY_SIZE,
                 value,
@@ -302,7 +304,7 @@ impl GpuApi for HipApi {
         let mut ptr: *mut c_void = null_mut();
         // SAFETY: one out-parameter.
         check(&format!("hipMalloc({bytes} bytes)"), unsafe {
-            ffi::hipMalloc(&mut ptr, bytes.max(1))
+            (hip()?.hipMalloc)(&mut ptr, bytes.max(1))
         })?;
         Ok(DevPtr {
             addr: ptr as u64,
@@ -315,7 +317,9 @@ impl GpuApi for HipApi {
             // The trait gives no way to report a failure here; a failing hipFree means an
             // earlier error (a faulted kernel) that the next checked call reports.
             // SAFETY: an address hipMalloc returned.
-            let _ = unsafe { ffi::hipFree(ptr.addr as *mut c_void) };
+            if let Ok(h) = hip() {
+                let _ = unsafe { (h.hipFree)(ptr.addr as *mut c_void) };
+            }
         }
     }
 
@@ -334,7 +338,7 @@ impl GpuApi for HipApi {
         check(
             &format!("hipMemcpy(host to device, {} bytes)", src.len()),
             unsafe {
-                ffi::hipMemcpy(
+                (hip()?.hipMemcpy)(
                     dst.addr as *mut c_void,
                     src.as_ptr().cast(),
                     src.len(),
@@ -359,7 +363,7 @@ impl GpuApi for HipApi {
         check(
             &format!("hipMemcpy(device to host, {} bytes)", dst.len()),
             unsafe {
-                ffi::hipMemcpy(
+                (hip()?.hipMemcpy)(
                     dst.as_mut_ptr().cast(),
                     src.addr as *const c_void,
                     dst.len(),
@@ -375,7 +379,7 @@ impl GpuApi for HipApi {
         }
         // SAFETY: the whole allocation.
         check(&format!("hipMemset({} bytes)", dst.bytes), unsafe {
-            ffi::hipMemset(dst.addr as *mut c_void, 0, dst.bytes)
+            (hip()?.hipMemset)(dst.addr as *mut c_void, 0, dst.bytes)
         })?;
         // hipMemset may return before the device is done; the trait promises a finished
         // call (the CUDA side synchronizes its stream here too).
@@ -399,7 +403,7 @@ impl GpuApi for HipApi {
         // SAFETY: live function; `params` holds one pointer per argument and outlives the
         // call (the runtime copies the values during it); null stream = default stream.
         let status = unsafe {
-            ffi::hipModuleLaunchKernel(
+            (hip()?.hipModuleLaunchKernel)(
                 k.func,
                 g.0,
                 g.1,
@@ -426,7 +430,7 @@ impl GpuApi for HipApi {
     fn synchronize(&self) -> BackendResult<()> {
         // SAFETY: no arguments.
         check("hipDeviceSynchronize", unsafe {
-            ffi::hipDeviceSynchronize()
+            (hip()?.hipDeviceSynchronize)()
         })
     }
 
@@ -435,18 +439,18 @@ impl GpuApi for HipApi {
         let stop = Event::new()?;
         // SAFETY (all four): live events, null stream = the default stream launches use.
         check("hipEventRecord(start)", unsafe {
-            ffi::hipEventRecord(start.0, null_mut())
+            (hip()?.hipEventRecord)(start.0, null_mut())
         })?;
         f()?;
         check("hipEventRecord(stop)", unsafe {
-            ffi::hipEventRecord(stop.0, null_mut())
+            (hip()?.hipEventRecord)(stop.0, null_mut())
         })?;
         check("hipEventSynchronize(stop)", unsafe {
-            ffi::hipEventSynchronize(stop.0)
+            (hip()?.hipEventSynchronize)(stop.0)
         })?;
         let mut ms = 0f32;
         check("hipEventElapsedTime", unsafe {
-            ffi::hipEventElapsedTime(&mut ms, start.0, stop.0)
+            (hip()?.hipEventElapsedTime)(&mut ms, start.0, stop.0)
         })?;
         Ok(f64::from(ms) * 1e-3)
     }
@@ -457,7 +461,9 @@ impl Drop for HipApi {
         for module in self.modules.get_mut().values() {
             // Nothing to report to from drop; the process is usually about to exit.
             // SAFETY: a module this API loaded and no one else holds.
-            let _ = unsafe { ffi::hipModuleUnload(module.handle) };
+            if let Ok(h) = hip() {
+                let _ = unsafe { (h.hipModuleUnload)(module.handle) };
+            }
         }
     }
 }
@@ -469,7 +475,9 @@ impl Event {
     fn new() -> BackendResult<Self> {
         let mut event: hipEvent_t = null_mut();
         // SAFETY: one out-parameter.
-        check("hipEventCreate", unsafe { ffi::hipEventCreate(&mut event) })?;
+        check("hipEventCreate", unsafe {
+            (hip()?.hipEventCreate)(&mut event)
+        })?;
         Ok(Event(event))
     }
 }
@@ -477,7 +485,9 @@ impl Event {
 impl Drop for Event {
     fn drop(&mut self) {
         // SAFETY: an event hipEventCreate returned.
-        let _ = unsafe { ffi::hipEventDestroy(self.0) };
+        if let Ok(h) = hip() {
+            let _ = unsafe { (h.hipEventDestroy)(self.0) };
+        }
     }
 }
 
@@ -527,7 +537,7 @@ fn no_device_message() -> String {
 fn attribute(id: c_int, attr: c_int, what: &str) -> BackendResult<u32> {
     let mut value: c_int = 0;
     // SAFETY: one out-parameter; `attr` is a value from ffi::attr.
-    let status = unsafe { ffi::hipDeviceGetAttribute(&mut value, attr, id) };
+    let status = unsafe { (hip()?.hipDeviceGetAttribute)(&mut value, attr, id) };
     check(
         &format!("hipDeviceGetAttribute({what}, device {id})"),
         status,
@@ -543,12 +553,12 @@ fn device_name(id: c_int) -> BackendResult<String> {
     let mut device: c_int = 0;
     // SAFETY: one out-parameter.
     check(&format!("hipDeviceGet({id})"), unsafe {
-        ffi::hipDeviceGet(&mut device, id)
+        (hip()?.hipDeviceGet)(&mut device, id)
     })?;
     let mut buf = [0 as c_char; 256];
     // SAFETY: the buffer's length is passed; the runtime NUL-terminates within it.
     check(&format!("hipDeviceGetName(device {id})"), unsafe {
-        ffi::hipDeviceGetName(buf.as_mut_ptr(), buf.len() as c_int, device)
+        (hip()?.hipDeviceGetName)(buf.as_mut_ptr(), buf.len() as c_int, device)
     })?;
     buf[buf.len() - 1] = 0;
     // SAFETY: NUL-terminated (forced above).
@@ -558,13 +568,31 @@ fn device_name(id: c_int) -> BackendResult<String> {
         .to_string())
 }
 
-fn runtime_version() -> BackendResult<String> {
-    let mut v: c_int = 0;
-    // SAFETY: one out-parameter.
+/// "HIP runtime X.Y.Z, driver X.Y.Z": both from the runtime library (clr answers
+/// hipDriverGetVersion with its own HIP version, 50221153 for both on Debian's 5.2.3 with
+/// no device; checked with ctypes here, 2026-12-01). Called only once a device is open.
+fn versions() -> BackendResult<String> {
+    let (mut runtime, mut driver): (c_int, c_int) = (0, 0);
+    // SAFETY: one out-parameter each.
     check("hipRuntimeGetVersion", unsafe {
-        ffi::hipRuntimeGetVersion(&mut v)
+        (hip()?.hipRuntimeGetVersion)(&mut runtime)
     })?;
-    Ok(decode_version(v))
+    check("hipDriverGetVersion", unsafe {
+        (hip()?.hipDriverGetVersion)(&mut driver)
+    })?;
+    Ok(format!(
+        "{} ({})",
+        describe_versions(runtime, driver),
+        hip()?.path
+    ))
+}
+
+fn describe_versions(runtime: c_int, driver: c_int) -> String {
+    format!(
+        "HIP runtime {}, driver {}",
+        decode_version(runtime),
+        decode_version(driver)
+    )
 }
 
 /// HIP_VERSION = major * 10^7 + minor * 10^5 + patch: 50221153 -> "5.2.21153".
@@ -800,5 +828,9 @@ mod tests {
         assert_eq!(decode_version(50221153), "5.2.21153");
         assert_eq!(decode_version(60443482), "6.4.43482");
         assert_eq!(decode_version(70051831), "7.0.51831");
+        assert_eq!(
+            describe_versions(60443482, 60443482),
+            "HIP runtime 6.4.43482, driver 6.4.43482"
+        );
     }
 }

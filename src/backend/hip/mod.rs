@@ -1,6 +1,6 @@
 //! HIP backend: `HipApi` implements `gpu::GpuApi` on one AMD GPU with the HIP runtime's
-//! module API (hip-sys links `libamdhip64`). Built, not run: no AMD GPU was available
-//! where this was written; see the notes below for what that leaves unproven.
+//! module API, loaded from `libamdhip64` at run time (`ffi`). Built, not run: no AMD GPU
+//! was available where this was written; see the notes below for what that leaves unproven.
 //!
 //! - `ffi`: the runtime calls, declared with `int` status codes (why: see there). Only
 //!   calls whose C signature and enum values are the same in ROCm 5, 6 and 7; device facts
@@ -15,15 +15,14 @@
 //! - `params`: `gpu::Arg`s as the `void**` array `hipModuleLaunchKernel` takes.
 //! - `api`: `HipApi` itself.
 //!
-//! The library at run time: hip-sys links `libamdhip64.so.N` as an ordinary `DT_NEEDED`
-//! dependency, so a binary built with `--features hip` does not start at all on a machine
-//! without it (the dynamic loader stops before `main`: "error while loading shared
-//! libraries: libamdhip64.so.5", exit status 127); no Rust code runs, so no `BackendError`
-//! is possible. The soname also pins the ROCm major it was built against (5, 6 and 7 ship
-//! `.so.5`, `.so.6`, `.so.7`), so the HIP runner is built on the AMD runner against its
-//! ROCm, and the default build (`cuda` only) never links it. With the library present and
-//! no GPU, `hipGetDeviceCount` answers `hipErrorNoDevice` with a count of 0 (5.2.3, here),
-//! and `open` returns `BackendError::Device("no HIP device: ...")`, as the CUDA side does.
+//! The library at run time: `ffi::lib` dlopens the first of `libamdhip64.so`, `.so.7`,
+//! `.so.6`, `.so.5` (then the same under `$ROCM_PATH/lib`, `$HIP_PATH/lib`, `/opt/rocm/lib`)
+//! on first use, so the one `qsa` binary starts on any machine and links no HIP library
+//! (`ldd` shows none; `.ci/run` checks it). No library: `open` returns
+//! `BackendError::Device("HIP runtime library not found: tried ...")`, and the target is
+//! `built, not run` with that reason. With the library present and no GPU,
+//! `hipGetDeviceCount` answers `hipErrorNoDevice` with a count of 0 (5.2.3, here), and
+//! `open` returns `BackendError::Device("no HIP device: ...")`, as the CUDA side does.
 
 mod api;
 mod code_object;

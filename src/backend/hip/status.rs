@@ -8,9 +8,12 @@ use crate::backend::{BackendError, BackendResult};
 /// The runtime's own name for `status` ("hipErrorNoBinaryForGpu"), so codes newer than
 /// this file still get a name; the number is always printed as well.
 pub fn error_name(status: Status) -> String {
+    let Ok((_, get_name)) = ffi::lib() else {
+        return format!("hipError {status}");
+    };
     // SAFETY: hipGetErrorName takes any int and returns a static string or null; it needs
     // no device and no initialised runtime.
-    let name = unsafe { ffi::hipGetErrorName(status) };
+    let name = unsafe { get_name(status) };
     if name.is_null() {
         return format!("hipError {status}");
     }

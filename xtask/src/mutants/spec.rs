@@ -19,6 +19,29 @@ pub struct Mutant {
     pub edits: Vec<Edit>,
     pub command: String,
     pub expect: String,
+    /// What the command needs besides the tree (`requires: [cuda]`): without it here the
+    /// mutant is skipped, visibly, with the reason.
+    #[serde(default)]
+    pub requires: Vec<Requirement>,
+}
+
+/// A machine property a mutant's command needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Requirement {
+    /// An NVIDIA GPU with its driver (e.g. a compute-sanitizer command).
+    Cuda,
+}
+
+impl Requirement {
+    /// Why it is not met here, or None when it is.
+    pub fn unmet(self) -> Option<String> {
+        match self {
+            Requirement::Cuda => qsa::backend::cuda::CudaApi::open(0, Path::new("."))
+                .err()
+                .map(|e| format!("requires cuda: {e}")),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -48,7 +71,7 @@ pub fn load(path: &Path) -> Result<Mutant> {
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut m: Mutant = serde_yaml::from_str(&text).with_context(|| {
         format!(
-            "{}: not a mutant (fields: about, edits: [{{file, find, replace}}], command, expect; see mutants/README.md)",
+            "{}: not a mutant (fields: about, edits: [{{file, find, replace}}], command, expect, optional requires: [cuda]; see mutants/README.md)",
             path.display()
         )
     })?;
@@ -149,6 +172,7 @@ mod tests {
                 .collect(),
             command: "true".into(),
             expect: "x".into(),
+            requires: vec![],
         }
     }
 
@@ -188,5 +212,20 @@ mod tests {
         .unwrap();
         let e = format!("{:#}", load(&p).unwrap_err());
         assert!(e.contains("nothing is planted"), "{e}");
+    }
+
+    #[test]
+    fn requires_names_known_needs_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |body: &str| {
+            let p = dir.path().join("m.yaml");
+            std::fs::write(&p, format!("about: a\nedits: [{{file: f, find: x, replace: y}}]\ncommand: c\nexpect: e\n{body}")).unwrap();
+            p
+        };
+        let m = load(&write("requires: [cuda]\n")).unwrap();
+        assert_eq!(m.requires, vec![Requirement::Cuda]);
+        assert!(load(&write("")).unwrap().requires.is_empty());
+        let e = format!("{:#}", load(&write("requires: [rocm]\n")).unwrap_err());
+        assert!(e.contains("optional requires: [cuda]"), "{e}");
     }
 }
