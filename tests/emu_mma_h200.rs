@@ -1,6 +1,7 @@
 //! Real mma.sync, ldmatrix, cp.async and cvt on an NVIDIA GPU against the SIMT emulator's
 //! versions (kernels/common/emu_mma.h), through the probes of tests/emu/mma_probe.cu.
 //! Ignored by default: it needs an sm_80+ GPU (see the test's comment for the command).
+#![cfg(feature = "cuda")] // the CUDA backend launches the probes on the card
 
 mod emu_mma_probes;
 
