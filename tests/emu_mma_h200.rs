@@ -23,8 +23,10 @@ use std::path::PathBuf;
 /// Integer inputs are exact on both sides and must agree bit for bit, as must every
 /// conversion and copy; random f32 inputs measure how far the emulator's accumulation model
 /// (emu_mma.h) is from the tensor cores, printed in ulps of the tile's largest |D|.
-/// The 2-ulp bound on those is PROVISIONAL, not measured: no GPU was available when it was
-/// written; replace it with the H200's figure.
+/// Measured on the H200 (2026-12-01, driver 580.159.04, 50 random tiles each): bf16 365 of
+/// 6400 outputs differ, worst 0.97 ulp of max |D|; f16 2535, 0.99 ulp; tf32 2001, 0.86 ulp.
+/// Everything else (integer mma, ldmatrix, cp.async, every conversion) is bit-exact. The
+/// bound below, 1.5 ulp, leaves half an ulp over the worst measured.
 #[test]
 #[ignore = "needs an NVIDIA GPU (sm_80+) and the probe cubin: see the doc comment"]
 fn h200_matches_emulation() {
@@ -145,7 +147,7 @@ fn h200_matches_emulation() {
         };
         println!("mma.{name}, 50 random tiles: {differ} of 6400 outputs differ, worst {worst:.2} ulp of max |D|");
         assert!(
-            worst <= 2.0,
+            worst <= 1.5,
             "mma.{name}: hardware and emulation differ by {worst:.2} ulp of max |D|"
         );
     }
