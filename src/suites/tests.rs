@@ -244,6 +244,41 @@ fn a_missing_error_limit_is_a_configuration_error_naming_the_entry() {
     );
 }
 
+/// A floor above its limit (or a negative floor) is a configuration error too, never a gate
+/// that quietly takes one of the two (cargo mutants: the consistency guard was unpinned).
+#[test]
+fn an_inconsistent_error_limit_is_a_configuration_error() {
+    for (entry, why) in [
+        (
+            "      f32: {floor: 3.0e-6, limit: 1.0e-6}\n",
+            "floor 3e-6, limit 1e-6",
+        ),
+        (
+            "      f32: {floor: -1.0e-7, limit: 1.0e-6}\n",
+            "floor -1e-7, limit 1e-6",
+        ),
+    ] {
+        let text = include_str!("../../matrix.yaml")
+            .replace("      f32: {floor: 3.0e-7, limit: 1.0e-6}\n", entry);
+        let m = Matrix::parse(Path::new("matrix.yaml"), &text).unwrap();
+        let recs = run_broken_in(
+            &m,
+            "none",
+            Breakage::Score,
+            "scores_ragged",
+            "normal",
+            error::run,
+        );
+        let warp = recs.iter().find(|r| r.variant == "warp").unwrap();
+        assert_eq!(warp.status, Status::Error, "{why}: {warp:?}");
+        assert!(
+            warp.message.contains("need 0 <= floor <= limit") && warp.message.contains(why),
+            "{why}: {}",
+            warp.message
+        );
+    }
+}
+
 #[test]
 fn the_error_gate_catches_an_error_inside_the_rigorous_bound() {
     // 7e-7 of the largest score: past 4x the warp kernel's error on these inputs (about
@@ -332,6 +367,17 @@ fn attention_precision_follows_the_kernels_arithmetic() {
     assert_eq!(p("staged", "gfx906"), Precision::F32Staged);
     assert_eq!(p("gather", "sm_90"), Precision::F32);
     assert_eq!(p("gather", "sm_75"), Precision::F32);
+    let s = |kernel: &str| error::precision(FamilyName::Scores, kernel, t("sm_90"));
+    assert_eq!(s("warp"), Precision::F32);
+    assert_eq!(s("simt"), Precision::F32);
+    assert_eq!(s("tf32"), Precision::Tf32);
+    assert_eq!(s("tf32_decode"), Precision::Tf32);
+    assert_eq!(s("bf16"), Precision::Bf16);
+    assert_eq!(
+        s("staged"),
+        Precision::F32,
+        "a scorer named like an attention kernel"
+    );
     let limits = &m.gates.error_limits[&FamilyName::Attention];
     assert!(
         limits[&Precision::F32Staged].floor > limits[&Precision::F32].floor,
