@@ -384,3 +384,41 @@ fn attention_precision_follows_the_kernels_arithmetic() {
         "the staged FP32 class exists because it measured above gather's floor"
     );
 }
+
+/// A parity snapshot line says which queries changed: one id changed in query 100 of 130
+/// (groups of `by` = 3 queries) moves the whole-ids digest and exactly the 4 hex digits of
+/// group 33, and the line keeps its fields (cargo mutants: the line's format and the group
+/// arithmetic were pinned only by the golden files, which `cargo test` does not read).
+#[test]
+fn a_parity_snapshot_line_localizes_a_changed_query() {
+    use super::digest;
+    let (nq, k) = (130, 2);
+    let ids: Vec<i32> = (0..nq * k).map(|i| i as i32).collect();
+    let line = parity::ids_snapshot(&ids, nq, 250);
+    let whole = digest(
+        &ids.iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect::<Vec<u8>>(),
+    );
+    let prefix = format!("ids {whole} selected 250 queries 130 by 3: ");
+    assert!(line.starts_with(&prefix), "{line}");
+    let groups = &line[prefix.len()..];
+    assert_eq!(
+        groups.len(),
+        4 * 44,
+        "44 groups of 3 queries (the last holds 1): {line}"
+    );
+    let mut changed = ids.clone();
+    changed[100 * k + 1] = -1;
+    let other = parity::ids_snapshot(&changed, nq, 250);
+    assert_ne!(line[..20], other[..20], "the whole-ids digest must change");
+    let other_groups = &other[prefix.len()..];
+    let differ: Vec<usize> = (0..44)
+        .filter(|g| groups[4 * g..4 * g + 4] != other_groups[4 * g..4 * g + 4])
+        .collect();
+    assert_eq!(
+        differ,
+        vec![33],
+        "only query 100's group (100 / 3 = 33) moves"
+    );
+}
