@@ -235,3 +235,6 @@ template <class T> inline T __ldcg(const T* p) { return __atomic_load_n(p, __ATO
 #define __hip_atomic_load(p, order, scope) __atomic_load_n((p), (order))
 #define __hip_atomic_store(p, v, order, scope) __atomic_store_n((p), (v), (order))
 #define __builtin_amdgcn_wave_barrier() QSA_SYNCWARP()
+
+// Built-in vector types (float4, uint4, ...) and their atomics.
+#include "emu_vector.h"
