@@ -81,6 +81,7 @@ struct Thread {
   int op, arg, width;
   uint64_t value, result;
   ucontext_t ctx;
+  void* sp;  // saved stack pointer of the fast context switch (emu_runtime.h)
 };
 
 struct BlockState {
@@ -95,11 +96,14 @@ static thread_local ucontext_t* sched_ctx = nullptr;
 // The module's TLS anchor: __shared__ variables are found at fixed offsets from it.
 static thread_local unsigned char tls_anchor = 0;
 
+// The switch from a fiber to its scheduler (emu_runtime.h).
+inline void switch_to_scheduler(Thread* t);
+
 // Leave the fiber until the scheduler resumes it.
 inline void yield_to_scheduler(State s) {
   Thread* t = cur_thread;
   t->state = s;
-  swapcontext(&t->ctx, sched_ctx);
+  switch_to_scheduler(t);
 }
 
 inline uint64_t collective(int op, uint64_t value, int arg, int width) {

@@ -216,10 +216,10 @@ pub fn build(
         if !output.status.success() {
             if let Some(needs) = unemulated(&stderr, &own) {
                 return Err(BackendError::Unsupported(format!(
-                    "needs {} ({} does not build for the host on {}: inline PTX or vendor intrinsics the emulator does not model yet)",
-                    needs.join(", "),
+                    "({} for {}) needs {}: inline PTX or vendor intrinsics the emulator does not model yet (the source builds as one module, so all its kernels wait for them)",
                     source.file_name().unwrap_or(source.as_os_str()).to_string_lossy(),
-                    t.name
+                    t.name,
+                    needs.join(", "),
                 )));
             }
         }
