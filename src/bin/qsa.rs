@@ -101,7 +101,9 @@ struct RunArgs {
     #[arg(long)]
     quiet: bool,
     /// Run a GPU target without its device: the kernel sources on the CPU through the SIMT
-    /// emulator (status `emulated`; top-k only, other families unsupported in emulation).
+    /// emulator (status `emulated`; calls past src/emu/backend.rs's budgets, QSA_EMU_BUDGET=N
+    /// to raise them, and kernels whose source does not build for the host are unsupported
+    /// in emulation).
     #[arg(long)]
     emulate: bool,
 }

@@ -183,6 +183,11 @@ pub fn build(
     if out.is_file() {
         return Ok(out);
     }
+    // What the emulator does not model, found by an earlier build of these same inputs.
+    let unsupported = out.with_extension("unsupported");
+    if let Ok(why) = std::fs::read_to_string(&unsupported) {
+        return Err(BackendError::Unsupported(why));
+    }
     std::fs::create_dir_all(cache).map_err(|e| {
         BackendError::Device(format!(
             "cannot create the emulator cache {}: {e}",
@@ -215,12 +220,19 @@ pub fn build(
         let _ = std::fs::remove_file(&tmp);
         if !output.status.success() {
             if let Some(needs) = unemulated(&stderr, &own) {
-                return Err(BackendError::Unsupported(format!(
+                let why = format!(
                     "({} for {}) needs {}: inline PTX or vendor intrinsics the emulator does not model yet (the source builds as one module, so all its kernels wait for them)",
                     source.file_name().unwrap_or(source.as_os_str()).to_string_lossy(),
                     t.name,
                     needs.join(", "),
-                )));
+                );
+                // Remembered beside the modules (same key): the next runner process does
+                // not compile it again; a changed source or header is a new key.
+                let scratch = cache.join(format!("{stem}-{hash}-{tag}.unsupported.tmp"));
+                if std::fs::write(&scratch, &why).is_ok() {
+                    let _ = std::fs::rename(&scratch, &unsupported);
+                }
+                return Err(BackendError::Unsupported(why));
             }
         }
         // Warnings fail too: the kernels build warning-free on every toolchain.

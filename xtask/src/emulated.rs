@@ -68,7 +68,10 @@ pub fn fits(case: &Case, scale: usize) -> bool {
             MAX_EMULATED_SCORE_MACS,
         )
     } else if let Some(s) = &case.attention {
-        within(attn_macs(s.batch, s.q_len, s.hq, s.t), MAX_EMULATED_ATTN_MACS)
+        within(
+            attn_macs(s.batch, s.q_len, s.hq, s.t),
+            MAX_EMULATED_ATTN_MACS,
+        )
     } else {
         false
     }
@@ -320,10 +323,11 @@ mod tests {
         }
     }
 
-    /// The default emulates the small top-k cases (the edge cases included), parity and
-    /// error only; a named case is emulated as asked; bench alone emulates nothing.
+    /// The default emulates the small cases of every family (the edge cases included),
+    /// parity and error only; a named case is emulated as asked; bench alone emulates
+    /// nothing; --emulate-budget N takes bigger cases.
     #[test]
-    fn the_plan_takes_the_small_topk_cases_and_never_bench() {
+    fn the_plan_takes_the_small_cases_and_never_bench() {
         let m = matrix();
         let t = m.target("gfx906").unwrap();
         let p = plan(&args(&[]), &m, t);
@@ -331,10 +335,32 @@ mod tests {
             "topk_edges_small",
             "topk_cut_specials",
             "topk_cut_specials_small",
+            "scores_ragged",
+            "scores_emu_tiles",
+            "scores_emu_decode",
+            "attn_emu_g4",
+            "attn_emu_g8_f16",
         ] {
             assert!(p.cases.iter().any(|x| x == c), "{c} not emulated: {p:?}");
         }
-        assert!(!p.cases.iter().any(|x| x == "topk_decode_3q_262k"), "{p:?}");
+        for big in [
+            "topk_decode_3q_262k",
+            "scores_prefill_32k",
+            "attn_causal_start",
+            "attn_edges_g16",
+        ] {
+            assert!(!p.cases.iter().any(|x| x == big), "{big} emulated: {p:?}");
+        }
+        let more = plan(&args(&["--emulate-budget", "5"]), &m, t);
+        assert!(
+            more.cases.iter().any(|x| x == "attn_causal_start"),
+            "{more:?}"
+        );
+        assert!(
+            !more.cases.iter().any(|x| x == "attn_edges_g16"),
+            "{more:?}"
+        );
+        assert!(Cli::try_parse_from(["matrix", "--emulate-budget", "0"]).is_err());
         assert_eq!(p.suites, ["parity", "error"]);
         assert!(p.left > 0);
         let named = plan(&args(&["--case", "topk_decode_1q_262k"]), &m, t);
