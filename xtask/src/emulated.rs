@@ -10,11 +10,11 @@
 //! call, block scores up to `MAX_EMULATED_SCORE_MACS` multiply-adds, attention up to
 //! `MAX_EMULATED_ATTN_MACS`: the small and edge cases. Larger cases need the card, or
 //! `--emulate-budget N` (every budget N-fold; local use, minutes per target).
-//! Measured on the 2-core development machine (2026-12-01, shared with other jobs; `qsa
-//! run --target T --emulate --case C --suite parity`, module already built):
-//! topk_edges_small 3.1-5.5 s, topk_k_ge_n 0.1 s, topk_split_edges 6.0-7.2 s,
-//! topk_cut_specials 3.2-5.5 s, topk_cut_specials_small 3.5-6.0 s: 20-25 s per GPU target,
-//! plus ~10 s to build each module flavour once. Scores and attention: see the budgets.
+//! Measured on the 2-core development machine (2026-12-01, `cargo xtask matrix --target T`
+//! one target at a time, emulated modules already built; the runner's own seconds):
+//! sm_75 9.5 s (top-k and scores; attention unsupported), sm_86 3.8 s and sm_90 3.4 s
+//! (top-k only), gfx906 16.9 s, gfx1201 13.2 s, gfx950 17.3 s (every family). Building a
+//! module flavour the first time adds 3-10 s per kernel source.
 //! Naming `--case` emulates exactly those cases (past the budget: `unsupported in
 //! emulation`, counted as unsup, never a pass).
 //!
