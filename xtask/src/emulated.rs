@@ -42,8 +42,8 @@ pub struct EmulateArgs {
     #[arg(long, conflicts_with_all = ["no_emulate", "from_results"])]
     pub emulate: bool,
     /// Report a GPU target without its device as `built, not run` instead of emulating it.
-    /// Default: emulated (top-k parity of the cases within the emulator's budget, through
-    /// the SIMT emulator on the CPU; status `emulated`).
+    /// Default: emulated (parity and error of the cases within the emulator's budgets,
+    /// through the SIMT emulator on the CPU; status `emulated`).
     #[arg(long)]
     pub no_emulate: bool,
     /// Multiply the emulator's per-call budgets by N (default 1: the small cases, about a
