@@ -96,6 +96,7 @@ struct Thread {
   ExchangeFn exchange;  // OP_EXCHANGE: the operation and this lane's posted data
   void* exchange_data;
   ucontext_t ctx;
+  void* sp;  // saved stack pointer of the fast context switch (emu_runtime.h)
 };
 
 struct BlockState {
@@ -110,11 +111,14 @@ static thread_local ucontext_t* sched_ctx = nullptr;
 // The module's TLS anchor: __shared__ variables are found at fixed offsets from it.
 static thread_local unsigned char tls_anchor = 0;
 
+// The switch from a fiber to its scheduler (emu_runtime.h).
+inline void switch_to_scheduler(Thread* t);
+
 // Leave the fiber until the scheduler resumes it.
 inline void yield_to_scheduler(State s) {
   Thread* t = cur_thread;
   t->state = s;
-  swapcontext(&t->ctx, sched_ctx);
+  switch_to_scheduler(t);
 }
 
 inline uint64_t collective(int op, uint64_t value, int arg, int width) {

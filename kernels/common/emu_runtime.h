@@ -89,8 +89,77 @@ static thread_local Launch* cur_launch = nullptr;
 inline void fiber_main() {
   cur_launch->kernel->call(cur_launch->desc->args);
   cur_thread->state = State::Done;
-  // Returning resumes uc_link: the scheduler.
 }
+
+// ---- Context switches between the scheduler and its fibers. glibc's swapcontext saves the
+// signal mask with a system call at every switch: 90% of an emulated attention run's time
+// (perf, 2026-12-01). On x86-64 the switch is the callee-saved registers pushed on the old
+// stack and popped from the new one (MXCSR and the x87 control word are not switched: no
+// kernel changes rounding modes, and every fiber of a thread shares them); elsewhere
+// swapcontext.
+#if defined(__x86_64__)
+extern "C" void qsa_emu_switch(void** save_sp, void* load_sp);
+asm(R"(
+  .text
+  .p2align 4
+  .hidden qsa_emu_switch
+  .type qsa_emu_switch, @function
+qsa_emu_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size qsa_emu_switch, .-qsa_emu_switch
+)");
+
+static thread_local void* sched_sp = nullptr;
+
+inline void switch_to_scheduler(Thread* t) { qsa_emu_switch(&t->sp, sched_sp); }
+
+[[noreturn]] inline void fiber_entry() {
+  fiber_main();
+  void* done;
+  qsa_emu_switch(&done, sched_sp);  // never resumed
+  __builtin_unreachable();
+}
+
+// A fresh fiber on `stack`: the frame qsa_emu_switch pops, returning into fiber_entry with
+// the stack aligned as after a call.
+inline void start_fiber(Thread& t, unsigned char* stack, size_t bytes, ucontext_t*) {
+  uint64_t* top = (uint64_t*)((uintptr_t)(stack + bytes) & ~(uintptr_t)15);
+  uint64_t* ret = top - 2;  // 16-byte aligned: fiber_entry starts with rsp = 8 mod 16
+  ret[1] = 0;               // fiber_entry's own return address: it never returns
+  ret[0] = (uint64_t)(uintptr_t)&fiber_entry;
+  uint64_t* sp = ret - 6;   // rbp rbx r12 r13 r14 r15, zero
+  for (int i = 0; i < 6; ++i) sp[i] = 0;
+  t.sp = sp;
+}
+
+inline void resume(Thread& t) { qsa_emu_switch(&sched_sp, t.sp); }
+#else
+inline void switch_to_scheduler(Thread* t) { swapcontext(&t->ctx, sched_ctx); }
+
+inline void start_fiber(Thread& t, unsigned char* stack, size_t bytes, ucontext_t* sched) {
+  getcontext(&t.ctx);
+  t.ctx.uc_stack.ss_sp = stack;
+  t.ctx.uc_stack.ss_size = bytes;
+  t.ctx.uc_link = sched;  // returning from fiber_main resumes the scheduler
+  makecontext(&t.ctx, (void (*)())fiber_main, 0);
+}
+
+inline void resume(Thread& t) { swapcontext(sched_ctx, &t.ctx); }
+#endif
 
 // The fibers of one OS thread, reused block after block.
 struct FiberPool {
@@ -251,11 +320,7 @@ inline bool run_block(Launch& L, FiberPool& pool, Dim3 b, unsigned long long lin
     t.lane = i % QSA_WAVE;
     t.wave = i / QSA_WAVE;
     t.state = State::Ready;
-    getcontext(&t.ctx);
-    t.ctx.uc_stack.ss_sp = pool.stack(i);
-    t.ctx.uc_stack.ss_size = pool.stack_bytes;
-    t.ctx.uc_link = &sched;
-    makecontext(&t.ctx, (void (*)())fiber_main, 0);
+    start_fiber(t, pool.stack(i), pool.stack_bytes, &sched);
   }
   std::mt19937_64 rng(d.seed ^ (linear_block * 0x9e3779b97f4a7c15ull));
   std::vector<unsigned> ready;
@@ -271,7 +336,7 @@ inline bool run_block(Launch& L, FiberPool& pool, Dim3 b, unsigned long long lin
       else if (d.schedule == RANDOM) std::shuffle(ready.begin(), ready.end(), rng);
       for (unsigned i : ready) {
         cur_thread = &th[i];
-        swapcontext(&sched, &th[i].ctx);
+        resume(th[i]);
       }
       continue;
     }

@@ -104,7 +104,9 @@ struct RunArgs {
     #[arg(long)]
     quiet: bool,
     /// Run a GPU target without its device: the kernel sources on the CPU through the SIMT
-    /// emulator (status `emulated`; top-k only, other families unsupported in emulation).
+    /// emulator (status `emulated`; calls past src/emu/backend.rs's budgets, QSA_EMU_BUDGET=N
+    /// to raise them, and kernels whose source does not build for the host are unsupported
+    /// in emulation).
     #[arg(long, conflicts_with = "no_ptx")]
     emulate: bool,
     /// Do not run an older NVIDIA target's PTX on a newer card (report `built, not run`).

@@ -158,13 +158,15 @@ pub fn default_cache_dir() -> PathBuf {
 }
 
 /// Modules are loaded once per process and shared: (source, target) -> module. Targets of
-/// one build flavour (gfx906 and gfx950) share the library but not the limits checked.
+/// one build flavour (gfx906 and gfx950) share the library but not the limits checked. A
+/// source that does not build is remembered too (one compiler run per process, not one per
+/// check), and only that source: the other families of the target still load.
 pub fn load(
     kernels_dir: &Path,
     source: &Path,
     target: &EmuTarget,
 ) -> BackendResult<Arc<EmuModule>> {
-    type Loaded = HashMap<(PathBuf, String), Arc<EmuModule>>;
+    type Loaded = HashMap<(PathBuf, String), Result<Arc<EmuModule>, BackendError>>;
     static LOADED: OnceLock<Mutex<Loaded>> = OnceLock::new();
     let key = (source.to_path_buf(), target.name.clone());
     let mut map = LOADED
@@ -172,14 +174,20 @@ pub fn load(
         .lock()
         .unwrap_or_else(|p| p.into_inner());
     if let Some(m) = map.get(&key) {
-        return Ok(m.clone());
+        return m.as_ref().map(Arc::clone).map_err(same_error);
     }
-    let m = Arc::new(EmuModule::open(
-        kernels_dir,
-        source,
-        target,
-        &default_cache_dir(),
-    )?);
-    map.insert(key, m.clone());
-    Ok(m)
+    let m = EmuModule::open(kernels_dir, source, target, &default_cache_dir()).map(Arc::new);
+    let answer = m.as_ref().map(Arc::clone).map_err(same_error);
+    map.insert(key, m);
+    answer
+}
+
+/// A copy of a remembered error (BackendError holds only its kind and message).
+fn same_error(e: &BackendError) -> BackendError {
+    match e {
+        BackendError::Unsupported(m) => BackendError::Unsupported(m.clone()),
+        BackendError::Shape(m) => BackendError::Shape(m.clone()),
+        BackendError::Input(m) => BackendError::Input(m.clone()),
+        BackendError::Device(m) => BackendError::Device(m.clone()),
+    }
 }

@@ -11,7 +11,7 @@ use std::path::Path;
 
 /// Stack of each emulated GPU thread (a fiber). The kernels keep a few dozen registers'
 /// worth of locals; 64 KiB leaves room for g++ -O2 frames and lambdas.
-const STACK_BYTES: u64 = 64 * 1024;
+const STACK_BYTES: u64 = 256 * 1024;
 /// Most threads of one block, as on every GPU target.
 const MAX_BLOCK_THREADS: u32 = 1024;
 
@@ -180,7 +180,8 @@ impl EmuModule {
             .ok_or_else(|| {
                 let known: Vec<&str> = self.kernel_names().collect();
                 BackendError::Unsupported(format!(
-                    "no kernel {kernel} in this module (it has {})",
+                    "is not in the host build of its source for {} (an #if leaves it out for this target; the module has {})",
+                    self.target.name,
                     known.join(", ")
                 ))
             })?;

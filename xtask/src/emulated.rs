@@ -5,13 +5,16 @@
 //! summary), with repro lines that emulate too (`--emulate`).
 //!
 //! What emulates by default: the parity and error suites (never bench: an emulated kernel
-//! says nothing about the card's speed) of the top-k cases whose calls fit the emulator's
-//! budget (`qsa::emu::backend::MAX_EMULATED_ENTRIES` score entries per call): the small
-//! and edge cases. Larger cases need the card. Measured on the 2-core development machine
-//! (2026-12-01, shared with other jobs; `qsa run --target T --emulate --case C --suite
-//! parity`, module already built): topk_edges_small 3.1-5.5 s, topk_k_ge_n 0.1 s,
-//! topk_split_edges 6.0-7.2 s, topk_cut_specials 3.2-5.5 s, topk_cut_specials_small
-//! 3.5-6.0 s: 20-25 s per GPU target, plus ~10 s to build each module flavour once.
+//! says nothing about the card's speed) of the cases whose calls fit the emulator's
+//! budgets (`qsa::emu::backend`): top-k up to `MAX_EMULATED_ENTRIES` score entries per
+//! call, block scores up to `MAX_EMULATED_SCORE_MACS` multiply-adds, attention up to
+//! `MAX_EMULATED_ATTN_MACS`: the small and edge cases. Larger cases need the card, or
+//! `--emulate-budget N` (every budget N-fold; local use, minutes per target).
+//! Measured on the 2-core development machine (2026-12-01, `cargo xtask matrix --target T`
+//! one target at a time, emulated modules already built; the runner's own seconds):
+//! sm_75 9.5 s (top-k and scores; attention unsupported), sm_86 3.8 s and sm_90 3.4 s
+//! (top-k only), gfx906 16.9 s, gfx1201 13.2 s, gfx950 17.3 s (every family). Building a
+//! module flavour the first time adds 3-10 s per kernel source.
 //! Naming `--case` emulates exactly those cases (past the budget: `unsupported in
 //! emulation`, counted as unsup, never a pass).
 //!
@@ -24,7 +27,10 @@ use crate::report::GateNote;
 use crate::repro::Repro;
 use crate::snapshots;
 use anyhow::Result;
-use qsa::emu::backend::MAX_EMULATED_ENTRIES;
+use qsa::emu::backend::{
+    attn_macs, score_macs, BUDGET_ENV, MAX_EMULATED_ATTN_MACS, MAX_EMULATED_ENTRIES,
+    MAX_EMULATED_SCORE_MACS,
+};
 use qsa::matrix::{Case, Matrix, Suite, Target};
 use qsa::results::{TargetResults, TargetStatus};
 
@@ -36,21 +42,39 @@ pub struct EmulateArgs {
     #[arg(long, conflicts_with_all = ["no_emulate", "from_results"])]
     pub emulate: bool,
     /// Report a GPU target without its device as `built, not run` instead of emulating it.
-    /// Default: emulated (top-k parity of the cases within the emulator's budget, through
-    /// the SIMT emulator on the CPU; status `emulated`).
+    /// Default: emulated (parity and error of the cases within the emulator's budgets,
+    /// through the SIMT emulator on the CPU; status `emulated`).
     #[arg(long)]
     pub no_emulate: bool,
+    /// Multiply the emulator's per-call budgets by N (default 1: the small cases, about a
+    /// minute per GPU target on 2 cores): N = 5 adds attn_causal_start, N = 40 every
+    /// attention edge case (minutes each). Sets QSA_EMU_BUDGET for the runners.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub emulate_budget: u32,
 }
 
 /// The suites emulation runs.
 const SUITES: [Suite; 2] = [Suite::Parity, Suite::Error];
 
-/// Does `case` fit the emulator's budget by default: a top-k case whose calls hold at most
-/// `MAX_EMULATED_ENTRIES` score entries (queries x n).
-pub fn fits(case: &Case) -> bool {
-    case.topk
-        .as_ref()
-        .is_some_and(|s| s.queries.saturating_mul(s.n) <= MAX_EMULATED_ENTRIES)
+/// Does `case` fit the emulator's budget (times `scale`): its calls' work (top-k score
+/// entries, scores or attention multiply-adds) within its family's budget.
+pub fn fits(case: &Case, scale: usize) -> bool {
+    let within = |work: usize, max: usize| work <= max.saturating_mul(scale);
+    if let Some(s) = &case.topk {
+        within(s.queries.saturating_mul(s.n), MAX_EMULATED_ENTRIES)
+    } else if let Some(s) = &case.scores {
+        within(
+            score_macs(s.queries, s.heads, s.blocks),
+            MAX_EMULATED_SCORE_MACS,
+        )
+    } else if let Some(s) = &case.attention {
+        within(
+            attn_macs(s.batch, s.q_len, s.hq, s.t),
+            MAX_EMULATED_ATTN_MACS,
+        )
+    } else {
+        false
+    }
 }
 
 /// What an emulated run of `t` runs: the runner's `--case` and `--suite` filters.
@@ -81,7 +105,7 @@ pub fn plan(a: &MatrixArgs, m: &Matrix, t: &Target) -> Plan {
     let cases: Vec<String> = runs
         .iter()
         .filter(|c| c.suites.iter().any(|s| suites.contains(s)))
-        .filter(|c| !a.case.is_empty() || fits(c))
+        .filter(|c| !a.case.is_empty() || fits(c, a.emulate.emulate_budget as usize))
         .map(|c| c.name.clone())
         .collect();
     Plan {
@@ -119,7 +143,7 @@ pub fn instead(
     if p.cases.is_empty() || p.suites.is_empty() {
         let mut r = not_run;
         r.reason = format!(
-            "{}; nothing selected can be emulated (top-k parity and error within {MAX_EMULATED_ENTRIES} score entries per call; never bench)",
+            "{}; nothing selected can be emulated (parity and error of cases within the emulator's budgets, src/emu/backend.rs; never bench)",
             r.reason
         );
         return Ok(r);
@@ -127,6 +151,12 @@ pub fn instead(
     let mut ea = a.clone();
     ea.case = p.cases.clone();
     ea.suite = p.suites.clone();
+    if a.emulate.emulate_budget > 1 {
+        // The runner's EmuBackend reads the budget scale from its environment. xtask runs
+        // its targets one after another on this thread, so nothing reads the environment
+        // while it changes.
+        std::env::set_var(BUDGET_ENV, a.emulate.emulate_budget.to_string());
+    }
     let mut r = run(&ea)?;
     let why = if not_run.reason.is_empty() {
         "--emulate".to_string()
@@ -135,7 +165,7 @@ pub fn instead(
     };
     let left = if p.left > 0 {
         format!(
-            "; {} other case(s) not emulated (past its budget or not top-k)",
+            "; {} other case(s) not emulated (past the emulator's budget: --emulate-budget N)",
             p.left
         )
     } else {
@@ -293,10 +323,11 @@ mod tests {
         }
     }
 
-    /// The default emulates the small top-k cases (the edge cases included), parity and
-    /// error only; a named case is emulated as asked; bench alone emulates nothing.
+    /// The default emulates the small cases of every family (the edge cases included),
+    /// parity and error only; a named case is emulated as asked; bench alone emulates
+    /// nothing; --emulate-budget N takes bigger cases.
     #[test]
-    fn the_plan_takes_the_small_topk_cases_and_never_bench() {
+    fn the_plan_takes_the_small_cases_and_never_bench() {
         let m = matrix();
         let t = m.target("gfx906").unwrap();
         let p = plan(&args(&[]), &m, t);
@@ -304,10 +335,32 @@ mod tests {
             "topk_edges_small",
             "topk_cut_specials",
             "topk_cut_specials_small",
+            "scores_ragged",
+            "scores_emu_tiles",
+            "scores_emu_decode",
+            "attn_emu_g4",
+            "attn_emu_g8_f16",
         ] {
             assert!(p.cases.iter().any(|x| x == c), "{c} not emulated: {p:?}");
         }
-        assert!(!p.cases.iter().any(|x| x == "topk_decode_3q_262k"), "{p:?}");
+        for big in [
+            "topk_decode_3q_262k",
+            "scores_prefill_32k",
+            "attn_causal_start",
+            "attn_edges_g16",
+        ] {
+            assert!(!p.cases.iter().any(|x| x == big), "{big} emulated: {p:?}");
+        }
+        let more = plan(&args(&["--emulate-budget", "5"]), &m, t);
+        assert!(
+            more.cases.iter().any(|x| x == "attn_causal_start"),
+            "{more:?}"
+        );
+        assert!(
+            !more.cases.iter().any(|x| x == "attn_edges_g16"),
+            "{more:?}"
+        );
+        assert!(Cli::try_parse_from(["matrix", "--emulate-budget", "0"]).is_err());
         assert_eq!(p.suites, ["parity", "error"]);
         assert!(p.left > 0);
         let named = plan(&args(&["--case", "topk_decode_1q_262k"]), &m, t);
