@@ -1,9 +1,9 @@
-//! The block-score kernels (kernels/block_scores.cu: warp, FP32 SIMT) emulated through
+//! The block-score kernels (kernels/block_scores.cu) emulated through
 //! `EmuApi` and the GPU host code of src/gpu/scores.rs with each target's dispatch: scores
 //! within the f32 gate of FP64 (src/reference/scores.rs), the same under forward, reverse
 //! and random thread schedules; and where the source does not build for the host yet
 //! (tensor-core inline PTX on sm_80+), `unsupported in emulation` naming the kernel and the
-//! instructions, never a pass.
+//! instructions, never a pass (tests/emu/unemulated_asm.cu).
 
 use qsa::backend::BackendError;
 use qsa::dispatch::{Switches, TargetCaps};
@@ -77,31 +77,71 @@ fn warp_and_simt_match_fp64_under_every_schedule() {
     }
 }
 
-/// sm_90's scorer source keeps its tensor-core inline PTX in the host build: every kernel
-/// of it is unsupported in emulation, naming the kernel and the instructions; gfx950's MFMA
-/// kernel is not in the host build at all (its #if wants __gfx950__).
+/// The tensor-core and matrix-core scorers run emulated (kernels/common/emu_mma.h) with each
+/// target's dispatch, within their precision's limit of FP64 (matrix.yaml
+/// gates.error_limits.scores: tf32 1.5e-3, bf16 1.5e-2): sm_86 and sm_90 TF32 (auto) and
+/// BF16 mma.sync, gfx1201 WMMA and gfx950 MFMA (the `bf16` variant).
 #[test]
-fn what_does_not_build_for_the_host_is_unsupported_and_named() {
+fn tensor_and_matrix_core_scorers_match_fp64_within_their_limits() {
     let m = matrix();
-    let p = problem(&m, "scores_ragged", "normal");
-    let e = race::check(&caps(&m, "sm_90"), &switches(&[]), &p, &[Schedule::Forward])
-        .err()
-        .expect("sm_90's tensor-core scorer cannot run emulated before the PTX wrappers");
+    let auto = switches(&[]);
+    let bf16 = switches(&[("STRATA_BF16_TC", "1")]);
+    let p = problem(&m, "scores_emu_tiles", "normal");
+    let Problem::Scores(sp) = &p else {
+        unreachable!()
+    };
+    let want = scores_f64(sp);
+    let scale = want.iter().fold(0f64, |a, x| a.max(x.abs()));
+    for (target, sw, kernel, limit) in [
+        ("sm_90", &auto, "tf32", 1.5e-3),
+        ("sm_86", &auto, "tf32", 1.5e-3),
+        ("sm_90", &bf16, "bf16", 1.5e-2),
+        ("gfx1201", &bf16, "wmma_bf16", 1.5e-2),
+        ("gfx950", &bf16, "mfma_bf16", 1.5e-2),
+    ] {
+        let run = race::check(&caps(&m, target), sw, &p, &Schedule::RACE_CHECK)
+            .unwrap_or_else(|e| panic!("{target} {kernel}: {e}"));
+        assert!(
+            run.dispatched.starts_with(kernel),
+            "{target}: dispatched {} (want {kernel})",
+            run.dispatched
+        );
+        let Output::Scores(got) = run.output else {
+            panic!("scores gave no scores")
+        };
+        let worst = got
+            .iter()
+            .zip(&want)
+            .map(|(g, w)| (*g as f64 - w).abs() / scale)
+            .fold(0f64, f64::max);
+        assert!(
+            worst <= limit,
+            "{target} {kernel}: relative max error {worst:e} past {limit:e}"
+        );
+    }
+}
+
+/// A kernel source that keeps an instruction the emulator does not model is `unsupported in
+/// emulation`, naming the kernel and the instruction, never a pass and never a crash
+/// (tests/emu/unemulated_asm.cu holds one inline-PTX `trap`).
+#[test]
+fn an_unemulated_instruction_is_unsupported_and_named() {
+    let m = matrix();
+    let api = qsa::emu::api::EmuApi::new(&caps(&m, "sm_90"), Schedule::Forward).unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/emu/unemulated_asm.cu");
+    let d = qsa::gpu::LaunchDims {
+        grid: (1, 1, 1),
+        block: (32, 1, 1),
+        shared_bytes: 0,
+    };
+    let e = api
+        .launch_source(&src, "uses_trap", d, &[])
+        .expect_err("inline PTX cannot run on the host");
     let BackendError::Unsupported(msg) = &e else {
         panic!("not unsupported: {e}")
     };
     assert!(
-        msg.starts_with(
-            "unsupported in emulation: block_scores_tf32 (block_scores.cu for sm_90) needs"
-        ) && msg.contains("mma.sync"),
+        msg.starts_with("unsupported in emulation: uses_trap") && msg.contains("trap"),
         "{msg}"
-    );
-    let bf16 = switches(&[("STRATA_BF16_TC", "1")]);
-    let e = race::check(&caps(&m, "gfx950"), &bf16, &p, &[Schedule::Forward])
-        .err()
-        .expect("gfx950's MFMA scorer is not emulated");
-    assert!(
-        matches!(&e, BackendError::Unsupported(m) if m.contains("unsupported in emulation: block_scores_mfma_bf16 is not in the host build")),
-        "{e}"
     );
 }
