@@ -373,6 +373,9 @@ fn attention_precision_follows_the_kernels_arithmetic() {
     assert_eq!(s("tf32"), Precision::Tf32);
     assert_eq!(s("tf32_decode"), Precision::Tf32);
     assert_eq!(s("bf16"), Precision::Bf16);
+    assert_eq!(s("bf16_decode"), Precision::Bf16);
+    assert_eq!(s("wmma_bf16"), Precision::Bf16, "gfx12's WMMA scorer");
+    assert_eq!(s("mfma_bf16"), Precision::Bf16, "gfx950's MFMA scorer");
     assert_eq!(
         s("staged"),
         Precision::F32,
