@@ -25,6 +25,8 @@ enum Breakage {
     LastQueryIds(usize),
     /// One id missing from the output.
     ShortIds,
+    /// The largest |o| (forward) and the largest |dk| (backward) off by a relative 1e-3.
+    Attention,
 }
 
 struct Broken {
@@ -79,8 +81,23 @@ impl Prepared for BrokenPrepared<'_> {
                 ids.pop();
                 Output::Ids(ids)
             }
+            (Some(Breakage::Attention), Output::AttnForward(mut f)) => {
+                bump_largest(&mut f.o);
+                Output::AttnForward(f)
+            }
+            (Some(Breakage::Attention), Output::AttnBackward(mut g)) => {
+                bump_largest(&mut g.dk);
+                Output::AttnBackward(g)
+            }
             (_, out) => out,
         })
+    }
+}
+
+/// The largest-magnitude value times 1 + 1e-3 (about 100x the attention f32 limit).
+fn bump_largest(v: &mut [f32]) {
+    if let Some(i) = (0..v.len()).max_by(|&a, &b| v[a].abs().total_cmp(&v[b].abs())) {
+        v[i] *= 1.0 + 1e-3;
     }
 }
 
@@ -424,4 +441,59 @@ fn a_parity_snapshot_line_localizes_a_changed_query() {
         vec![33],
         "only query 100's group (100 / 3 = 33) moves"
     );
+}
+
+/// The attention error suite judges every checked tensor: an o and a dk off by 1e-3 at
+/// their largest element fail forward and backward with the tensor named, for the staged
+/// variant and for the baseline (the limit binds it too), on every row the case checks
+/// (cargo mutants: with `-- --lib`, nothing in the library's tests ran this suite; only
+/// the matrix's snapshots did).
+#[test]
+fn a_changed_attention_output_fails_the_error_suite_forward_and_backward() {
+    let ok = run_broken(
+        "none",
+        Breakage::Attention,
+        "attn_edges_g4",
+        "random_ids",
+        error::run,
+    );
+    let bad = run_broken(
+        "*",
+        Breakage::Attention,
+        "attn_edges_g4",
+        "random_ids",
+        error::run,
+    );
+    for (recs, broken) in [(&ok, false), (&bad, true)] {
+        for check in ["fwd", "bwd"] {
+            let rs: Vec<_> = recs.iter().filter(|r| r.check == check).collect();
+            assert_eq!(rs.len(), 2, "auto and gather, {check}: {recs:?}");
+            for r in rs {
+                if broken {
+                    assert_eq!(
+                        r.status,
+                        Status::Fail,
+                        "{check} {}: {}",
+                        r.variant,
+                        r.message
+                    );
+                    let tensor = if check == "fwd" { "o:" } else { "dk:" };
+                    assert!(
+                        r.message.contains(tensor),
+                        "{check} {}: {}",
+                        r.variant,
+                        r.message
+                    );
+                } else {
+                    assert_eq!(
+                        r.status,
+                        Status::Pass,
+                        "{check} {}: {}",
+                        r.variant,
+                        r.message
+                    );
+                }
+            }
+        }
+    }
 }
