@@ -77,7 +77,7 @@ fn beyond_tolerance(a: &[u8], b: &[u8]) -> Option<(usize, f32, f32)> {
         .filter(|x| x.is_finite())
         .fold(0f32, |m, x| m.max(x.abs()));
     let allowed = FLOAT_ATOMIC_TOLERANCE * scale;
-    if a.len() % 4 != 0 && a[a.len() / 4 * 4..] != b[b.len() / 4 * 4..] {
+    if !a.len().is_multiple_of(4) && a[a.len() / 4 * 4..] != b[b.len() / 4 * 4..] {
         return Some((a.len() / 4, f32::NAN, f32::NAN));
     }
     fa.iter().zip(&fb).enumerate().find_map(|(i, (&x, &y))| {
