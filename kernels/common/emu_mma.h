@@ -244,9 +244,11 @@ inline unsigned qsa_pack_bf16x2(float lo, float hi) {
 inline unsigned qsa_pack_f16x2(float lo, float hi) {
   return qsa_emu_nv_f16(lo) | (qsa_emu_nv_f16(hi) << 16);
 }
+#if !defined(QSA_EMU_HIP)  // AMD builds use mma.h's _Float16 conversion, as the card does
 inline float qsa_f16_to_f32(unsigned short h) {
   return (h & 0x7c00u) == 0x7c00u && (h & 0x3ffu) ? __uint_as_float(0x7fffffffu) : qsa_emu::f16_to_f32(h);
 }
+#endif
 
 #if QSA_WAVE == 32 && !defined(QSA_EMU_HIP)
 inline void qsa_mma_m16n8k8_tf32(float (&c)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
