@@ -497,3 +497,39 @@ fn a_changed_attention_output_fails_the_error_suite_forward_and_backward() {
         }
     }
 }
+
+/// The end-to-end selection check (scores, then top-k, swaps allowed only where the rigorous
+/// bound covers them) fails a scorer whose largest score flips sign, naming the query and
+/// the gap, while the unbroken variants pass every query (cargo mutants: no library test
+/// ran `parity::select`; `select -> vec![]` and 32 mutants of `compare_selection` went
+/// unseen).
+#[test]
+fn a_changed_scorer_fails_the_selection_check_and_the_others_pass() {
+    let recs = run_broken(
+        "simt",
+        Breakage::ScoreBy(-2.0),
+        "scores_ragged",
+        "normal",
+        parity::run,
+    );
+    let selects: Vec<_> = recs.iter().filter(|r| r.check == "select").collect();
+    assert_eq!(selects.len(), 4, "auto, simt, warp, bf16: {recs:?}");
+    let mut broken = 0;
+    for r in selects {
+        // `auto` takes the SIMT kernel on the CPU target too: broken where it dispatched it.
+        if r.dispatched.as_deref() == Some("simt") {
+            broken += 1;
+            assert_eq!(r.status, Status::Fail, "{r:?}");
+            assert!(
+                r.message
+                    .contains("selection differences beyond the error bound")
+                    && r.message.contains("q"),
+                "{}",
+                r.message
+            );
+        } else {
+            assert_eq!(r.status, Status::Pass, "{}: {}", r.variant, r.message);
+        }
+    }
+    assert!(broken >= 1, "no check dispatched the broken SIMT kernel");
+}
