@@ -6,30 +6,13 @@
 //! float atomics within the race check's allowance); the NVIDIA targets' staged kernels
 //! (FP32 on sm_75, mma.sync on sm_86 / sm_90) within their limits.
 
-use qsa::dispatch::{Switches, TargetCaps};
+mod emu_matrix;
+
+use emu_matrix::{caps, matrix, switches};
+
 use qsa::emu::{race, Schedule};
-use qsa::matrix::Matrix;
 use qsa::problem::{Output, Problem};
 use qsa::reference::attention::{attn_backward_f64, attn_forward_f64};
-use std::collections::BTreeMap;
-use std::path::Path;
-
-fn matrix() -> Matrix {
-    Matrix::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("matrix.yaml")).unwrap()
-}
-
-fn caps(m: &Matrix, name: &str) -> TargetCaps {
-    m.target(name).unwrap().caps()
-}
-
-fn switches(pairs: &[(&str, &str)]) -> Switches {
-    Switches::new(
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect::<BTreeMap<_, _>>(),
-    )
-}
 
 /// The matrix's f32 attention limit (gates.error_limits.attention.f32.limit).
 const F32_LIMIT: f64 = 8e-6;

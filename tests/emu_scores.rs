@@ -5,31 +5,16 @@
 //! (tensor-core inline PTX on sm_80+), `unsupported in emulation` naming the kernel and the
 //! instructions, never a pass (tests/emu/unemulated_asm.cu).
 
+mod emu_matrix;
+
+use emu_matrix::{caps, matrix, switches};
+
 use qsa::backend::BackendError;
-use qsa::dispatch::{Switches, TargetCaps};
 use qsa::emu::{race, Schedule};
 use qsa::matrix::Matrix;
 use qsa::problem::{Output, Problem};
 use qsa::reference::scores::scores_f64;
-use std::collections::BTreeMap;
 use std::path::Path;
-
-fn matrix() -> Matrix {
-    Matrix::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("matrix.yaml")).unwrap()
-}
-
-fn caps(m: &Matrix, name: &str) -> TargetCaps {
-    m.target(name).unwrap().caps()
-}
-
-fn switches(pairs: &[(&str, &str)]) -> Switches {
-    Switches::new(
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect::<BTreeMap<_, _>>(),
-    )
-}
 
 fn problem(m: &Matrix, case: &str, dist: &str) -> Problem {
     let c = m.cases.iter().find(|c| c.name == case).unwrap();

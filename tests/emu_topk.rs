@@ -4,12 +4,15 @@
 //! contract), on wave 32 and wave 64, special values included; and the same memory under
 //! every thread schedule (the race check).
 
-use qsa::dispatch::{Switches, TargetCaps};
+mod emu_matrix;
+
+use emu_matrix::switches;
+
+use qsa::dispatch::TargetCaps;
 use qsa::emu::{race, Schedule};
 use qsa::matrix::Matrix;
 use qsa::problem::{Output, Problem, TopkProblem};
 use qsa::reference::topk::topk_ids;
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
@@ -20,15 +23,6 @@ fn gpu_targets() -> Vec<TargetCaps> {
         .filter(|t| t.is_gpu())
         .map(|t| t.caps())
         .collect()
-}
-
-fn switches(pairs: &[(&str, &str)]) -> Switches {
-    Switches::new(
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect::<BTreeMap<_, _>>(),
-    )
 }
 
 struct Case {
