@@ -294,50 +294,69 @@ QSA_DEVICE TopkSel topk_radix_stream(const Src& src, unsigned count, unsigned k,
 
 // Ordered compaction over a streamed source: each wave owns one contiguous segment, counts
 // it with ballots, one block scan gives every wave its offsets, and a second walk writes
-// ids in index order. Two block scans in all, whatever the count.
-template <class Src, class Emit>
-QSA_DEVICE void topk_compact_stream(const Src& src, unsigned count, TopkSel sel, Emit emit,
-                                    TopkShared& s) {
-  const unsigned lane = qsa_lane(), wave = threadIdx.x / QSA_WAVE;
-  const unsigned nwaves = blockDim.x / QSA_WAVE;
+// ids in index order. Two block scans in all, whatever the count. In two halves, like the
+// register form: count gives each wave the selected entries before its segment (and the
+// block's totals), emit writes; a caller may add entries before the block (the cluster
+// kernel adds the CTAs of lower rank).
+struct TopkSegment {
+  unsigned start, end;
+};
+
+QSA_DEVICE TopkSegment topk_wave_segment(unsigned count) {
+  const unsigned wave = threadIdx.x / QSA_WAVE, nwaves = blockDim.x / QSA_WAVE;
   const unsigned tile = QSA_WAVE * TOPK_UNROLL;
   unsigned seg = (count + nwaves - 1) / nwaves;
   seg = (seg + tile - 1) / tile * tile;
-  const unsigned start = min(wave * seg, count), end = min(start + seg, count);
+  const unsigned start = min(wave * seg, count);
+  return TopkSegment{start, min(start + seg, count)};
+}
+
+template <class Src>
+QSA_DEVICE TopkCounts topk_count_stream(const Src& src, unsigned count, TopkSel sel, TopkShared& s) {
+  const unsigned lane = qsa_lane();
+  const unsigned tile = QSA_WAVE * TOPK_UNROLL;
+  const TopkSegment w = topk_wave_segment(count);
   unsigned gt = 0, eq = 0;
-  for (unsigned base = start; base < end; base += tile) {  // wave-uniform trip count
+  for (unsigned base = w.start; base < w.end; base += tile) {  // wave-uniform trip count
     unsigned key[TOPK_UNROLL];
 #pragma unroll
     for (int u = 0; u < TOPK_UNROLL; ++u) {
       const unsigned i = base + u * QSA_WAVE + lane;
-      key[u] = i < end ? src.key(i) : 0u;
+      key[u] = i < w.end ? src.key(i) : 0u;
     }
 #pragma unroll
     for (int u = 0; u < TOPK_UNROLL; ++u) {
       const unsigned i = base + u * QSA_WAVE + lane;
       const unsigned m = key[u] & sel.mask;
-      gt += qsa_popc_mask(qsa_ballot(i < end && m > sel.prefix));
-      eq += qsa_popc_mask(qsa_ballot(i < end && m == sel.prefix));
+      gt += qsa_popc_mask(qsa_ballot(i < w.end && m > sel.prefix));
+      eq += qsa_popc_mask(qsa_ballot(i < w.end && m == sel.prefix));
     }
   }
   unsigned tg, te;
-  unsigned gb = topk_block_scan(lane == 0 ? gt : 0u, tg, s);
-  unsigned eb = topk_block_scan(lane == 0 ? eq : 0u, te, s);
-  gb = qsa_shfl(gb, 0);
-  eb = qsa_shfl(eb, 0);
+  const unsigned gb = topk_block_scan(lane == 0 ? gt : 0u, tg, s);
+  const unsigned eb = topk_block_scan(lane == 0 ? eq : 0u, te, s);
+  return TopkCounts{qsa_shfl(gb, 0), qsa_shfl(eb, 0), tg, te};
+}
+
+template <class Src, class Emit>
+QSA_DEVICE void topk_emit_stream(const Src& src, unsigned count, TopkSel sel, TopkCounts c, Emit emit) {
+  const unsigned lane = qsa_lane();
+  const unsigned tile = QSA_WAVE * TOPK_UNROLL;
+  const TopkSegment w = topk_wave_segment(count);
+  unsigned gb = c.gt_before, eb = c.eq_before;
   const qsa_lanemask_t below = qsa_lanes_below();
-  for (unsigned base = start; base < end; base += tile) {
+  for (unsigned base = w.start; base < w.end; base += tile) {
     unsigned key[TOPK_UNROLL];
 #pragma unroll
     for (int u = 0; u < TOPK_UNROLL; ++u) {
       const unsigned i = base + u * QSA_WAVE + lane;
-      key[u] = i < end ? src.key(i) : 0u;
+      key[u] = i < w.end ? src.key(i) : 0u;
     }
 #pragma unroll
     for (int u = 0; u < TOPK_UNROLL; ++u) {
       const unsigned i = base + u * QSA_WAVE + lane;
       const unsigned m = key[u] & sel.mask;
-      const bool g = i < end && m > sel.prefix, e = i < end && m == sel.prefix;
+      const bool g = i < w.end && m > sel.prefix, e = i < w.end && m == sel.prefix;
       const qsa_lanemask_t gm = qsa_ballot(g), em = qsa_ballot(e);
       const unsigned gbl = gb + qsa_popc_mask(gm & below), ebl = eb + qsa_popc_mask(em & below);
       if (g) emit(gbl + min(ebl, sel.need), i);
@@ -346,6 +365,12 @@ QSA_DEVICE void topk_compact_stream(const Src& src, unsigned count, TopkSel sel,
       eb += qsa_popc_mask(em);
     }
   }
+}
+
+template <class Src, class Emit>
+QSA_DEVICE void topk_compact_stream(const Src& src, unsigned count, TopkSel sel, Emit emit,
+                                    TopkShared& s) {
+  topk_emit_stream(src, count, sel, topk_count_stream(src, count, sel, s), emit);
 }
 
 // Cells [from, k) of an output row hold -1; [0, from) hold 0.. when `all` (k >= count).
@@ -718,3 +743,148 @@ QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void 
   __threadfence();
   topk_split_final(w, q, k, out + (size_t)q * k, s);
 }
+
+// ---------------------------------------------------------------------------------------
+// Cluster kernel (sm_90 decode): one cluster of TOPK_CLUSTER CTAs per query, CTA r owning
+// the row's r-th part of ceil(n / TOPK_CLUSTER) entries. One radix select over the whole
+// row in one launch: per digit every CTA builds its part's histogram, and after a cluster
+// barrier each sums all the parts' histograms through distributed shared memory, so every
+// CTA takes the same decision (same sums, same scan) with no second launch and no trip
+// through global memory. Then each CTA writes its part's selected ids, in index order, after
+// those of the parts before it (their counts read the same way). The selection is the one a
+// single CTA's radix select over the row would make, digit for digit.
+#if defined(QSA_HAS_CLUSTERS)
+#define TOPK_CLUSTER 8
+#define TOPK_CLUSTER_THREADS 1024
+
+struct TopkClusterShared {
+  // This CTA's histogram of digit d in part[d % 3], read by the whole cluster. Three, so
+  // that clearing the next one (during digit d) never meets a slower CTA still summing
+  // digit d - 1's: every CTA has passed digit d - 1's barrier, after its reads of d - 2.
+  unsigned part[3][TOPK_BINS];
+  unsigned above, at;  // entries of this part above / at the prefix, read by later ranks
+  unsigned gt_base, eq_base;
+};
+
+struct TopkKeySrc {  // keys staged in shared memory
+  const unsigned* keys;
+  __device__ unsigned key(unsigned i) const { return keys[i]; }
+};
+
+template <class Src>
+QSA_DEVICE TopkSel topk_radix_cluster(const Src& src, unsigned len, unsigned k, TopkShared& s,
+                                      TopkClusterShared& cs) {
+  TopkSel sel = {0u, 0u, k};
+  unsigned kr = k;
+  const unsigned step = blockDim.x * TOPK_UNROLL;
+  topk_hist_clear(cs.part[0]);
+  QSA_SYNC();
+  for (int d = 0; d < 4; ++d) {
+    const int shift = 24 - 8 * d, b = d & 1;
+    unsigned* h = cs.part[d % 3];
+    for (unsigned base = 0; base < len; base += step) {  // block-uniform trip count
+      unsigned key[TOPK_UNROLL];
+#pragma unroll
+      for (int u = 0; u < TOPK_UNROLL; ++u) {
+        const unsigned i = base + u * blockDim.x + threadIdx.x;
+        key[u] = i < len ? src.key(i) : 0u;
+      }
+#pragma unroll
+      for (int u = 0; u < TOPK_UNROLL; ++u) {
+        const unsigned i = base + u * blockDim.x + threadIdx.x;
+        const bool v = i < len && (key[u] & sel.mask) == sel.prefix;
+        topk_hist_add(h, v, qsa_radix_digit(key[u], shift));
+      }
+    }
+    topk_hist_clear(cs.part[(d + 1) % 3]);
+    qsa_cluster_sync();  // every part's histogram of this digit is complete
+    for (unsigned i = threadIdx.x; i < TOPK_BINS; i += blockDim.x) {
+      unsigned sum = 0;
+#pragma unroll
+      for (unsigned r = 0; r < TOPK_CLUSTER; ++r) sum += *qsa_cluster_map(&h[i], r);
+      s.hist[b][i] = sum;
+    }
+    QSA_SYNC();
+    topk_choose_bin(s, b, kr);
+    if (topk_take_digit(s, b, shift, sel, kr)) break;  // the same in every CTA
+  }
+  return sel;
+}
+
+// grid (TOPK_CLUSTER, nq), clusters of TOPK_CLUSTER along x, block TOPK_CLUSTER_THREADS.
+// `staged` != 0: ceil(n / TOPK_CLUSTER) * 4 bytes of dynamic shared memory hold the part's
+// keys (read from global memory once); 0: every pass reads the part from global memory (L2).
+// qsa:block 1024
+// qsa:dynamic_shared 0
+QSA_KERNEL QSA_CLUSTER_DIMS(TOPK_CLUSTER) __launch_bounds__(TOPK_CLUSTER_THREADS, 1) void qsa_topk_cluster(
+    const float* __restrict__ scores, int capacity, int nq, int n, int k, const int* __restrict__ active,
+    int* __restrict__ out, int staged) {
+  __shared__ TopkShared s;
+  __shared__ TopkClusterShared cs;
+  QSA_DYNAMIC_SHARED(topk_dyn);
+  const unsigned rank = qsa_cluster_rank();
+  const int q = blockIdx.y;
+  if (q >= nq) return;  // the whole cluster: one query per cluster
+  const int count = topk_clamp_count(active, q, n);
+  int* o = out + (size_t)q * k;
+  if (k >= count) {  // the whole cluster
+    if (rank == 0) topk_write_all(o, count, k);
+    return;
+  }
+  const unsigned part = (unsigned)(n + TOPK_CLUSTER - 1) / TOPK_CLUSTER;
+  const unsigned lo = min(rank * part, (unsigned)count);
+  const unsigned len = min(part, (unsigned)count - lo);
+  const TopkRowSrc src = {scores + (size_t)q * capacity + lo};
+  TopkSel sel;
+  TopkCounts c;
+  unsigned* keys = (unsigned*)topk_dyn;
+  const TopkKeySrc ksrc = {keys};
+  if (staged) {
+    const unsigned step = blockDim.x * TOPK_UNROLL;
+    for (unsigned base = 0; base < len; base += step) {
+      float x[TOPK_UNROLL];
+#pragma unroll
+      for (int u = 0; u < TOPK_UNROLL; ++u) {
+        const unsigned i = base + u * blockDim.x + threadIdx.x;
+        x[u] = i < len ? src.row[i] : 0.f;
+      }
+#pragma unroll
+      for (int u = 0; u < TOPK_UNROLL; ++u) {
+        const unsigned i = base + u * blockDim.x + threadIdx.x;
+        if (i < len) keys[i] = qsa_order_key(x[u]);
+      }
+    }
+    QSA_SYNC();
+    sel = topk_radix_cluster(ksrc, len, (unsigned)k, s, cs);
+    c = topk_count_stream(ksrc, len, sel, s);
+  } else {
+    sel = topk_radix_cluster(src, len, (unsigned)k, s, cs);
+    c = topk_count_stream(src, len, sel, s);
+  }
+  // Entries of the parts before this one, from their counts.
+  if (threadIdx.x == 0) {
+    cs.above = c.gt_total;
+    cs.at = c.eq_total;
+  }
+  qsa_cluster_sync();
+  if (threadIdx.x == 0) {
+    unsigned gb = 0, eb = 0;
+    for (unsigned r = 0; r < rank; ++r) {
+      gb += *qsa_cluster_map(&cs.above, r);
+      eb += *qsa_cluster_map(&cs.at, r);
+    }
+    cs.gt_base = gb;
+    cs.eq_base = eb;
+  }
+  QSA_SYNC();
+  c.gt_before += cs.gt_base;
+  c.eq_before += cs.eq_base;
+  auto emit = [&](unsigned pos, unsigned i) { o[pos] = (int)(lo + i); };
+  if (staged) {
+    topk_emit_stream(ksrc, len, sel, c, emit);
+  } else {
+    topk_emit_stream(src, len, sel, c, emit);
+  }
+  qsa_cluster_sync();  // no CTA leaves while another may still read its counts
+}
+#endif  // QSA_HAS_CLUSTERS

@@ -135,3 +135,6 @@ QSA_DEVICE float qsa_bf16x2_hi(unsigned w) { return __uint_as_float(w & 0xffff00
 // Matrix-core, async-copy and conversion instructions (mma.sync, ldmatrix, cp.async, cvt,
 // WMMA, MFMA) behind portable names; emulated on the host under QSA_EMU.
 #include "mma.h"
+
+// Thread-block clusters and distributed shared memory (sm_90), behind portable names.
+#include "cluster.h"

@@ -169,7 +169,8 @@ fn plan<'a>(sw: &Switches, problem: &'a Problem) -> BackendResult<Job<'a>> {
             };
             match dispatch::topk::choose(&caps, sw, shape)? {
                 TopkKernel::Split => Job::TopkSplit(p),
-                TopkKernel::Register | TopkKernel::Wide => Job::TopkRadix(p),
+                // The CPU has no clusters: dispatch never picks that kernel here.
+                TopkKernel::Register | TopkKernel::Wide | TopkKernel::Cluster => Job::TopkRadix(p),
             }
         }
         Problem::Scores(p) => {

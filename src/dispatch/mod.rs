@@ -34,6 +34,8 @@ pub enum Feature {
     Wmma,
     /// AMD CDNA matrix cores (gfx908+).
     Mfma,
+    /// Thread-block clusters with distributed shared memory (NVIDIA sm_90+).
+    Clusters,
 }
 
 /// What dispatch needs to know about a target.
@@ -92,7 +94,11 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
     ),
     (
         "QSA_TOPK_KERNEL",
-        "register | wide | split: force one top-k kernel (qsa's switch, for tests)",
+        "register | wide | split | cluster: force one top-k kernel (qsa's switch, for tests)",
+    ),
+    (
+        "QSA_TOPK_CLUSTER_STAGED",
+        "0 | 1: the cluster top-k reads its part from global memory on every pass / stages it in shared memory once (qsa's sweep switch; default 1 where it fits)",
     ),
     (
         "QSA_ATTN_KERNEL",

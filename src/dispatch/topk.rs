@@ -1,4 +1,5 @@
-//! Top-k dispatch: register kernel for small n, two-stage split for decode, wide otherwise.
+//! Top-k dispatch: register kernel for small n; for decode one cluster kernel where the target
+//! has clusters (sm_90), else the two-stage split; wide otherwise.
 
 use super::{Switches, TargetCaps, Vendor};
 use crate::backend::BackendError;
@@ -13,6 +14,9 @@ pub enum TopkKernel {
     /// Two stages for decode: chunks of at most SPLIT_CHUNK entries, one CTA each; then one
     /// CTA per query over the chunks' candidates.
     Split,
+    /// Decode in one launch on targets with thread-block clusters: CLUSTER_CTAS CTAs per
+    /// query share one radix select through distributed shared memory. n <= CLUSTER_MAX_N.
+    Cluster,
 }
 
 impl TopkKernel {
@@ -21,6 +25,7 @@ impl TopkKernel {
             TopkKernel::Register => "register",
             TopkKernel::Wide => "wide",
             TopkKernel::Split => "split",
+            TopkKernel::Cluster => "cluster",
         }
     }
 }
@@ -31,6 +36,10 @@ pub const REGISTER_MAX_N: usize = 8192;
 pub const SPLIT_CHUNK: usize = 4096;
 /// Most queries for which the split pays (past that, one CTA per query fills the GPU).
 pub const SPLIT_MAX_QUERIES: usize = 16;
+/// CTAs of one query's cluster (TOPK_CLUSTER in kernels/topk.cu; 8 is the portable size).
+pub const CLUSTER_CTAS: usize = 8;
+/// Largest n the cluster kernel takes: a part of n / 8 keys staged in 192 KiB of shared memory.
+pub const CLUSTER_MAX_N: usize = CLUSTER_CTAS * 48 * 1024;
 /// Largest n (and capacity) any kernel takes: the engine's largest score buffer.
 pub const MAX_N: usize = 1 << 20;
 /// Largest k any kernel takes.
@@ -44,6 +53,11 @@ pub struct TopkShape {
     pub k: usize,
     /// Prefill form (per-query active counts) or decode form.
     pub has_active: bool,
+}
+
+/// The cluster kernel exists for the target and takes the shape.
+fn cluster_fits(caps: &TargetCaps, s: TopkShape) -> bool {
+    caps.has(super::Feature::Clusters) && s.n <= CLUSTER_MAX_N
 }
 
 /// Choose the top-k kernel. Errors name the limit that the shape exceeds.
@@ -64,9 +78,10 @@ pub fn choose(caps: &TargetCaps, sw: &Switches, s: TopkShape) -> Result<TopkKern
         Some("register") => Some(TopkKernel::Register),
         Some("wide") => Some(TopkKernel::Wide),
         Some("split") => Some(TopkKernel::Split),
+        Some("cluster") => Some(TopkKernel::Cluster),
         Some(other) => {
             return Err(BackendError::Input(format!(
-                "QSA_TOPK_KERNEL={other}: expected register, wide or split"
+                "QSA_TOPK_KERNEL={other}: expected register, wide, split or cluster"
             )))
         }
         None => None,
@@ -76,6 +91,7 @@ pub fn choose(caps: &TargetCaps, sw: &Switches, s: TopkShape) -> Result<TopkKern
         return Ok(match kernel {
             TopkKernel::Register if s.n > REGISTER_MAX_N => TopkKernel::Wide,
             TopkKernel::Split if s.has_active => TopkKernel::Wide,
+            TopkKernel::Cluster if !cluster_fits(caps, s) => TopkKernel::Wide,
             k => k,
         });
     }
@@ -88,9 +104,84 @@ pub fn choose(caps: &TargetCaps, sw: &Switches, s: TopkShape) -> Result<TopkKern
         // HIP: the split ships only for gfx906 and only when the engine's switch is on.
         Vendor::Amd => caps.is_gfx906() && sw.on("STRATA_GFX906_TOPK_SPLIT"),
     };
+    if decode && cluster_fits(caps, s) {
+        return Ok(TopkKernel::Cluster);
+    }
     Ok(if decode && split_enabled {
         TopkKernel::Split
     } else {
         TopkKernel::Wide
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dispatch::Feature;
+
+    fn nvidia(features: Vec<Feature>) -> TargetCaps {
+        TargetCaps {
+            name: "sm_test".into(),
+            vendor: Vendor::Nvidia,
+            wave: 32,
+            shared_per_block: 232_448,
+            multiprocessors: 132,
+            features,
+        }
+    }
+
+    fn decode(nq: usize, n: usize) -> TopkShape {
+        TopkShape {
+            nq,
+            n,
+            k: 2048,
+            has_active: false,
+        }
+    }
+
+    #[test]
+    fn decode_takes_the_cluster_kernel_only_where_clusters_exist_and_the_row_fits() {
+        let sw = Switches::default();
+        let hopper = nvidia(vec![Feature::Clusters]);
+        let ampere = nvidia(vec![]);
+        let pick = |caps: &TargetCaps, s| choose(caps, &sw, s).unwrap();
+        assert_eq!(pick(&hopper, decode(16, 262_144)), TopkKernel::Cluster);
+        assert_eq!(pick(&hopper, decode(1, CLUSTER_MAX_N)), TopkKernel::Cluster);
+        assert_eq!(
+            pick(&hopper, decode(1, CLUSTER_MAX_N + 1)),
+            TopkKernel::Split
+        );
+        assert_eq!(pick(&hopper, decode(17, 262_144)), TopkKernel::Wide);
+        assert_eq!(
+            pick(&hopper, decode(1, REGISTER_MAX_N)),
+            TopkKernel::Register
+        );
+        let prefill = TopkShape {
+            has_active: true,
+            ..decode(1, 262_144)
+        };
+        assert_eq!(pick(&hopper, prefill), TopkKernel::Wide);
+        assert_eq!(pick(&ampere, decode(16, 262_144)), TopkKernel::Split);
+    }
+
+    #[test]
+    fn a_forced_cluster_kernel_falls_back_where_it_cannot_run() {
+        let mut vars = std::collections::BTreeMap::new();
+        vars.insert("QSA_TOPK_KERNEL".to_string(), "cluster".to_string());
+        let sw = Switches::new(vars);
+        let hopper = nvidia(vec![Feature::Clusters]);
+        let ampere = nvidia(vec![]);
+        assert_eq!(
+            choose(&hopper, &sw, decode(3, 40_000)).unwrap(),
+            TopkKernel::Cluster
+        );
+        assert_eq!(
+            choose(&ampere, &sw, decode(3, 40_000)).unwrap(),
+            TopkKernel::Wide
+        );
+        assert_eq!(
+            choose(&hopper, &sw, decode(3, CLUSTER_MAX_N + 1)).unwrap(),
+            TopkKernel::Wide
+        );
+    }
 }

@@ -18,12 +18,19 @@
 //!   kernel on the same stream. `ws` is `split_workspace_bytes` bytes, zeroed once before
 //!   its first use; the kernels leave it reusable. One workspace per stream.
 //!
+//! - `qsa_topk_cluster(<the wide kernel's arguments>)`: grid (CLUSTER_CTAS, nq), clusters of
+//!   CLUSTER_CTAS along x (compiled in: `__cluster_dims__`), block `CLUSTER_THREADS`;
+//!   `staged` = 1 with `cluster_part(n) * 4` bytes of dynamic shared memory (the part's keys),
+//!   else 0 and none. sm_90 only (dispatch: `Feature::Clusters`).
+//!
 //! chunks = ceil(n / SPLIT_CHUNK). Output: `nq * k` ids, row q at `out + q * k`.
 
 use super::launch::{launch, LaunchPlan, PlanArg, PlannedCall, Role, Step};
 use super::{Family, GpuApi, GpuProps, LaunchDims};
 use crate::backend::{BackendError, BackendResult, Prepared};
-use crate::dispatch::topk::{choose, TopkKernel, TopkShape, REGISTER_MAX_N, SPLIT_CHUNK};
+use crate::dispatch::topk::{
+    choose, TopkKernel, TopkShape, CLUSTER_CTAS, CLUSTER_MAX_N, REGISTER_MAX_N, SPLIT_CHUNK,
+};
 use crate::dispatch::{Switches, TargetCaps};
 use crate::problem::{Output, TopkProblem};
 
@@ -33,6 +40,14 @@ pub const REGISTER_ITEMS: usize = 8;
 pub const WIDE_THREADS: u32 = 1024;
 /// Threads of a split CTA (TOPK_SPLIT_THREADS in kernels/topk.cu).
 pub const SPLIT_THREADS: u32 = 512;
+
+/// Threads of a cluster-kernel CTA (TOPK_CLUSTER_THREADS in kernels/topk.cu).
+pub const CLUSTER_THREADS: u32 = 1024;
+
+/// Entries of one CTA's part of a row in the cluster kernel.
+pub fn cluster_part(n: usize) -> usize {
+    n.div_ceil(CLUSTER_CTAS)
+}
 
 /// Block size of the register kernel for rows of `n` entries: enough threads for 8 keys
 /// each, at least 256 (one per histogram bin), a multiple of 64 (whole waves on every target).
@@ -164,6 +179,26 @@ pub fn launch_plan(
                 vec![scores, cap, nq, n, k, active, out, flag],
             ));
         }
+        TopkKernel::Cluster => {
+            if p.n > CLUSTER_MAX_N || p.nq > 65535 {
+                return Err(BackendError::Shape(format!(
+                    "cluster top-k with n = {} > {CLUSTER_MAX_N} or nq = {} > 65535 (grid y)",
+                    p.n, p.nq
+                )));
+            }
+            // Staged (the part's keys read once into shared memory) where it fits, unless the
+            // sweep switch says otherwise.
+            let staged = wide_staged_bytes(cluster_part(p.n), props.max_shared_per_block)
+                .filter(|_| !switches.off("QSA_TOPK_CLUSTER_STAGED"));
+            let mut dims = one((CLUSTER_CTAS as u32, p.nq as u32, 1), CLUSTER_THREADS);
+            dims.shared_bytes = staged.unwrap_or(0);
+            let flag = PlanArg::I32(staged.is_some() as i32);
+            plan.call.push(launch(
+                "qsa_topk_cluster",
+                dims,
+                vec![scores, cap, nq, n, k, active, out, flag],
+            ));
+        }
         TopkKernel::Split => {
             // Zeroed once; the kernels leave it reusable.
             let ws = plan.buffer("ws", split_workspace_bytes(p.nq, p.n, p.k), Role::Workspace);
@@ -242,6 +277,8 @@ mod tests {
         assert_eq!(define("TOPK_REG_ITEMS"), REGISTER_ITEMS);
         assert_eq!(define("TOPK_SPLIT_CHUNK"), SPLIT_CHUNK);
         assert_eq!(define("TOPK_SPLIT_THREADS"), SPLIT_THREADS as usize);
+        assert_eq!(define("TOPK_CLUSTER"), CLUSTER_CTAS);
+        assert_eq!(define("TOPK_CLUSTER_THREADS"), CLUSTER_THREADS as usize);
         assert_eq!(
             define("TOPK_MAX_CHUNKS"),
             crate::dispatch::topk::MAX_N / SPLIT_CHUNK

@@ -100,7 +100,8 @@ fn is_kernel_start(line: &str) -> bool {
 }
 
 /// The kernel name in a (possibly partial) declaration: the identifier right before the
-/// first `(` that does not open an attribute (`__launch_bounds__(...)`, `__attribute__((...))`).
+/// first `(` that does not open an attribute (`__launch_bounds__(...)`, `__attribute__((...))`,
+/// the cluster shape `QSA_CLUSTER_DIMS(8)`).
 fn kernel_name(decl: &str) -> Option<String> {
     let bytes = decl.as_bytes();
     let mut i = 0;
@@ -113,7 +114,13 @@ fn kernel_name(decl: &str) -> Option<String> {
             let ident = &before[ident_start..];
             if matches!(
                 ident,
-                "__launch_bounds__" | "__attribute__" | "__declspec" | "alignas" | "__align__"
+                "__launch_bounds__"
+                    | "__attribute__"
+                    | "__declspec"
+                    | "alignas"
+                    | "__align__"
+                    | "__cluster_dims__"
+                    | "QSA_CLUSTER_DIMS"
             ) {
                 // Skip the balanced parentheses of the attribute.
                 let mut depth = 0usize;
@@ -176,6 +183,8 @@ __launch_bounds__(128, 2)
   __attribute__((amdgpu_flat_work_group_size(1, 128))) first(const float* x) {}
 
 QSA_KERNEL void unannotated(int n) {}
+// qsa:block 1024
+QSA_KERNEL QSA_CLUSTER_DIMS(8) __launch_bounds__(1024, 1) clustered(int n) {}
 // qsa:block 64 for from_macro
 DEFINE_KERNEL(from_macro)
 ";
@@ -195,6 +204,7 @@ DEFINE_KERNEL(from_macro)
             }
         );
         assert!(!d.contains_key("unannotated"));
+        assert_eq!(d["clustered"].block, Some(1024), "{d:?}");
     }
 
     #[test]
