@@ -16,9 +16,6 @@ import subprocess
 
 import numpy as np
 
-# The CUDA default limit of dynamic shared memory per block without the opt-in attribute.
-DEFAULT_DYNAMIC_SHARED = 48 * 1024
-
 
 class PlanError(Exception):
     """`qsa plan` refused the request (its message names the problem and the fix)."""
@@ -145,8 +142,9 @@ class CupyLauncher:
 
     def launch(self, module, kernel, grid, block, args, shared):
         f = self.function(module, kernel)
-        # Driver plumbing, not a launch rule: past 48 KiB a kernel must opt in.
-        if shared > DEFAULT_DYNAMIC_SHARED and f.max_dynamic_shared_size_bytes < shared:
+        # Driver plumbing, not a launch rule: past 48 KiB of static + dynamic shared memory a
+        # kernel must opt in (the function's attribute starts at 48 KiB minus its static part).
+        if shared > 0 and f.max_dynamic_shared_size_bytes < shared:
             f.max_dynamic_shared_size_bytes = shared
         with self.cp.cuda.ExternalStream(self.torch.cuda.current_stream().cuda_stream):
             f(grid, block, args, shared_mem=shared)

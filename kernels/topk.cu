@@ -746,16 +746,47 @@ QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void 
 
 // ---------------------------------------------------------------------------------------
 // Cluster kernel (sm_90 decode): one cluster of TOPK_CLUSTER CTAs per query, CTA r owning
-// the row's r-th part of ceil(n / TOPK_CLUSTER) entries. One radix select over the whole
-// row in one launch: per digit every CTA builds its part's histogram, and after a cluster
-// barrier each sums all the parts' histograms through distributed shared memory, so every
-// CTA takes the same decision (same sums, same scan) with no second launch and no trip
-// through global memory. Then each CTA writes its part's selected ids, in index order, after
-// those of the parts before it (their counts read the same way). The selection is the one a
-// single CTA's radix select over the row would make, digit for digit.
+// the row's r-th part of ceil(n / TOPK_CLUSTER) entries, its keys staged in shared memory.
+// One launch; the CTAs exchange what they need through distributed shared memory:
+//
+// 1. Bound. Each thread remembers the largest key it staged. In each part, the
+//    ceil(k / TOPK_CLUSTER)-th largest of its threads' maxima L_r has that many entries >= it
+//    (one per thread), so L = min_r L_r has at least k entries >= it: a lower bound of the
+//    row's k-th key.
+// 2. Candidates. Each CTA keeps its entries >= L, in index order (for exchangeable scores
+//    and k = 2048 of 262,144, a few hundred per part).
+// 3. Select. One radix select over the candidates whose per-digit histograms are summed
+//    across the cluster, so every CTA takes the same decision; then each CTA writes its
+//    selected ids after those of the parts before it (their counts read the same way).
+// Where the bound leaves more candidates than a CTA has room for (ties, sorted rows,
+// NaN-heavy rows) every CTA sees it in the counts and step 3 runs over the whole parts
+// instead. Either way the selection is the one a single CTA's radix select over the row
+// would make.
 #if defined(QSA_HAS_CLUSTERS)
+#if !defined(TOPK_CLUSTER)  // overridable only by development probes (sizes past 8 need the
+                            // non-portable cluster attribute at launch)
 #define TOPK_CLUSTER 8
+#endif
 #define TOPK_CLUSTER_THREADS 1024
+// Candidates one CTA may keep (step 2), and that the full path's last two digits may read
+// instead of the whole part (a 16-bit prefix leaves a few hundred for exchangeable scores).
+#define TOPK_CLUSTER_CANDS 2048
+// 16-byte loads in flight per thread while staging.
+#define TOPK_STAGE_VECS 8
+
+// Development probe (off unless built with -DTOPK_CLUSTER_TRACE, tools/h200-topk-cluster/):
+// thread 0's globaltimer at the kernel's steps, written over the output row's first cells
+// instead of ids.
+#if defined(TOPK_CLUSTER_TRACE)
+#define TOPK_STAMP(j)                                 \
+  do {                                                \
+    if (threadIdx.x == 0) stamps[j] = qsa_globaltimer(); \
+  } while (0)
+#else
+#define TOPK_STAMP(j) \
+  do {                \
+  } while (0)
+#endif
 
 struct TopkClusterShared {
   // This CTA's histogram of digit d in part[d % 3], read by the whole cluster. Three, so
@@ -764,104 +795,208 @@ struct TopkClusterShared {
   unsigned part[3][TOPK_BINS];
   unsigned above, at;  // entries of this part above / at the prefix, read by later ranks
   unsigned gt_base, eq_base;
+  unsigned bound;  // 1 + this part's bound L_r; 0: none
+  unsigned nkept;  // this part's entries >= L (may exceed the room)
+  unsigned flag;
+  unsigned kept_key[TOPK_CLUSTER_CANDS];  // entries >= L in index order; the full path
+  unsigned kept_idx[TOPK_CLUSTER_CANDS];  // gathers its prefix-matching keys in kept_key
 };
 
-struct TopkKeySrc {  // keys staged in shared memory
+struct TopkKeySrc {  // keys in shared memory
   const unsigned* keys;
   __device__ unsigned key(unsigned i) const { return keys[i]; }
 };
 
+// Digit d of the full path's radix select over this CTA's `len` keys: the part's histogram,
+// a cluster barrier, the sum of every part's histogram, the common decision. True when the
+// selection is complete (the same in every CTA: they sum the same counts).
 template <class Src>
-QSA_DEVICE TopkSel topk_radix_cluster(const Src& src, unsigned len, unsigned k, TopkShared& s,
+QSA_DEVICE bool topk_cluster_digit(const Src& src, unsigned len, int d, TopkSel& sel, unsigned& kr,
+                                   TopkShared& s, TopkClusterShared& cs) {
+  const int shift = 24 - 8 * d, b = d & 1;
+  const unsigned step = blockDim.x * TOPK_UNROLL;
+  unsigned* h = cs.part[d % 3];
+  for (unsigned base = 0; base < len; base += step) {  // block-uniform trip count
+    unsigned key[TOPK_UNROLL];
+#pragma unroll
+    for (int u = 0; u < TOPK_UNROLL; ++u) {
+      const unsigned i = base + u * blockDim.x + threadIdx.x;
+      key[u] = i < len ? src.key(i) : 0u;
+    }
+#pragma unroll
+    for (int u = 0; u < TOPK_UNROLL; ++u) {
+      const unsigned i = base + u * blockDim.x + threadIdx.x;
+      const bool v = i < len && (key[u] & sel.mask) == sel.prefix;
+      topk_hist_add(h, v, qsa_radix_digit(key[u], shift));
+    }
+  }
+  topk_hist_clear(cs.part[(d + 1) % 3]);
+  qsa_cluster_sync();  // every part's histogram of this digit is complete
+  for (unsigned i = threadIdx.x; i < TOPK_BINS; i += blockDim.x) {
+    unsigned sum = 0;
+#pragma unroll
+    for (unsigned r = 0; r < TOPK_CLUSTER; ++r) sum += *qsa_cluster_map(&h[i], r);
+    s.hist[b][i] = sum;
+  }
+  QSA_SYNC();
+  topk_choose_bin(s, b, kr);
+  return topk_take_digit(s, b, shift, sel, kr);
+}
+
+// The keys of this CTA's part that match the selection's prefix, gathered (in any order)
+// into cs.kept_key; false (nothing usable) when more than TOPK_CLUSTER_CANDS match.
+template <class Src>
+QSA_DEVICE bool topk_cluster_gather(const Src& src, unsigned len, TopkSel sel, TopkClusterShared& cs) {
+  const unsigned lane = qsa_lane();
+  const qsa_lanemask_t below = qsa_lanes_below();
+  const unsigned step = blockDim.x * TOPK_UNROLL;
+  if (threadIdx.x == 0) cs.nkept = 0;
+  QSA_SYNC();
+  for (unsigned base = 0; base < len; base += step) {
+    unsigned key[TOPK_UNROLL];
+#pragma unroll
+    for (int u = 0; u < TOPK_UNROLL; ++u) {
+      const unsigned i = base + u * blockDim.x + threadIdx.x;
+      key[u] = i < len ? src.key(i) : 0u;
+    }
+#pragma unroll
+    for (int u = 0; u < TOPK_UNROLL; ++u) {
+      const unsigned i = base + u * blockDim.x + threadIdx.x;
+      const bool c = i < len && (key[u] & sel.mask) == sel.prefix;
+      const qsa_lanemask_t bm = qsa_ballot(c);
+      if (bm) {  // wave-uniform: one atomic per wave
+        unsigned pos = 0;
+        if (lane == 0) pos = atomicAdd(&cs.nkept, (unsigned)qsa_popc_mask(bm));
+        pos = qsa_shfl(pos, 0) + qsa_popc_mask(bm & below);
+        if (c && pos < TOPK_CLUSTER_CANDS) cs.kept_key[pos] = key[u];
+      }
+    }
+  }
+  QSA_SYNC();
+  return cs.nkept <= TOPK_CLUSTER_CANDS;
+}
+
+// The full path's radix select: two digits over the part, then (when the prefix leaves few
+// keys) the last two over the gathered keys only. Every CTA reaches the same cluster
+// barriers: the digit loop ends at the same digit in all of them.
+QSA_DEVICE TopkSel topk_radix_cluster(const TopkKeySrc& src, unsigned len, unsigned k, TopkShared& s,
                                       TopkClusterShared& cs) {
   TopkSel sel = {0u, 0u, k};
   unsigned kr = k;
-  const unsigned step = blockDim.x * TOPK_UNROLL;
   topk_hist_clear(cs.part[0]);
   QSA_SYNC();
-  for (int d = 0; d < 4; ++d) {
-    const int shift = 24 - 8 * d, b = d & 1;
-    unsigned* h = cs.part[d % 3];
-    for (unsigned base = 0; base < len; base += step) {  // block-uniform trip count
-      unsigned key[TOPK_UNROLL];
-#pragma unroll
-      for (int u = 0; u < TOPK_UNROLL; ++u) {
-        const unsigned i = base + u * blockDim.x + threadIdx.x;
-        key[u] = i < len ? src.key(i) : 0u;
-      }
-#pragma unroll
-      for (int u = 0; u < TOPK_UNROLL; ++u) {
-        const unsigned i = base + u * blockDim.x + threadIdx.x;
-        const bool v = i < len && (key[u] & sel.mask) == sel.prefix;
-        topk_hist_add(h, v, qsa_radix_digit(key[u], shift));
-      }
-    }
-    topk_hist_clear(cs.part[(d + 1) % 3]);
-    qsa_cluster_sync();  // every part's histogram of this digit is complete
-    for (unsigned i = threadIdx.x; i < TOPK_BINS; i += blockDim.x) {
-      unsigned sum = 0;
-#pragma unroll
-      for (unsigned r = 0; r < TOPK_CLUSTER; ++r) sum += *qsa_cluster_map(&h[i], r);
-      s.hist[b][i] = sum;
-    }
-    QSA_SYNC();
-    topk_choose_bin(s, b, kr);
-    if (topk_take_digit(s, b, shift, sel, kr)) break;  // the same in every CTA
+  for (int d = 0; d < 2; ++d) {
+    if (topk_cluster_digit(src, len, d, sel, kr, s, cs)) return sel;
+  }
+  // Block-uniform; CTAs may differ. A source that is already small (the bounded path's
+  // candidates, which live in cs.kept_key) is read as it is.
+  const bool few = len > TOPK_CLUSTER_CANDS && topk_cluster_gather(src, len, sel, cs);
+  const TopkKeySrc gathered = {cs.kept_key};
+  for (int d = 2; d < 4; ++d) {
+    const bool done = few ? topk_cluster_digit(gathered, cs.nkept, d, sel, kr, s, cs)
+                          : topk_cluster_digit(src, len, d, sel, kr, s, cs);
+    if (done) break;
   }
   return sel;
 }
 
-// grid (TOPK_CLUSTER, nq), clusters of TOPK_CLUSTER along x, block TOPK_CLUSTER_THREADS.
-// `staged` != 0: ceil(n / TOPK_CLUSTER) * 4 bytes of dynamic shared memory hold the part's
-// keys (read from global memory once); 0: every pass reads the part from global memory (L2).
-// qsa:block 1024
-// qsa:dynamic_shared 0
-QSA_KERNEL QSA_CLUSTER_DIMS(TOPK_CLUSTER) __launch_bounds__(TOPK_CLUSTER_THREADS, 1) void qsa_topk_cluster(
-    const float* __restrict__ scores, int capacity, int nq, int n, int k, const int* __restrict__ active,
-    int* __restrict__ out, int staged) {
-  __shared__ TopkShared s;
-  __shared__ TopkClusterShared cs;
-  QSA_DYNAMIC_SHARED(topk_dyn);
-  const unsigned rank = qsa_cluster_rank();
-  const int q = blockIdx.y;
-  if (q >= nq) return;  // the whole cluster: one query per cluster
-  const int count = topk_clamp_count(active, q, n);
-  int* o = out + (size_t)q * k;
-  if (k >= count) {  // the whole cluster
-    if (rank == 0) topk_write_all(o, count, k);
-    return;
-  }
-  const unsigned part = (unsigned)(n + TOPK_CLUSTER - 1) / TOPK_CLUSTER;
-  const unsigned lo = min(rank * part, (unsigned)count);
-  const unsigned len = min(part, (unsigned)count - lo);
-  const TopkRowSrc src = {scores + (size_t)q * capacity + lo};
-  TopkSel sel;
-  TopkCounts c;
-  unsigned* keys = (unsigned*)topk_dyn;
-  const TopkKeySrc ksrc = {keys};
-  if (staged) {
-    const unsigned step = blockDim.x * TOPK_UNROLL;
-    for (unsigned base = 0; base < len; base += step) {
-      float x[TOPK_UNROLL];
+// Keys of the part into shared memory (16-byte loads where the part starts 16-byte
+// aligned). Returns 1 + the largest key this thread staged, 0 if it staged none.
+QSA_DEVICE unsigned topk_cluster_stage(const float* row, unsigned len, unsigned* keys) {
+  const unsigned t = threadIdx.x;
+  unsigned done = 0, mx = 0;
+  if (((size_t)row & 15u) == 0) {
+    const unsigned n4 = len / 4;
+    const float4* row4 = (const float4*)row;
+    uint4* keys4 = (uint4*)keys;
+    // Eight 16-byte loads in flight per thread: a 128 KiB part in one memory round trip.
+    const unsigned step = blockDim.x * TOPK_STAGE_VECS;
+    for (unsigned base = 0; base < n4; base += step) {
+      float4 x[TOPK_STAGE_VECS];
 #pragma unroll
-      for (int u = 0; u < TOPK_UNROLL; ++u) {
-        const unsigned i = base + u * blockDim.x + threadIdx.x;
-        x[u] = i < len ? src.row[i] : 0.f;
+      for (int u = 0; u < TOPK_STAGE_VECS; ++u) {
+        const unsigned i = base + u * blockDim.x + t;
+        if (i < n4) x[u] = row4[i];
       }
 #pragma unroll
-      for (int u = 0; u < TOPK_UNROLL; ++u) {
-        const unsigned i = base + u * blockDim.x + threadIdx.x;
-        if (i < len) keys[i] = qsa_order_key(x[u]);
+      for (int u = 0; u < TOPK_STAGE_VECS; ++u) {
+        const unsigned i = base + u * blockDim.x + t;
+        if (i < n4) {
+          const uint4 k4 = make_uint4(qsa_order_key(x[u].x), qsa_order_key(x[u].y), qsa_order_key(x[u].z),
+                                      qsa_order_key(x[u].w));
+          keys4[i] = k4;
+          mx = max(mx, 1u + max(max(k4.x, k4.y), max(k4.z, k4.w)));
+        }
       }
     }
-    QSA_SYNC();
-    sel = topk_radix_cluster(ksrc, len, (unsigned)k, s, cs);
-    c = topk_count_stream(ksrc, len, sel, s);
-  } else {
-    sel = topk_radix_cluster(src, len, (unsigned)k, s, cs);
-    c = topk_count_stream(src, len, sel, s);
+    done = n4 * 4;
   }
-  // Entries of the parts before this one, from their counts.
+  for (unsigned i = done + t; i < len; i += blockDim.x) {
+    const unsigned key = qsa_order_key(row[i]);
+    keys[i] = key;
+    mx = max(mx, 1u + key);  // keys stay below 0xff800001 (+inf): no wrap
+  }
+  QSA_SYNC();
+  return mx;
+}
+
+// Step 1, in every CTA: 1 + a key L_r with at least ceil(k / TOPK_CLUSTER) of this part's
+// entries >= L_r (the ceil(k / TOPK_CLUSTER)-th largest of its threads' maxima, to two
+// digits); 0 when there is none (too few threads staged anything). L = min_r L_r has at
+// least k entries >= it in the row: a lower bound of the k-th key.
+QSA_DEVICE unsigned topk_cluster_part_bound(unsigned gmax1, unsigned k, TopkShared& s) {
+  const unsigned kr = (k + TOPK_CLUSTER - 1) / TOPK_CLUSTER;  // <= 512 <= blockDim
+  const unsigned v[1] = {gmax1};
+  // Empty threads hold 0, below every 1 + key: if the kr-th largest is 0, no bound.
+  return topk_radix_regs(v, 1, kr, TOPK_BOUND_DIGITS, s).prefix;  // low digits 0
+}
+
+// Step 2: this part's entries >= L, in index order, into cs.kept_key / kept_idx (the first
+// TOPK_CLUSTER_CANDS of them). Returns how many there are. One predicate, so one ballot per
+// key where the general compaction takes two.
+QSA_DEVICE unsigned topk_cluster_keep(const unsigned* keys, unsigned len, unsigned lower, TopkShared& s,
+                                      TopkClusterShared& cs) {
+  const unsigned lane = qsa_lane();
+  const unsigned tile = QSA_WAVE * TOPK_UNROLL;
+  const TopkSegment w = topk_wave_segment(len);
+  unsigned c = 0;
+  for (unsigned base = w.start; base < w.end; base += tile) {  // wave-uniform trip count
+#pragma unroll
+    for (int u = 0; u < TOPK_UNROLL; ++u) {
+      const unsigned i = base + u * QSA_WAVE + lane;
+      c += qsa_popc_mask(qsa_ballot(i < w.end && keys[i] >= lower));
+    }
+  }
+  unsigned total;
+  unsigned pos = qsa_shfl(topk_block_scan(lane == 0 ? c : 0u, total, s), 0);
+  const qsa_lanemask_t below = qsa_lanes_below();
+  for (unsigned base = w.start; base < w.end; base += tile) {
+#pragma unroll
+    for (int u = 0; u < TOPK_UNROLL; ++u) {
+      const unsigned i = base + u * QSA_WAVE + lane;
+      const unsigned key = i < w.end ? keys[i] : 0u;
+      const bool keep = i < w.end && key >= lower;
+      const qsa_lanemask_t m = qsa_ballot(keep);
+      const unsigned at = pos + qsa_popc_mask(m & below);
+      if (keep && at < TOPK_CLUSTER_CANDS) {
+        cs.kept_key[at] = key;
+        cs.kept_idx[at] = i;
+      }
+      pos += qsa_popc_mask(m);
+    }
+  }
+  return total;
+}
+
+// The ids: one radix select over `src` (the part, or its candidates) with the cluster's
+// summed histograms, then this CTA's selected entries after those of the parts before it.
+// id(i) is the row index of entry i of `src`.
+template <class Id>
+QSA_DEVICE void topk_cluster_select(const TopkKeySrc& src, unsigned len, unsigned k, int* o, Id id,
+                                    TopkShared& s, TopkClusterShared& cs) {
+  const unsigned rank = qsa_cluster_rank();
+  const TopkSel sel = topk_radix_cluster(src, len, k, s, cs);
+  TopkCounts c = topk_count_stream(src, len, sel, s);
   if (threadIdx.x == 0) {
     cs.above = c.gt_total;
     cs.at = c.eq_total;
@@ -879,12 +1014,82 @@ QSA_KERNEL QSA_CLUSTER_DIMS(TOPK_CLUSTER) __launch_bounds__(TOPK_CLUSTER_THREADS
   QSA_SYNC();
   c.gt_before += cs.gt_base;
   c.eq_before += cs.eq_base;
-  auto emit = [&](unsigned pos, unsigned i) { o[pos] = (int)(lo + i); };
-  if (staged) {
-    topk_emit_stream(ksrc, len, sel, c, emit);
-  } else {
-    topk_emit_stream(src, len, sel, c, emit);
+  topk_emit_stream(src, len, sel, c, [&](unsigned pos, unsigned i) { o[pos] = id(i); });
+}
+
+// grid (TOPK_CLUSTER, nq), clusters of TOPK_CLUSTER along x, block TOPK_CLUSTER_THREADS,
+// dynamic shared memory ceil(n / TOPK_CLUSTER) * 4 bytes (the part's keys).
+// qsa:block 1024
+// qsa:dynamic_shared 0
+QSA_KERNEL QSA_CLUSTER_DIMS(TOPK_CLUSTER) __launch_bounds__(TOPK_CLUSTER_THREADS, 1) void qsa_topk_cluster(
+    const float* __restrict__ scores, int capacity, int nq, int n, int k, const int* __restrict__ active,
+    int* __restrict__ out) {
+  __shared__ TopkShared s;
+  __shared__ TopkClusterShared cs;
+  QSA_DYNAMIC_SHARED(topk_dyn);
+#if defined(TOPK_CLUSTER_TRACE)
+  __shared__ unsigned long long stamps[16];
+#endif
+  TOPK_STAMP(0);
+  const unsigned rank = qsa_cluster_rank();
+  const int q = blockIdx.y;
+  if (q >= nq) return;  // the whole cluster: one query per cluster
+  const int count = topk_clamp_count(active, q, n);
+  int* o = out + (size_t)q * k;
+  if (k >= count) {  // the whole cluster
+    if (rank == 0) topk_write_all(o, count, k);
+    return;
   }
+  const unsigned part = (unsigned)(n + TOPK_CLUSTER - 1) / TOPK_CLUSTER;
+  const unsigned lo = min(rank * part, (unsigned)count);
+  const unsigned len = min(part, (unsigned)count - lo);
+  unsigned* keys = (unsigned*)topk_dyn;
+  const TopkKeySrc ksrc = {keys};
+
+  const unsigned gmax1 = topk_cluster_stage(scores + (size_t)q * capacity + lo, len, keys);
+  TOPK_STAMP(1);
+  const unsigned b = topk_cluster_part_bound(gmax1, (unsigned)k, s);
+  if (threadIdx.x == 0) cs.bound = b;
+  TOPK_STAMP(2);
+  qsa_cluster_sync();  // every part's bound posted
+  if (threadIdx.x == 0) {
+    unsigned lower = 0xffffffffu;
+    for (unsigned r = 0; r < TOPK_CLUSTER; ++r) lower = min(lower, *qsa_cluster_map(&cs.bound, r));
+    cs.flag = lower;
+  }
+  QSA_SYNC();
+  const unsigned bound = cs.flag;  // 1 + L, the same in every CTA; 0: no bound
+  TOPK_STAMP(3);
+  if (bound != 0) {
+    const unsigned kept = topk_cluster_keep(keys, len, bound - 1, s, cs);
+    if (threadIdx.x == 0) cs.nkept = kept;
+  }
+  TOPK_STAMP(4);
+  qsa_cluster_sync();  // every part's candidates posted
+  bool bounded = bound != 0;
+  if (bounded) {  // every CTA reads the same counts, so every CTA takes the same path
+    if (threadIdx.x == 0) {
+      unsigned over = 0;
+      for (unsigned r = 0; r < TOPK_CLUSTER; ++r) over |= *qsa_cluster_map(&cs.nkept, r) > TOPK_CLUSTER_CANDS;
+      cs.flag = over;
+    }
+    QSA_SYNC();
+    bounded = cs.flag == 0;
+  }
+  TOPK_STAMP(5);
+  if (bounded) {
+    const TopkKeySrc kept = {cs.kept_key};
+    topk_cluster_select(kept, cs.nkept, (unsigned)k, o, [&](unsigned i) { return (int)(lo + cs.kept_idx[i]); }, s,
+                        cs);
+  } else {
+    topk_cluster_select(ksrc, len, (unsigned)k, o, [&](unsigned i) { return (int)(lo + i); }, s, cs);
+  }
+  TOPK_STAMP(6);
   qsa_cluster_sync();  // no CTA leaves while another may still read its counts
+  TOPK_STAMP(7);
+#if defined(TOPK_CLUSTER_TRACE)
+  QSA_SYNC();
+  if (threadIdx.x < 8) o[rank * 16 + threadIdx.x] = (int)(stamps[threadIdx.x] - stamps[0]);
+#endif
 }
 #endif  // QSA_HAS_CLUSTERS

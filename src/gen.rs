@@ -2,7 +2,7 @@
 //! `case` under distribution `dist` is a pure function of (seed, case, dist, name, i), so
 //! every machine produces the same bytes, in any order, on any number of threads.
 
-use crate::dispatch::topk::SPLIT_CHUNK;
+use crate::dispatch::topk::{CLUSTER_CTAS, SPLIT_CHUNK};
 use crate::problem::{AttnDtype, ATTN_BLOCK, HEAD_DIM};
 
 /// Top-k score distributions.
@@ -16,6 +16,7 @@ pub const TOPK_DISTS: &[&str] = &[
     "descending",   // strictly decreasing with the index
     "adversarial",  // many entries equal to the k-th largest value, straddling radix digits
     "chunk_edges",  // winners in the split's partial last chunk; ties cut at a chunk edge
+    "part_edges",   // the same at the edges of the cluster kernel's parts (n / 8 each)
     "zero_cut",     // ~k/2 positives, then +0.0/-0.0 of random sign: the cut among zeros
     "nan_cut",      // ~k/2 numbers (+-inf, -0.0), then NaNs of any sign/payload: cut among NaNs
 ];
@@ -139,6 +140,7 @@ fn topk_value(s: &Stream, dist: &str, c: u64, i: usize, n: usize, k: usize) -> R
             }
         }
         "chunk_edges" => chunk_edges(s, c, i, n, k),
+        "part_edges" => part_edges(s, c, i, n, k),
         "zero_cut" => {
             if s.below(c, n as u64) < (k / 2) as u64 {
                 0.5 + s.unit(c ^ 5) as f32
@@ -182,10 +184,23 @@ fn topk_value(s: &Stream, dist: &str, c: u64, i: usize, n: usize, k: usize) -> R
 ///   does not order candidates by global index takes ties from the wrong chunk.
 /// - Everything else is uniform in (-1, -0.5].
 fn chunk_edges(s: &Stream, c: u64, i: usize, n: usize, k: usize) -> f32 {
-    let winners = (n % SPLIT_CHUNK).min(k / 2);
+    edges(s, c, i, n, k, SPLIT_CHUNK, (n % SPLIT_CHUNK).min(k / 2))
+}
+
+/// `part_edges`: `chunk_edges` for the cluster top-k (kernels/topk.cu), whose CTA r owns
+/// entries `[r * P, (r + 1) * P)`, `P = ceil(n / CLUSTER_CTAS)`: 5 winners at the end of the
+/// last part, and ties whose cut is exactly the first part edge, so a CTA that places its
+/// ids without the counts of the parts before it, or takes ties from the wrong part, fails.
+fn part_edges(s: &Stream, c: u64, i: usize, n: usize, k: usize) -> f32 {
+    edges(s, c, i, n, k, n.div_ceil(CLUSTER_CTAS), 5.min(k / 2))
+}
+
+/// Winners 2.0 in the row's last `winners` entries; ties 1.0 within `k - winners` of every
+/// interior multiple of `edge`; the rest uniform in (-1, -0.5].
+fn edges(s: &Stream, c: u64, i: usize, n: usize, k: usize, edge: usize, winners: usize) -> f32 {
     let r = k - winners;
-    let near_edge = (1..=n / SPLIT_CHUNK).any(|e| {
-        let edge = e * SPLIT_CHUNK;
+    let near_edge = (1..=n / edge).any(|e| {
+        let edge = e * edge;
         i + r >= edge && i < edge + r
     });
     if i >= n - winners {
@@ -434,6 +449,15 @@ mod tests {
         // chunk edge exactly.
         let (_, ids) = select("chunk_edges");
         let want: Vec<i32> = (SPLIT_CHUNK - 295..SPLIT_CHUNK)
+            .chain(n - 5..n)
+            .map(|i| i as i32)
+            .collect();
+        assert_eq!(ids, want);
+        // part_edges: the 5 winners, then the ties up to the first part edge (P = 1537).
+        let part = n.div_ceil(CLUSTER_CTAS);
+        assert_eq!(part, 1537);
+        let (_, ids) = select("part_edges");
+        let want: Vec<i32> = (part - 295..part)
             .chain(n - 5..n)
             .map(|i| i as i32)
             .collect();

@@ -150,13 +150,22 @@ fn qsa_plan_prints_json_or_refuses_with_exit_2() {
             .output()
             .unwrap()
     };
-    let ok = run(&["--topk", "nq=3,n=262144,k=2048"]);
-    assert!(
-        ok.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ok.stderr)
-    );
-    let v: Value = serde_json::from_slice(&ok.stdout).unwrap();
+    let plan = |extra: &[&str]| -> Value {
+        let ok = run(extra);
+        assert!(
+            ok.status.success(),
+            "{}",
+            String::from_utf8_lossy(&ok.stderr)
+        );
+        serde_json::from_slice(&ok.stdout).unwrap()
+    };
+    // sm_90's cluster variant: one launch, each part's keys in shared memory.
+    let v = plan(&["--topk", "nq=3,n=262144,k=2048", "--variant", "cluster"]);
+    assert_eq!(v["dispatched"], "cluster");
+    assert_eq!(v["call"][0]["kernel"], "qsa_topk_cluster");
+    assert_eq!(v["call"][0]["grid"], serde_json::json!([8, 3, 1]));
+    assert_eq!(v["call"][0]["shared_bytes"], 131072);
+    let v = plan(&["--topk", "nq=3,n=262144,k=2048"]);
     assert_eq!(v["dispatched"], "split");
     assert_eq!(v["module"], "topk");
     assert_eq!(v["call"][0]["kernel"], "qsa_topk_split_bound");

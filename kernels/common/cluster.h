@@ -12,6 +12,7 @@
 //                                reads after it in any CTA of the cluster (acquire)
 //   qsa_cluster_map(p, rank)     the address of the shared variable at `p` in CTA `rank` of
 //                                this cluster (generic pointer; the kernels only read it)
+//   qsa_globaltimer()            the GPU's nanosecond clock (development probes only)
 //
 // A CTA must not exit while another CTA of its cluster may still read its shared memory: a
 // kernel ends with a qsa_cluster_sync() after its last remote read.
@@ -42,5 +43,10 @@ template <class T> QSA_DEVICE const T* qsa_cluster_map(const T* p, unsigned rank
   unsigned long long r;
   asm volatile("mapa.u64 %0, %1, %2;\n" : "=l"(r) : "l"(p), "r"(rank));
   return (const T*)r;
+}
+QSA_DEVICE unsigned long long qsa_globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+  return t;
 }
 #endif

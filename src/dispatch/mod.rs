@@ -97,10 +97,6 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
         "register | wide | split | cluster: force one top-k kernel (qsa's switch, for tests)",
     ),
     (
-        "QSA_TOPK_CLUSTER_STAGED",
-        "0 | 1: the cluster top-k reads its part from global memory on every pass / stages it in shared memory once (qsa's sweep switch; default 1 where it fits)",
-    ),
-    (
         "QSA_ATTN_KERNEL",
         "gather | staged: force one selection-attention kernel (qsa's switch)",
     ),

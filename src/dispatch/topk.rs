@@ -1,5 +1,6 @@
-//! Top-k dispatch: register kernel for small n; for decode one cluster kernel where the target
-//! has clusters (sm_90), else the two-stage split; wide otherwise.
+//! Top-k dispatch: register kernel for small n, two-stage split for decode, wide otherwise.
+//! The one-launch cluster kernel (sm_90) runs only when forced (`QSA_TOPK_KERNEL=cluster`):
+//! on the H200 it is slower than the split (docs/results/topk-cluster-2026-12-01/).
 
 use super::{Switches, TargetCaps, Vendor};
 use crate::backend::BackendError;
@@ -16,6 +17,7 @@ pub enum TopkKernel {
     Split,
     /// Decode in one launch on targets with thread-block clusters: CLUSTER_CTAS CTAs per
     /// query share one radix select through distributed shared memory. n <= CLUSTER_MAX_N.
+    /// Forced only (measured slower than the split on the H200).
     Cluster,
 }
 
@@ -38,8 +40,9 @@ pub const SPLIT_CHUNK: usize = 4096;
 pub const SPLIT_MAX_QUERIES: usize = 16;
 /// CTAs of one query's cluster (TOPK_CLUSTER in kernels/topk.cu; 8 is the portable size).
 pub const CLUSTER_CTAS: usize = 8;
-/// Largest n the cluster kernel takes: a part of n / 8 keys staged in 192 KiB of shared memory.
-pub const CLUSTER_MAX_N: usize = CLUSTER_CTAS * 48 * 1024;
+/// Largest n the cluster kernel takes: a part of n / 8 keys staged in 160 KiB of shared
+/// memory, beside the kernel's 27.2 KiB of static shared memory (sm_90 resources snapshot).
+pub const CLUSTER_MAX_N: usize = CLUSTER_CTAS * 40 * 1024;
 /// Largest n (and capacity) any kernel takes: the engine's largest score buffer.
 pub const MAX_N: usize = 1 << 20;
 /// Largest k any kernel takes.
@@ -104,9 +107,6 @@ pub fn choose(caps: &TargetCaps, sw: &Switches, s: TopkShape) -> Result<TopkKern
         // HIP: the split ships only for gfx906 and only when the engine's switch is on.
         Vendor::Amd => caps.is_gfx906() && sw.on("STRATA_GFX906_TOPK_SPLIT"),
     };
-    if decode && cluster_fits(caps, s) {
-        return Ok(TopkKernel::Cluster);
-    }
     Ok(if decode && split_enabled {
         TopkKernel::Split
     } else {
@@ -140,28 +140,16 @@ mod tests {
     }
 
     #[test]
-    fn decode_takes_the_cluster_kernel_only_where_clusters_exist_and_the_row_fits() {
+    fn the_engines_dispatch_never_takes_the_cluster_kernel() {
+        // Measured slower than the split on the H200 (docs/results/topk-cluster-2026-12-01/):
+        // decode keeps the split where clusters exist.
         let sw = Switches::default();
         let hopper = nvidia(vec![Feature::Clusters]);
-        let ampere = nvidia(vec![]);
-        let pick = |caps: &TargetCaps, s| choose(caps, &sw, s).unwrap();
-        assert_eq!(pick(&hopper, decode(16, 262_144)), TopkKernel::Cluster);
-        assert_eq!(pick(&hopper, decode(1, CLUSTER_MAX_N)), TopkKernel::Cluster);
-        assert_eq!(
-            pick(&hopper, decode(1, CLUSTER_MAX_N + 1)),
-            TopkKernel::Split
-        );
-        assert_eq!(pick(&hopper, decode(17, 262_144)), TopkKernel::Wide);
-        assert_eq!(
-            pick(&hopper, decode(1, REGISTER_MAX_N)),
-            TopkKernel::Register
-        );
-        let prefill = TopkShape {
-            has_active: true,
-            ..decode(1, 262_144)
-        };
-        assert_eq!(pick(&hopper, prefill), TopkKernel::Wide);
-        assert_eq!(pick(&ampere, decode(16, 262_144)), TopkKernel::Split);
+        let pick = |s| choose(&hopper, &sw, s).unwrap();
+        assert_eq!(pick(decode(16, 262_144)), TopkKernel::Split);
+        assert_eq!(pick(decode(1, CLUSTER_MAX_N)), TopkKernel::Split);
+        assert_eq!(pick(decode(17, 262_144)), TopkKernel::Wide);
+        assert_eq!(pick(decode(1, REGISTER_MAX_N)), TopkKernel::Register);
     }
 
     #[test]
@@ -174,6 +162,15 @@ mod tests {
         assert_eq!(
             choose(&hopper, &sw, decode(3, 40_000)).unwrap(),
             TopkKernel::Cluster
+        );
+        let prefill = TopkShape {
+            has_active: true,
+            ..decode(3, 40_000)
+        };
+        assert_eq!(
+            choose(&hopper, &sw, prefill).unwrap(),
+            TopkKernel::Cluster,
+            "the kernel clamps per-query active counts like the others"
         );
         assert_eq!(
             choose(&ampere, &sw, decode(3, 40_000)).unwrap(),

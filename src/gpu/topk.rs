@@ -18,10 +18,10 @@
 //!   kernel on the same stream. `ws` is `split_workspace_bytes` bytes, zeroed once before
 //!   its first use; the kernels leave it reusable. One workspace per stream.
 //!
-//! - `qsa_topk_cluster(<the wide kernel's arguments>)`: grid (CLUSTER_CTAS, nq), clusters of
-//!   CLUSTER_CTAS along x (compiled in: `__cluster_dims__`), block `CLUSTER_THREADS`;
-//!   `staged` = 1 with `cluster_part(n) * 4` bytes of dynamic shared memory (the part's keys),
-//!   else 0 and none. sm_90 only (dispatch: `Feature::Clusters`).
+//! - `qsa_topk_cluster(<the register kernel's arguments>)`: grid (CLUSTER_CTAS, nq), clusters
+//!   of CLUSTER_CTAS along x (compiled in: `__cluster_dims__`), block `CLUSTER_THREADS`,
+//!   `cluster_part(n) * 4` bytes of dynamic shared memory (the part's keys). sm_90 only
+//!   (dispatch: `Feature::Clusters`), n <= CLUSTER_MAX_N.
 //!
 //! chunks = ceil(n / SPLIT_CHUNK). Output: `nq * k` ids, row q at `out + q * k`.
 
@@ -186,17 +186,12 @@ pub fn launch_plan(
                     p.n, p.nq
                 )));
             }
-            // Staged (the part's keys read once into shared memory) where it fits, unless the
-            // sweep switch says otherwise.
-            let staged = wide_staged_bytes(cluster_part(p.n), props.max_shared_per_block)
-                .filter(|_| !switches.off("QSA_TOPK_CLUSTER_STAGED"));
             let mut dims = one((CLUSTER_CTAS as u32, p.nq as u32, 1), CLUSTER_THREADS);
-            dims.shared_bytes = staged.unwrap_or(0);
-            let flag = PlanArg::I32(staged.is_some() as i32);
+            dims.shared_bytes = (cluster_part(p.n) * 4) as u32;
             plan.call.push(launch(
                 "qsa_topk_cluster",
                 dims,
-                vec![scores, cap, nq, n, k, active, out, flag],
+                vec![scores, cap, nq, n, k, active, out],
             ));
         }
         TopkKernel::Split => {

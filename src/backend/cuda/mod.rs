@@ -17,9 +17,6 @@ use std::collections::HashMap;
 use std::ffi::{c_void, CString};
 use std::path::{Path, PathBuf};
 
-/// Above this, a launch must opt the kernel into more dynamic shared memory.
-const DEFAULT_SHARED_LIMIT: u32 = 48 * 1024;
-
 /// "cuCall: CUDA_ERROR_X (description)" as a device error.
 fn device_err(call: &str, e: DriverError) -> BackendError {
     let name = e
@@ -388,7 +385,11 @@ impl GpuApi for CudaApi {
     ) -> BackendResult<()> {
         self.bind()?;
         let f = self.function(family, kernel)?;
-        if dims.shared_bytes > DEFAULT_SHARED_LIMIT {
+        // Opt in whenever there is dynamic shared memory: the 48 KiB default covers static and
+        // dynamic together, so a kernel with 27 KiB of static shared memory (the cluster
+        // top-k) fails to launch with 32 KiB of dynamic without it (seen on the H200,
+        // 2026-12-01: CUDA_ERROR_INVALID_VALUE at topk_decode_3q_64k).
+        if dims.shared_bytes > 0 {
             if dims.shared_bytes > self.props.max_shared_per_block {
                 return Err(BackendError::Shape(format!(
                     "{kernel} asks for {} bytes of shared memory; this {} allows {}",
