@@ -194,3 +194,23 @@ fn cluster_barrier_misuse_names_kernel_and_block() {
         assert!(e.contains(want), "{kernel}: {e}");
     }
 }
+
+/// Clusters hold every fiber of every block at once (4 x 1,024 here), and each fiber stack
+/// has a guard page: 16 OS threads of such clusters would map 131,072 areas, past Linux's
+/// default vm.max_map_count (65,530), and fail to map their stacks. The runtime takes fewer
+/// workers instead (emu_runtime.h FIBER_BUDGET), with the same results.
+#[test]
+fn many_workers_of_large_clusters_stay_within_the_map_limit() {
+    let (grid, n) = ((16 * CLUSTER, 1), 1024);
+    let want = expected_exchange(grid, n);
+    let got = run(
+        Schedule::Forward,
+        16,
+        "emu_cluster_exchange",
+        (grid.0 as u32, grid.1 as u32),
+        n as u32,
+        want.len(),
+    )
+    .unwrap_or_else(|e| panic!("16 workers of 4 x 1,024-thread clusters: {e}"));
+    assert!(got == want, "16 workers: wrong exchange");
+}

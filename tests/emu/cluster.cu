@@ -12,7 +12,7 @@
 // next rank's. out[3 (b n + t) ..] = rank, sum, next. A map that reads the own block, or a
 // barrier that does not wait for the other blocks, changes sum or next.
 QSA_KERNEL QSA_CLUSTER_DIMS(EMU_CLUSTER) void emu_cluster_exchange(int* out) {
-  __shared__ int v[256];
+  __shared__ int v[1024];
   const unsigned n = blockDim.x, t = threadIdx.x, rank = qsa_cluster_rank();
   const unsigned b = blockIdx.x + gridDim.x * blockIdx.y;
   v[t] = (int)(1000 * (b + 1) + t);
@@ -34,7 +34,7 @@ QSA_KERNEL QSA_CLUSTER_DIMS(EMU_CLUSTER) void emu_cluster_exchange(int* out) {
 // overwrites its own with no cluster barrier between the two, so what a block reads depends
 // on whether its neighbour already ran past the read.
 QSA_KERNEL QSA_CLUSTER_DIMS(EMU_CLUSTER) void emu_cluster_race(int* out) {
-  __shared__ int v[256];
+  __shared__ int v[1024];
   const unsigned t = threadIdx.x, rank = qsa_cluster_rank();
   v[t] = (int)rank + 1;
   qsa_cluster_sync();
