@@ -9,7 +9,9 @@
 // ballots, any/all, __syncwarp). `__shared__` is thread_local storage, so the fibers of the
 // block running on an OS thread share it and blocks on other OS threads do not. Between two
 // sync points a fiber runs alone: the order the scheduler runs fibers in (forward, reverse,
-// seeded random) is the only freedom, which is what the race check varies.
+// seeded random) is the only freedom, which is what the race check varies. The blocks of a
+// thread-block cluster (sm_90+) take turns on one OS thread, swapping their shared memory in
+// and out of TLS at each cluster barrier (emu_cluster.h).
 //
 // Build definitions: QSA_EMU_WAVE (32 | 64), QSA_EMU_HIP (AMD targets: 64-bit lane masks,
 // the HIP spellings) or neither (NVIDIA), QSA_EMU_CUDA_ARCH (e.g. 900, NVIDIA only).

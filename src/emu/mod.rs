@@ -13,6 +13,8 @@
 //!
 //! Threads of a block are fibers (ucontext) on one OS thread, switched at barriers and
 //! wave collectives; blocks spread over the host's cores (kernels/common/emu_runtime.h).
+//! The blocks of a thread-block cluster (sm_90's `QSA_CLUSTER_DIMS`) take turns on one OS
+//! thread, each with its own copy of shared memory (kernels/common/emu_cluster.h).
 
 pub mod api;
 pub mod backend;
