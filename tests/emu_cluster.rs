@@ -1,4 +1,4 @@
-//! Emulated thread-block clusters (sm_90; kernels/common/emu_cluster.h, emu_runtime.h
+//! Emulated thread-block clusters (sm_90; kernels/common/emu_cluster.h, emu_blocks.h
 //! `run_cluster`) through tests/emu/cluster.cu: blocks of a cluster exchange values through
 //! qsa_cluster_map after qsa_cluster_sync; the expected values are written from cluster.h's
 //! contract (rank = blockIdx.x mod the cluster size; a barrier over every thread of every
@@ -198,7 +198,7 @@ fn cluster_barrier_misuse_names_kernel_and_block() {
 /// Clusters hold every fiber of every block at once (4 x 1,024 here), and each fiber stack
 /// has a guard page: 16 OS threads of such clusters would map 131,072 areas, past Linux's
 /// default vm.max_map_count (65,530), and fail to map their stacks. The runtime takes fewer
-/// workers instead (emu_runtime.h FIBER_BUDGET), with the same results.
+/// workers instead (emu_blocks.h FIBER_BUDGET), with the same results.
 #[test]
 fn many_workers_of_large_clusters_stay_within_the_map_limit() {
     let (grid, n) = ((16 * CLUSTER, 1), 1024);

@@ -118,7 +118,7 @@ static thread_local unsigned char tls_anchor = 0;
 // The switch from a fiber to its scheduler (emu_runtime.h).
 inline void switch_to_scheduler(Thread* t);
 
-// Clusters (emu_cluster.h's primitives, emu_runtime.h's run_cluster): this block's rank in
+// Clusters (emu_cluster.h's primitives, emu_blocks.h's run_cluster): this block's rank in
 // its cluster, and the address of shared variable `p` in the block of rank `rank`.
 inline unsigned cluster_rank();
 inline const void* cluster_map(const void* p, unsigned rank);

@@ -1,7 +1,7 @@
 // qsa SIMT emulator: thread-block clusters (cluster.h's primitives for the host build of an
 // sm_90+ target). cluster.h includes this under QSA_EMU when __CUDA_ARCH__ >= 900.
 //
-// Model (emu_runtime.h `run_cluster`): the blocks of one cluster take turns on one OS thread.
+// Model (emu_blocks.h `run_cluster`): the blocks of one cluster take turns on one OS thread.
 // A block runs until every one of its live threads waits at qsa_cluster_sync (or has exited);
 // then its shared memory is saved to the cluster's per-block copy and the next block's is put
 // back in the thread-local storage where its `__shared__` variables live. Once every block

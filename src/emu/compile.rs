@@ -46,7 +46,7 @@ const CXX_FLAGS: &[&str] = &[
     // `#pragma unroll` is CUDA's; g++ does not know it.
     "-Wno-unknown-pragmas",
     // The runtime poisons a block's shared memory with memset over the thread-local range
-    // located from a one-byte anchor (emu_runtime.h `run_cluster`); glibc's fortified memset
+    // located from a one-byte anchor (emu_blocks.h `run_cluster`); glibc's fortified memset
     // reads that as an overflow and aborts ("*** buffer overflow detected ***"). Ubuntu's g++
     // defines _FORTIFY_SOURCE=3 by default: seen on the H200 image's g++ 13.3 (2026-12-01),
     // reproduced here with `QSA_EMU_CXX` = g++ -D_FORTIFY_SOURCE=3 (tests/emu_mma.rs aborts).
