@@ -172,6 +172,40 @@ fn an_unordered_remote_read_is_a_race_between_schedules() {
     assert!(e.contains("race in emu_cluster_race on sm_90"), "{e}");
 }
 
+/// A block that exits after the last barrier stays readable until its cluster ends, under
+/// every schedule (rank 0 of each cluster writes nothing; the others read rank 0's values).
+#[test]
+fn an_exited_block_stays_readable_until_its_cluster_ends() {
+    let (blocks, n) = (2 * CLUSTER, 32);
+    for schedule in Schedule::RACE_CHECK {
+        let got = run(
+            schedule,
+            1,
+            "emu_cluster_read_after_exit",
+            (blocks as u32, 1),
+            n as u32,
+            blocks * n,
+        )
+        .unwrap();
+        for b in 0..blocks {
+            for t in 0..n {
+                let rank0 = b - b % CLUSTER;
+                let want = if b % CLUSTER == 0 {
+                    -1
+                } else {
+                    (rank0 * 100 + t) as i32
+                };
+                assert_eq!(
+                    got[b * n + t],
+                    want,
+                    "{}: block {b} thread {t} read of an exited block's shared memory",
+                    schedule.name()
+                );
+            }
+        }
+    }
+}
+
 /// Misuses of the cluster barrier are errors naming kernel and block, never a hang.
 #[test]
 fn cluster_barrier_misuse_names_kernel_and_block() {

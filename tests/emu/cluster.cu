@@ -44,6 +44,18 @@ QSA_KERNEL QSA_CLUSTER_DIMS(EMU_CLUSTER) void emu_cluster_race(int* out) {
   qsa_cluster_sync();
 }
 
+// Rank 0 exits right after the barrier; the others then read its shared memory with no
+// further barrier. cluster.h asks kernels not to do this, and the emulator keeps an exited
+// block's shared memory readable until its cluster ends, so the read gets rank 0's value.
+QSA_KERNEL QSA_CLUSTER_DIMS(EMU_CLUSTER) void emu_cluster_read_after_exit(int* out) {
+  __shared__ int v[1024];
+  const unsigned t = threadIdx.x, rank = qsa_cluster_rank();
+  v[t] = (int)(blockIdx.x * 100 + t);
+  qsa_cluster_sync();
+  if (rank == 0) return;
+  out[blockIdx.x * blockDim.x + t] = *qsa_cluster_map(&v[t], 0);
+}
+
 // Thread 0 waits at __syncthreads while the others wait at the cluster barrier.
 QSA_KERNEL QSA_CLUSTER_DIMS(EMU_CLUSTER) void emu_cluster_divergent(int* out) {
   if (threadIdx.x == 0) {
