@@ -1,4 +1,4 @@
-//! The top-k kernels (kernels/topk.cu: register, wide, split) emulated through `EmuApi` and
+//! The top-k kernels (kernels/topk.cu: register, wide, split, cluster on sm_90) emulated through `EmuApi` and
 //! the GPU host code of src/gpu/topk.rs, with each GPU target's dispatch from matrix.yaml:
 //! ids equal the FP64-free oracle of src/reference/topk.rs (a full sort under the
 //! contract), on wave 32 and wave 64, special values included; and the same memory under
@@ -169,8 +169,9 @@ fn wide_small_k_and_unstaged_rows_match_the_oracle() {
     }
 }
 
-/// n > 8192 in decode form: the split (auto on NVIDIA; on AMD only gfx906 behind the
-/// engine's switch, else the wide kernel), three chunks per query, ties and NaN included;
+/// n > 8192 in decode form: the cluster kernel where the target has clusters (sm_90), else
+/// the split (auto on NVIDIA; on AMD only gfx906 behind the engine's switch, else the wide
+/// kernel), three chunks (cluster: eight parts) per query, ties and NaN included;
 /// k = 4096 of all-equal scores leaves more candidates than the final step holds in
 /// registers, so it streams them.
 #[test]
@@ -195,7 +196,9 @@ fn split_matches_the_oracle_with_each_targets_dispatch() {
     };
     for caps in gpu_targets() {
         let auto = check_case(&caps, &[], &case, &[Schedule::Forward]);
-        let want = if caps.vendor == qsa::dispatch::Vendor::Nvidia {
+        let want = if caps.has(qsa::dispatch::Feature::Clusters) {
+            "cluster"
+        } else if caps.vendor == qsa::dispatch::Vendor::Nvidia {
             "split"
         } else {
             "wide"
@@ -249,6 +252,17 @@ fn topk_kernels_are_schedule_independent() {
         active: None,
         dists: &["adversarial"],
     };
+    // The cluster kernel: rows past 8,192 whose selection takes more than one digit, so
+    // that each part's histogram buffer is cleared and refilled while the cluster reads it.
+    let cluster = Case {
+        name: "emu_race_cluster",
+        nq: 2,
+        n: 12_289,
+        capacity: 12_289,
+        k: 300,
+        active: None,
+        dists: &["uniform", "ties"],
+    };
     for caps in gpu_targets()
         .into_iter()
         .filter(|c| c.name == "sm_90" || c.name == "gfx906")
@@ -267,5 +281,21 @@ fn topk_kernels_are_schedule_independent() {
             &split,
             &Schedule::RACE_CHECK,
         );
+        if caps.has(qsa::dispatch::Feature::Clusters) {
+            // Its parts' histograms are read across the cluster after each cluster barrier.
+            // Staged (the part's keys in shared memory) and read from global memory.
+            for staged in ["1", "0"] {
+                let d = check_case(
+                    &caps,
+                    &[
+                        ("QSA_TOPK_KERNEL", "cluster"),
+                        ("QSA_TOPK_CLUSTER_STAGED", staged),
+                    ],
+                    &cluster,
+                    &Schedule::RACE_CHECK,
+                );
+                assert!(d.iter().all(|d| d == "cluster"), "{}: {d:?}", caps.name);
+            }
+        }
     }
 }

@@ -9,7 +9,9 @@
 // ballots, any/all, __syncwarp). `__shared__` is thread_local storage, so the fibers of the
 // block running on an OS thread share it and blocks on other OS threads do not. Between two
 // sync points a fiber runs alone: the order the scheduler runs fibers in (forward, reverse,
-// seeded random) is the only freedom, which is what the race check varies.
+// seeded random) is the only freedom, which is what the race check varies. The blocks of a
+// thread-block cluster (sm_90+) take turns on one OS thread, swapping their shared memory in
+// and out of TLS at each cluster barrier (emu_cluster.h).
 //
 // Build definitions: QSA_EMU_WAVE (32 | 64), QSA_EMU_HIP (AMD targets: 64-bit lane masks,
 // the HIP spellings) or neither (NVIDIA), QSA_EMU_CUDA_ARCH (e.g. 900, NVIDIA only).
@@ -84,7 +86,9 @@ enum Op : int { OP_SHFL, OP_SHFL_XOR, OP_SHFL_UP, OP_SHFL_DOWN, OP_BALLOT, OP_AN
 // false with a message in `err` on misuse. Lanes waiting at different operations diverge.
 typedef bool (*ExchangeFn)(void* const* lanes, std::string& err);
 
-enum class State : uint8_t { Ready, AtBarrier, AtCollective, Done };
+// AtClusterBarrier: at qsa_cluster_sync (emu_cluster.h), which waits for every thread of
+// every block of the cluster.
+enum class State : uint8_t { Ready, AtBarrier, AtCollective, AtClusterBarrier, Done };
 
 // One GPU thread: a fiber with its indices and its slot for the collective it waits at.
 struct Thread {
@@ -113,6 +117,11 @@ static thread_local unsigned char tls_anchor = 0;
 
 // The switch from a fiber to its scheduler (emu_runtime.h).
 inline void switch_to_scheduler(Thread* t);
+
+// Clusters (emu_cluster.h's primitives, emu_blocks.h's run_cluster): this block's rank in
+// its cluster, and the address of shared variable `p` in the block of rank `rank`.
+inline unsigned cluster_rank();
+inline const void* cluster_map(const void* p, unsigned rank);
 
 // Leave the fiber until the scheduler resumes it.
 inline void yield_to_scheduler(State s) {

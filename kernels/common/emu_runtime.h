@@ -1,17 +1,18 @@
-// qsa SIMT emulator, runtime: fibers, barriers, wave collectives, blocks over OS threads,
-// and the C ABI the Rust side (src/emu/) loads. Included once per emulated module by the
+// qsa SIMT emulator, runtime: fibers, barriers, wave collectives, blocks over OS threads
+// (emu_blocks.h: blocks, clusters, workers), and the C ABI the Rust side (src/emu/) loads. Included once per emulated module by the
 // wrapper that src/emu/compile.rs generates, after the kernel source and the registry.
 //
 // A block runs on one OS thread: its threads are ucontext fibers with their own stacks.
 // The scheduler runs every ready fiber, in the launch's order, until it stops at a sync
 // point; then it resolves the wave collectives whose live lanes have all arrived, and when
 // nothing else can move and every live thread waits at __syncthreads, it releases the
-// barrier. Anything else (a wave split between a collective and a barrier, lanes of one
-// wave at different collectives, a shuffle from an exited lane) is an error naming the
-// kernel and the block, never a hang.
+// barrier. The blocks of a thread-block cluster take turns on one OS thread, and a cluster
+// barrier is released when every thread of every block waits at it (emu_cluster.h).
+// Anything else (a wave split between a collective and a barrier, lanes of one wave at
+// different collectives, a shuffle from an exited lane, a block that exits while its
+// cluster waits for it) is an error naming the kernel and the block, never a hang.
 #pragma once
 #include "emu.h"  // and the standard headers, included there before its macros
-
 
 namespace qsa_emu {
 
@@ -21,6 +22,7 @@ struct KernelEntry {
   const char* name;
   const char* signature;  // one code per parameter: p pointer, i int, u unsigned, l 64-bit, f float
   void (*call)(void** args);
+  unsigned cluster;  // blocks per cluster along x (QSA_CLUSTER_DIMS); 1 without clusters
 };
 
 template <class T> constexpr char arg_code() {
@@ -43,7 +45,8 @@ template <class... A, size_t... I> void call_unpacked(void (*f)(A...), void** a,
 template <class... A> void call_with(void (*f)(A...), void** a) { call_unpacked(f, a, std::index_sequence_for<A...>{}); }
 template <auto F> void call(void** a) { call_with(F, a); }
 
-#define QSA_EMU_ENTRY(f) qsa_emu::KernelEntry{#f, qsa_emu::signature_of(&f), &qsa_emu::call<&f>}
+#define QSA_EMU_ENTRY(f, cluster) \
+  qsa_emu::KernelEntry{#f, qsa_emu::signature_of(&f), &qsa_emu::call<&f>, (cluster)}
 
 // ---- One launch.
 
@@ -165,7 +168,7 @@ inline void resume(Thread& t) { swapcontext(sched_ctx, &t.ctx); }
 struct FiberPool {
   std::vector<Thread> threads;
   // The scheduler's own context: fibers switch back to it. A member rather than a local of
-  // run_block, so `sched_ctx` never holds a stack address (g++ 13 warns on that:
+  // step_block, so `sched_ctx` never holds a stack address (g++ 13 warns on that:
   // -Wdangling-pointer, seen on the H200 image's compiler, 2026-12-01).
   ucontext_t sched;
   unsigned char* stacks = nullptr;
@@ -299,97 +302,10 @@ inline int resolve_wave(Thread* th, unsigned n, unsigned w, std::string& err) {
   return 1;
 }
 
-// Run one block to completion on this OS thread. False on an error (recorded in `L`).
-inline bool run_block(Launch& L, FiberPool& pool, Dim3 b, unsigned long long linear_block) {
-  const qsa_emu_launch_t& d = *L.desc;
-  const Dim3 dim = {d.block[0], d.block[1], d.block[2]};
-  const unsigned n = dim.x * dim.y * dim.z;
-  cur_block = BlockState{b, dim, Dim3{d.grid[0], d.grid[1], d.grid[2]}};
-  unsigned char* anchor = &tls_anchor;
-  for (int r = 0; r < d.n_shared_ranges; ++r)
-    memset(anchor + d.shared_ranges[2 * r], d.poison, (size_t)d.shared_ranges[2 * r + 1]);
-
-  ucontext_t& sched = pool.sched;
-  sched_ctx = &sched;
-  cur_launch = &L;
-  Thread* th = pool.threads.data();
-  for (unsigned i = 0; i < n; ++i) {
-    Thread& t = th[i];
-    t.idx = Dim3{i % dim.x, (i / dim.x) % dim.y, i / (dim.x * dim.y)};
-    t.linear = i;
-    t.lane = i % QSA_WAVE;
-    t.wave = i / QSA_WAVE;
-    t.state = State::Ready;
-    start_fiber(t, pool.stack(i), pool.stack_bytes, &sched);
-  }
-  std::mt19937_64 rng(d.seed ^ (linear_block * 0x9e3779b97f4a7c15ull));
-  std::vector<unsigned> ready;
-  ready.reserve(n);
-  const unsigned waves = (n + QSA_WAVE - 1) / QSA_WAVE;
-  std::string err;
-  for (;;) {
-    ready.clear();
-    for (unsigned i = 0; i < n; ++i)
-      if (th[i].state == State::Ready) ready.push_back(i);
-    if (!ready.empty()) {
-      if (d.schedule == REVERSE) std::reverse(ready.begin(), ready.end());
-      else if (d.schedule == RANDOM) std::shuffle(ready.begin(), ready.end(), rng);
-      for (unsigned i : ready) {
-        cur_thread = &th[i];
-        resume(th[i]);
-      }
-      continue;
-    }
-    bool moved = false;
-    for (unsigned w = 0; w < waves; ++w) {
-      const int r = resolve_wave(th, n, w, err);
-      if (r < 0) {
-        L.fail(block_name(L.kernel, b) + ": " + err);
-        return false;
-      }
-      moved |= r > 0;
-    }
-    if (moved) continue;
-    unsigned live = 0, at_barrier = 0;
-    for (unsigned i = 0; i < n; ++i) {
-      live += th[i].state != State::Done;
-      at_barrier += th[i].state == State::AtBarrier;
-    }
-    if (live == 0) return true;
-    if (at_barrier == live) {
-      for (unsigned i = 0; i < n; ++i)
-        if (th[i].state == State::AtBarrier) th[i].state = State::Ready;
-      continue;
-    }
-    L.fail(block_name(L.kernel, b) + ": deadlock: " + std::to_string(at_barrier) + " of " + std::to_string(live) +
-           " live threads wait at __syncthreads while the others wait at a wave collective that lanes at the "
-           "barrier (or exited lanes) never reach");
-    return false;
-  }
-}
-
-inline void worker(Launch& L) {
-  const qsa_emu_launch_t& d = *L.desc;
-  FiberPool pool;
-  const unsigned n = d.block[0] * d.block[1] * d.block[2];
-  pool.ensure(n, (size_t)d.stack_bytes);
-  if (pool.count < n) {
-    L.fail(std::string(L.kernel->name) + ": cannot map fiber stacks for " + std::to_string(n) + " threads");
-    return;
-  }
-  const unsigned long long total = (unsigned long long)d.grid[0] * d.grid[1] * d.grid[2];
-  for (;;) {
-    if (L.failed.load()) return;
-    const unsigned long long i = L.next.fetch_add(1);
-    if (i >= total) return;
-    const unsigned long long lin = d.schedule == REVERSE ? total - 1 - i : i;
-    const Dim3 b = {(unsigned)(lin % d.grid[0]), (unsigned)((lin / d.grid[0]) % d.grid[1]),
-                    (unsigned)(lin / ((unsigned long long)d.grid[0] * d.grid[1]))};
-    if (!run_block(L, pool, b, lin)) return;
-  }
-}
-
 }  // namespace qsa_emu
+
+// Blocks, clusters and the workers that run them.
+#include "emu_blocks.h"
 
 // ---- The C ABI (src/emu/module.rs). The module is built with -fvisibility=hidden: only these
 // are exported.
@@ -403,13 +319,23 @@ extern "C" QSA_EMU_EXPORT int qsa_emu_kernel_count() { return qsa_emu_kernel_tot
 extern "C" QSA_EMU_EXPORT const char* qsa_emu_kernel_name(int i) { return qsa_emu_kernels[i].name; }
 extern "C" QSA_EMU_EXPORT const char* qsa_emu_kernel_signature(int i) { return qsa_emu_kernels[i].signature; }
 
+extern "C" QSA_EMU_EXPORT unsigned qsa_emu_kernel_cluster(int i) { return qsa_emu_kernels[i].cluster; }
+
 // Run a launch to completion. 0 on success; else 1 with a message in err (NUL-terminated).
 extern "C" QSA_EMU_EXPORT int qsa_emu_launch(const qsa_emu_launch_t* d, char* err, size_t err_bytes) {
   qsa_emu::Launch L;
   L.kernel = &qsa_emu_kernels[d->kernel];
   L.desc = d;
-  const unsigned long long blocks = (unsigned long long)d->grid[0] * d->grid[1] * d->grid[2];
-  const unsigned workers = (unsigned)std::max(1ull, std::min<unsigned long long>(d->workers, blocks));
+  const unsigned cluster = L.kernel->cluster;
+  if (cluster == 0 || d->grid[0] % cluster != 0) {  // src/emu/module.rs refuses it first
+    snprintf(err, err_bytes, "%s: grid x %u is not a multiple of its cluster size %u (QSA_CLUSTER_DIMS)",
+             L.kernel->name, d->grid[0], cluster);
+    return 1;
+  }
+  const unsigned long long clusters = (unsigned long long)d->grid[0] / cluster * d->grid[1] * d->grid[2];
+  const unsigned long long fibers = (unsigned long long)d->block[0] * d->block[1] * d->block[2] * cluster;
+  const unsigned long long most = std::max(1ull, qsa_emu::FIBER_BUDGET / std::max(1ull, fibers));
+  const unsigned workers = (unsigned)std::max(1ull, std::min({(unsigned long long)d->workers, clusters, most}));
   std::vector<std::thread> pool;
   for (unsigned w = 1; w < workers; ++w) pool.emplace_back([&L] { qsa_emu::worker(L); });
   qsa_emu::worker(L);

@@ -17,7 +17,22 @@ pub const DYN_SHARED_MAX: u32 = 256 * 1024;
 
 /// Part of every module's cache key: change it with what `wrapper` generates (the wrapper
 /// itself is made only on a cache miss, after preprocessing).
-const WRAPPER_LAYOUT: &str = "3: TLS init functions; dynamic shared arrays defined before the source; kernels from the preprocessor";
+const WRAPPER_LAYOUT: &str = "4: TLS init functions; dynamic shared arrays defined before the source; kernels and cluster sizes from the preprocessor";
+
+/// Defined only when preprocessing a source to list its kernels: kernels/common/emu_cluster.h
+/// then spells `QSA_CLUSTER_DIMS(x)` as `qsa_emu_cluster_dims(x)`, so the cluster size of each
+/// kernel is read from the same text as its name (in the build itself the attribute is empty).
+const SCAN_CLUSTERS: &str = "-DQSA_EMU_SCAN_CLUSTERS";
+/// What `QSA_CLUSTER_DIMS(x)` reads in the scanned text.
+const CLUSTER_MARKER: &str = "qsa_emu_cluster_dims(";
+
+/// A kernel of a preprocessed source: its name and the blocks of one cluster along x
+/// (`QSA_CLUSTER_DIMS`; 1 without).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelDecl {
+    pub name: String,
+    pub cluster: u32,
+}
 
 /// Compiler flags. No -ffast-math: the kernels' float semantics (NaN, -0) are under test.
 const CXX_FLAGS: &[&str] = &[
@@ -31,7 +46,7 @@ const CXX_FLAGS: &[&str] = &[
     // `#pragma unroll` is CUDA's; g++ does not know it.
     "-Wno-unknown-pragmas",
     // The runtime poisons a block's shared memory with memset over the thread-local range
-    // located from a one-byte anchor (emu_runtime.h `run_block`); glibc's fortified memset
+    // located from a one-byte anchor (emu_blocks.h `run_cluster`); glibc's fortified memset
     // reads that as an overflow and aborts ("*** buffer overflow detected ***"). Ubuntu's g++
     // defines _FORTIFY_SOURCE=3 by default: seen on the H200 image's g++ 13.3 (2026-12-01),
     // reproduced here with `QSA_EMU_CXX` = g++ -D_FORTIFY_SOURCE=3 (tests/emu_mma.rs aborts).
@@ -40,16 +55,29 @@ const CXX_FLAGS: &[&str] = &[
 ];
 
 /// The kernels a preprocessed source defines for this build: every `extern "C" void NAME(`
-/// of the source file itself (QSA_KERNEL expands to `extern "C"` in the emulation branch).
-/// Reading the preprocessor's output, not the text, sees kernels made by macros
-/// (selection_attention.cu's instances) and leaves out those an `#if` drops for this target
-/// (the sm_80+ tensor-core scorers on sm_75, the gfx950 MFMA kernel elsewhere).
-pub fn kernel_names(preprocessed_source: &str) -> Vec<String> {
-    let mut names = Vec::new();
+/// of the source file itself (QSA_KERNEL expands to `extern "C"` in the emulation branch),
+/// with its cluster size: `extern "C" qsa_emu_cluster_dims(N) void NAME(` (the text is
+/// preprocessed with `SCAN_CLUSTERS`) is a kernel of clusters of N blocks. Reading the
+/// preprocessor's output, not the text, sees kernels made by macros (selection_attention.cu's
+/// instances) and leaves out those an `#if` drops for this target (the sm_80+ tensor-core
+/// scorers on sm_75, the gfx950 MFMA kernel elsewhere; the cluster top-k below sm_90).
+pub fn kernel_decls(preprocessed_source: &str) -> Vec<KernelDecl> {
+    let mut kernels: Vec<KernelDecl> = Vec::new();
     let mut rest = preprocessed_source;
     while let Some(i) = rest.find("extern \"C\"") {
         rest = &rest[i + "extern \"C\"".len()..];
-        let Some(after) = rest.trim_start().strip_prefix("void") else {
+        let mut decl = rest.trim_start();
+        let mut cluster = 1;
+        if let Some(dims) = decl.strip_prefix(CLUSTER_MARKER) {
+            let Some((n, after)) = dims.split_once(')') else {
+                continue;
+            };
+            // 0: not a number (an expression the preprocessor left as it is); the module
+            // refuses to launch the kernel, saying so (module.rs `check_dims`).
+            cluster = n.trim().trim_end_matches(['u', 'U']).parse().unwrap_or(0);
+            decl = after.trim_start();
+        }
+        let Some(after) = decl.strip_prefix("void") else {
             continue;
         };
         if !after.starts_with(char::is_whitespace) {
@@ -62,12 +90,12 @@ pub fn kernel_names(preprocessed_source: &str) -> Vec<String> {
             .collect();
         if !name.is_empty()
             && after[name.len()..].trim_start().starts_with('(')
-            && !names.contains(&name)
+            && !kernels.iter().any(|k| k.name == name)
         {
-            names.push(name);
+            kernels.push(KernelDecl { name, cluster });
         }
     }
-    names
+    kernels
 }
 
 /// The names given to QSA_DYNAMIC_SHARED(name) in a source.
@@ -90,7 +118,7 @@ pub fn dynamic_shared_names(source: &str) -> Vec<String> {
 
 /// The translation unit that becomes the module: the kernel source, the runtime, the
 /// dynamic shared arrays and the registry of `kernels`.
-fn wrapper(source_path: &Path, source: &str, kernels: &[String]) -> BackendResult<String> {
+fn wrapper(source_path: &Path, source: &str, kernels: &[KernelDecl]) -> BackendResult<String> {
     if kernels.is_empty() {
         return Err(BackendError::Input(format!(
             "{} declares no QSA_KERNEL for this target: nothing to emulate",
@@ -116,7 +144,7 @@ fn wrapper(source_path: &Path, source: &str, kernels: &[String]) -> BackendResul
     w += "#include \"common/emu_runtime.h\"\n";
     w += "extern const qsa_emu::KernelEntry qsa_emu_kernels[] = {\n";
     for k in kernels {
-        w += &format!("    QSA_EMU_ENTRY({k}),\n");
+        w += &format!("    QSA_EMU_ENTRY({}, {}),\n", k.name, k.cluster);
     }
     w += "};\n";
     w += &format!(
@@ -206,7 +234,7 @@ pub fn build(
         ))
     })?;
     let own = preprocess(kernels_dir, source, t)?;
-    let wrapper = wrapper(source, &text, &kernel_names(&own))?;
+    let wrapper = wrapper(source, &text, &kernel_decls(&own))?;
     // Unique scratch names, renamed into place: concurrent builds of one module are safe.
     let tag = format!("{}-{:?}", std::process::id(), std::thread::current().id());
     let tag: String = tag.chars().filter(char::is_ascii_alphanumeric).collect();
@@ -290,6 +318,7 @@ fn preprocess(kernels_dir: &Path, source: &Path, t: &EmuTarget) -> BackendResult
                 .filter(|f| f.starts_with("-D") || f.starts_with("-std")),
         )
         .args(target_defines(t))
+        .arg(SCAN_CLUSTERS)
         .arg("-I")
         .arg(kernels_dir)
         .arg(source)
@@ -481,9 +510,32 @@ mod tests {
                    extern \"C\" void  qsa_b (int x) {} extern \"C\" void qsa_a(int) {}\n\
                    extern \"C\" int not_a_kernel(int);\nextern \"C\" { void inside(); }\n\
                    extern \"C\" voidish(int);\n";
-        assert_eq!(kernel_names(pre), ["qsa_a", "qsa_b"]);
+        let names: Vec<String> = kernel_decls(pre).into_iter().map(|k| k.name).collect();
+        assert_eq!(names, ["qsa_a", "qsa_b"]);
         let src = include_str!("../../kernels/topk.cu");
         assert_eq!(dynamic_shared_names(src), ["topk_dyn"]);
+    }
+
+    /// emu_cluster.h's scan spelling of QSA_CLUSTER_DIMS gives the kernel's cluster size;
+    /// a size that is not a number is 0 (refused at launch), never a dropped kernel.
+    #[test]
+    fn cluster_sizes_from_the_scan_marker() {
+        let pre = "extern \"C\" qsa_emu_cluster_dims(8) void qsa_c(int n) {}\n\
+                   extern \"C\"   qsa_emu_cluster_dims( 4u )  void qsa_d(int n) {}\n\
+                   extern \"C\" void qsa_plain(int n) {}\n\
+                   extern \"C\" qsa_emu_cluster_dims(2 * 2) void qsa_expr(int n) {}\n";
+        let decls: Vec<(String, u32)> = kernel_decls(pre)
+            .into_iter()
+            .map(|k| (k.name, k.cluster))
+            .collect();
+        let want = [
+            ("qsa_c", 8),
+            ("qsa_d", 4),
+            ("qsa_plain", 1),
+            ("qsa_expr", 0),
+        ];
+        let want: Vec<(String, u32)> = want.iter().map(|&(n, c)| (n.into(), c)).collect();
+        assert_eq!(decls, want);
     }
 
     #[test]

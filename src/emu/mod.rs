@@ -12,7 +12,9 @@
 //!   schedule is a failed check naming the kernel.
 //!
 //! Threads of a block are fibers (ucontext) on one OS thread, switched at barriers and
-//! wave collectives; blocks spread over the host's cores (kernels/common/emu_runtime.h).
+//! wave collectives; blocks spread over the host's cores (kernels/common/emu_runtime.h, emu_blocks.h).
+//! The blocks of a thread-block cluster (sm_90's `QSA_CLUSTER_DIMS`) take turns on one OS
+//! thread, each with its own copy of shared memory (kernels/common/emu_cluster.h).
 
 pub mod api;
 pub mod backend;

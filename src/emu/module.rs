@@ -40,6 +40,8 @@ struct Kernel {
     static_shared: u64,
     /// (offset from the TLS anchor, bytes) of its static shared variables.
     ranges: Vec<(i64, u64)>,
+    /// Blocks per thread-block cluster along x (`QSA_CLUSTER_DIMS`); 1 without clusters.
+    cluster: u32,
 }
 
 pub struct EmuModule {
@@ -81,7 +83,7 @@ impl EmuModule {
         // code of ours beyond static initialisers of plain data.
         let lib = unsafe { libloading::Library::new(&path) }.map_err(|e| load_err(&path, e))?;
         // SAFETY: the symbols' types are those of emu_runtime.h's C ABI.
-        let (count, name, sig, wave, launch) = unsafe {
+        let (count, name, sig, cluster, wave, launch) = unsafe {
             let count: libloading::Symbol<unsafe extern "C" fn() -> c_int> = lib
                 .get(b"qsa_emu_kernel_count\0")
                 .map_err(|e| load_err(&path, e))?;
@@ -91,12 +93,15 @@ impl EmuModule {
             let sig: libloading::Symbol<unsafe extern "C" fn(c_int) -> *const c_char> = lib
                 .get(b"qsa_emu_kernel_signature\0")
                 .map_err(|e| load_err(&path, e))?;
+            let cluster: libloading::Symbol<unsafe extern "C" fn(c_int) -> u32> = lib
+                .get(b"qsa_emu_kernel_cluster\0")
+                .map_err(|e| load_err(&path, e))?;
             let wave: libloading::Symbol<unsafe extern "C" fn() -> c_int> =
                 lib.get(b"qsa_emu_wave\0").map_err(|e| load_err(&path, e))?;
             let launch: libloading::Symbol<LaunchFn> = lib
                 .get(b"qsa_emu_launch\0")
                 .map_err(|e| load_err(&path, e))?;
-            (*count, *name, *sig, *wave, *launch)
+            (*count, *name, *sig, *cluster, *wave, *launch)
         };
         // SAFETY: plain queries; the strings are static in the library, which outlives them.
         let built_wave = unsafe { wave() } as u32;
@@ -133,6 +138,8 @@ impl EmuModule {
                 Kernel {
                     static_shared: ranges.iter().map(|r| r.1).sum(),
                     signature: cstr(unsafe { sig(i as c_int) }),
+                    // SAFETY: a plain query of kernel i < count.
+                    cluster: unsafe { cluster(i as c_int) },
                     name,
                     ranges,
                 }
@@ -154,6 +161,14 @@ impl EmuModule {
 
     pub fn kernel_names(&self) -> impl Iterator<Item = &str> {
         self.kernels.iter().map(|k| k.name.as_str())
+    }
+
+    /// Blocks per thread-block cluster of `kernel` (1 without clusters), if the module has it.
+    pub fn cluster_size(&self, kernel: &str) -> Option<u32> {
+        self.kernels
+            .iter()
+            .find(|k| k.name == kernel)
+            .map(|k| k.cluster)
     }
 
     /// Bytes of `kernel`'s static `__shared__` variables, if the module has it.
@@ -240,6 +255,18 @@ impl EmuModule {
             return Err(BackendError::Shape(format!(
                 "{}: empty grid {:?}",
                 k.name, d.grid
+            )));
+        }
+        if k.cluster == 0 {
+            return Err(BackendError::Input(format!(
+                "{}: its QSA_CLUSTER_DIMS(...) is not a plain number after preprocessing, so the emulator cannot size its clusters: write the size as an integer literal or a macro of one",
+                k.name
+            )));
+        }
+        if !d.grid.0.is_multiple_of(k.cluster) {
+            return Err(BackendError::Shape(format!(
+                "{}: grid x {} is not a multiple of its cluster size {} (QSA_CLUSTER_DIMS): launch whole clusters",
+                k.name, d.grid.0, k.cluster
             )));
         }
         let total = k.static_shared + d.shared_bytes as u64;

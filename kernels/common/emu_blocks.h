@@ -1,0 +1,254 @@
+// qsa SIMT emulator, runtime: blocks and thread-block clusters over the fibers of one OS
+// thread, and the workers that take clusters from a launch. Part of emu_runtime.h, which
+// includes it after the fibers, the fiber pool and the wave collectives it uses.
+#pragma once
+
+namespace qsa_emu {
+
+// ---- Blocks and clusters.
+//
+// A block's fibers run until none can move; `step_block` returns then, either because the
+// block finished or because every live thread waits at qsa_cluster_sync. The blocks of a
+// cluster (1 block without QSA_CLUSTER_DIMS) take turns on one OS thread (`run_cluster`):
+// a cluster barrier is released once every block of the cluster waits at it. Each block's
+// shared memory lives in this OS thread's TLS while it runs and in the cluster's copy
+// (`Cluster::saved`) while another block runs; qsa_cluster_map of another block reads that
+// copy.
+
+enum class BlockStatus : uint8_t { Running, AtCluster, Done, Failed };
+
+struct BlockRun {
+  Dim3 idx;
+  Thread* th;  // its `n` fibers in the pool
+  std::mt19937_64 rng;
+  BlockStatus status;
+};
+
+struct Cluster {
+  Launch* L = nullptr;
+  unsigned size = 1;
+  unsigned rank = 0;                  // the block whose shared memory is in TLS now
+  bool loaded = false;                // whether any block's shared memory is in TLS
+  size_t block_bytes = 0;             // every shared range of one block, end to end
+  std::vector<unsigned char> saved;   // size x block_bytes
+  std::vector<BlockRun> blocks;
+};
+
+static thread_local Cluster* cur_cluster = nullptr;
+
+// Copy block `r`'s shared memory between TLS and its saved copy (to_tls: restore).
+inline void move_shared(Cluster& c, unsigned r, bool to_tls) {
+  const qsa_emu_launch_t& d = *c.L->desc;
+  unsigned char* anchor = &tls_anchor;
+  unsigned char* copy = c.saved.data() + r * c.block_bytes;
+  for (int i = 0; i < d.n_shared_ranges; ++i) {
+    unsigned char* live = anchor + d.shared_ranges[2 * i];
+    const size_t bytes = (size_t)d.shared_ranges[2 * i + 1];
+    if (to_tls) memcpy(live, copy, bytes);
+    else memcpy(copy, live, bytes);
+    copy += bytes;
+  }
+}
+
+// Put block `r`'s shared memory in TLS (the block running before it saved first).
+inline void load_block(Cluster& c, unsigned r) {
+  if (c.size == 1 || (c.loaded && c.rank == r)) {
+    c.rank = r;
+    return;
+  }
+  if (c.loaded) move_shared(c, c.rank, false);
+  move_shared(c, r, true);
+  c.rank = r;
+  c.loaded = true;
+}
+
+inline unsigned cluster_rank() { return cur_cluster ? cur_cluster->rank : 0; }
+
+inline const void* cluster_map(const void* p, unsigned rank) {
+  Cluster* c = cur_cluster;
+  const BlockRun& self = c->blocks[c->rank];
+  if (rank >= c->size) {
+    c->L->fail(block_name(c->L->kernel, self.idx) + ": qsa_cluster_map to rank " + std::to_string(rank) +
+               " of a cluster of " + std::to_string(c->size) + " blocks");
+    return p;
+  }
+  if (rank == c->rank) return p;
+  const qsa_emu_launch_t& d = *c->L->desc;
+  const long long off = (long long)((const unsigned char*)p - &tls_anchor);
+  size_t pos = 0;
+  for (int i = 0; i < d.n_shared_ranges; ++i) {
+    const long long start = d.shared_ranges[2 * i], bytes = d.shared_ranges[2 * i + 1];
+    if (off >= start && off < start + bytes) return c->saved.data() + rank * c->block_bytes + pos + (off - start);
+    pos += (size_t)bytes;
+  }
+  c->L->fail(block_name(c->L->kernel, self.idx) +
+             ": qsa_cluster_map of an address that is not this kernel's shared memory");
+  return p;
+}
+
+// Run block `br`'s fibers until it finishes or every live thread waits at the cluster
+// barrier. An error is recorded in `L` (status Failed).
+inline BlockStatus step_block(Launch& L, FiberPool& pool, BlockRun& br, std::vector<unsigned>& ready) {
+  const qsa_emu_launch_t& d = *L.desc;
+  const Dim3 dim = {d.block[0], d.block[1], d.block[2]};
+  const unsigned n = dim.x * dim.y * dim.z;
+  cur_block = BlockState{br.idx, dim, Dim3{d.grid[0], d.grid[1], d.grid[2]}};
+  sched_ctx = &pool.sched;
+  cur_launch = &L;
+  Thread* th = br.th;
+  const unsigned waves = (n + QSA_WAVE - 1) / QSA_WAVE;
+  std::string err;
+  for (;;) {
+    ready.clear();
+    for (unsigned i = 0; i < n; ++i)
+      if (th[i].state == State::Ready) ready.push_back(i);
+    if (!ready.empty()) {
+      if (d.schedule == REVERSE) std::reverse(ready.begin(), ready.end());
+      else if (d.schedule == RANDOM) std::shuffle(ready.begin(), ready.end(), br.rng);
+      for (unsigned i : ready) {
+        cur_thread = &th[i];
+        resume(th[i]);
+      }
+      continue;
+    }
+    bool moved = false;
+    for (unsigned w = 0; w < waves; ++w) {
+      const int r = resolve_wave(th, n, w, err);
+      if (r < 0) {
+        L.fail(block_name(L.kernel, br.idx) + ": " + err);
+        return BlockStatus::Failed;
+      }
+      moved |= r > 0;
+    }
+    if (moved) continue;
+    unsigned live = 0, at_barrier = 0, at_cluster = 0;
+    for (unsigned i = 0; i < n; ++i) {
+      live += th[i].state != State::Done;
+      at_barrier += th[i].state == State::AtBarrier;
+      at_cluster += th[i].state == State::AtClusterBarrier;
+    }
+    if (live == 0) return BlockStatus::Done;
+    if (at_barrier == live) {
+      for (unsigned i = 0; i < n; ++i)
+        if (th[i].state == State::AtBarrier) th[i].state = State::Ready;
+      continue;
+    }
+    if (at_cluster == live) {
+      if (live == n) return BlockStatus::AtCluster;
+      L.fail(block_name(L.kernel, br.idx) + ": " + std::to_string(n - live) + " of " + std::to_string(n) +
+             " threads exited while the others wait at qsa_cluster_sync, which waits for every thread of every "
+             "block of the cluster: a barrier they never reach");
+      return BlockStatus::Failed;
+    }
+    if (at_cluster > 0 && at_cluster + at_barrier == live) {
+      L.fail(block_name(L.kernel, br.idx) + ": " + std::to_string(at_cluster) +
+             " threads wait at qsa_cluster_sync while " + std::to_string(at_barrier) +
+             " wait at __syncthreads: divergent control flow around a barrier");
+      return BlockStatus::Failed;
+    }
+    L.fail(block_name(L.kernel, br.idx) + ": deadlock: " + std::to_string(at_barrier + at_cluster) + " of " +
+           std::to_string(live) +
+           " live threads wait at __syncthreads or qsa_cluster_sync while the others wait at a wave collective "
+           "that lanes at the barrier (or exited lanes) never reach");
+    return BlockStatus::Failed;
+  }
+}
+
+// Run the cluster whose rank-0 block is `first` to completion on this OS thread (a cluster of
+// one: one block). False on an error (recorded in `L`).
+inline bool run_cluster(Launch& L, FiberPool& pool, Cluster& c, Dim3 first, unsigned long long linear_cluster) {
+  const qsa_emu_launch_t& d = *L.desc;
+  const unsigned n = d.block[0] * d.block[1] * d.block[2];
+  if (c.size == 1) {  // no copies: the one block's shared memory stays in TLS
+    unsigned char* anchor = &tls_anchor;
+    for (int r = 0; r < d.n_shared_ranges; ++r)
+      memset(anchor + d.shared_ranges[2 * r], d.poison, (size_t)d.shared_ranges[2 * r + 1]);
+  } else {
+    std::fill(c.saved.begin(), c.saved.end(), d.poison);  // each block's memory poisoned
+    c.loaded = false;
+  }
+  c.blocks.resize(c.size);
+  for (unsigned r = 0; r < c.size; ++r) {
+    BlockRun& br = c.blocks[r];
+    br.idx = Dim3{first.x + r, first.y, first.z};
+    const unsigned long long linear =
+        br.idx.x + (unsigned long long)d.grid[0] * (br.idx.y + (unsigned long long)d.grid[1] * br.idx.z);
+    br.rng.seed(d.seed ^ (linear * 0x9e3779b97f4a7c15ull));
+    br.status = BlockStatus::Running;
+    br.th = pool.threads.data() + (size_t)r * n;
+    for (unsigned i = 0; i < n; ++i) {
+      Thread& t = br.th[i];
+      t.idx = Dim3{i % d.block[0], (i / d.block[0]) % d.block[1], i / (d.block[0] * d.block[1])};
+      t.linear = i;
+      t.lane = i % QSA_WAVE;
+      t.wave = i / QSA_WAVE;
+      t.state = State::Ready;
+      start_fiber(t, pool.stack((size_t)r * n + i), pool.stack_bytes, &pool.sched);
+    }
+  }
+  cur_cluster = &c;
+  std::mt19937_64 rng(d.seed ^ ~(linear_cluster * 0x9e3779b97f4a7c15ull));
+  std::vector<unsigned> order(c.size), ready;
+  ready.reserve(n);
+  for (;;) {
+    for (unsigned r = 0; r < c.size; ++r) order[r] = d.schedule == REVERSE ? c.size - 1 - r : r;
+    if (d.schedule == RANDOM) std::shuffle(order.begin(), order.end(), rng);
+    for (unsigned r : order) {
+      BlockRun& br = c.blocks[r];
+      if (br.status != BlockStatus::Running) continue;
+      load_block(c, r);
+      br.status = step_block(L, pool, br, ready);
+      if (br.status == BlockStatus::Failed || L.failed.load()) return false;
+    }
+    const BlockRun* waiting = nullptr;
+    const BlockRun* done = nullptr;
+    for (const BlockRun& br : c.blocks) (br.status == BlockStatus::Done ? done : waiting) = &br;
+    if (!waiting) return true;
+    if (done) {
+      L.fail(block_name(L.kernel, waiting->idx) + ": waits at qsa_cluster_sync while block (" +
+             std::to_string(done->idx.x) + "," + std::to_string(done->idx.y) + "," + std::to_string(done->idx.z) +
+             ") of its cluster exited without reaching it");
+      return false;
+    }
+    for (BlockRun& br : c.blocks) {  // every thread of the cluster is at the barrier
+      for (unsigned i = 0; i < n; ++i) br.th[i].state = State::Ready;
+      br.status = BlockStatus::Running;
+    }
+  }
+}
+
+// Fibers one OS thread may hold: each stack has a guard page, so a pool maps 2 areas per
+// fiber, and Linux allows a process vm.max_map_count areas (65,530 by default). 16,384
+// fibers per launch (16 workers of 1,024-thread blocks, or 2 workers of 8-block clusters)
+// take half of that; past it a launch uses fewer workers rather than fail to map memory.
+constexpr unsigned long long FIBER_BUDGET = 16384;
+
+inline void worker(Launch& L) {
+  const qsa_emu_launch_t& d = *L.desc;
+  FiberPool pool;
+  Cluster c;
+  c.L = &L;
+  c.size = L.kernel->cluster;
+  const unsigned n = d.block[0] * d.block[1] * d.block[2];
+  pool.ensure((size_t)n * c.size, (size_t)d.stack_bytes);
+  if (pool.count < (size_t)n * c.size) {
+    L.fail(std::string(L.kernel->name) + ": cannot map fiber stacks for " + std::to_string(n * c.size) + " threads");
+    return;
+  }
+  for (int r = 0; r < d.n_shared_ranges; ++r) c.block_bytes += (size_t)d.shared_ranges[2 * r + 1];
+  if (c.size > 1) c.saved.assign(c.size * c.block_bytes, 0);
+  const unsigned clusters_x = d.grid[0] / c.size;
+  const unsigned long long total = (unsigned long long)clusters_x * d.grid[1] * d.grid[2];
+  for (;;) {
+    if (L.failed.load()) break;
+    const unsigned long long i = L.next.fetch_add(1);
+    if (i >= total) break;
+    const unsigned long long lin = d.schedule == REVERSE ? total - 1 - i : i;
+    const Dim3 first = {(unsigned)(lin % clusters_x) * c.size, (unsigned)((lin / clusters_x) % d.grid[1]),
+                        (unsigned)(lin / ((unsigned long long)clusters_x * d.grid[1]))};
+    if (!run_cluster(L, pool, c, first, lin)) break;
+  }
+  cur_cluster = nullptr;
+}
+
+}  // namespace qsa_emu
