@@ -169,9 +169,9 @@ fn wide_small_k_and_unstaged_rows_match_the_oracle() {
     }
 }
 
-/// n > 8192 in decode form: the cluster kernel where the target has clusters (sm_90), else
-/// the split (auto on NVIDIA; on AMD only gfx906 behind the engine's switch, else the wide
-/// kernel), three chunks (cluster: eight parts) per query, ties and NaN included;
+/// n > 8192 in decode form: the split (auto on NVIDIA; on AMD only gfx906 behind the
+/// engine's switch, else the wide kernel), and where the target has clusters (sm_90) the
+/// forced cluster kernel; three chunks (cluster: eight parts) per query, ties and NaN included;
 /// k = 4096 of all-equal scores leaves more candidates than the final step holds in
 /// registers, so it streams them.
 #[test]
@@ -196,9 +196,20 @@ fn split_matches_the_oracle_with_each_targets_dispatch() {
     };
     for caps in gpu_targets() {
         let auto = check_case(&caps, &[], &case, &[Schedule::Forward]);
-        let want = if caps.has(qsa::dispatch::Feature::Clusters) {
-            "cluster"
-        } else if caps.vendor == qsa::dispatch::Vendor::Nvidia {
+        if caps.has(qsa::dispatch::Feature::Clusters) {
+            let forced = check_case(
+                &caps,
+                &[("QSA_TOPK_KERNEL", "cluster")],
+                &case,
+                &[Schedule::Forward],
+            );
+            assert!(
+                forced.iter().all(|d| d == "cluster"),
+                "{}: {forced:?}",
+                caps.name
+            );
+        }
+        let want = if caps.vendor == qsa::dispatch::Vendor::Nvidia {
             "split"
         } else {
             "wide"
@@ -252,16 +263,18 @@ fn topk_kernels_are_schedule_independent() {
         active: None,
         dists: &["adversarial"],
     };
-    // The cluster kernel: rows past 8,192 whose selection takes more than one digit, so
-    // that each part's histogram buffer is cleared and refilled while the cluster reads it.
+    // The cluster kernel: parts of 2,601 entries, more than a CTA keeps as candidates
+    // (2,048), so uniform rows take the bounded path and ascending rows (whose bound leaves
+    // whole parts) the full one, each with several digits whose histogram buffers are
+    // cleared and refilled while the cluster reads them.
     let cluster = Case {
         name: "emu_race_cluster",
-        nq: 2,
-        n: 12_289,
-        capacity: 12_289,
+        nq: 1,
+        n: 20_803,
+        capacity: 20_803,
         k: 300,
         active: None,
-        dists: &["uniform", "ties"],
+        dists: &["uniform", "ascending"],
     };
     for caps in gpu_targets()
         .into_iter()
@@ -282,20 +295,15 @@ fn topk_kernels_are_schedule_independent() {
             &Schedule::RACE_CHECK,
         );
         if caps.has(qsa::dispatch::Feature::Clusters) {
-            // Its parts' histograms are read across the cluster after each cluster barrier.
-            // Staged (the part's keys in shared memory) and read from global memory.
-            for staged in ["1", "0"] {
-                let d = check_case(
-                    &caps,
-                    &[
-                        ("QSA_TOPK_KERNEL", "cluster"),
-                        ("QSA_TOPK_CLUSTER_STAGED", staged),
-                    ],
-                    &cluster,
-                    &Schedule::RACE_CHECK,
-                );
-                assert!(d.iter().all(|d| d == "cluster"), "{}: {d:?}", caps.name);
-            }
+            // Its parts' bounds, counts and histograms are read across the cluster after
+            // cluster barriers.
+            let d = check_case(
+                &caps,
+                &[("QSA_TOPK_KERNEL", "cluster")],
+                &cluster,
+                &Schedule::RACE_CHECK,
+            );
+            assert!(d.iter().all(|d| d == "cluster"), "{}: {d:?}", caps.name);
         }
     }
 }
