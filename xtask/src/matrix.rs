@@ -437,7 +437,12 @@ pub(crate) fn build_runner(root: &Path) -> Result<PathBuf> {
         .status()
         .context("cannot start cargo to build the runner")?;
     anyhow::ensure!(status.success(), "building the runner failed ({status})");
-    Ok(root.join("target/release/qsa"))
+    // Where that cargo put it: CARGO_TARGET_DIR (relative paths from the workspace root, the
+    // build's working folder) when set, as a build in its own target folder sets it (the
+    // MSRV toolchain's test run, the mutants harness).
+    let target_dir =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), |d| root.join(d));
+    Ok(target_dir.join("release/qsa"))
 }
 
 /// Run one target's runner with a time limit (restarted after a crash: `runner_stream`).

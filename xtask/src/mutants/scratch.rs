@@ -96,10 +96,12 @@ pub fn sync(src: &Path, dest: &Path) -> Result<Scratch> {
 /// Seed the scratch tree's empty `target/<profile>` with a copy of the working tree's, so
 /// the first baseline rebuilds only the workspace crates (their paths changed), not every
 /// dependency: measured 16 s instead of a cold build of minutes (2 cores, 2026-12-01).
+/// `msrv` is .ci/msrv.sh's folder (`cargo +MSRV check`, which .ci/run makes before the
+/// mutants): its mutant's first baseline is then not a cold check of minutes.
 /// Returns the profiles seeded.
 pub fn seed_target(src: &Path, dest: &Path) -> Result<Vec<&'static str>> {
     let mut seeded = Vec::new();
-    for profile in ["debug", "release"] {
+    for profile in ["debug", "release", "msrv"] {
         let (from, to) = (
             src.join("target").join(profile),
             dest.join("target").join(profile),
