@@ -18,8 +18,10 @@ shared bytes and arguments (bench/qsa_plan.py); this script derives no launch ru
 Usage: python3 bench/scores_vs_torch.py --qsa .h200/qsa --kernels build/kernels/sm_90 [--out DIR]
        python3 bench/scores_vs_torch.py --qsa target/debug/qsa --plan-only   # no GPU: the launches, as JSON
 Needs: torch, cupy, numpy, a CUDA GPU, and the `qsa` binary of the same checkout. No Rust.
-A variant whose dispatch gives the same kernel as an earlier one on a shape (SIMT gives way
-to the warp kernel below 8 queries) is run once.
+A variant whose dispatch gives the same kernel as an earlier one on a shape is run once.
+Besides the variants, qsa's forcing switches add what the dispatch never picks on a shape:
+the SIMT kernel below 8 queries (QSA_SCORES_KERNEL=simt) and the other tensor-core CTA tile
+(QSA_SCORES_TILE=wide|decode); their rows are labelled with the switch.
 """
 import argparse
 import datetime
@@ -37,8 +39,12 @@ HEAD_DIM = 128
 # Ceilings of the H200 SXM (datasheet dense rates; HBM as measured on the machine).
 PEAK = {"fp32": 67e12, "tf32": 494e12, "bf16": 989e12, "hbm": 4.3e12}
 
-# matrix.yaml's scores variants, baseline first: the switches that pick each kernel.
+# matrix.yaml's scores variants, baseline first: the switches that pick each kernel. Then
+# (label, variant, qsa switches) for kernels and tiles the dispatch leaves out on a shape.
 VARIANTS = ["warp", "simt", "auto", "bf16"]
+FORCED = [("simt:QSA_SCORES_KERNEL=simt", "simt", {"QSA_SCORES_KERNEL": "simt"}),
+          ("auto:QSA_SCORES_TILE=wide", "auto", {"QSA_SCORES_TILE": "wide"}),
+          ("auto:QSA_SCORES_TILE=decode", "auto", {"QSA_SCORES_TILE": "decode"})]
 CHECK_SHAPES = [((3, 5, 70), 1), ((5, 48, 129), 2), ((2, 200, 300), 3), ((1, 64, 1000), 4),
                 ((37, 64, 1000), 5), ((256, 64, 4096), 6), ((1, 64, 262144), 8)]
 BENCH_SHAPES = [(256, 64, 4096), (256, 64, 2048), (1, 64, 262144)]
@@ -49,15 +55,18 @@ def plans_for(planner, shape):
     target lacks (e.g. bf16 below sm_80) is reported and left out."""
     nq, heads, blocks = shape
     out, seen = [], set()
-    for v in VARIANTS:
+    runs = [(v, v, None) for v in VARIANTS] + FORCED
+    for label, v, switches in runs:
         try:
-            p = planner.plan("scores", dict(nq=nq, heads=heads, blocks=blocks), v)
+            p = planner.plan("scores", dict(nq=nq, heads=heads, blocks=blocks), v, switches)
         except qsa_plan.PlanError as e:
-            print(f"# variant {v} on {nq}x{heads}x{blocks}: {e}", file=sys.stderr)
+            print(f"# variant {label} on {nq}x{heads}x{blocks}: {e}", file=sys.stderr)
             continue
-        if p["dispatched"] not in seen:
-            seen.add(p["dispatched"])
-            out.append((v, p))
+        # The same kernel and grid (a forced tile the dispatch already takes) runs once.
+        key = (p["dispatched"], str(p["call"][-1].get("grid")) if p.get("call") else "")
+        if key not in seen:
+            seen.add(key)
+            out.append((label, p))
     return out
 
 

@@ -537,6 +537,15 @@ impl Matrix {
                     ));
                 }
             }
+            if let Err(e) = crate::dispatch::scores::check_switches(&v.switches()) {
+                return Err(err_at(
+                    path,
+                    src,
+                    &format!("variants[{i}].env"),
+                    "variants.env",
+                    format!("variant `{}`: {e}", echo::value(&v.name)),
+                ));
+            }
         }
         for (family, name) in &self.baselines {
             if self.variant(*family, name).is_none() {
@@ -794,6 +803,16 @@ mod tests {
         );
         assert!(
             e.message.contains("unknown switch `STRATA_QSA_WRAP`"),
+            "{e}"
+        );
+
+        let e = error_with(
+            "STRATA_QSA_WARP: \"1\"}, doc: \"no tensor",
+            "QSA_SCORES_KERNEL: fastest}, doc: \"no tensor",
+        );
+        assert!(
+            e.message
+                .contains("variant `simt`: QSA_SCORES_KERNEL=fastest: expected warp"),
             "{e}"
         );
 

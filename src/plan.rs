@@ -52,7 +52,8 @@ pub fn predicted_kernel(
                 (false, k @ scores::ScoresKernel::AmdMatrixBf16(_)) => k.name().into(),
                 (false, k)
                     if k.tensor_cores()
-                        && scores::tc_tile(s.queries, s.heads) == scores::TcTile::Decode =>
+                        && scores::tc_tile_for(&sw, s.queries, s.heads)
+                            == scores::TcTile::Decode =>
                 {
                     format!("{}_decode", k.name())
                 }

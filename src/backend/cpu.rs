@@ -175,6 +175,7 @@ fn plan<'a>(sw: &Switches, problem: &'a Problem) -> BackendResult<Job<'a>> {
         }
         Problem::Scores(p) => {
             validate_scores(p)?;
+            dispatch::scores::check_switches(sw).map_err(BackendError::Input)?;
             match dispatch::scores::choose_for(&caps, sw, p.nq) {
                 ScoresKernel::Warp => Job::Scores(p, ScoreOrder::Warp),
                 _ => Job::Scores(p, ScoreOrder::Simt),

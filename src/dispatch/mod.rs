@@ -97,6 +97,14 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
         "register | wide | split | cluster: force one top-k kernel (qsa's switch, for tests)",
     ),
     (
+        "QSA_SCORES_KERNEL",
+        "warp | simt | tf32 | bf16: force one scorer where the target has it, SIMT even below 8 queries (qsa's switch, for benches)",
+    ),
+    (
+        "QSA_SCORES_TILE",
+        "wide | decode: force the tensor-core scorers' CTA tile (qsa's sweep switch)",
+    ),
+    (
         "QSA_ATTN_KERNEL",
         "gather | staged: force one selection-attention kernel (qsa's switch)",
     ),

@@ -66,7 +66,46 @@ impl ScoresKernel {
     }
 }
 
+/// qsa's forcing switches for the scorers (for benches and tests; the engine never sets
+/// them): `QSA_SCORES_KERNEL` names a kernel, `QSA_SCORES_TILE` a tensor-core CTA tile.
+pub const KERNEL_SWITCH: &str = "QSA_SCORES_KERNEL";
+pub const TILE_SWITCH: &str = "QSA_SCORES_TILE";
+
+/// The forcing switches' values, checked before any work: an unknown value is an error that
+/// lists the known ones.
+pub fn check_switches(sw: &Switches) -> Result<(), String> {
+    match sw.get(KERNEL_SWITCH) {
+        None | Some("warp" | "simt" | "tf32" | "bf16") => {}
+        Some(other) => {
+            return Err(format!(
+                "{KERNEL_SWITCH}={other}: expected warp, simt, tf32 or bf16"
+            ))
+        }
+    }
+    match sw.get(TILE_SWITCH) {
+        None | Some("wide" | "decode") => Ok(()),
+        Some(other) => Err(format!("{TILE_SWITCH}={other}: expected wide or decode")),
+    }
+}
+
+/// The kernel `QSA_SCORES_KERNEL` forces, where the target has it (a forced kernel the target
+/// lacks falls back to the engine's choice, as a forced top-k kernel does).
+fn forced(caps: &TargetCaps, sw: &Switches) -> Option<ScoresKernel> {
+    let nvidia = caps.vendor == Vendor::Nvidia;
+    match sw.get(KERNEL_SWITCH)? {
+        "warp" => Some(ScoresKernel::Warp),
+        "simt" => Some(ScoresKernel::Simt),
+        "tf32" if nvidia && caps.has(Feature::Tf32Tc) => Some(ScoresKernel::Tf32),
+        "bf16" if nvidia && caps.has(Feature::Bf16Tc) => Some(ScoresKernel::Bf16),
+        "bf16" => amd_matrix(caps).map(ScoresKernel::AmdMatrixBf16),
+        _ => None,
+    }
+}
+
 pub fn choose(caps: &TargetCaps, sw: &Switches) -> ScoresKernel {
+    if let Some(k) = forced(caps, sw) {
+        return k;
+    }
     let simt_off = sw.off("STRATA_SELECT_SIMT") || sw.on("STRATA_SELECT_OLD");
     let tc_off = sw.on("STRATA_QSA_WARP") || sw.on("STRATA_SELECT_OLD");
     let nvidia_tc = caps.vendor == Vendor::Nvidia && caps.has(Feature::Tf32Tc);
@@ -95,10 +134,13 @@ pub fn choose(caps: &TargetCaps, sw: &Switches) -> ScoresKernel {
 pub const SIMT_MIN_QUERIES: usize = 8;
 
 /// `choose` for a call with `nq` queries: where the tensor-core kernels are off or absent,
-/// decode-sized calls take the warp kernel instead of the SIMT kernel.
+/// decode-sized calls take the warp kernel instead of the SIMT kernel (unless
+/// `QSA_SCORES_KERNEL=simt` forces it, e.g. to measure it at 1 query).
 pub fn choose_for(caps: &TargetCaps, sw: &Switches, nq: usize) -> ScoresKernel {
     match choose(caps, sw) {
-        ScoresKernel::Simt if nq < SIMT_MIN_QUERIES => ScoresKernel::Warp,
+        ScoresKernel::Simt if nq < SIMT_MIN_QUERIES && forced(caps, sw).is_none() => {
+            ScoresKernel::Warp
+        }
         k => k,
     }
 }
@@ -127,6 +169,15 @@ impl TcTile {
             TcTile::Wide => 128,
             TcTile::Decode => 256,
         }
+    }
+}
+
+/// `tc_tile`, unless `QSA_SCORES_TILE` forces one (values checked by `check_switches`).
+pub fn tc_tile_for(sw: &Switches, nq: usize, heads: usize) -> TcTile {
+    match sw.get(TILE_SWITCH) {
+        Some("wide") => TcTile::Wide,
+        Some("decode") => TcTile::Decode,
+        _ => tc_tile(nq, heads),
     }
 }
 
@@ -260,5 +311,39 @@ mod tests {
         assert_eq!(tc_tile(4, 16), TcTile::Decode);
         assert_eq!(tc_tile(1, 65), TcTile::Wide);
         assert_eq!(tc_tile(256, 64), TcTile::Wide);
+    }
+
+    #[test]
+    fn forcing_switches_pick_the_kernel_and_tile_and_refuse_unknown_values() {
+        let hopper = caps(Vendor::Nvidia, vec![Feature::Tf32Tc, Feature::Bf16Tc]);
+        let turing = caps(Vendor::Nvidia, vec![]);
+        // The SIMT kernel at 1 query, which the engine's dispatch never takes.
+        let simt = sw(&[(KERNEL_SWITCH, "simt")]);
+        assert_eq!(choose_for(&hopper, &simt, 1), ScoresKernel::Simt);
+        assert_eq!(choose_for(&turing, &sw(&[]), 1), ScoresKernel::Warp);
+        // A tensor-core kernel the target lacks falls back to the engine's choice.
+        assert_eq!(
+            choose_for(&turing, &sw(&[(KERNEL_SWITCH, "tf32")]), 64),
+            ScoresKernel::Simt
+        );
+        assert_eq!(
+            choose_for(&hopper, &sw(&[(KERNEL_SWITCH, "bf16")]), 64),
+            ScoresKernel::Bf16
+        );
+        // The tile: forced either way, else by shape.
+        assert_eq!(tc_tile_for(&sw(&[]), 1, 64), TcTile::Decode);
+        assert_eq!(
+            tc_tile_for(&sw(&[(TILE_SWITCH, "wide")]), 1, 64),
+            TcTile::Wide
+        );
+        assert_eq!(
+            tc_tile_for(&sw(&[(TILE_SWITCH, "decode")]), 256, 64),
+            TcTile::Decode
+        );
+        assert!(check_switches(&simt).is_ok());
+        let e = check_switches(&sw(&[(KERNEL_SWITCH, "fast")])).unwrap_err();
+        assert!(e.contains("expected warp, simt, tf32 or bf16"), "{e}");
+        let e = check_switches(&sw(&[(TILE_SWITCH, "tall")])).unwrap_err();
+        assert!(e.contains("expected wide or decode"), "{e}");
     }
 }

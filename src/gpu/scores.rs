@@ -4,7 +4,9 @@
 use super::launch::{launch, LaunchPlan, PlanArg, PlannedCall, Role, Step};
 use super::{as_bytes, Family, GpuApi, GpuProps, LaunchDims};
 use crate::backend::{BackendError, BackendResult, Prepared};
-use crate::dispatch::scores::{amd_matrix, choose_for, tc_tile, AmdMatrix, ScoresKernel, TcTile};
+use crate::dispatch::scores::{
+    amd_matrix, check_switches, choose_for, tc_tile_for, AmdMatrix, ScoresKernel, TcTile,
+};
 use crate::dispatch::{Feature, Switches, TargetCaps};
 use crate::problem::{Output, ScoresProblem, HEAD_DIM};
 
@@ -45,9 +47,11 @@ fn to_u32(x: usize, what: &str) -> BackendResult<u32> {
 }
 
 /// Grid and shared memory of `kernel` for `nq x heads x blocks` (all >= 1), or the limit the
-/// shape breaks. Pure, so it is unit-tested without a device.
+/// shape breaks; `tile` is the tensor-core kernels' CTA tile (`tc_tile_for`; the others
+/// ignore it). Pure, so it is unit-tested without a device.
 pub fn plan(
     kernel: ScoresKernel,
+    tile: TcTile,
     nq: usize,
     heads: usize,
     blocks: usize,
@@ -137,7 +141,6 @@ pub fn plan(
                     kernel.name()
                 )));
             }
-            let tile = tc_tile(nq, heads);
             let mt = tile.m_tiles();
             let mtq = heads.div_ceil(16);
             let qpc = if mtq <= mt { mt / mtq } else { 1 };
@@ -206,6 +209,7 @@ pub fn launch_plan(
     switches: &Switches,
     p: &ScoresCall,
 ) -> BackendResult<LaunchPlan> {
+    check_switches(switches).map_err(BackendError::Input)?;
     let kernel = choose_for(caps, switches, p.nq);
     // Defence in depth: the TC kernels are absent from code objects below sm_80 and on AMD.
     let need = match kernel {
@@ -237,7 +241,8 @@ pub fn launch_plan(
         None
     } else {
         let limit = caps.shared_per_block.min(props.max_shared_per_block);
-        Some(plan(kernel, p.nq, p.heads, p.blocks, limit)?)
+        let tile = tc_tile_for(switches, p.nq, p.heads);
+        Some(plan(kernel, tile, p.nq, p.heads, p.blocks, limit)?)
     };
     let variant = launch_of
         .as_ref()
@@ -309,32 +314,33 @@ pub fn prepare<'a, A: GpuApi>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dispatch::scores::tc_tile;
 
     #[test]
     fn plans_match_the_kernel_tiles() {
-        let l = plan(ScoresKernel::Tf32, 256, 64, 4096, 232_448).unwrap();
+        let l = plan(ScoresKernel::Tf32, tc_tile(256, 64), 256, 64, 4096, 232_448).unwrap();
         assert_eq!(
             (l.kernel, l.grid, l.shared_bytes),
             ("block_scores_tf32", (32, 128, 1), 73_728)
         );
-        let l = plan(ScoresKernel::Tf32, 1, 64, 262_144, 232_448).unwrap();
+        let l = plan(ScoresKernel::Tf32, tc_tile(1, 64), 1, 64, 262_144, 232_448).unwrap();
         assert_eq!(
             (l.kernel, l.grid, l.shared_bytes),
             ("block_scores_tf32_decode", (1024, 1, 1), 92_160)
         );
         assert_eq!(l.variant, "tf32_decode");
         // sm_86's 99 KiB holds both tiles.
-        assert!(plan(ScoresKernel::Bf16, 1, 64, 100, 101_376).is_ok());
+        assert!(plan(ScoresKernel::Bf16, tc_tile(1, 64), 1, 64, 100, 101_376).is_ok());
         assert!(matches!(
-            plan(ScoresKernel::Bf16, 1, 64, 100, 65_536),
+            plan(ScoresKernel::Bf16, tc_tile(1, 64), 1, 64, 100, 65_536),
             Err(BackendError::Unsupported(_))
         ));
         // heads > 128: one query per CTA, several passes.
-        let l = plan(ScoresKernel::Tf32, 3, 200, 300, 232_448).unwrap();
+        let l = plan(ScoresKernel::Tf32, tc_tile(3, 200), 3, 200, 300, 232_448).unwrap();
         assert_eq!(l.grid, (3, 3, 1));
-        let l = plan(ScoresKernel::Simt, 37, 64, 1000, 0).unwrap();
+        let l = plan(ScoresKernel::Simt, tc_tile(37, 64), 37, 64, 1000, 0).unwrap();
         assert_eq!(l.grid, (16, 2, 1));
-        let l = plan(ScoresKernel::Warp, 3, 5, 70, 0).unwrap();
+        let l = plan(ScoresKernel::Warp, tc_tile(3, 5), 3, 5, 70, 0).unwrap();
         assert_eq!(l.grid, (27, 1, 1));
     }
 
@@ -343,28 +349,37 @@ mod tests {
         let wmma = ScoresKernel::AmdMatrixBf16(AmdMatrix::Wmma);
         let mfma = ScoresKernel::AmdMatrixBf16(AmdMatrix::Mfma);
         // gfx12: 8 waves x 2 n-tiles x 16 = 256 blocks per CTA; gfx950: 4 x 4 x 16 = 256.
-        let l = plan(wmma, 256, 64, 4096, 65_536).unwrap();
+        let l = plan(wmma, TcTile::Wide, 256, 64, 4096, 65_536).unwrap();
         assert_eq!(
             (l.kernel, l.variant.as_str(), l.grid, l.shared_bytes),
             ("block_scores_wmma_bf16", "wmma_bf16", (16, 32, 1), 0)
         );
-        let l = plan(mfma, 256, 64, 4096, 163_840).unwrap();
+        let l = plan(mfma, TcTile::Wide, 256, 64, 4096, 163_840).unwrap();
         assert_eq!(
             (l.kernel, l.variant.as_str(), l.grid, l.shared_bytes),
             ("block_scores_mfma_bf16", "mfma_bf16", (16, 32, 1), 0)
         );
         // Ragged: 9 queries x 77 blocks: one CTA column, two query groups; decode: 1 query.
-        assert_eq!(plan(wmma, 9, 7, 77, 0).unwrap().grid, (1, 2, 1));
-        assert_eq!(plan(mfma, 1, 64, 262_144, 0).unwrap().grid, (1024, 1, 1));
-        assert_eq!(plan(mfma, 8, 64, 257, 0).unwrap().grid, (2, 1, 1));
+        assert_eq!(
+            plan(wmma, TcTile::Wide, 9, 7, 77, 0).unwrap().grid,
+            (1, 2, 1)
+        );
+        assert_eq!(
+            plan(mfma, TcTile::Wide, 1, 64, 262_144, 0).unwrap().grid,
+            (1024, 1, 1)
+        );
+        assert_eq!(
+            plan(mfma, TcTile::Wide, 8, 64, 257, 0).unwrap().grid,
+            (2, 1, 1)
+        );
         // No LDS, so no shared-memory limit; grid.y is the limit.
         assert!(matches!(
-            plan(wmma, AMC_QPC * MAX_GRID_Y + 1, 1, 1, 0),
+            plan(wmma, TcTile::Wide, AMC_QPC * MAX_GRID_Y + 1, 1, 1, 0),
             Err(BackendError::Shape(_))
         ));
-        assert!(plan(wmma, AMC_QPC * MAX_GRID_Y, 1, 1, 0).is_ok());
+        assert!(plan(wmma, TcTile::Wide, AMC_QPC * MAX_GRID_Y, 1, 1, 0).is_ok());
         assert!(matches!(
-            plan(mfma, 1, 1, i32::MAX as usize - 100, 0),
+            plan(mfma, TcTile::Wide, 1, 1, i32::MAX as usize - 100, 0),
             Err(BackendError::Shape(_))
         ));
     }
@@ -372,11 +387,11 @@ mod tests {
     #[test]
     fn limits_are_shape_errors() {
         assert!(matches!(
-            plan(ScoresKernel::Simt, 32 * 65_536, 1, 1, 0),
+            plan(ScoresKernel::Simt, TcTile::Wide, 32 * 65_536, 1, 1, 0),
             Err(BackendError::Shape(_))
         ));
         assert!(matches!(
-            plan(ScoresKernel::Tf32, 1 << 20, 64, 1, 1 << 20),
+            plan(ScoresKernel::Tf32, TcTile::Wide, 1 << 20, 64, 1, 1 << 20),
             Err(BackendError::Shape(_))
         ));
     }

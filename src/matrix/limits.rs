@@ -95,9 +95,14 @@ pub fn check(m: &Matrix, c: &Case) -> Result<(), Broken> {
                 let caps = t.caps();
                 let kernel = crate::dispatch::scores::choose_for(&caps, &sw, s.queries);
                 let shared = caps.shared_per_block;
-                if let Err(e) =
-                    crate::gpu::scores::plan(kernel, s.queries, s.heads, s.blocks, shared)
-                {
+                if let Err(e) = crate::gpu::scores::plan(
+                    kernel,
+                    crate::dispatch::scores::tc_tile_for(&sw, s.queries, s.heads),
+                    s.queries,
+                    s.heads,
+                    s.blocks,
+                    shared,
+                ) {
                     return broken(
                         "scores",
                         format!(
