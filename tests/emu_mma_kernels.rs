@@ -118,7 +118,8 @@ fn run_scorer(c: &TargetCaps, kernel: ScoresKernel, shape: (usize, usize, usize)
         buf(&w),
         buf(&vec![f32::NAN; nq * blocks]),
     );
-    let l = plan(kernel, nq, heads, blocks, c.shared_per_block).unwrap();
+    let tile = qsa::dispatch::scores::tc_tile(nq, heads);
+    let l = plan(kernel, tile, nq, heads, blocks, c.shared_per_block).unwrap();
     let dims = LaunchDims {
         grid: l.grid,
         block: (256, 1, 1),
