@@ -146,13 +146,9 @@ fn plan(a: &qsa::plan::request::PlanArgs) -> ExitCode {
     });
     match planned {
         Ok((r, p)) if a.json => {
-            println!("{}", request::to_json(&r, &p));
-            ExitCode::SUCCESS
+            write_stdout(&format!("{}\n", request::to_json(&r, &p))).unwrap_or(ExitCode::SUCCESS)
         }
-        Ok((r, p)) => {
-            print!("{}", request::to_text(&r, &p));
-            ExitCode::SUCCESS
-        }
+        Ok((r, p)) => write_stdout(&request::to_text(&r, &p)).unwrap_or(ExitCode::SUCCESS),
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(2)
@@ -177,15 +173,35 @@ fn devices(matrix: &std::path::Path, code_objects: &std::path::Path) -> ExitCode
         }
     };
     for t in &m.targets {
-        match runner::open_backend(t, &code_objects.join(&t.name)) {
+        let line = match runner::open_backend(t, &code_objects.join(&t.name)) {
             Ok(b) => match b.ptx_run() {
-                Some(p) => println!("{:8} {}: {}", t.name, b.device().name, p.label()),
-                None => println!("{:8} {}", t.name, b.device().name),
+                Some(p) => format!("{:8} {}: {}", t.name, b.device().name, p.label()),
+                None => format!("{:8} {}", t.name, b.device().name),
             },
-            Err(e) => println!("{:8} none: {}", t.name, e.0),
+            Err(e) => format!("{:8} none: {}", t.name, e.0),
+        };
+        // One line per target as it is probed (opening a device can take seconds).
+        if let Some(code) = write_stdout(&format!("{line}\n")) {
+            return code;
         }
     }
     ExitCode::SUCCESS
+}
+
+/// Write to stdout. A reader that went away (`qsa devices | head -1`) ends the command
+/// quietly with success, as it does for other Unix tools; any other write error is reported
+/// (exit 2). `None`: written.
+fn write_stdout(text: &str) -> Option<ExitCode> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => None,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Some(ExitCode::SUCCESS),
+        Err(e) => {
+            eprintln!("error: cannot write to stdout: {e}");
+            Some(ExitCode::from(2))
+        }
+    }
 }
 
 fn run(a: RunArgs) -> ExitCode {
