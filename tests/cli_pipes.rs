@@ -30,6 +30,13 @@ fn devices_and_plan_end_quietly_when_the_reader_goes_away() {
     assert!(exit_with_reader_gone(&["devices"]).success());
     let plan = ["plan", "--target", "sm_90", "--topk", "nq=1,n=9000,k=64"];
     assert!(exit_with_reader_gone(&plan).success());
-    let json = ["plan", "--json", "--target", "sm_90", "--topk", "nq=1,n=9000,k=64"];
+    let json = [
+        "plan",
+        "--json",
+        "--target",
+        "sm_90",
+        "--topk",
+        "nq=1,n=9000,k=64",
+    ];
     assert!(exit_with_reader_gone(&json).success());
 }

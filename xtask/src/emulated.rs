@@ -20,7 +20,6 @@
 //!
 //! Emulated results are compared with golden/ under the rule of `golden::emulated`.
 
-use crate::golden::emulated::EmuSnap;
 use crate::golden::{Golden, Scope};
 use crate::matrix::MatrixArgs;
 use crate::report::GateNote;
@@ -212,52 +211,24 @@ pub fn snapshots(
     repro: &Repro,
     notes: &mut Vec<GateNote>,
 ) -> Result<()> {
-    for ((suite, case), text) in snapshots::contents(m, r) {
-        let name = format!("{}__{case}", suite.name());
-        let file = format!("golden/{}/{name}.snap", t.name);
-        let again = with_flag(&repro.snapshot(&t.name, &case, suite));
-        let unseen_note = |unseen: usize| {
-            GateNote {
-            kind: "snapshot".into(),
-            name: name.clone(),
-            failed: false,
-            message: format!(
+    let off = snapshots::OffCard {
+        check: &mut |g: &mut Golden, name: &str, text: &str, scope| {
+            g.check_emulated(&t.name, name, text, scope)
+        },
+        repro: &|case: &str, suite| with_flag(&repro.snapshot(&t.name, case, suite)),
+        unseen: &|unseen, file| {
+            format!(
                 "{unseen} emulated line(s) are not in {file}, which was made on the card: not compared (the next run on the card adds them)"
-            ),
-            meaning: Vec::new(),
-            diff: String::new(),
-            repro: again.clone(),
-        }
-        };
-        match golden.check_emulated(&t.name, &name, &text, scope)? {
-            EmuSnap::AgreesWithCard { unseen } => {
-                if unseen > 0 {
-                    notes.push(unseen_note(unseen));
-                }
-            }
-            EmuSnap::DiffersFromCard { change, unseen } => {
-                notes.push(GateNote {
-                    kind: "snapshot".into(),
-                    name: name.clone(),
-                    failed: true,
-                    message: format!(
-                        "emulated {} results differ from {file}, which was made on the card: the kernel source and the card disagree (a GPU-only bug, or one in the emulator); emulation never rewrites a snapshot made on the card, --bless included",
-                        t.name
-                    ),
-                    meaning: change.meaning.lines,
-                    diff: change.diff,
-                    repro: again.clone(),
-                });
-                if unseen > 0 {
-                    notes.push(unseen_note(unseen));
-                }
-            }
-            EmuSnap::Emulated(state) => {
-                snapshots::push_note(state, &t.name, &name, &text, scope, again, notes)
-            }
-        }
-    }
-    Ok(())
+            )
+        },
+        differs: &|file| {
+            format!(
+                "emulated {} results differ from {file}, which was made on the card: the kernel source and the card disagree (a GPU-only bug, or one in the emulator); emulation never rewrites a snapshot made on the card, --bless included",
+                t.name
+            )
+        },
+    };
+    snapshots::compare_off_card(golden, m, t, r, scope, notes, off)
 }
 
 #[cfg(test)]

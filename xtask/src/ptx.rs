@@ -10,7 +10,6 @@
 //! `cargo xtask matrix --from-results DIR --bless` take such results made elsewhere (the
 //! H200) through the same function.
 
-use crate::golden::emulated::EmuSnap;
 use crate::golden::{Golden, Scope};
 use crate::report::GateNote;
 use crate::repro::Repro;
@@ -34,55 +33,25 @@ pub fn snapshots(
     } else {
         r.device.arch.as_str()
     };
-    for ((suite, case), text) in snapshots::contents(m, r) {
-        let name = format!("{}__{case}", suite.name());
-        let file = format!("golden/{}/{name}.snap", t.name);
-        let again = repro.snapshot(&t.name, &case, suite);
-        let note = |failed: bool, message: String| GateNote {
-            kind: "snapshot".into(),
-            name: name.clone(),
-            failed,
-            message,
-            meaning: Vec::new(),
-            diff: String::new(),
-            repro: again.clone(),
-        };
-        let unseen_note = |unseen: usize| {
-            note(
-                false,
-                format!(
-                    "{unseen} line(s) of the PTX run on {card} are not in {file}, which was made on an {} card: not compared (the next run on that card adds them)",
-                    t.name
-                ),
+    let off = snapshots::OffCard {
+        check: &mut |g: &mut Golden, name: &str, text: &str, scope| {
+            g.check_ptx(&t.name, card, name, text, scope)
+        },
+        repro: &|case: &str, suite| repro.snapshot(&t.name, case, suite),
+        unseen: &|unseen, file| {
+            format!(
+                "{unseen} line(s) of the PTX run on {card} are not in {file}, which was made on an {} card: not compared (the next run on that card adds them)",
+                t.name
             )
-        };
-        match golden.check_ptx(&t.name, card, &name, &text, scope)? {
-            EmuSnap::AgreesWithCard { unseen } => {
-                if unseen > 0 {
-                    notes.push(unseen_note(unseen));
-                }
-            }
-            EmuSnap::DiffersFromCard { change, unseen } => {
-                let mut n = note(
-                    true,
-                    format!(
-                        "{t}'s PTX run on {card} differs from {file}, which was made on an {t} card: the driver's compilation of {t}'s PTX for {card} and the {t} card disagree (a PTX JIT or architecture-dependent behaviour); a PTX run never rewrites a snapshot made on the {t} card, --bless included",
-                        t = t.name
-                    ),
-                );
-                n.meaning = change.meaning.lines;
-                n.diff = change.diff;
-                notes.push(n);
-                if unseen > 0 {
-                    notes.push(unseen_note(unseen));
-                }
-            }
-            EmuSnap::Emulated(state) => {
-                snapshots::push_note(state, &t.name, &name, &text, scope, again, notes)
-            }
-        }
-    }
-    Ok(())
+        },
+        differs: &|file| {
+            format!(
+                "{t}'s PTX run on {card} differs from {file}, which was made on an {t} card: the driver's compilation of {t}'s PTX for {card} and the {t} card disagree (a PTX JIT or architecture-dependent behaviour); a PTX run never rewrites a snapshot made on the {t} card, --bless included",
+                t = t.name
+            )
+        },
+    };
+    snapshots::compare_off_card(golden, m, t, r, scope, notes, off)
 }
 
 #[cfg(test)]

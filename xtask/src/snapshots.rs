@@ -2,6 +2,7 @@
 //! reviewer reads for each changed one (what it means, the diff, the command to rerun it),
 //! snapshots no case produces, and the benchmark medians.
 
+use crate::golden::emulated::EmuSnap;
 use crate::golden::{Golden, Scope, SnapState};
 use crate::report::GateNote;
 use crate::repro::Repro;
@@ -275,4 +276,65 @@ pub fn bench(
         serde_yaml::to_string(&g)?
     );
     write_atomic(&file, text.as_bytes())
+}
+
+/// How a run made without the target's own card (emulated, or its PTX on a newer card) is
+/// compared with golden/ and how its notes speak of it; the comparison itself is the same.
+pub struct OffCard<'a> {
+    /// The golden rule for this kind of run (`Golden::check_emulated` / `check_ptx`).
+    pub check: &'a mut dyn FnMut(&mut Golden, &str, &str, Scope) -> Result<EmuSnap>,
+    /// The command that reruns one case's snapshot.
+    pub repro: &'a dyn Fn(&str, Suite) -> String,
+    /// The note for `n` lines a snapshot made on the card lacks (given its file).
+    pub unseen: &'a dyn Fn(usize, &str) -> String,
+    /// The failure when the run differs from a snapshot made on the card (given its file).
+    pub differs: &'a dyn Fn(&str) -> String,
+}
+
+/// Compare the snapshots of an off-card run with golden/ under `off`'s rule: lines a card
+/// made are never rewritten (a difference fails, lines it lacks are noted), snapshots no
+/// card made are treated as the run's own.
+pub fn compare_off_card(
+    golden: &mut Golden,
+    m: &Matrix,
+    t: &Target,
+    r: &TargetResults,
+    scope: Scope,
+    notes: &mut Vec<GateNote>,
+    off: OffCard,
+) -> Result<()> {
+    for ((suite, case), text) in contents(m, r) {
+        let name = format!("{}__{case}", suite.name());
+        let file = format!("golden/{}/{name}.snap", t.name);
+        let again = (off.repro)(&case, suite);
+        let note = |failed: bool, message: String| GateNote {
+            kind: "snapshot".into(),
+            name: name.clone(),
+            failed,
+            message,
+            meaning: Vec::new(),
+            diff: String::new(),
+            repro: again.clone(),
+        };
+        match (off.check)(golden, &name, &text, scope)? {
+            EmuSnap::AgreesWithCard { unseen } => {
+                if unseen > 0 {
+                    notes.push(note(false, (off.unseen)(unseen, &file)));
+                }
+            }
+            EmuSnap::DiffersFromCard { change, unseen } => {
+                let mut n = note(true, (off.differs)(&file));
+                n.meaning = change.meaning.lines;
+                n.diff = change.diff;
+                notes.push(n);
+                if unseen > 0 {
+                    notes.push(note(false, (off.unseen)(unseen, &file)));
+                }
+            }
+            EmuSnap::Emulated(state) => {
+                push_note(state, &t.name, &name, &text, scope, again, notes)
+            }
+        }
+    }
+    Ok(())
 }
