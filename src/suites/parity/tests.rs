@@ -168,7 +168,10 @@ fn the_selection_bound_follows_the_kernels_input_format() {
     // The wider the input format's roundoff, the wider the bound (block 0: dot 5).
     let mut b = |k: &str| bounds.for_kernel(&p, k)[0];
     let (f32_b, tf32_b, bf16_b) = (b("warp"), b("tf32"), b("bf16"));
-    assert!(f32_b < tf32_b && tf32_b < bf16_b, "{f32_b:e} {tf32_b:e} {bf16_b:e}");
+    assert!(
+        f32_b < tf32_b && tf32_b < bf16_b,
+        "{f32_b:e} {tf32_b:e} {bf16_b:e}"
+    );
 }
 
 /// Two queries, three blocks, k = 2. Query 0: the kernel's f32 scores select what FP64
