@@ -226,7 +226,7 @@ fn a_bf16_scorer_is_gated_against_fp64_on_bf16_rounded_inputs() {
         );
         assert_eq!(
             r.metrics["limit"],
-            (4.0 * ideal).max(4.0e-3).min(1.5e-2),
+            (4.0 * ideal).clamp(4.0e-3, 1.5e-2), // floor 4e-3, limit 1.5e-2
             "{}",
             r.variant
         );
