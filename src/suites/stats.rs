@@ -300,7 +300,11 @@ mod tests {
     #[test]
     fn median_interval_at_the_exact_tail() {
         let xs: Vec<f64> = (1..=9).map(f64::from).collect();
-        assert_eq!(median_interval(&xs, 1.0 - 2f64.powi(-8)), Some((1.0, 9.0)));
+        assert_eq!(
+            median_interval(&xs, 1.0 - 2f64.powi(-8)),
+            Some((1.0, 9.0)),
+            "P(Bin(9, 1/2) < 1) = 2^-9 equals the tail (1 - confidence) / 2: rank 1 is kept"
+        );
         // Just below that confidence the tail is larger still; just above, nothing covers.
         assert_eq!(median_interval(&xs, 0.99), Some((1.0, 9.0)));
         assert_eq!(median_interval(&xs, 0.999), None);
@@ -319,13 +323,21 @@ mod tests {
             rel_noise: r,
             ..TimingStats::default()
         };
-        assert_eq!(old.interval(), (0.0, f64::INFINITY));
+        assert_eq!(
+            old.interval(),
+            (0.0, f64::INFINITY),
+            "z x rel_noise = 1: a lower end of 0 is no interval"
+        );
         // Far past it (z x 1 = 2.24): no interval either, never a negative lower end.
         let wide = TimingStats {
             rel_noise: 1.0,
             ..old
         };
-        assert_eq!(wide.interval(), (0.0, f64::INFINITY));
+        assert_eq!(
+            wide.interval(),
+            (0.0, f64::INFINITY),
+            "z x rel_noise = 2.24: no interval, never a negative lower end"
+        );
 
         let t = timing_stats(&[4.979711749274793, 5.9, 6.820288250725208]);
         assert_eq!(T_MEDIAN[1] * t.rel_noise, 1.0, "premise: {t:?}");
