@@ -6,12 +6,11 @@ use super::bench::BenchGolden;
 use super::parity::{input_format, round_bf16, round_tf32, InputFormat};
 use super::{error, parity, Ctx, Filter};
 use crate::backend::cpu::CpuBackend;
-use crate::backend::{Backend, BackendError, BackendResult, DeviceInfo, Prepared};
+use crate::backend::{Backend, BackendResult, DeviceInfo, Prepared};
 use crate::dispatch::Switches;
-use crate::matrix::{Matrix, Suite};
+use crate::matrix::Matrix;
 use crate::problem::{Output, Problem, ScoresProblem};
 use crate::results::{Record, Status};
-use std::collections::BTreeMap;
 use std::path::Path;
 
 /// What the broken kernel does to its output.
@@ -583,41 +582,4 @@ fn a_changed_scorer_fails_the_selection_check_and_the_others_pass() {
         }
     }
     assert!(broken >= 1, "no check dispatched the broken SIMT kernel");
-}
-
-/// A record with nothing in it, for the suites' helpers tested on their own.
-pub(super) fn blank_record() -> Record {
-    Record {
-        suite: Suite::Parity,
-        case: "hand".into(),
-        dist: "-".into(),
-        variant: "-".into(),
-        check: "-".into(),
-        dispatched: None,
-        status: Status::Pass,
-        message: String::new(),
-        metrics: BTreeMap::new(),
-        snapshot: None,
-        repro: String::new(),
-    }
-}
-
-/// A kernel the backend does not have is UNSUPPORTED (a skip that says why), any other
-/// backend error an ERROR; the message is the backend's.
-#[test]
-fn backend_errors_mark_the_record_by_kind() {
-    let mut rec = blank_record();
-    super::mark_error(
-        &mut rec,
-        &BackendError::Unsupported("no tf32 on cpu".into()),
-    );
-    assert_eq!(
-        (rec.status, rec.message.as_str()),
-        (Status::Unsupported, "not supported: no tf32 on cpu")
-    );
-    super::mark_error(&mut rec, &BackendError::Input("NaN in q".into()));
-    assert_eq!(
-        (rec.status, rec.message.as_str()),
-        (Status::Error, "bad input: NaN in q")
-    );
 }

@@ -7,6 +7,7 @@ use super::*;
 use crate::backend::cpu::CpuBackend;
 use crate::matrix::Matrix;
 use crate::suites::bench::BenchGolden;
+use crate::suites::test_util::dumped;
 use crate::suites::tests::{run_with, Breakage};
 use crate::suites::Filter;
 use std::path::Path;
@@ -275,5 +276,35 @@ fn a_tf32_scorer_takes_the_baseline_error_when_it_is_the_larger() {
         );
         assert_eq!(r.metrics["limit"], 4.0 * base, "{}", r.variant);
         assert_eq!(r.status, Status::Pass, "{}: {}", r.variant, r.message);
+    }
+}
+
+/// What `--dump` writes for a scores error check: [nq, blocks] arrays, except a kernel output
+/// of the wrong length, dumped flat (its length is part of what is wrong).
+#[test]
+fn a_scores_dump_holds_every_array_in_its_shape() {
+    let p = crate::problem::ScoresProblem {
+        nq: 2,
+        heads: 1,
+        blocks: 3,
+        q: vec![0.0; 2 * HEAD_DIM],
+        kb: vec![0.0; 3 * HEAD_DIM],
+        w: vec![1.0; 2],
+    };
+    let (s64, bound) = ([0.0; 6], [0.0; 6]);
+    for (got, shape) in [(vec![0.0f32; 6], vec![2, 3]), (vec![0.0f32; 5], vec![5])] {
+        let files = dumped(scores_arrays(&p, &got, &s64, &bound));
+        let want: Vec<(String, Vec<usize>)> = [
+            ("input_q.npy", vec![2, 1, 128]),
+            ("input_kb.npy", vec![3, 128]),
+            ("input_w.npy", vec![2, 1]),
+            ("output_scores.npy", shape),
+            ("reference_scores.npy", vec![2, 3]),
+            ("reference_bound.npy", vec![2, 3]),
+        ]
+        .into_iter()
+        .map(|(f, s)| (f.to_string(), s))
+        .collect();
+        assert_eq!(files, want, "{} kernel scores", got.len());
     }
 }

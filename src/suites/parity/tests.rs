@@ -3,7 +3,7 @@
 //! and swap rule had no library test; the id comparison's message was pinned by query 0 only).
 
 use super::*;
-use crate::suites::tests::blank_record;
+use crate::suites::test_util::{blank_record, dumped};
 
 /// TF32 keeps 10 of f32's 23 mantissa bits and rounds to nearest, ties away from zero
 /// (cvt.rna): 1 + 2^-11 is halfway between 1 and 1 + 2^-10 and goes up (ties-to-even would
@@ -335,4 +335,27 @@ fn compare_ids_names_the_first_differing_query() {
     compare_ids(&mut rec, &p, &[2, 5, -1], &[2, 5, -1]);
     assert_eq!((rec.status, rec.message.as_str()), (Status::Pass, ""));
     assert_eq!(rec.metrics["queries_differing"], 0.0);
+}
+
+/// What `--dump` writes for a selection check: the inputs, the kernel's scores and ids, the
+/// FP64 scores, ids and bound, each in its shape.
+#[test]
+fn a_selection_dump_holds_every_array_in_its_shape() {
+    let p = small_scores_problem();
+    let (s32, s64, bound) = ([5.0f32, 3.0], [5.0, 3.0], [1e-6, 1e-6]);
+    let files = dumped(select_arrays(&p, 1, &s32, &s64, &bound, &[0]));
+    let want: Vec<(String, Vec<usize>)> = [
+        ("input_q.npy", vec![1, 1, 128]),
+        ("input_kb.npy", vec![2, 128]),
+        ("input_w.npy", vec![1, 1]),
+        ("output_scores.npy", vec![1, 2]),
+        ("output_ids.npy", vec![1, 1]),
+        ("reference_scores.npy", vec![1, 2]),
+        ("reference_ids.npy", vec![1, 1]),
+        ("reference_bound.npy", vec![1, 2]),
+    ]
+    .into_iter()
+    .map(|(f, s)| (f.to_string(), s))
+    .collect();
+    assert_eq!(files, want);
 }
