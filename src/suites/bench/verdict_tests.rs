@@ -1,6 +1,7 @@
-//! The ratio interval and the verdict's edges with hand numbers (cargo mutants 2026-12-01:
-//! the verdict tests are statistical, over synthetic runs, and never sat exactly on an
-//! edge; the ratio's arithmetic was pinned only through them).
+//! The ratio interval, the verdict's edges and the golden entry with hand numbers (cargo
+//! mutants 2026-12-01: the verdict tests are statistical, over synthetic runs, and never sat
+//! exactly on an edge; the ratio's arithmetic was pinned only through them; what `--bless`
+//! writes to bench.yaml, only by xtask's runs).
 
 use super::*;
 
@@ -81,5 +82,39 @@ fn verdicts_exactly_on_the_tolerance_edges() {
         v(1.5, 2.5f64.next_up()),
         Verdict::Noisy,
         "ratio interval [0.75, 1.25 + ulp]"
+    );
+}
+
+/// A passing record's metrics (microseconds) become the golden entry `--bless` writes
+/// (seconds), under the key "case/variant/check".
+#[test]
+fn the_golden_entry_by_hand() {
+    let metrics: BTreeMap<String, f64> = [
+        ("median_us", 800.0),
+        ("median_lo_us", 790.0),
+        ("median_hi_us", 812.5),
+        ("min_us", 780.0),
+        ("max_us", 900.0),
+        ("rel_noise", 0.01),
+        ("reps", 20.0),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    let g = golden_entry(&metrics);
+    let close = |got: f64, want: f64| (got - want).abs() <= 1e-12 * want;
+    for (what, got, want) in [
+        ("median", g.median, 800e-6),
+        ("median_lo", g.median_lo, 790e-6),
+        ("median_hi", g.median_hi, 812.5e-6),
+        ("min", g.min, 780e-6),
+        ("max", g.max, 900e-6),
+    ] {
+        assert!(close(got, want), "{what}: {got:e} s, by hand {want:e} s");
+    }
+    assert_eq!((g.rel_noise, g.reps), (0.01, 20));
+    assert_eq!(
+        key("topk_decode_3q_40k", "wide", "-"),
+        "topk_decode_3q_40k/wide/-"
     );
 }
