@@ -123,6 +123,9 @@ pub fn verdict(new: &TimingStats, golden: Option<&TimingStats>, tolerance: f64) 
     }
 }
 
+#[cfg(test)]
+mod verdict_tests;
+
 /// Measure with the stopping rule: warm up, then batches of reps until the median's
 /// relative standard error is below the target, or the rep or time cap is hit.
 pub fn measure(p: &mut dyn Prepared, g: &BenchGates) -> BackendResult<TimingStats> {

@@ -213,17 +213,7 @@ fn scores(ctx: &Ctx, case: &Case) -> Vec<Record> {
                     };
                     let stats = error_stats(&s, &s64, None);
                     // The rigorous bound of the kernel's precision: no element may exceed it.
-                    let bound = bounds.for_kernel(p, &kernel);
-                    let over = s
-                        .iter()
-                        .zip(&s64)
-                        .zip(bound)
-                        .filter(|((g, w), b)| {
-                            // NaN in the kernel's output is over any bound.
-                            let e = (**g as f64 - **w).abs();
-                            e.is_nan() || e > **b
-                        })
-                        .count();
+                    let over = over_bound(&s, &s64, bounds.for_kernel(p, &kernel));
                     rec.metrics.insert("over_bound".into(), over as f64);
                     if over > 0 {
                         rec.status = Status::Fail;
@@ -302,6 +292,19 @@ fn scores(ctx: &Ctx, case: &Case) -> Vec<Record> {
         );
     }
     out
+}
+
+/// How many of the kernel's scores lie outside their rigorous bound: the bound claims
+/// `|got - want| <= bound`, so an error equal to it is inside; NaN is outside any bound.
+fn over_bound(got: &[f32], want: &[f64], bound: &[f64]) -> usize {
+    got.iter()
+        .zip(want)
+        .zip(bound)
+        .filter(|((g, w), b)| {
+            let e = (**g as f64 - **w).abs();
+            e.is_nan() || e > **b
+        })
+        .count()
 }
 
 /// What `--dump` writes for a scores error check.
@@ -468,3 +471,6 @@ fn attention(ctx: &Ctx, case: &Case) -> Vec<Record> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests;

@@ -198,3 +198,144 @@ impl Filter {
             && self.shard.is_none()
     }
 }
+
+/// The filter's parsing, messages and selection with hand cases (cargo mutants 2026-12-01:
+/// only the runner's integration tests exercised it; the library's own tests, none).
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn matrix() -> Matrix {
+        Matrix::parse(Path::new("matrix.yaml"), include_str!("../../matrix.yaml")).unwrap()
+    }
+
+    #[test]
+    fn shards_by_hand() {
+        assert_eq!(parse_shard("2/4"), Ok((2, 4)));
+        assert_eq!(parse_shard("4/4"), Ok((4, 4)), "i = n: the last shard");
+        assert_eq!(parse_shard("1/1"), Ok((1, 1)));
+        for bad in ["0/4", "5/4", "1/0", "0/0"] {
+            assert_eq!(
+                parse_shard(bad),
+                Err(format!("--shard `{bad}`: need 1 <= i <= n, e.g. 1/4"))
+            );
+        }
+        assert!(parse_shard("x/4")
+            .unwrap_err()
+            .contains("i is not a number"));
+        assert!(parse_shard("1/y")
+            .unwrap_err()
+            .contains("n is not a number"));
+        assert!(parse_shard("14").unwrap_err().contains("a shard is i/n"));
+    }
+
+    #[test]
+    fn suites_by_name() {
+        assert_eq!(parse_suite("parity"), Ok(Suite::Parity));
+        assert_eq!(parse_suite("error"), Ok(Suite::Error));
+        assert_eq!(parse_suite("bench"), Ok(Suite::Bench));
+        assert!(parse_suite("speed")
+            .unwrap_err()
+            .contains("use parity, error or bench"));
+    }
+
+    fn sel(cases: &[&str], variants: &[&str]) -> Selection {
+        Selection {
+            cases: cases.iter().map(|s| s.to_string()).collect(),
+            variants: variants.iter().map(|s| s.to_string()).collect(),
+            ..Selection::default()
+        }
+    }
+
+    /// A variant the selected cases do not run is refused, naming the ones they do run
+    /// (sorted, once each).
+    #[test]
+    fn an_unknown_variant_names_the_selected_cases_variants() {
+        let m = matrix();
+        let f = Filter::new(&m, &sel(&["topk_edges_small"], &["wide"])).unwrap();
+        assert_eq!(f.variants, ["wide"]);
+        assert_eq!(
+            Filter::new(&m, &sel(&["topk_edges_small"], &["gather"])).unwrap_err(),
+            "--variant `gather`: the selected cases have no such variant; they run: auto, register, wide"
+        );
+    }
+
+    /// `selects`: a case has a check under the filter only if its name, one of its suites,
+    /// one of its variants and one of its distributions all pass (topk_edges_small: suite
+    /// parity, variants auto / register / wide, eight distributions, normal not among them).
+    #[test]
+    fn a_case_is_selected_only_when_every_part_matches() {
+        let m = matrix();
+        let case = m
+            .cases
+            .iter()
+            .find(|c| c.name == "topk_edges_small")
+            .unwrap();
+        let strs = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let yes = [
+            Filter::default(),
+            Filter {
+                cases: strs(&["topk_edges_small"]),
+                ..Filter::default()
+            },
+            Filter {
+                suites: vec![Suite::Parity],
+                ..Filter::default()
+            },
+            Filter {
+                variants: strs(&["wide"]),
+                ..Filter::default()
+            },
+            Filter {
+                dists: strs(&["nan_inf"]),
+                ..Filter::default()
+            },
+        ];
+        for f in &yes {
+            assert!(f.selects(case), "{f:?} must select topk_edges_small");
+        }
+        let no = [
+            Filter {
+                cases: strs(&["scores_ragged"]),
+                ..Filter::default()
+            },
+            Filter {
+                suites: vec![Suite::Bench],
+                ..Filter::default()
+            },
+            Filter {
+                variants: strs(&["split"]),
+                ..Filter::default()
+            },
+            Filter {
+                dists: strs(&["normal"]),
+                ..Filter::default()
+            },
+        ];
+        for f in &no {
+            assert!(!f.selects(case), "{f:?} must not select topk_edges_small");
+        }
+        assert!(Filter::default().is_full());
+        assert!(!Filter {
+            shard: Some((1, 2)),
+            ..Filter::default()
+        }
+        .is_full());
+        assert!(!yes[3].is_full());
+        // A selection with no check: an error saying what the case offers.
+        let cpu = m.target("cpu").unwrap();
+        let bench_only = Filter {
+            cases: strs(&["topk_edges_small"]),
+            suites: vec![Suite::Bench],
+            ..Filter::default()
+        };
+        let e = bench_only.check_selects(&m, &[cpu]).unwrap_err();
+        assert!(
+            e.starts_with("the selection runs no check on cpu: topk_edges_small runs on")
+                && e.contains("suites [parity], variants [auto, register, wide]"),
+            "{e}"
+        );
+        assert_eq!(yes[1].check_selects(&m, &[cpu]), Ok(()));
+    }
+}

@@ -176,3 +176,64 @@ fn decades() {
 
 #[cfg(test)]
 mod tests;
+
+/// Helpers for the suites' tests of one function at a time.
+#[cfg(test)]
+mod test_util {
+    use crate::dump::{Array, Dumper, Index};
+    use crate::matrix::Suite;
+    use crate::results::{Record, Status};
+    use std::collections::BTreeMap;
+
+    /// A record with nothing in it.
+    pub fn blank_record() -> Record {
+        Record {
+            suite: Suite::Parity,
+            case: "hand".into(),
+            dist: "-".into(),
+            variant: "-".into(),
+            check: "-".into(),
+            dispatched: None,
+            status: Status::Pass,
+            message: String::new(),
+            metrics: BTreeMap::new(),
+            snapshot: None,
+            repro: String::new(),
+        }
+    }
+
+    /// What `--dump` writes for `arrays`: (file, shape) of each, from the dump's index.
+    pub fn dumped(arrays: Vec<Array>) -> Vec<(String, Vec<usize>)> {
+        let dir = tempfile::tempdir().unwrap();
+        let dumper = Dumper::new(dir.path(), true).unwrap();
+        dumper.write(&blank_record(), arrays).unwrap();
+        let text = std::fs::read_to_string(dir.path().join("index.yaml")).unwrap();
+        let index: Index = serde_yaml::from_str(&text).unwrap();
+        index.checks[0]
+            .files
+            .iter()
+            .map(|f| (f.file.clone(), f.shape.clone()))
+            .collect()
+    }
+
+    /// A kernel the backend does not have is UNSUPPORTED (a skip that says why), any other
+    /// backend error an ERROR; the message is the backend's.
+    #[test]
+    fn backend_errors_mark_the_record_by_kind() {
+        use crate::backend::BackendError;
+        let mut rec = blank_record();
+        super::mark_error(
+            &mut rec,
+            &BackendError::Unsupported("no tf32 on cpu".into()),
+        );
+        assert_eq!(
+            (rec.status, rec.message.as_str()),
+            (Status::Unsupported, "not supported: no tf32 on cpu")
+        );
+        super::mark_error(&mut rec, &BackendError::Input("NaN in q".into()));
+        assert_eq!(
+            (rec.status, rec.message.as_str()),
+            (Status::Error, "bad input: NaN in q")
+        );
+    }
+}

@@ -401,3 +401,6 @@ fn compare_selection(
         );
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -263,4 +263,92 @@ mod tests {
         };
         assert_eq!(hopeless.interval(), (0.0, f64::INFINITY));
     }
+
+    /// rel_rmse and rel_max are relative to the scale (the largest |reference|) when there is
+    /// one, absolute when the reference is all zeros (cargo mutants: rel_rmse is in every
+    /// error snapshot and message, yet no test pinned its value).
+    #[test]
+    fn relative_errors_by_hand() {
+        let e = ErrorStats {
+            rmse: 3.0,
+            max_abs: 6.0,
+            scale: 4.0,
+            count: 2,
+        };
+        assert_eq!((e.rel_rmse(), e.rel_max()), (0.75, 1.5), "3 / 4 and 6 / 4");
+        let zero_scale = ErrorStats { scale: 0.0, ..e };
+        assert_eq!(
+            (zero_scale.rel_rmse(), zero_scale.rel_max()),
+            (3.0, 6.0),
+            "an all-zero reference: the errors stay absolute (never x / 0)"
+        );
+    }
+
+    /// Edges of `error_stats`: nothing compared is no error (not 0 / 0); a NaN reference is an
+    /// infinite error wherever the kernel gave a number (never a NaN that `max` would drop).
+    #[test]
+    fn error_stats_edges() {
+        let none = error_stats(&[], &[], None);
+        assert_eq!((none.rmse, none.max_abs, none.count), (0.0, 0.0, 0));
+        let nan_ref = error_stats(&[1.0, 2.0], &[f64::NAN, 2.0], None);
+        assert_eq!(nan_ref.max_abs, f64::INFINITY, "{nan_ref:?}");
+    }
+
+    /// At confidence 1 - 2^-8 and 9 samples, [x1, x9] misses the median with probability
+    /// 2 x 2^-9 = 2^-8 exactly: the tail equals the cdf, and the definition (`<=`) keeps
+    /// rank 1. The cdf of 0 successes, exp(-9 ln 2), is exactly 2^-9 in f64.
+    #[test]
+    fn median_interval_at_the_exact_tail() {
+        let xs: Vec<f64> = (1..=9).map(f64::from).collect();
+        assert_eq!(
+            median_interval(&xs, 1.0 - 2f64.powi(-8)),
+            Some((1.0, 9.0)),
+            "P(Bin(9, 1/2) < 1) = 2^-9 equals the tail (1 - confidence) / 2: rank 1 is kept"
+        );
+        // Just below that confidence the tail is larger still; just above, nothing covers.
+        assert_eq!(median_interval(&xs, 0.99), Some((1.0, 9.0)));
+        assert_eq!(median_interval(&xs, 0.999), None);
+    }
+
+    /// A half-width of exactly the median is no bound (a lower end of 0 says nothing), for an
+    /// old golden entry (z x rel_noise = 1 exactly at rel_noise 0.446149727848666) and for
+    /// three reps (t(2) x rel_noise = 1 exactly for these samples: found by search, the
+    /// premise asserted below).
+    #[test]
+    fn a_half_width_of_the_whole_median_is_no_interval() {
+        let r = 0.446149727848666;
+        assert_eq!(Z_MEDIAN * r, 1.0, "premise");
+        let old = TimingStats {
+            median: 100.0,
+            rel_noise: r,
+            ..TimingStats::default()
+        };
+        assert_eq!(
+            old.interval(),
+            (0.0, f64::INFINITY),
+            "z x rel_noise = 1: a lower end of 0 is no interval"
+        );
+        // Far past it (z x 1 = 2.24): no interval either, never a negative lower end.
+        let wide = TimingStats {
+            rel_noise: 1.0,
+            ..old
+        };
+        assert_eq!(
+            wide.interval(),
+            (0.0, f64::INFINITY),
+            "z x rel_noise = 2.24: no interval, never a negative lower end"
+        );
+
+        let t = timing_stats(&[4.979711749274793, 5.9, 6.820288250725208]);
+        assert_eq!(T_MEDIAN[1] * t.rel_noise, 1.0, "premise: {t:?}");
+        assert_eq!((t.median_lo, t.median_hi), (0.0, f64::INFINITY), "{t:?}");
+    }
+
+    /// All-zero timings (a timer that returned nothing): no noise estimate, not 0 / 0.
+    #[test]
+    fn zero_timings_have_infinite_noise() {
+        let t = timing_stats(&[0.0, 0.0, 0.0]);
+        assert_eq!(t.rel_noise, f64::INFINITY, "{t:?}");
+        assert_eq!((t.median_lo, t.median_hi), (0.0, f64::INFINITY));
+    }
 }

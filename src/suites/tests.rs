@@ -3,18 +3,19 @@
 //! that says what is wrong, while the unchanged variants pass.
 
 use super::bench::BenchGolden;
+use super::parity::{input_format, round_bf16, round_tf32, InputFormat};
 use super::{error, parity, Ctx, Filter};
 use crate::backend::cpu::CpuBackend;
 use crate::backend::{Backend, BackendResult, DeviceInfo, Prepared};
 use crate::dispatch::Switches;
 use crate::matrix::Matrix;
-use crate::problem::{Output, Problem};
-use crate::results::Status;
+use crate::problem::{Output, Problem, ScoresProblem};
+use crate::results::{Record, Status};
 use std::path::Path;
 
 /// What the broken kernel does to its output.
 #[derive(Clone, Copy)]
-enum Breakage {
+pub(super) enum Breakage {
     /// One score off by a relative 1e-3: a dropped or doubled term.
     Score,
     /// The largest score off by this relative amount (small: inside the rigorous bound).
@@ -27,23 +28,46 @@ enum Breakage {
     ShortIds,
     /// The largest |o| (forward) and the largest |dk| (backward) off by a relative 1e-3.
     Attention,
+    /// Not broken but faked: the scores an ideal kernel with this name's input format
+    /// computes (FP64 on Q and Kb rounded to it, then f32), dispatched under this name. The
+    /// CPU has no tf32 / bf16 scorer; this is how the error suite's rounded-input path runs.
+    AsKernel(&'static str),
 }
 
 struct Broken {
     inner: CpuBackend,
-    /// Only outputs of this dispatched kernel are changed ("*": every kernel's).
-    kernel: &'static str,
-    how: Breakage,
+    /// (dispatched kernel, what is done to its outputs); "*": every kernel's. First match.
+    breaks: Vec<(&'static str, Breakage)>,
 }
 
 struct BrokenPrepared<'a> {
     inner: Box<dyn Prepared + 'a>,
     how: Option<Breakage>,
+    problem: &'a Problem,
+}
+
+/// `AsKernel`'s scores: FP64 on inputs rounded to `kernel`'s format, rounded to f32.
+fn rounded_input_scores(p: &ScoresProblem, kernel: &str) -> Vec<f32> {
+    let round: fn(f32) -> f32 = match input_format(kernel) {
+        InputFormat::Tf32 => round_tf32,
+        InputFormat::Bf16 => round_bf16,
+        InputFormat::F32 => |x| x,
+    };
+    let rp = ScoresProblem {
+        q: p.q.iter().map(|x| round(*x)).collect(),
+        kb: p.kb.iter().map(|x| round(*x)).collect(),
+        ..p.clone()
+    };
+    let s64 = crate::reference::scores::scores_f64(&rp);
+    s64.iter().map(|x| *x as f32).collect()
 }
 
 impl Prepared for BrokenPrepared<'_> {
     fn dispatched(&self) -> String {
-        self.inner.dispatched()
+        match self.how {
+            Some(Breakage::AsKernel(name)) => name.to_string(),
+            _ => self.inner.dispatched(),
+        }
     }
     fn run(&mut self) -> BackendResult<()> {
         self.inner.run()
@@ -89,6 +113,10 @@ impl Prepared for BrokenPrepared<'_> {
                 bump_largest(&mut g.dk);
                 Output::AttnBackward(g)
             }
+            (Some(Breakage::AsKernel(name)), Output::Scores(_)) => match self.problem {
+                Problem::Scores(p) => Output::Scores(rounded_input_scores(p, name)),
+                _ => unreachable!("scores come from a scores problem"),
+            },
             (_, out) => out,
         })
     }
@@ -111,8 +139,16 @@ impl Backend for Broken {
         problem: &'a Problem,
     ) -> BackendResult<Box<dyn Prepared + 'a>> {
         let inner = self.inner.prepare(switches, problem)?;
-        let how = (self.kernel == "*" || inner.dispatched() == self.kernel).then_some(self.how);
-        Ok(Box::new(BrokenPrepared { inner, how }))
+        let how = self
+            .breaks
+            .iter()
+            .find(|(k, _)| *k == "*" || inner.dispatched() == *k)
+            .map(|(_, how)| *how);
+        Ok(Box::new(BrokenPrepared {
+            inner,
+            how,
+            problem,
+        }))
     }
 }
 
@@ -137,14 +173,25 @@ fn run_broken_in(
     dist: &str,
     suite: fn(&Ctx, &crate::matrix::Case) -> Vec<crate::results::Record>,
 ) -> Vec<crate::results::Record> {
-    let backend = Broken {
-        inner: CpuBackend::new(),
-        kernel,
-        how,
-    };
     let filter = Filter {
         dists: vec![dist.into()],
         ..Filter::default()
+    };
+    run_with(m, &[(kernel, how)], filter, case, suite)
+}
+
+/// Run `suite` on one case of `m` on the CPU target under `filter`, with each listed
+/// kernel's outputs changed as its breakage says.
+pub(super) fn run_with(
+    m: &Matrix,
+    breaks: &[(&'static str, Breakage)],
+    filter: Filter,
+    case: &str,
+    suite: fn(&Ctx, &crate::matrix::Case) -> Vec<Record>,
+) -> Vec<Record> {
+    let backend = Broken {
+        inner: CpuBackend::new(),
+        breaks: breaks.to_vec(),
     };
     let golden = BenchGolden::default();
     let ctx = Ctx {
@@ -200,6 +247,9 @@ fn a_changed_top_k_fails_parity_with_the_first_differing_query() {
             "{}",
             r.message
         );
+        // Active counts 0, 1, 63, 64, 65, 300, 0, 1 (the `edge` rows) with k = 64: the
+        // reference selects 0 + 1 + 63 + 64 + 64 + 64 + 0 + 1 ids; -1 pads the rest.
+        assert_eq!(r.metrics["selected"], 257.0, "ids the reference selected");
     }
 }
 
