@@ -4,6 +4,7 @@
 Usage (on a CUDA machine with torch, cupy and numpy; no Rust needed, the `qsa` binary is):
     python3 bench/topk_vs_torch.py --qsa .h200/qsa --kernels build/kernels/sm_90 [--quick] [--out table.md]
     python3 bench/topk_vs_torch.py --qsa target/debug/qsa --plan-only     # no GPU: the launches, as JSON
+    ... --flashinfer .flashinfer    # also flashinfer.top_k, from the folder tools/flashinfer-carry/ builds
 
 Every launch comes from `qsa plan --json` (the plan the Rust runner executes: kernel, grid,
 block, shared bytes, arguments, workspaces; see bench/qsa_plan.py), for the engine's
@@ -12,7 +13,9 @@ of every case are checked exactly against a numpy implementation of the selectio
 (DESIGN.md), and each side is timed as the median over repetitions of a CUDA graph that
 replays the call 20 times (after warm-up), per call. torch.topk runs with sorted=False;
 "+sort" adds torch.sort of the indices, which is what it takes to match our ascending
-output. Prints a Markdown table with the date and device name.
+output. With --flashinfer DIR, flashinfer.top_k (bench/flashinfer_peer.py) is timed the same
+way and its ids compared with the contract's as a set. Prints a Markdown table with the date
+and device name.
 """
 import argparse
 import datetime
@@ -114,6 +117,20 @@ CASES = [
 QUICK_CASES = [(c[0], c[1], c[2], c[3], c[4], []) for c in CASES if (c[1], c[2]) in {(1, 262144), (3, 262144), (16, 262144), (256, 32768)}]
 
 
+def flashinfer_cells(fi, compare_sets, view, k, want):
+    """' us | same set/differs |' for flashinfer.top_k on this case; ' n/a | n/a (why) |' if it
+    refuses the case."""
+    rows = fi.packed(view)
+    try:
+        ids = fi(rows, k)[1]
+        verdict = compare_sets(ids.cpu().numpy(), want)
+        t, _ = time_graph(lambda: fi(rows, k))
+    except Exception as e:  # a peer refusing a shape is a table entry, not the end of the run
+        why = str(e).splitlines()[0][:80].replace("|", "/") if str(e) else ""
+        return f" n/a | n/a ({type(e).__name__}: {why}) |"
+    return f" {t:.1f} | {verdict} |"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kernels", default="build/kernels/sm_90",
@@ -121,6 +138,8 @@ def main():
     ap.add_argument("--out", help="also write the Markdown table here")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--quick", action="store_true", help="only the goal shapes, dispatched kernels only")
+    ap.add_argument("--flashinfer", metavar="DIR",
+                    help="also time flashinfer.top_k, loaded from DIR (built by tools/flashinfer-carry/assemble.py)")
     qsa_plan.add_plan_args(ap)
     args = ap.parse_args()
     planner = qsa_plan.Planner(args.qsa, args.target, args.matrix)
@@ -132,6 +151,11 @@ def main():
 
     dev = torch.cuda.get_device_name()
     launcher = qsa_plan.CupyLauncher(args.kernels)
+    fi = None
+    if args.flashinfer:
+        from flashinfer_peer import FlashInferTopK, compare_sets
+
+        fi = FlashInferTopK(args.flashinfer)
     rng = np.random.default_rng(args.seed)
     lines = [
         f"qsa top-k vs torch.topk — {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {dev}, "
@@ -139,9 +163,13 @@ def main():
         "25 replays after warm-up; ids of ours checked exactly against the contract (numpy); launches from "
         f"`{args.qsa} plan --target {args.target}`.",
         "",
-        "| case | nq x n (cap) | k | variant | kernel | ours us | torch.topk us | topk+sort(ids) us | speedup vs topk | ids |",
-        "|---|---|---|---|---|---:|---:|---:|---:|---|",
+        "| case | nq x n (cap) | k | variant | kernel | ours us | torch.topk us | topk+sort(ids) us | speedup vs topk | ids |"
+        + (" flashinfer us | flashinfer ids |" if fi else ""),
+        "|---|---|---|---|---|---:|---:|---:|---:|---|" + ("---:|---|" if fi else ""),
     ]
+    if fi:
+        lines[0] += (f" flashinfer.top_k {fi.version} (default arguments: unsorted, no tie-break; rows with a "
+                     "capacity past n packed first, outside the timing), its ids compared with the contract's as sets.")
     failed = False
     checked_device = False
     for label, nq, n, cap, k, extra in cases:
@@ -151,6 +179,9 @@ def main():
         view = scores.view(nq, cap)[:, :n]
         t_topk, _ = time_graph(lambda: torch.topk(view, k, dim=1, sorted=False))
         t_sort, _ = time_graph(lambda: torch.sort(torch.topk(view, k, dim=1, sorted=False).indices, dim=1))
+        fi_cells = ""
+        if fi:
+            fi_cells = flashinfer_cells(fi, compare_sets, view, k, want)
         for _, plan in planned(planner, [(label, nq, n, cap, k, extra)]):
             if not checked_device:
                 qsa_plan.check_device(plan)
@@ -166,7 +197,7 @@ def main():
             t, _ = time_graph(fn)
             lines.append(
                 f"| {label} | {nq} x {n} ({cap}) | {k} | {plan['variant']} | {plan['dispatched']} | {t:.1f} | "
-                f"{t_topk:.1f} | {t_sort:.1f} | {t_topk / t:.2f}x | {'exact' if ok else 'MISMATCH'} |"
+                f"{t_topk:.1f} | {t_sort:.1f} | {t_topk / t:.2f}x | {'exact' if ok else 'MISMATCH'} |{fi_cells}"
             )
             print(lines[-1], flush=True)
     table = "\n".join(lines)
