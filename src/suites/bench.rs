@@ -126,6 +126,9 @@ pub fn verdict(new: &TimingStats, golden: Option<&TimingStats>, tolerance: f64) 
 #[cfg(test)]
 mod verdict_tests;
 
+#[cfg(test)]
+mod record_tests;
+
 /// Measure with the stopping rule: warm up, then batches of reps until the median's
 /// relative standard error is below the target, or the rep or time cap is hit.
 pub fn measure(p: &mut dyn Prepared, g: &BenchGates) -> BackendResult<TimingStats> {
@@ -341,6 +344,53 @@ fn bench_one(
 mod tests {
     use super::*;
 
+    /// The FLOP and byte counts behind a record's TFLOP/s and GB/s, by hand (cargo mutants
+    /// found them unpinned: `*` as `+` or `/` in any term went unseen).
+    #[test]
+    fn work_counts_by_hand() {
+        use crate::problem::{AttnDtype, AttnProblem, ScoresProblem, TopkProblem};
+        let topk = Problem::Topk(TopkProblem {
+            nq: 3,
+            n: 1000,
+            capacity: 1024,
+            k: 8,
+            scores: Vec::new(),
+            active: None,
+        });
+        // 3 rows of 1000 f32 scores read; no FLOP.
+        assert_eq!(work(&topk), (0.0, 12_000.0));
+        let scores = Problem::Scores(ScoresProblem {
+            nq: 2,
+            heads: 3,
+            blocks: 5,
+            q: Vec::new(),
+            kb: Vec::new(),
+            w: Vec::new(),
+        });
+        // 2 * (2 * 3 * 5 * 128) FLOP; q 768 + kb 640 + w 6 + out 10 floats.
+        assert_eq!(work(&scores), (7_680.0, 5_696.0));
+        let attn = AttnProblem {
+            batch: 2,
+            q_len: 3,
+            kv_len: 512,
+            hq: 4,
+            hkv: 1,
+            t: 3,
+            dtype: AttnDtype::Bf16,
+            scale: 1.0,
+            q: Vec::new(),
+            k: Vec::new(),
+            v: Vec::new(),
+            ids: Vec::new(),
+            d_o: Vec::new(),
+        };
+        // rows 2 * 3 * 4 = 24, keys 3 * 64 = 192: 4 * 24 * 192 * 128 FLOP forward, 2.5x
+        // backward; K and V of 2 * 3 * 1 (batch, query, KV head) lists of 192 keys, 2 bytes.
+        let fwd = (2_359_296.0, 589_824.0);
+        assert_eq!(work(&Problem::AttnForward(attn.clone())), fwd);
+        assert_eq!(work(&Problem::AttnBackward(attn)), (2.5 * fwd.0, fwd.1));
+    }
+
     /// SplitMix64: a fixed-seed generator, so every synthetic run is the same everywhere.
     struct Rng(u64);
     impl Rng {
@@ -510,6 +560,80 @@ mod tests {
         fn output(&mut self) -> BackendResult<crate::problem::Output> {
             unreachable!("bench never reads outputs")
         }
+    }
+
+    /// A `Fake` that records the size of every timed batch (the first is the timed warm-up).
+    struct Batches {
+        fake: Fake,
+        sizes: Vec<usize>,
+    }
+    impl Prepared for Batches {
+        fn dispatched(&self) -> String {
+            "batches".into()
+        }
+        fn run(&mut self) -> BackendResult<()> {
+            self.fake.run()
+        }
+        fn time(&mut self, reps: usize) -> BackendResult<Vec<f64>> {
+            self.sizes.push(reps);
+            self.fake.time(reps)
+        }
+        fn output(&mut self) -> BackendResult<crate::problem::Output> {
+            unreachable!("bench never reads outputs")
+        }
+    }
+
+    /// The stopping rule's edges, each seen by cargo mutants as unpinned: batches double up
+    /// to the cap and never pass it; a spent time budget stops at the 3-rep floor; a zero
+    /// first timing (a timer too coarse for the call) does not shrink the rep floor.
+    #[test]
+    fn stopping_rule_batches_budget_and_zero_timings() {
+        let g = |min_reps, max_reps, max_seconds| BenchGates {
+            warmup: 1,
+            min_reps,
+            max_reps,
+            max_seconds,
+            target_rel_noise: 0.001,
+            remeasure: 0,
+        };
+        let noisy = || Fake {
+            times: vec![1e-9, 3e-9, 0.5e-9, 2e-9],
+            runs: 0,
+        };
+        // Noisy, a large budget: batches of 3, 3, then the 4 left to the cap of 10.
+        let mut b = Batches {
+            fake: noisy(),
+            sizes: Vec::new(),
+        };
+        assert_eq!(measure(&mut b, &g(3, 10, 100.0)).unwrap().reps, 10);
+        assert_eq!(b.sizes, vec![1, 3, 3, 4], "timed warm-up, then the batches");
+        // A budget of 1 ps is spent at once: the 3-rep floor, however noisy.
+        let mut b = Batches {
+            fake: noisy(),
+            sizes: Vec::new(),
+        };
+        assert_eq!(measure(&mut b, &g(10, 200, 1e-12)).unwrap().reps, 3);
+        // Zero timings and no budget: the estimate says nothing, so the floor stays min_reps.
+        let mut zero = Fake {
+            times: vec![0.0],
+            runs: 0,
+        };
+        assert_eq!(measure(&mut zero, &g(10, 200, 0.0)).unwrap().reps, 10);
+    }
+
+    #[test]
+    fn verdict_names_are_the_words_reports_print() {
+        let names: Vec<&str> = [
+            Verdict::Same,
+            Verdict::Faster,
+            Verdict::Slower,
+            Verdict::Noisy,
+            Verdict::New,
+        ]
+        .iter()
+        .map(|v| v.name())
+        .collect();
+        assert_eq!(names, ["SAME", "FASTER", "SLOWER", "NOISY", "NEW"]);
     }
 
     /// Reps take 3.0 s until `slow` samples were given, then 1.0 s.
