@@ -374,7 +374,7 @@ mod tests {
             q_len: 3,
             kv_len: 512,
             hq: 4,
-            hkv: 1,
+            hkv: 2,
             t: 3,
             dtype: AttnDtype::Bf16,
             scale: 1.0,
@@ -385,8 +385,8 @@ mod tests {
             d_o: Vec::new(),
         };
         // rows 2 * 3 * 4 = 24, keys 3 * 64 = 192: 4 * 24 * 192 * 128 FLOP forward, 2.5x
-        // backward; K and V of 2 * 3 * 1 (batch, query, KV head) lists of 192 keys, 2 bytes.
-        let fwd = (2_359_296.0, 589_824.0);
+        // backward; K and V of 2 * 3 * 2 (batch, query, KV head) lists of 192 keys, 2 bytes.
+        let fwd = (2_359_296.0, 1_179_648.0);
         assert_eq!(work(&Problem::AttnForward(attn.clone())), fwd);
         assert_eq!(work(&Problem::AttnBackward(attn)), (2.5 * fwd.0, fwd.1));
     }
