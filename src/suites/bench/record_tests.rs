@@ -42,6 +42,10 @@ impl Backend for Fixed {
 }
 
 fn bench(golden: &BenchGolden, variant: &str) -> Vec<Record> {
+    bench_case("scores_ragged", golden, variant)
+}
+
+fn bench_case(case: &str, golden: &BenchGolden, variant: &str) -> Vec<Record> {
     let m = Matrix::parse(
         Path::new("matrix.yaml"),
         include_str!("../../../matrix.yaml"),
@@ -60,7 +64,7 @@ fn bench(golden: &BenchGolden, variant: &str) -> Vec<Record> {
         repro_extra: String::new(),
         dump: None,
     };
-    let case = m.cases.iter().find(|c| c.name == "scores_ragged").unwrap();
+    let case = m.cases.iter().find(|c| c.name == case).unwrap();
     run(&ctx, case)
 }
 
@@ -122,5 +126,25 @@ fn a_bench_record_states_its_timing_rates_and_golden_by_hand() {
             && r.message.contains(", golden 1.00 us [1.00, 1.00]"),
         "{}",
         r.message
+    );
+}
+
+#[test]
+fn a_top_k_bench_record_has_a_byte_rate_and_no_flop_rate() {
+    // topk_k_ge_n: rows of n scores read once; no arithmetic worth a FLOP rate.
+    let m = Matrix::parse(
+        Path::new("matrix.yaml"),
+        include_str!("../../../matrix.yaml"),
+    )
+    .unwrap();
+    let t = m.cases.iter().find(|c| c.name == "topk_k_ge_n").unwrap();
+    let s = t.topk.as_ref().unwrap();
+    let r = &bench_case("topk_k_ge_n", &BenchGolden::default(), "auto")[0];
+    assert!(!r.metrics.contains_key("tflops"), "{:?}", r.metrics);
+    let bytes = (s.queries * s.n * 4) as f64;
+    assert!(
+        (r.metrics["gbps"] - bytes / 2e-6 / 1e9).abs() < 1e-9,
+        "{:?}",
+        r.metrics
     );
 }
