@@ -260,30 +260,37 @@ QSA_DEVICE unsigned topk_compact_regs(const unsigned (&key)[ITEMS], int nv, Topk
   return topk_emit_regs(key, nv, sel, topk_count_regs(key, nv, sel, s), emit);
 }
 
+// One streamed histogram pass: digit `shift` of every key that matches the selection's
+// prefix, added to `hist` (UNROLL loads per thread in flight, then the adds).
+template <class Src>
+QSA_DEVICE void topk_hist_pass(const Src& src, unsigned count, TopkSel sel, int shift, unsigned* hist) {
+  const unsigned step = blockDim.x * TOPK_UNROLL;
+  for (unsigned base = 0; base < count; base += step) {  // block-uniform trip count
+    unsigned key[TOPK_UNROLL];
+#pragma unroll
+    for (int u = 0; u < TOPK_UNROLL; ++u) {
+      const unsigned i = base + u * blockDim.x + threadIdx.x;
+      key[u] = i < count ? src.key(i) : 0u;
+    }
+#pragma unroll
+    for (int u = 0; u < TOPK_UNROLL; ++u) {
+      const unsigned i = base + u * blockDim.x + threadIdx.x;
+      const bool v = i < count && (key[u] & sel.mask) == sel.prefix;
+      topk_hist_add(hist, v, qsa_radix_digit(key[u], shift));
+    }
+  }
+}
+
 // Radix select streaming keys from a source (src.key(i), i < count) on every pass.
 template <class Src>
 QSA_DEVICE TopkSel topk_radix_stream(const Src& src, unsigned count, unsigned k, TopkShared& s) {
   TopkSel sel = {0u, 0u, k};
   unsigned kr = k;
-  const unsigned step = blockDim.x * TOPK_UNROLL;
   topk_hist_clear(s.hist[0]);
   QSA_SYNC();
   for (int d = 0; d < 4; ++d) {
     const int shift = 24 - 8 * d, b = d & 1;
-    for (unsigned base = 0; base < count; base += step) {  // block-uniform trip count
-      unsigned key[TOPK_UNROLL];
-#pragma unroll
-      for (int u = 0; u < TOPK_UNROLL; ++u) {
-        const unsigned i = base + u * blockDim.x + threadIdx.x;
-        key[u] = i < count ? src.key(i) : 0u;
-      }
-#pragma unroll
-      for (int u = 0; u < TOPK_UNROLL; ++u) {
-        const unsigned i = base + u * blockDim.x + threadIdx.x;
-        const bool v = i < count && (key[u] & sel.mask) == sel.prefix;
-        topk_hist_add(s.hist[b], v, qsa_radix_digit(key[u], shift));
-      }
-    }
+    topk_hist_pass(src, count, sel, shift, s.hist[b]);
     topk_hist_clear(s.hist[b ^ 1]);
     QSA_SYNC();
     topk_choose_bin(s, b, kr);
@@ -814,22 +821,8 @@ template <class Src>
 QSA_DEVICE bool topk_cluster_digit(const Src& src, unsigned len, int d, TopkSel& sel, unsigned& kr,
                                    TopkShared& s, TopkClusterShared& cs) {
   const int shift = 24 - 8 * d, b = d & 1;
-  const unsigned step = blockDim.x * TOPK_UNROLL;
   unsigned* h = cs.part[d % 3];
-  for (unsigned base = 0; base < len; base += step) {  // block-uniform trip count
-    unsigned key[TOPK_UNROLL];
-#pragma unroll
-    for (int u = 0; u < TOPK_UNROLL; ++u) {
-      const unsigned i = base + u * blockDim.x + threadIdx.x;
-      key[u] = i < len ? src.key(i) : 0u;
-    }
-#pragma unroll
-    for (int u = 0; u < TOPK_UNROLL; ++u) {
-      const unsigned i = base + u * blockDim.x + threadIdx.x;
-      const bool v = i < len && (key[u] & sel.mask) == sel.prefix;
-      topk_hist_add(h, v, qsa_radix_digit(key[u], shift));
-    }
-  }
+  topk_hist_pass(src, len, sel, shift, h);
   topk_hist_clear(cs.part[(d + 1) % 3]);
   qsa_cluster_sync();  // every part's histogram of this digit is complete
   for (unsigned i = threadIdx.x; i < TOPK_BINS; i += blockDim.x) {
