@@ -38,8 +38,11 @@
 // Register kernel: keys per thread (blocked layout). n <= blockDim * 8 (dispatch: 8192).
 #define TOPK_REG_ITEMS 8
 // Split: entries per chunk (dispatch::topk::SPLIT_CHUNK), threads per chunk CTA.
+#if !defined(TOPK_SPLIT_CHUNK)  // overridable only by development probes (the host's plan
+                                // assumes these: dispatch::topk::SPLIT_CHUNK)
 #define TOPK_SPLIT_CHUNK 4096
 #define TOPK_SPLIT_THREADS 512
+#endif
 #define TOPK_SPLIT_ITEMS (TOPK_SPLIT_CHUNK / TOPK_SPLIT_THREADS)
 // Split CTAs resident per SM the register budget must allow (CUDA's __launch_bounds__
 // minimum blocks): with 16 queries the split launches 1024 CTAs per stage, and their
@@ -67,6 +70,27 @@
 // the direct ranking (they live in TopkShared::hist, 2 * 256 words: a key and an id each).
 #define TOPK_FEW_CAP 256
 
+// Development probe of the split (off unless built with -DTOPK_SPLIT_TRACE for CUDA,
+// tools/h200-topk-split/probe.py): globaltimer stamps of query 0's CTAs, per chunk of stage
+// A (slot 0) and stage B (slot 1), and the final CTA's steps (slot 2, chunk 0).
+#if defined(TOPK_SPLIT_TRACE) && defined(QSA_CUDA)
+__device__ unsigned long long topk_split_trace[3][256][8];
+#define TOPK_SPLIT_STAMP(slot, chunk, j, q)                                          \
+  do {                                                                             \
+    if (threadIdx.x == 0 && (q) == 0) {                                            \
+      unsigned long long t_;                                                       \
+      asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t_));                     \
+      topk_split_trace[slot][chunk][j] = t_;                                       \
+    }                                                                              \
+  } while (0)
+#define TOPK_SPLIT_NOTE(first, total) (topk_split_trace[2][1][0] = (first), topk_split_trace[2][1][1] = (total))
+#else
+#define TOPK_SPLIT_NOTE(first, total) ((void)0)
+#define TOPK_SPLIT_STAMP(slot, chunk, j, q) \
+  do {                                      \
+  } while (0)
+#endif
+
 // Two histograms and two digit results: pass d fills hist[d & 1] while hist[(d + 1) & 1]
 // is cleared, so a digit costs three barriers.
 struct TopkShared {
@@ -76,6 +100,8 @@ struct TopkShared {
   unsigned bin[2], above[2], count[2];
   unsigned flag;
   unsigned lo, hi;  // the split's final step: smallest and largest candidate key
+  unsigned floor;   // the speculative kernel's largest chunk bound (its final step checks it)
+  unsigned kept;    // the split's final step: candidates at or above that floor
 };
 
 // The selection a radix select leaves: entries with (key & mask) > prefix, plus the first
@@ -602,14 +628,17 @@ QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_BOUND_BLOCKS) void q
   const unsigned r = ((unsigned)k + w.m - 1) / w.m;
   const int len = min(TOPK_SPLIT_CHUNK, n - c * TOPK_SPLIT_CHUNK);
   unsigned* bound = w.bound + (size_t)q * w.m + c;
+  TOPK_SPLIT_STAMP(0, c, 0, q);
   if (k >= n || (unsigned)len <= r) {  // every entry may matter: bound at the lowest key
     if (threadIdx.x == 0) *bound = 0u;
     return;
   }
   unsigned key[TOPK_SPLIT_ITEMS];
   const int nv = topk_load_chunk(scores + (size_t)q * capacity, n, c, key);
+  TOPK_SPLIT_STAMP(0, c, 1, q);
   const TopkSel sel = topk_radix_regs(key, nv, r, TOPK_BOUND_DIGITS, s);
   if (threadIdx.x == 0) *bound = sel.prefix;  // >= r of the chunk's keys are >= prefix
+  TOPK_SPLIT_STAMP(0, c, 2, q);
 }
 
 // Where candidate p of a query lives: the chunk whose offset range holds it.
@@ -629,12 +658,16 @@ struct TopkCandSrc {
   __device__ unsigned key(unsigned p) const { return topk_load_cg(ckey + topk_cand_slot(*s, m, kc, p)); }
 };
 
-// The last CTA of a query: select k among the chunks' candidates.
-QSA_DEVICE void topk_split_final(const TopkSplitWs& w, int q, int k, int* o, TopkShared& s) {
+// The last CTA of a query: select k among the chunks' candidates. The selection's k-th key
+// is at least its radix prefix; when that prefix lies below `floor` the candidates are not
+// proven to hold the selection (the speculative kernel's check, below): nothing is written
+// and the result is false. The split passes floor 0 (its bound X is proven).
+QSA_DEVICE bool topk_split_final(const TopkSplitWs& w, int q, int k, int* o, TopkShared& s, unsigned floor) {
   const unsigned* cnt = w.cnt + (size_t)q * w.m;
   const unsigned* ckey = w.ckey + (size_t)q * w.m * w.kc;
   const int* cidx = w.cidx + (size_t)q * w.m * w.kc;
   const unsigned t = threadIdx.x;
+  TOPK_SPLIT_STAMP(2, 0, 0, q);
   const unsigned c = t < w.m ? topk_load_cg(cnt + t) : 0u;  // m <= 256 <= blockDim
   unsigned total;
   const unsigned off = topk_block_scan(c, total, s);
@@ -643,14 +676,16 @@ QSA_DEVICE void topk_split_final(const TopkSplitWs& w, int q, int k, int* o, Top
     s.offsets[w.m] = total;
     s.lo = 0xffffffffu;
     s.hi = 0u;
+    s.kept = 0u;
   }
   QSA_SYNC();
+  TOPK_SPLIT_STAMP(2, 0, 1, q);
   auto id_of = [&](unsigned p) {
     return (int)topk_load_cg((const unsigned*)cidx + topk_cand_slot(s, w.m, w.kc, p));
   };
   if ((unsigned)k >= total) {  // only when k >= n: every candidate, then -1
     for (unsigned i = t; i < (unsigned)k; i += blockDim.x) o[i] = i < total ? id_of(i) : -1;
-    return;
+    return true;
   }
   if (total <= blockDim.x * TOPK_FINAL_ITEMS) {
     // Blocked over every thread (per <= TOPK_FINAL_ITEMS each), so that the serial
@@ -658,11 +693,12 @@ QSA_DEVICE void topk_split_final(const TopkSplitWs& w, int q, int k, int* o, Top
     const unsigned per = (total + blockDim.x - 1) / blockDim.x;
     const unsigned base = t * per;
     const int nv = (int)min(per, total > base ? total - base : 0u);
-    // Keys and ids are loaded together, up front: loading ids while writing the output
-    // would chain one L2 round trip per selected entry.
+    // Keys and ids are loaded together, up front (loading ids while writing the output would
+    // chain one L2 round trip per selected entry), and every load before any use: a use of
+    // key[j] in this loop would wait for each load before the next slot search (12 L2 round
+    // trips, 3.3 us on the H200: tools/h200-topk-split/probe.py's trace).
     unsigned key[TOPK_FINAL_ITEMS];
     int ids[TOPK_FINAL_ITEMS];
-    unsigned lo = 0xffffffffu, hi = 0u;
     unsigned ch = nv > 0 ? topk_cand_slot(s, w.m, w.kc, base) / w.kc : 0u;
 #pragma unroll
     for (int j = 0; j < TOPK_FINAL_ITEMS; ++j) {
@@ -674,31 +710,61 @@ QSA_DEVICE void topk_split_final(const TopkSplitWs& w, int q, int k, int* o, Top
         const unsigned slot = ch * w.kc + (p - s.offsets[ch]);
         key[j] = topk_load_cg(ckey + slot);
         ids[j] = (int)topk_load_cg((const unsigned*)cidx + slot);
-        lo = min(lo, key[j]);
-        hi = max(hi, key[j]);
       }
     }
-    // The digits that every candidate shares need no pass: start below them.
+    // Candidates below the floor cannot be selected once at least k lie at or above it.
+    unsigned lo = 0xffffffffu, hi = 0u, kept = 0u;
+#pragma unroll
+    for (int j = 0; j < TOPK_FINAL_ITEMS; ++j) {
+      if (j < nv && key[j] >= floor) {
+        lo = min(lo, key[j]);
+        hi = max(hi, key[j]);
+        ++kept;
+      }
+    }
+    TOPK_SPLIT_STAMP(2, 0, 2, q);
 #pragma unroll
     for (int off = QSA_WAVE / 2; off > 0; off >>= 1) {
       lo = min(lo, (unsigned)qsa_shfl_xor(lo, off));
       hi = max(hi, (unsigned)qsa_shfl_xor(hi, off));
+      kept += qsa_shfl_xor(kept, off);
     }
     if (qsa_lane() == 0) {
       atomicMin(&s.lo, lo);
       atomicMax(&s.hi, hi);
+      atomicAdd(&s.kept, kept);
     }
     QSA_SYNC();
     lo = s.lo;
     hi = s.hi;
-    const int first = lo == hi ? 4 : __clz((int)(lo ^ hi)) / 8;
+    // Fewer than k at or above the floor: the k-th candidate lies below it (block-uniform).
+    if (s.kept < (unsigned)k) return false;
+    // The digits that every kept candidate shares need no pass: start below them. The others
+    // become key 0, which never matches the kept ones' prefix when that prefix is not 0 (else
+    // every candidate takes part from the first digit: still exact, k of them are kept).
+    int first = lo == hi ? 4 : __clz((int)(lo ^ hi)) / 8;
+    const unsigned top = first > 0 ? ~0u << (32 - 8 * first) : 0u;
+    if (floor > 0u) {
+      if ((lo & top) == 0u) {
+        first = 0;
+      } else {
+#pragma unroll
+        for (int j = 0; j < TOPK_FINAL_ITEMS; ++j) key[j] = key[j] >= floor ? key[j] : 0u;
+      }
+    }
+    TOPK_SPLIT_STAMP(2, 0, 3, q);
     const TopkSel sel = topk_radix_regs(key, nv, (unsigned)k, first, lo, 4, s);
+    TOPK_SPLIT_STAMP(2, 0, 4, q);
+    if (threadIdx.x == 0 && q == 0) TOPK_SPLIT_NOTE(first, total);
     topk_compact_regs(key, nv, sel, [&](unsigned pos, int j) { o[pos] = ids[j]; }, s);
+    TOPK_SPLIT_STAMP(2, 0, 5, q);
   } else {  // heavy ties left many candidates: stream them
     const TopkCandSrc src = {&s, ckey, w.m, w.kc};
     const TopkSel sel = topk_radix_stream(src, total, (unsigned)k, s);
+    if (sel.prefix < floor) return false;
     topk_compact_stream(src, total, sel, [&](unsigned pos, unsigned p) { o[pos] = id_of(p); }, s);
   }
+  return true;
 }
 
 // Stage B. grid (m, nq), block TOPK_SPLIT_THREADS; same workspace as stage A.
@@ -710,9 +776,11 @@ QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void 
   const int c = blockIdx.x, q = blockIdx.y;
   const TopkSplitWs w(ws, nq, n, k);
   if (q >= nq || c >= (int)w.m) return;
+  TOPK_SPLIT_STAMP(1, c, 0, q);
   unsigned key[TOPK_SPLIT_ITEMS];
   const int nv = topk_load_chunk(scores + (size_t)q * capacity, n, c, key);
   const int base = c * TOPK_SPLIT_CHUNK + threadIdx.x * TOPK_SPLIT_ITEMS;
+  TOPK_SPLIT_STAMP(1, c, 1, q);
 
   // X = min over the chunks' bounds.
   // m <= TOPK_MAX_CHUNKS <= blockDim: one bound per thread, one shared atomic per wave.
@@ -724,6 +792,7 @@ QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void 
   if (qsa_lane() == 0 && x != 0xffffffffu) atomicMin(&s.flag, x);
   QSA_SYNC();
   TopkSel sel = {0xffffffffu, s.flag, 0xffffffffu};  // key >= X, every tie
+  TOPK_SPLIT_STAMP(1, c, 2, q);
   TopkCounts counts = topk_count_regs(key, nv, sel, s);
   if (counts.gt_total + counts.eq_total > w.kc) {  // heavy ties: the chunk's own top kc
     sel = topk_radix_regs(key, nv, w.kc, 4, s);
@@ -736,6 +805,7 @@ QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void 
     cidx[pos] = base + j;
   });
   if (threadIdx.x == 0) w.cnt[(size_t)q * w.m + c] = kept;
+  TOPK_SPLIT_STAMP(1, c, 3, q);
 
   // The last chunk CTA of this query to finish selects (threadFenceReduction pattern).
   __threadfence();
@@ -746,9 +816,101 @@ QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void 
     if (s.flag) w.done[q] = 0;  // ready for the next call
   }
   QSA_SYNC();
+  TOPK_SPLIT_STAMP(1, c, 4, q);
   if (!s.flag) return;
   __threadfence();
-  topk_split_final(w, q, k, out + (size_t)q * k, s);
+  topk_split_final(w, q, k, out + (size_t)q * k, s, 0u);
+  TOPK_SPLIT_STAMP(2, 0, 7, q);
+}
+
+// ---------------------------------------------------------------------------------------
+// Speculative kernel (decode in one launch). grid (m, nq), block TOPK_SPLIT_THREADS, the
+// split's workspace. Stage A's only job is a bound that every chunk can trust; here each
+// chunk trusts its own, checked afterwards:
+// 1. Chunk c keeps its entries >= b_c, b_c its own 16-bit-aligned bound with at least
+//    TOPK_SPEC_MARGIN * ceil(k / m) of its entries >= b_c (two radix digits, as stage A).
+//    Where that keeps more than kc (ties), it keeps its own top kc instead and publishes
+//    b_c = 0: a query's selection restricted to a chunk is a prefix of the chunk's order, of
+//    at most kc entries, so that chunk holds its part of the selection whatever the bound.
+// 2. The last CTA of the query selects k among the candidates (as the split's final step)
+//    and checks T >= max_c b_c, T the radix prefix of the selection's k-th key. If it holds,
+//    every entry of the row at or above the row's k-th key K* is a candidate (candidates are
+//    a subset of the row, so their k-th key T' satisfies b_c <= T <= T' <= K*), so the
+//    selection among candidates is the row's. If not (sorted rows: the late chunks' bounds
+//    sit above K*), that CTA selects over the whole row itself: exact, and slower.
+// For exchangeable scores the margin puts every chunk's bound below K*: the chunks' counts
+// at their bounds vary by about sqrt(count), far less than the margin (1 of 32 per chunk).
+#if !defined(TOPK_SPEC_MARGIN)  // overridable only by development probes
+#define TOPK_SPEC_MARGIN 2
+#endif
+// qsa:block 512
+QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void qsa_topk_spec(
+    const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
+    int* __restrict__ out) {
+  __shared__ TopkShared s;
+  const int c = blockIdx.x, q = blockIdx.y;
+  const TopkSplitWs w(ws, nq, n, k);
+  if (q >= nq || c >= (int)w.m) return;
+  int* o = out + (size_t)q * k;
+  if (k >= n) {  // every entry: no workspace, no ticket
+    if (c == 0) topk_write_all(o, n, k);
+    return;
+  }
+  const float* row = scores + (size_t)q * capacity;
+  TOPK_SPLIT_STAMP(1, c, 0, q);
+  unsigned key[TOPK_SPLIT_ITEMS];
+  const int nv = topk_load_chunk(row, n, c, key);
+  const int base = c * TOPK_SPLIT_CHUNK + threadIdx.x * TOPK_SPLIT_ITEMS;
+  TOPK_SPLIT_STAMP(1, c, 1, q);
+  const int len = min(TOPK_SPLIT_CHUNK, n - c * TOPK_SPLIT_CHUNK);
+  const unsigned r = TOPK_SPEC_MARGIN * (((unsigned)k + w.m - 1) / w.m);
+  unsigned bound = 0u;  // every entry when the chunk has no more than r
+  if ((unsigned)len > r) bound = topk_radix_regs(key, nv, r, TOPK_BOUND_DIGITS, s).prefix;
+  TopkSel sel = {0xffffffffu, bound, 0xffffffffu};  // key >= bound, every tie
+  TOPK_SPLIT_STAMP(1, c, 2, q);
+  TopkCounts counts = topk_count_regs(key, nv, sel, s);
+  if (counts.gt_total + counts.eq_total > w.kc) {  // ties: the chunk's own top kc, proven
+    sel = topk_radix_regs(key, nv, w.kc, 4, s);
+    counts = topk_count_regs(key, nv, sel, s);
+    bound = 0u;
+  }
+  unsigned* ckey = w.ckey + ((size_t)q * w.m + c) * w.kc;
+  int* cidx = w.cidx + ((size_t)q * w.m + c) * w.kc;
+  const unsigned kept = topk_emit_regs(key, nv, sel, counts, [&](unsigned pos, int j) {
+    ckey[pos] = key[j];
+    cidx[pos] = base + j;
+  });
+  if (threadIdx.x == 0) {
+    w.cnt[(size_t)q * w.m + c] = kept;
+    w.bound[(size_t)q * w.m + c] = bound;
+  }
+  TOPK_SPLIT_STAMP(1, c, 3, q);
+  __threadfence();
+  QSA_SYNC();
+  if (threadIdx.x == 0) {
+    const unsigned ticket = atomicAdd(&w.done[q], 1u);
+    s.flag = ticket == w.m - 1;
+    if (s.flag) w.done[q] = 0;  // ready for the next call
+    s.floor = 0u;
+  }
+  QSA_SYNC();
+  TOPK_SPLIT_STAMP(1, c, 4, q);
+  if (!s.flag) return;
+  __threadfence();
+  // The largest chunk bound (m <= TOPK_MAX_CHUNKS <= blockDim: one per thread).
+  unsigned b = threadIdx.x < w.m ? topk_load_cg(w.bound + (size_t)q * w.m + threadIdx.x) : 0u;
+#pragma unroll
+  for (int off = QSA_WAVE / 2; off > 0; off >>= 1) b = max(b, (unsigned)qsa_shfl_xor(b, off));
+  if (qsa_lane() == 0) atomicMax(&s.floor, b);
+  QSA_SYNC();
+  if (topk_split_final(w, q, k, o, s, s.floor)) {
+    TOPK_SPLIT_STAMP(2, 0, 7, q);
+    return;
+  }
+  // Not proven: select over the whole row (every chunk's bound is reset by its next call).
+  const TopkRowSrc src = {row};
+  const TopkSel all = topk_radix_stream(src, (unsigned)n, (unsigned)k, s);
+  topk_compact_stream(src, (unsigned)n, all, [&](unsigned pos, unsigned i) { o[pos] = (int)i; }, s);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -169,8 +169,12 @@ fn plan<'a>(sw: &Switches, problem: &'a Problem) -> BackendResult<Job<'a>> {
             };
             match dispatch::topk::choose(&caps, sw, shape)? {
                 TopkKernel::Split => Job::TopkSplit(p),
-                // The CPU has no clusters: dispatch never picks that kernel here.
-                TopkKernel::Register | TopkKernel::Wide | TopkKernel::Cluster => Job::TopkRadix(p),
+                // The CPU has no clusters and no speculative kernel: dispatch never picks them
+                // here; forced, they run the radix select.
+                TopkKernel::Register
+                | TopkKernel::Wide
+                | TopkKernel::Cluster
+                | TopkKernel::Spec => Job::TopkRadix(p),
             }
         }
         Problem::Scores(p) => {

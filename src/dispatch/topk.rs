@@ -1,4 +1,5 @@
-//! Top-k dispatch: register kernel for small n, two-stage split for decode, wide otherwise.
+//! Top-k dispatch: register kernel for small n, two-stage split for decode (the one-launch
+//! speculative kernel on sm_90, measured faster there), wide otherwise.
 //! The one-launch cluster kernel (sm_90) runs only when forced (`QSA_TOPK_KERNEL=cluster`):
 //! on the H200 it is slower than the split (docs/results/topk-cluster-2026-12-01/).
 
@@ -19,6 +20,11 @@ pub enum TopkKernel {
     /// query share one radix select through distributed shared memory. n <= CLUSTER_MAX_N.
     /// Forced only (measured slower than the split on the H200).
     Cluster,
+    /// Decode in one launch: the split's chunks, each keeping its entries above its own
+    /// bound; the last CTA of a query checks that the bounds could not have dropped a winner
+    /// (else it selects over the whole row). The engine's decode kernel on sm_90
+    /// (tools/h200-topk-split/README.md); forced elsewhere.
+    Spec,
 }
 
 impl TopkKernel {
@@ -28,6 +34,7 @@ impl TopkKernel {
             TopkKernel::Wide => "wide",
             TopkKernel::Split => "split",
             TopkKernel::Cluster => "cluster",
+            TopkKernel::Spec => "spec",
         }
     }
 }
@@ -82,9 +89,10 @@ pub fn choose(caps: &TargetCaps, sw: &Switches, s: TopkShape) -> Result<TopkKern
         Some("wide") => Some(TopkKernel::Wide),
         Some("split") => Some(TopkKernel::Split),
         Some("cluster") => Some(TopkKernel::Cluster),
+        Some("spec") => Some(TopkKernel::Spec),
         Some(other) => {
             return Err(BackendError::Input(format!(
-                "QSA_TOPK_KERNEL={other}: expected register, wide, split or cluster"
+                "QSA_TOPK_KERNEL={other}: expected register, wide, split, cluster or spec"
             )))
         }
         None => None,
@@ -93,7 +101,7 @@ pub fn choose(caps: &TargetCaps, sw: &Switches, s: TopkShape) -> Result<TopkKern
         // A forced kernel outside its limits falls through to one that handles the shape.
         return Ok(match kernel {
             TopkKernel::Register if s.n > REGISTER_MAX_N => TopkKernel::Wide,
-            TopkKernel::Split if s.has_active => TopkKernel::Wide,
+            TopkKernel::Split | TopkKernel::Spec if s.has_active => TopkKernel::Wide,
             TopkKernel::Cluster if !cluster_fits(caps, s) => TopkKernel::Wide,
             k => k,
         });
@@ -107,10 +115,14 @@ pub fn choose(caps: &TargetCaps, sw: &Switches, s: TopkShape) -> Result<TopkKern
         // HIP: the split ships only for gfx906 and only when the engine's switch is on.
         Vendor::Amd => caps.is_gfx906() && sw.on("STRATA_GFX906_TOPK_SPLIT"),
     };
-    Ok(if decode && split_enabled {
-        TopkKernel::Split
-    } else {
-        TopkKernel::Wide
+    // The speculative kernel where it was measured faster than the split: the H200
+    // (sm_90, the NVIDIA target with clusters; 18.4 / 20.4 / 42.8 us against the split's
+    // 20.6 / 23.7 / 47.0 us for 1 / 3 / 16 x 262,144, k = 2048, tools/h200-topk-split/).
+    let measured_faster = caps.vendor == Vendor::Nvidia && caps.has(super::Feature::Clusters);
+    Ok(match (decode && split_enabled, measured_faster) {
+        (true, true) => TopkKernel::Spec,
+        (true, false) => TopkKernel::Split,
+        (false, _) => TopkKernel::Wide,
     })
 }
 
@@ -142,14 +154,36 @@ mod tests {
     #[test]
     fn the_engines_dispatch_never_takes_the_cluster_kernel() {
         // Measured slower than the split on the H200 (docs/results/topk-cluster-2026-12-01/):
-        // decode keeps the split where clusters exist.
+        // decode takes the speculative kernel there, the split on other NVIDIA targets.
         let sw = Switches::default();
         let hopper = nvidia(vec![Feature::Clusters]);
         let pick = |s| choose(&hopper, &sw, s).unwrap();
-        assert_eq!(pick(decode(16, 262_144)), TopkKernel::Split);
-        assert_eq!(pick(decode(1, CLUSTER_MAX_N)), TopkKernel::Split);
+        assert_eq!(pick(decode(16, 262_144)), TopkKernel::Spec);
+        assert_eq!(pick(decode(1, CLUSTER_MAX_N)), TopkKernel::Spec);
         assert_eq!(pick(decode(17, 262_144)), TopkKernel::Wide);
         assert_eq!(pick(decode(1, REGISTER_MAX_N)), TopkKernel::Register);
+        let ampere = nvidia(vec![]);
+        assert_eq!(
+            choose(&ampere, &sw, decode(16, 262_144)).unwrap(),
+            TopkKernel::Split
+        );
+    }
+
+    #[test]
+    fn a_forced_spec_kernel_takes_decode_only() {
+        let mut vars = std::collections::BTreeMap::new();
+        vars.insert("QSA_TOPK_KERNEL".to_string(), "spec".to_string());
+        let sw = Switches::new(vars);
+        let ampere = nvidia(vec![]);
+        assert_eq!(
+            choose(&ampere, &sw, decode(3, 40_000)).unwrap(),
+            TopkKernel::Spec
+        );
+        let prefill = TopkShape {
+            has_active: true,
+            ..decode(3, 40_000)
+        };
+        assert_eq!(choose(&ampere, &sw, prefill).unwrap(), TopkKernel::Wide);
     }
 
     #[test]

@@ -23,6 +23,9 @@
 //!   `cluster_part(n) * 4` bytes of dynamic shared memory (the part's keys). sm_90 only
 //!   (dispatch: `Feature::Clusters`), n <= CLUSTER_MAX_N.
 //!
+//! - `qsa_topk_spec(<the split select kernel's arguments>)`: grid (chunks, nq), block
+//!   `SPLIT_THREADS`, alone (one launch); the split's workspace, zeroed once.
+//!
 //! chunks = ceil(n / SPLIT_CHUNK). Output: `nq * k` ids, row q at `out + q * k`.
 
 use super::launch::{launch, LaunchPlan, PlanArg, PlannedCall, Role, Step};
@@ -137,9 +140,10 @@ pub fn launch_plan(
             p.n
         )));
     }
-    if kernel == TopkKernel::Split && p.nq > 65535 {
+    if matches!(kernel, TopkKernel::Split | TopkKernel::Spec) && p.nq > 65535 {
         return Err(BackendError::Shape(format!(
-            "split top-k with nq = {} > 65535 (grid y)",
+            "{} top-k with nq = {} > 65535 (grid y)",
+            kernel.name(),
             p.nq
         )));
     }
@@ -207,6 +211,16 @@ pub fn launch_plan(
             plan.call.push(launch(
                 "qsa_topk_split_select",
                 one(grid, SPLIT_THREADS),
+                vec![scores, cap, nq, n, k, ws, out],
+            ));
+        }
+        TopkKernel::Spec => {
+            // The split's workspace, zeroed once; the kernel leaves it reusable.
+            let ws = plan.buffer("ws", split_workspace_bytes(p.nq, p.n, p.k), Role::Workspace);
+            plan.setup.push(Step::Zero { buffer: "ws" });
+            plan.call.push(launch(
+                "qsa_topk_spec",
+                one((split_chunks(p.n) as u32, p.nq as u32, 1), SPLIT_THREADS),
                 vec![scores, cap, nq, n, k, ws, out],
             ));
         }
