@@ -101,13 +101,13 @@ def time_graph(fn, inner=20, reps=25, warmup=3):
 
 CASES = [
     # (label, nq, n, capacity, k, matrix.yaml variants forcing a kernel, besides auto)
-    ("decode", 1, 262144, 262144, 2048, ["cluster", "wide"]),
+    ("decode", 1, 262144, 262144, 2048, ["split", "spec", "cluster", "wide"]),
     ("decode", 2, 262144, 262144, 2048, []),
-    ("decode", 3, 262144, 262144, 2048, ["cluster", "wide"]),
-    ("decode", 16, 262144, 262144, 2048, ["cluster", "wide"]),
-    ("decode", 3, 131072, 262144, 2048, ["wide"]),
-    ("decode", 3, 65536, 262144, 2048, ["wide"]),
-    ("decode", 3, 40960, 262144, 2048, ["wide"]),
+    ("decode", 3, 262144, 262144, 2048, ["split", "spec", "cluster", "wide"]),
+    ("decode", 16, 262144, 262144, 2048, ["split", "spec", "cluster", "wide"]),
+    ("decode", 3, 131072, 262144, 2048, ["split", "spec", "wide"]),
+    ("decode", 3, 65536, 262144, 2048, ["split", "spec", "wide"]),
+    ("decode", 3, 40960, 262144, 2048, ["split", "spec", "wide"]),
     ("prefill", 256, 2048, 2048, 16, []),
     ("prefill", 256, 4096, 4096, 16, []),
     ("prefill", 256, 32768, 32768, 16, []),

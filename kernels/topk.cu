@@ -49,7 +49,10 @@
 // sync-bound steps overlap only when several share an SM. sm_90 runs 2048 threads per SM;
 // older targets (1024 or 1536) and HIP, whose second launch-bounds argument means waves
 // per EU, keep 1.
-#if defined(QSA_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if defined(TOPK_SPLIT_BLOCKS_PROBE)  // development probes: both kernels' minimum
+#define TOPK_SPLIT_BOUND_BLOCKS TOPK_SPLIT_BLOCKS_PROBE
+#define TOPK_SPLIT_SELECT_BLOCKS TOPK_SPLIT_BLOCKS_PROBE
+#elif defined(QSA_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define TOPK_SPLIT_BOUND_BLOCKS 4
 #define TOPK_SPLIT_SELECT_BLOCKS 2
 #else
