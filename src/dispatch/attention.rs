@@ -41,6 +41,10 @@ const Q_STRIDE: usize = 132;
 const S_STRIDE: usize = 68;
 const KV_STRIDE: usize = 136;
 const BLOCK: usize = crate::problem::ATTN_BLOCK;
+/// Most staged K/V buffers of the forward's ring (ATT_MAX_NBUF in the kernel); the backward
+/// kernel double-buffers at most.
+pub const MAX_FWD_NBUF: usize = 4;
+const MAX_BWD_NBUF: usize = 2;
 /// Decode splits aim at this many CTAs per multiprocessor: four resident staged CTAs per SM
 /// on the H200, and with tensor cores a block costs mostly its copy latency, so filling every
 /// slot wins (.devrun/attention2/run1: 16 q x 8 kv heads at 262K, 41 us at four per SM
@@ -57,11 +61,13 @@ pub struct StagedPlan {
     pub hc: usize,
     /// Query tokens per CTA: their selections are merged, each block loaded once.
     pub qt: usize,
-    /// Staged K/V buffers: 2 = double buffering.
+    /// Staged K/V buffers: 1, or a ring of up to MAX_FWD_NBUF with nbuf - 1 blocks in
+    /// flight (the backward: 1 or 2).
     pub nbuf: usize,
     /// Work items (grid.x): batch x token tiles x kv heads x head chunks.
     pub items: usize,
-    /// CTAs per work item (grid.y); > 1 writes partials merged by qsa_attn_combine.
+    /// CTAs per work item (grid.y); > 1 launches the split forward, whose CTAs write
+    /// partials that the last of each item merges in the same launch.
     pub nsplit: usize,
     /// Dynamic shared bytes.
     pub shared: u32,
@@ -144,8 +150,9 @@ pub fn staged_plan(
 }
 
 /// `staged_plan` with qsa's sweep switches applied (for experiments on the card, e.g.
-/// bench/attention_vs_torch.py): `QSA_ATTN_NBUF` (1 or 2 staged K/V buffers) and
-/// `QSA_ATTN_SPLITS` (CTAs per work item, forward only). Unset, the plan is `staged_plan`'s.
+/// bench/attention_vs_torch.py): `QSA_ATTN_NBUF` (staged K/V buffers: 1 to MAX_FWD_NBUF for
+/// the forward, 1 or 2 for the backward) and `QSA_ATTN_SPLITS` (CTAs per work item, forward
+/// only). Unset, the plan is `staged_plan`'s.
 #[allow(clippy::too_many_arguments)]
 pub fn staged_plan_for(
     caps: &TargetCaps,
@@ -170,7 +177,12 @@ pub fn staged_plan_for(
             ))),
         }
     };
-    if let Some(nbuf) = number("QSA_ATTN_NBUF", 2)? {
+    let max_nbuf = if backward {
+        MAX_BWD_NBUF
+    } else {
+        MAX_FWD_NBUF
+    };
+    if let Some(nbuf) = number("QSA_ATTN_NBUF", max_nbuf)? {
         let shared = staged_shared_bytes(plan.qt * t, nbuf, backward);
         if shared > caps.shared_per_block as usize {
             return Err(BackendError::Shape(format!(
