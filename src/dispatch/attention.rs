@@ -177,11 +177,7 @@ pub fn staged_plan_for(
             ))),
         }
     };
-    let max_nbuf = if backward {
-        MAX_BWD_NBUF
-    } else {
-        MAX_FWD_NBUF
-    };
+    let max_nbuf = if backward { MAX_BWD_NBUF } else { MAX_FWD_NBUF };
     if let Some(nbuf) = number("QSA_ATTN_NBUF", max_nbuf)? {
         let shared = staged_shared_bytes(plan.qt * t, nbuf, backward);
         if shared > caps.shared_per_block as usize {
