@@ -29,7 +29,10 @@ D, BLK = 128, 64  # head dim and KV block of the problem (the kernels' contract)
 
 
 # ---- our kernels: plans of `qsa plan` (this script derives no launch rule) ------------------
-SWEEP_NBUF = (1, 2)
+# Staged K/V buffers of the forward's ring (1 .. MAX_FWD_NBUF of src/dispatch/attention.rs:
+# nbuf - 1 blocks in flight while one is computed). The forward CTA's shared memory is
+# 13 KB + 34 KB per buffer (48 / 83 / 118 / 152 KB): 4 / 2 / 1 / 1 CTAs per H200 SM.
+SWEEP_NBUF = (1, 2, 3, 4)
 SWEEP_SPLITS = (1, 2, 4, 6, 8, 12, 16, 32)
 
 

@@ -1136,11 +1136,28 @@ QSA_DEVICE float attn_load_cg(const float* p) {
 #endif
 }
 
+QSA_DEVICE float4 attn_load_cg4(const float* p) {  // p 16-byte aligned
+#if defined(QSA_CUDA) && !defined(QSA_EMU)
+  return __ldcg((const float4*)p);
+#else
+  return make_float4(attn_load_cg(p), attn_load_cg(p + 1), attn_load_cg(p + 2), attn_load_cg(p + 3));
+#endif
+}
+
 // Called by every CTA of a split work item after writing its partial (o, lse). The last CTA
 // of the item to arrive (threadFenceReduction: each thread fences its partial writes, the
 // barrier gathers them, one atomic per CTA counts the arrivals) merges all nsplit partials
 // of the item's rows into (o, lse) and resets the item's counter for the next call, so the
 // counters are zeroed once when the plan's buffers are made and never per call.
+// The merge is the former qsa_attn_combine's arithmetic: m = max of the partial lse, weights
+// w_s = exp(lse_s - m) (a -inf partial, from an empty share or no visible key, weighs 0),
+// lse = m + log(sum w), o = sum_s w_s o_s / sum w (o's sum in split order; sum w in eight
+// interleaved parts); all -inf gives o = 0, lse = -inf. It is laid out for latency (one CTA, up to 16 x nsplit partial rows, all of
+// them in L2): the partial lse go to shared memory in one parallel pass, eight lanes per row
+// reduce them, and each thread then sums float4 columns of o over the splits with
+// independent loads. The weights need ATT_ROWS x nsplit floats: the first K / V buffer,
+// free after the block loop (nsplit <= 512 by the host: src/dispatch/attention.rs
+// MAX_SPLITS, 32 KiB of its 34,816 bytes).
 QSA_DEVICE void staged_split_merge(const StagedSmem& s, const StagedCta& c, const SplitOut& so, float* o,
                                    float* lse, int q_len, int hq, long long rows_total) {
   __threadfence();  // this thread's partial is visible device-wide before the CTA arrives
@@ -1156,31 +1173,65 @@ QSA_DEVICE void staged_split_merge(const StagedSmem& s, const StagedCta& c, cons
   if (!*last) return;
   __threadfence();  // the other splits' partials, seen through their fences and the counter
   const int nsplit = (int)gridDim.y;
-  const int rows_valid = c.qt * c.hc;
-  // Thread d merges dimension d of every row (ATT_D == ATT_THREADS); the arithmetic is the
-  // former qsa_attn_combine's: max of the partial lse, weights exp(lse_s - max), -inf
-  // partials (an empty share or no visible key) weigh 0, all -inf gives o = 0, lse = -inf.
-  for (int e = threadIdx.x; e < rows_valid * ATT_D; e += blockDim.x) {
-    const int r = e / ATT_D, d = e % ATT_D;
-    const int tok = r / c.hc, hh = r % c.hc;
-    const int i = c.tile * c.qt + tok;
-    if (i >= q_len) continue;
-    const long long row = ((long long)c.b * q_len + i) * hq + c.g * c.group + c.chunk * c.hc + hh;
+  const int tid = threadIdx.x;
+  float* w = (float*)s.kv;  // [ATT_ROWS][nsplit]: partial lse, then weights
+  // Global row of CTA row r, or -1 past q_len.
+  auto row_of = [&](int r) -> long long {
+    const int i = c.tile * c.qt + r / c.hc;
+    if (r >= c.qt * c.hc || i >= q_len) return -1;
+    return ((long long)c.b * q_len + i) * hq + c.g * c.group + c.chunk * c.hc + r % c.hc;
+  };
+  for (int e = tid; e < ATT_ROWS * nsplit; e += blockDim.x) {
+    const int r = e / nsplit, sp = e % nsplit;
+    const long long row = row_of(r);
+    w[e] = row < 0 ? qsa_neg_inf() : attn_load_cg(so.lse_part + sp * rows_total + row);
+  }
+  QSA_SYNC();
+  {  // row tid / 8, splits tid % 8 + 8 j (eight consecutive lanes of one wave)
+    const int r = tid / 8, part = tid % 8;
+    float* wr = w + r * nsplit;
     float mx = qsa_neg_inf();
-    for (int sp = 0; sp < nsplit; ++sp) mx = fmaxf(mx, attn_load_cg(so.lse_part + sp * rows_total + row));
-    if (mx == qsa_neg_inf()) {
-      o[row * ATT_D + d] = 0.f;
-      if (d == 0) lse[row] = qsa_neg_inf();
-      continue;
+    for (int sp = part; sp < nsplit; sp += 8) mx = fmaxf(mx, wr[sp]);
+    mx = fmaxf(mx, qsa_shfl_xor(mx, 1));
+    mx = fmaxf(mx, qsa_shfl_xor(mx, 2));
+    mx = fmaxf(mx, qsa_shfl_xor(mx, 4));
+    float sum = 0.f;
+    for (int sp = part; sp < nsplit; sp += 8) {
+      const float x = mx == qsa_neg_inf() ? 0.f : expf(wr[sp] - mx);
+      wr[sp] = x;
+      sum += x;
     }
-    float sum = 0.f, acc = 0.f;
-    for (int sp = 0; sp < nsplit; ++sp) {
-      const float w = expf(attn_load_cg(so.lse_part + sp * rows_total + row) - mx);
-      sum += w;
-      acc += w * attn_load_cg(so.o_part + (sp * rows_total + row) * ATT_D + d);
+    sum += qsa_shfl_xor(sum, 1);
+    sum += qsa_shfl_xor(sum, 2);
+    sum += qsa_shfl_xor(sum, 4);
+    QSA_SYNCWARP();
+    if (part == 0) {
+      s.row_m[r] = mx;
+      s.row_l[r] = sum;
     }
-    o[row * ATT_D + d] = acc / sum;
-    if (d == 0) lse[row] = mx + logf(sum);
+  }
+  QSA_SYNC();
+  for (int e = tid; e < ATT_ROWS * (ATT_D / 4); e += blockDim.x) {
+    const int r = e / (ATT_D / 4), d = 4 * (e % (ATT_D / 4));
+    const long long row = row_of(r);
+    if (row < 0) continue;
+    const float mx = s.row_m[r];
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (mx != qsa_neg_inf()) {
+      const float* wr = w + r * nsplit;
+#pragma unroll 4
+      for (int sp = 0; sp < nsplit; ++sp) {
+        const float4 x = attn_load_cg4(so.o_part + (sp * rows_total + row) * ATT_D + d);
+        acc.x += wr[sp] * x.x;
+        acc.y += wr[sp] * x.y;
+        acc.z += wr[sp] * x.z;
+        acc.w += wr[sp] * x.w;
+      }
+      const float l = s.row_l[r];
+      acc = make_float4(acc.x / l, acc.y / l, acc.z / l, acc.w / l);
+    }
+    *(float4*)(o + row * ATT_D + d) = acc;
+    if (d == 0) lse[row] = mx == qsa_neg_inf() ? qsa_neg_inf() : mx + logf(s.row_l[r]);
   }
 }
 

@@ -53,6 +53,10 @@ const SPLIT_CTAS_PER_SM: usize = 4;
 /// Each split keeps at least this many blocks (one query, 16 blocks: 16 splits of one block
 /// ran fastest on the H200, .devrun/attention2/run1).
 const SPLIT_MIN_BLOCKS: usize = 1;
+/// Most CTAs per work item: the split forward's merging CTA keeps 16 rows x nsplit weights in
+/// its first K/V buffer (kernels/selection_attention.cu, staged_split_merge): 16 x 512 x 4 =
+/// 32 KiB of its 34,816 bytes.
+pub const MAX_SPLITS: usize = 512;
 
 /// The staged kernel's launch plan for one shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,6 +137,7 @@ pub fn staged_plan(
         let want = target
             .div_ceil(items)
             .min((cap / SPLIT_MIN_BLOCKS).max(1))
+            .min(MAX_SPLITS)
             .max(1);
         // Even shares: the kernel gives each split ceil(count / nsplit) blocks, so e.g. 5
         // splits of 16 blocks would run as 4 x 4 plus an empty CTA (and a longer merge).
@@ -189,7 +194,7 @@ pub fn staged_plan_for(
         plan.nbuf = nbuf;
         plan.shared = shared as u32;
     }
-    if let Some(nsplit) = number("QSA_ATTN_SPLITS", 65_535)? {
+    if let Some(nsplit) = number("QSA_ATTN_SPLITS", MAX_SPLITS)? {
         if !backward {
             plan.nsplit = nsplit;
         }
@@ -245,6 +250,25 @@ mod tests {
         assert_eq!((p.items, p.nsplit, p.nbuf), (262_144, 1, 1));
         let b = staged_plan(&h200, 1, 1, 128, 8, 16, true).unwrap();
         assert_eq!(b.nsplit, 1);
+        // One work item of 528 blocks would take 528 splits of one; capped where the merge's
+        // weights fit (512), evened out to 264 splits of two.
+        let one = staged_plan(&h200, 1, 1, 16, 1, 528, false).unwrap();
+        assert_eq!((one.items, one.nsplit), (1, 264));
+    }
+
+    #[test]
+    fn the_split_merge_weights_fit_one_kv_buffer() {
+        // staged_split_merge keeps STAGED_ROWS x nsplit f32 weights in K/V buffer 0.
+        let one_buffer = staged_shared_bytes(0, 1, false) - staged_shared_bytes(0, 0, false);
+        assert!(STAGED_ROWS * MAX_SPLITS * 4 <= one_buffer, "{one_buffer}");
+        let sw = Switches::new([("QSA_ATTN_SPLITS".to_string(), "513".to_string())].into());
+        let e = staged_plan_for(&caps("sm_90", 227, 132), &sw, 1, 1, 16, 1, 16, false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("QSA_ATTN_SPLITS=513: expected a whole number from 1 to 512"),
+            "{e}"
+        );
     }
 
     #[test]
