@@ -137,8 +137,7 @@ pub fn staged_plan(
         let want = target
             .div_ceil(items)
             .min((cap / SPLIT_MIN_BLOCKS).max(1))
-            .min(MAX_SPLITS)
-            .max(1);
+            .clamp(1, MAX_SPLITS);
         // Even shares: the kernel gives each split ceil(count / nsplit) blocks, so e.g. 5
         // splits of 16 blocks would run as 4 x 4 plus an empty CTA (and a longer merge).
         cap.div_ceil(cap.div_ceil(want))
