@@ -219,8 +219,8 @@ pub fn launch_plan(
     ];
     let sfx = p.dtype.name();
     let mut forward = Vec::new();
-    // Zero-fills that precede every call (the split forward's arrival counters): in setup,
-    // since the kernel leaves them zeroed for the next call.
+    // Zero-fills made once, before the first call (the split forward's arrival counters):
+    // the kernel leaves them zeroed for the next call, so a call is one launch.
     let mut once = Vec::new();
     match &fwd_plan {
         None => {
