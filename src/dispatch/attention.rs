@@ -111,8 +111,23 @@ pub fn staged_plan(
     t: usize,
     backward: bool,
 ) -> Result<StagedPlan, BackendError> {
+    let geometry = staged_geometry(hq / hkv, q_len);
+    plan_with_geometry(caps, batch, q_len, hq, hkv, t, backward, geometry)
+}
+
+/// `staged_plan` for a given (heads, tokens) per CTA.
+#[allow(clippy::too_many_arguments)]
+fn plan_with_geometry(
+    caps: &TargetCaps,
+    batch: usize,
+    q_len: usize,
+    hq: usize,
+    hkv: usize,
+    t: usize,
+    backward: bool,
+    (hc, qt): (usize, usize),
+) -> Result<StagedPlan, BackendError> {
     let group = hq / hkv;
-    let (hc, qt) = staged_geometry(group, q_len);
     let cap = qt * t;
     let limit = caps.shared_per_block as usize;
     let one = staged_shared_bytes(cap, 1, backward);
@@ -154,9 +169,12 @@ pub fn staged_plan(
 }
 
 /// `staged_plan` with qsa's sweep switches applied (for experiments on the card, e.g.
-/// bench/attention_vs_torch.py): `QSA_ATTN_NBUF` (staged K/V buffers: 1 to MAX_FWD_NBUF for
-/// the forward, 1 or 2 for the backward) and `QSA_ATTN_SPLITS` (CTAs per work item, forward
-/// only). Unset, the plan is `staged_plan`'s.
+/// bench/attention_vs_torch.py): `QSA_ATTN_HEADS` (query heads per CTA, a divisor of the
+/// group up to 16, forward only: fewer heads per CTA make more work items, so a decode call
+/// with few KV heads reaches more SMs, each block then loaded once per head chunk; the
+/// splits follow the default rule unless set), `QSA_ATTN_NBUF` (staged K/V buffers: 1 to
+/// MAX_FWD_NBUF for the forward, 1 or 2 for the backward) and `QSA_ATTN_SPLITS` (CTAs per
+/// work item, forward only). Unset, the plan is `staged_plan`'s.
 #[allow(clippy::too_many_arguments)]
 pub fn staged_plan_for(
     caps: &TargetCaps,
@@ -168,7 +186,6 @@ pub fn staged_plan_for(
     t: usize,
     backward: bool,
 ) -> Result<StagedPlan, BackendError> {
-    let mut plan = staged_plan(caps, batch, q_len, hq, hkv, t, backward)?;
     let number = |key: &str, max: usize| -> Result<Option<usize>, BackendError> {
         let Some(v) = sw.get(key) else {
             return Ok(None);
@@ -181,6 +198,20 @@ pub fn staged_plan_for(
             ))),
         }
     };
+    let group = hq / hkv;
+    let geometry = match number("QSA_ATTN_HEADS", STAGED_ROWS)? {
+        Some(hc) if !backward => {
+            if !group.is_multiple_of(hc) {
+                return Err(BackendError::Input(format!(
+                    "QSA_ATTN_HEADS={hc}: the heads per CTA must divide the GQA group of {group} \
+                     query heads per KV head"
+                )));
+            }
+            (hc, (STAGED_ROWS / hc).min(q_len).max(1))
+        }
+        _ => staged_geometry(group, q_len),
+    };
+    let mut plan = plan_with_geometry(caps, batch, q_len, hq, hkv, t, backward, geometry)?;
     let max_nbuf = if backward { MAX_BWD_NBUF } else { MAX_FWD_NBUF };
     if let Some(nbuf) = number("QSA_ATTN_NBUF", max_nbuf)? {
         let shared = staged_shared_bytes(plan.qt * t, nbuf, backward);
@@ -253,6 +284,40 @@ mod tests {
         // weights fit (512), evened out to 264 splits of two.
         let one = staged_plan(&h200, 1, 1, 16, 1, 528, false).unwrap();
         assert_eq!((one.items, one.nsplit), (1, 264));
+    }
+
+    #[test]
+    fn heads_per_cta_can_be_swept_for_the_forward() {
+        let h200 = caps("sm_90", 227, 132);
+        let sw = |v: &str| Switches::new([("QSA_ATTN_HEADS".to_string(), v.to_string())].into());
+        // Decode 1 q x 64 / 4 heads: 4 items of 16 heads, or 8 of 8 (twice the CTAs).
+        let base = staged_plan_for(&h200, &sw("16"), 1, 1, 64, 4, 16, false).unwrap();
+        assert_eq!(base, staged_plan(&h200, 1, 1, 64, 4, 16, false).unwrap());
+        let eight = staged_plan_for(&h200, &sw("8"), 1, 1, 64, 4, 16, false).unwrap();
+        assert_eq!(
+            (eight.hc, eight.qt, eight.items, eight.nsplit),
+            (8, 1, 8, 16)
+        );
+        // Fewer heads take more tokens per CTA.
+        let four = staged_plan_for(&h200, &sw("4"), 1, 16, 128, 8, 16, false).unwrap();
+        assert_eq!((four.hc, four.qt, four.items), (4, 4, 128));
+        // The backward keeps its own geometry.
+        let b = staged_plan_for(&h200, &sw("8"), 1, 1, 64, 4, 16, true).unwrap();
+        assert_eq!(b.hc, 16);
+        let e = staged_plan_for(&h200, &sw("3"), 1, 1, 64, 4, 16, false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("QSA_ATTN_HEADS=3: the heads per CTA must divide the GQA group of 16"),
+            "{e}"
+        );
+        let e = staged_plan_for(&h200, &sw("32"), 1, 1, 128, 4, 16, false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("QSA_ATTN_HEADS=32: expected a whole number from 1 to 16"),
+            "{e}"
+        );
     }
 
     #[test]
