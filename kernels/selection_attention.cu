@@ -641,14 +641,17 @@ QSA_DEVICE void staged_fwd_run(const u16* __restrict__ q, const u16* __restrict_
   const int end = beg + per < total ? beg + per : total;
   const int n = end - beg;
   const int rows_valid = c.qt * c.hc;
-  // The ring: block j of this CTA's share goes to buffer j % nbuf; blocks 0 .. nbuf - 2 are
-  // issued here, block it + nbuf - 1 at the top of iteration it (into the buffer block it - 1
-  // used, free after that iteration's last barrier). The q rows are loaded after the first
-  // blocks are issued, so their latency overlaps the K / V copies (decode: one or two blocks
-  // per CTA, where the dependent chain ids -> list -> K / V -> compute is the whole time).
+  // The ring: block j of this CTA's share goes to buffer j % nbuf. Blocks 0 .. max(nbuf - 1,
+  // 1) - 1 are issued here, block it + nbuf - 1 (when not issued yet) at the top of iteration
+  // it, into the buffer block it - 1 used, free after that iteration's last barrier. The q
+  // rows are loaded after the first blocks are issued, so their latency overlaps the K / V
+  // copies (decode: a few blocks per CTA, where the dependent chain ids -> list -> K / V ->
+  // compute is the whole time).
   const int buf_elems = 2 * ATT_BLK * KV_STRIDE;
   const int ahead = nbuf - 1;
-  for (int j = 0; j < ahead && j < n; ++j)
+  int issued = ahead > 1 ? ahead : 1;  // blocks 0 .. issued - 1 committed (same in every thread)
+  if (issued > n) issued = n;
+  for (int j = 0; j < issued; ++j)
     staged_issue(s.kv + j * buf_elems, k, v, c.b, c.g, s.uid[beg + j], kv_len, hkv);
   staged_load_rows<E>(s, c, q, nullptr, q_len, hq);
   QSA_SYNC();  // q rows ready
@@ -687,9 +690,11 @@ QSA_DEVICE void staged_fwd_run(const u16* __restrict__ q, const u16* __restrict_
     const unsigned mask = s.umask[beg + it];
     u16* buf = s.kv + (it % nbuf) * buf_elems;
     const int next = it + ahead;
-    if (next < n) staged_issue(s.kv + (next % nbuf) * buf_elems, k, v, c.b, c.g, s.uid[beg + next], kv_len, hkv);
-    // Groups committed after block it's: blocks it + 1 .. min(next, n - 1).
-    qsa_copy_wait((next < n ? next : n - 1) - it);
+    if (next >= issued && next < n) {
+      staged_issue(s.kv + (next % nbuf) * buf_elems, k, v, c.b, c.g, s.uid[beg + next], kv_len, hkv);
+      issued = next + 1;
+    }
+    qsa_copy_wait(issued - 1 - it);  // the groups committed after block it's may stay in flight
     QSA_SYNC();
     const u16* ks = buf;
     const u16* vs = buf + ATT_BLK * KV_STRIDE;

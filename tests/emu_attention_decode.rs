@@ -100,7 +100,7 @@ fn check_twice(target: &str, schedule: Schedule, sweep: &[(&str, &str)], p: &Att
                 got[at],
                 want[at],
                 if n == 1 {
-                    "is wrong on the first call (a partial missed or counted twice, or a block read from the wrong buffer of the ring)"
+                    "is wrong on the first call (a partial missed or counted twice, or a block read from the wrong buffer of the ring or before it was staged)"
                 } else {
                     "merged nothing on the second call (an arrival counter left non-zero by the first?)"
                 }
@@ -142,6 +142,9 @@ fn the_split_forward_merges_in_one_launch_and_is_ready_for_the_next_call() {
             check_twice(target, schedule, &[], &p);
         }
     }
+    // Several blocks per CTA on the FP32 path (wave 64): the barrier between staging a block
+    // and reading it matters from the second block on (the first is covered by the q rows').
+    check_twice("gfx906", Schedule::Reverse, &[("QSA_ATTN_SPLITS", "3")], &p);
     // Uneven shares (ceil(blocks / 3) per split, the last one short) through a ring of 4
     // buffers; two heads per CTA (four work items of 2 heads x 2 tokens) through a ring of 3
     // (sm_90's shared memory; gfx906's 64 KiB takes one buffer).
