@@ -96,7 +96,7 @@ fn staged_attention_on_emulated_mma_matches_the_gather_kernels() {
         vendor: Vendor::Nvidia,
         wave: 32,
         shared_per_block: 232_448,
-        multiprocessors: 1, // keeps the plan unsplit (no combine kernel here)
+        multiprocessors: 1, // keeps the plan unsplit (the split kernel is not wrapped here)
         features: vec![],
     };
     use_cache_keyed_by("kernels/selection_attention.cu");
@@ -120,7 +120,7 @@ fn staged_attention_on_emulated_mma_matches_the_gather_kernels() {
     assert_eq!(
         (fwd.nsplit, bwd.nsplit),
         (1, 1),
-        "the test launches no combine kernel"
+        "the test launches no split kernel"
     );
     for is_bf16 in [true, false] {
         let name = if is_bf16 { "bf16" } else { "f16" };
