@@ -25,7 +25,8 @@
 //                           the CTA's rows before one global atomic per element and block.
 // On sm_80+ (CUDA) the staged forward's QK^T and PV and the backward's S and dP run on tensor
 // cores (mma.sync m16n8k16, f32 accumulation; f32 operands split into 16-bit parts, see
-// tc_pv); sm_75 and HIP keep the FP32 tiles. The backward's dQ / dK / dV stay FP32.
+// tc_pv), and the backward's dQ, dK and dV products on tf32 tensor cores (mma.sync m16n8k8,
+// f32 operands split into two tf32 parts, see tf32_split); sm_75 and HIP keep the FP32 tiles.
 #include "common/portable.h"
 
 #define ATT_D 128
@@ -595,6 +596,122 @@ QSA_DEVICE void tc_dot_split(const float* A, const u16* B, int k0, int lane, flo
     }
   }
 }
+
+// ---- the backward's dQ / dK / dV products: mma.sync m16n8k8 tf32 ("3xTF32") ----------------
+// P, dS and dO are f32 values that no 16-bit format holds. tf32 keeps f32's exponent range (no
+// f16 overflow of a large dS, no subnormal low parts) and an f32 splits into two tf32 parts,
+// hi = tf32(x) and lo = tf32(x - hi), whose sum is within 2^-22 |x| of x. K and q are E data,
+// exact in tf32 (bf16: 8, f16: 11 significant bits), so a product with them costs two mmas (hi,
+// lo); dV = P^T dO splits both operands and drops lo x lo (2^-22 relative): three mmas. One
+// m16n8k8 tf32 runs at the rate of one m16n8k16 bf16, so this is cheaper than the 16-bit split
+// (bf16 needs three parts per operand: six mmas of twice the k for the same 2^-24).
+// Fragments (g = lane / 4, t = lane % 4): A a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4);
+// B b0 (k t, n g), b1 (k t+4, n g); C as m16n8k16 above.
+QSA_DEVICE void tf32_split(float x, unsigned& hi, unsigned& lo) {
+  hi = qsa_cvt_tf32(x);
+  lo = qsa_cvt_tf32(x - __uint_as_float(hi));
+}
+
+// acc[j] += dS (16 rows, f32 smem, S_STRIDE) x K (staged [key][dim]) for dims d0 + 8 j, j < 4,
+// over the keys 0 .. nkeys-1 rounded up to 8 (dS is 0 past the block's visible keys).
+template <typename E>
+QSA_DEVICE void tc_ds_k(const float* dS, const u16* ks, int d0, int nkeys, int lane, float (&acc)[4][4]) {
+  const int g = lane / 4, t = lane % 4;
+  for (int k0 = 0; k0 < nkeys; k0 += 8) {
+    unsigned hi[4], lo[4];
+#pragma unroll
+    for (int h = 0; h < 4; ++h)
+      tf32_split(dS[(g + 8 * (h & 1)) * S_STRIDE + k0 + t + 4 * (h >> 1)], hi[h], lo[h]);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const u16* kp = ks + (k0 + t) * KV_STRIDE + d0 + 8 * j + g;
+      const unsigned b[2] = {__float_as_uint(E::one(kp[0])), __float_as_uint(E::one(kp[4 * KV_STRIDE]))};
+      qsa_mma_m16n8k8_tf32(acc[j], lo, b);
+      qsa_mma_m16n8k8_tf32(acc[j], hi, b);
+    }
+  }
+}
+
+// A fragments of P^T and dS^T for keys kw .. kw+15 (M) over the CTA's 16 rows (K, two steps of
+// 8), split into tf32 parts: loaded once per block, reused for all 16 dim tiles.
+struct TcKeyFrags {
+  unsigned p_hi[2][4], p_lo[2][4], ds_hi[2][4], ds_lo[2][4];
+};
+
+QSA_DEVICE void tc_load_key_frags(const float* P, const float* dS, int kw, int lane, TcKeyFrags& f) {
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int ks = 0; ks < 2; ++ks)
+#pragma unroll
+    for (int h = 0; h < 4; ++h) {
+      const int off = (8 * ks + t + 4 * (h >> 1)) * S_STRIDE + kw + g + 8 * (h & 1);
+      tf32_split(P[off], f.p_hi[ks][h], f.p_lo[ks][h]);
+      tf32_split(dS[off], f.ds_hi[ks][h], f.ds_lo[ks][h]);
+    }
+}
+
+// dv = P^T dO and dk = dS^T q (unscaled) for keys kw + g / kw + g + 8 (C layout) and dims
+// d + 2t, d + 2t + 1. Rows outside `live` (bit r: row r selected the block) contribute nothing
+// even where their dO is not finite (P and dS are 0 there, and 0 x inf would be NaN).
+template <typename E>
+QSA_DEVICE void tc_key_tile(const TcKeyFrags& f, const float* dos, const float* qs, unsigned live, int d,
+                            int lane, float (&dv)[4], float (&dk)[4]) {
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    dv[e] = 0.f;
+    dk[e] = 0.f;
+  }
+#pragma unroll
+  for (int ks = 0; ks < 2; ++ks) {
+    unsigned o_hi[2], o_lo[2], qb[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = 8 * ks + t + 4 * h;
+      const bool on = (live >> r) & 1u;
+      tf32_split(on ? dos[r * Q_STRIDE + d + g] : 0.f, o_hi[h], o_lo[h]);
+      qb[h] = __float_as_uint(on ? qs[r * Q_STRIDE + d + g] : 0.f);
+    }
+    qsa_mma_m16n8k8_tf32(dv, f.p_lo[ks], o_hi);
+    qsa_mma_m16n8k8_tf32(dv, f.p_hi[ks], o_lo);
+    qsa_mma_m16n8k8_tf32(dv, f.p_hi[ks], o_hi);
+    qsa_mma_m16n8k8_tf32(dk, f.ds_lo[ks], qb);
+    qsa_mma_m16n8k8_tf32(dk, f.ds_hi[ks], qb);
+  }
+}
+
+// Add one dim tile of dv / dk (C layout, dims d .. d+7 of keys kw + g, kw + g + 8) to global
+// memory: one atomic per element, four elements per instruction on sm_90 (lanes t and t ^ 1
+// swap halves so that each holds four consecutive dims of one key). Key c of the staged block is
+// at elem0 + c * key_stride; keys at or past key_limit are not written.
+QSA_DEVICE void tc_key_tile_atomics(float* dv, float* dk, long long elem0, long long key_stride, int kw,
+                                    int key_limit, int d, int lane, const float (&cv)[4], const float (&ck)[4],
+                                    float scale) {
+  const int g = lane / 4, t = lane % 4;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const bool odd = t & 1;
+  const float sv0 = qsa_shfl_xor(odd ? cv[0] : cv[2], 1), sv1 = qsa_shfl_xor(odd ? cv[1] : cv[3], 1);
+  const float sk0 = qsa_shfl_xor(odd ? ck[0] : ck[2], 1), sk1 = qsa_shfl_xor(odd ? ck[1] : ck[3], 1);
+  const int key = kw + g + (odd ? 8 : 0);
+  if (key >= key_limit) return;
+  const long long off = elem0 + key * key_stride + d + 2 * t - (odd ? 2 : 0);
+  const float4 v4 = odd ? make_float4(sv0, sv1, cv[2], cv[3]) : make_float4(cv[0], cv[1], sv0, sv1);
+  const float4 k4 = odd ? make_float4(sk0, sk1, ck[2], ck[3]) : make_float4(ck[0], ck[1], sk0, sk1);
+  atomicAdd((float4*)(dv + off), v4);
+  atomicAdd((float4*)(dk + off), make_float4(k4.x * scale, k4.y * scale, k4.z * scale, k4.w * scale));
+#else
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int key = kw + g + 8 * h;
+    if (key >= key_limit) continue;
+    const long long off = elem0 + key * key_stride + d + 2 * t;
+    atomicAdd(dv + off, cv[2 * h]);
+    atomicAdd(dv + off + 1, cv[2 * h + 1]);
+    atomicAdd(dk + off, ck[2 * h] * scale);
+    atomicAdd(dk + off + 1, ck[2 * h + 1] * scale);
+  }
+#endif
+}
 #endif
 
 template <typename E>
@@ -858,15 +975,27 @@ QSA_DEVICE void staged_bwd(const u16* __restrict__ q, const u16* __restrict__ k,
   staged_build_list(s, ids, c, q_len, kv_len, hkv, t);
   const int n = *s.count;
 
-  const int r0 = 2 * (tid / 16), d0 = 8 * (tid % 16);
-#if !defined(QSA_ATTN_MMA)
-  const int kq = tid % 16;  // FP32 QK^T / dP tiles: keys kq + 16 m
-#endif
+#if defined(QSA_ATTN_MMA)
+  // Tensor cores. Warp w: S and dP for keys 16 w .. 16 w + 15 of all 16 rows, dQ for dims
+  // 32 w .. 32 w + 31 of all 16 rows (this lane's rows: g and g + 8), dK and dV for keys
+  // 16 w .. 16 w + 15, all dims.
+  const int warp = tid / 32, lane = tid % 32, tg = lane / 4, tt = lane % 4;
+  const int kw = 16 * warp, dw = 32 * warp;
+  float dqa[4][4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) dqa[j][e] = 0.f;
+#else
+  // FP32 tiles: QK^T / dP for rows r0, r0+1 and keys kq + 16 m; dQ for rows r0, r0+1 and dims
+  // d0 .. d0+7.
+  const int r0 = 2 * (tid / 16), d0 = 8 * (tid % 16), kq = tid % 16;
   float dqa[2][8];
 #pragma unroll
   for (int a = 0; a < 2; ++a)
 #pragma unroll
     for (int e = 0; e < 8; ++e) dqa[a][e] = 0.f;
+#endif
 
   const int buf_elems = 2 * ATT_BLK * KV_STRIDE;
   if (n > 0) staged_issue(s.kv, k, v, c.b, c.g, s.uid[0], kv_len, hkv);
@@ -885,8 +1014,7 @@ QSA_DEVICE void staged_bwd(const u16* __restrict__ q, const u16* __restrict__ k,
 
     // P = exp(scale q.K - lse), dP = dO . V, dS = P (dP - D).
 #if defined(QSA_ATTN_MMA)
-    {  // tensor cores: warp w owns keys 16 w .. 16 w + 15 of all 16 rows (g, g + 8).
-      const int warp = tid / 32, lane = tid % 32, tg = lane / 4, tt = lane % 4, kw = 16 * warp;
+    {
       float sc[2][4], dp[2][4];
       if (kw < nkeys) {
         tc_dot_split<E, 1>(s.qs, ks, kw, lane, sc);
@@ -909,7 +1037,7 @@ QSA_DEVICE void staged_bwd(const u16* __restrict__ q, const u16* __restrict__ k,
 #pragma unroll
         for (int nn = 0; nn < 2; ++nn) {
           const int key = kw + 8 * nn + 2 * tt;
-          float2 pw, dw;
+          float2 pw, gw;  // P and dS
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             const bool vis = live && base + key + e <= q_pos;
@@ -917,14 +1045,14 @@ QSA_DEVICE void staged_bwd(const u16* __restrict__ q, const u16* __restrict__ k,
             const float d = vis ? p * (dp[nn][2 * h + e] - D) : 0.f;
             if (e == 0) {
               pw.x = p;
-              dw.x = d;
+              gw.x = d;
             } else {
               pw.y = p;
-              dw.y = d;
+              gw.y = d;
             }
           }
           *(float2*)(s.ss + r * S_STRIDE + key) = pw;
-          *(float2*)(s.ds + r * S_STRIDE + key) = dw;
+          *(float2*)(s.ds + r * S_STRIDE + key) = gw;
         }
       }
     }
@@ -956,6 +1084,24 @@ QSA_DEVICE void staged_bwd(const u16* __restrict__ q, const u16* __restrict__ k,
     }
 #endif
     QSA_SYNC();
+#if defined(QSA_ATTN_MMA)
+    // dQ += dS K (scale at the end); dV = P^T dO and dK = scale dS^T q for the warp's keys,
+    // reduced over the CTA's rows in the mma, then one atomic per element.
+    tc_ds_k<E>(s.ds, ks, dw, nkeys, lane, dqa);
+    if (kw < nkeys) {
+      unsigned live = 0;
+      for (int r = 0; r < rows_valid; ++r) live |= ((mask >> (r / c.hc)) & 1u) << r;
+      TcKeyFrags f;
+      tc_load_key_frags(s.ss, s.ds, kw, lane, f);
+      const long long elem0 = (((long long)c.b * kv_len + base) * hkv + c.g) * ATT_D;
+      const int key_limit = kv_len - base < nkeys ? (int)(kv_len - base) : nkeys;
+      for (int d = 0; d < ATT_D; d += 8) {
+        float cv[4], ck[4];
+        tc_key_tile<E>(f, s.dos, s.qs, live, d, lane, cv, ck);
+        tc_key_tile_atomics(dv, dk, elem0, (long long)hkv * ATT_D, kw, key_limit, d, lane, cv, ck, scale);
+      }
+    }
+#else
     // dQ += dS K (scale at the end).
     {
       const bool live = (r0 < rows_valid && (mask >> (r0 / c.hc) & 1u)) ||
@@ -1016,10 +1162,26 @@ QSA_DEVICE void staged_bwd(const u16* __restrict__ q, const u16* __restrict__ k,
 #endif
       }
     }
+#endif
     QSA_SYNC();  // the buffer, P and dS are rewritten next iteration
     if (nbuf != 2 && it + 1 < n) staged_issue(s.kv, k, v, c.b, c.g, s.uid[it + 1], kv_len, hkv);
   }
   // dq rows are owned by this CTA alone: plain stores.
+#if defined(QSA_ATTN_MMA)
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = tg + 8 * h;
+    const int tok = r / c.hc, hh = r % c.hc;
+    const int i = c.tile * c.qt + tok;
+    if (r >= rows_valid || i >= q_len) continue;
+    const long long row = ((long long)c.b * q_len + i) * hq + c.g * group + c.chunk * c.hc + hh;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float2 w = make_float2(dqa[j][2 * h] * scale, dqa[j][2 * h + 1] * scale);
+      *(float2*)(dq + row * ATT_D + dw + 8 * j + 2 * tt) = w;
+    }
+  }
+#else
 #pragma unroll
   for (int a = 0; a < 2; ++a) {
     const int r = r0 + a;
@@ -1030,6 +1192,7 @@ QSA_DEVICE void staged_bwd(const u16* __restrict__ q, const u16* __restrict__ k,
 #pragma unroll
     for (int e = 0; e < 8; ++e) dq[row * ATT_D + d0 + e] = dqa[a][e] * scale;
   }
+#endif
 }
 
 // Merge split partials: one CTA of ATT_D threads per (b, i, h) row.
