@@ -116,6 +116,10 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
         "QSA_ATTN_SPLITS",
         "N >= 1: CTAs per work item of the staged forward (qsa's sweep switch)",
     ),
+    (
+        "QSA_ATTN_BWD",
+        "atomic | kv: the staged backward's dK / dV by float atomics or by the KV-block-major kernel (qsa's switch)",
+    ),
 ];
 
 impl Switches {
