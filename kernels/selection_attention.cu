@@ -1208,6 +1208,14 @@ QSA_DEVICE void staged_bwd(const u16* __restrict__ q, const u16* __restrict__ k,
 // 16 (w % 4) .. +15 and dims 64 (w / 4) .. +63.
 #define KVB_THREADS 256
 #define KVB_CHUNK KVB_THREADS
+// Two resident CTAs per SM on sm_90: without the bound ptxas 13.0 gives it 163 registers (one
+// CTA, 8 of 64 warps); with it 128 and no spills (cargo xtask build, 2026-12-01). Not on
+// sm_86: its shared memory holds one CTA anyway, and the bound spills 40 bytes there.
+#if defined(QSA_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define KVB_BOUNDS __launch_bounds__(KVB_THREADS, 2)
+#else
+#define KVB_BOUNDS __launch_bounds__(KVB_THREADS)
+#endif
 
 // The CTA's (b, g, id) from blockIdx.x: id fastest.
 struct KvCta {
@@ -1474,7 +1482,7 @@ QSA_KERNEL void __launch_bounds__(ATT_D) qsa_attn_combine(const float* __restric
     staged_bwd<E>(q, k, v, ids, o, lse, d_o, dq, dk, dv, drow, batch, q_len, kv_len, hq, hkv, t, scale, \
                   hc, qt, nbuf, kv_grads);                                                             \
   }                                                                                                    \
-  QSA_KERNEL void __launch_bounds__(KVB_THREADS)                                                        \
+  QSA_KERNEL void KVB_BOUNDS                                                                            \
       qsa_attn_kv_bwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids, const float* lse, \
                             const float* drow, const float* d_o, float* dk, float* dv, int batch,       \
                             int q_len, int kv_len, int hq, int hkv, int t, float scale, int hc, int qt) { \
