@@ -295,7 +295,7 @@ pub fn launch_plan(
             let drow = lp.buffer("drow", rows * 4, Role::Workspace);
             let kv_major = path == BwdPath::KvMajor;
             let mut args = vec![q, k, v, ids, o, lse, d_o, dq, dk, dv, drow];
-            args.extend(dims.clone());
+            args.extend(dims);
             args.extend(staged_args(&plan));
             args.push(PlanArg::I32(i32::from(!kv_major)));
             let staged_dims = LaunchDims {
