@@ -1217,19 +1217,20 @@ QSA_DEVICE void staged_bwd(const u16* __restrict__ q, const u16* __restrict__ k,
 #define KVB_BOUNDS __launch_bounds__(KVB_THREADS)
 #endif
 
-// The CTA's (b, g, id) from blockIdx.x: id fastest.
+// The CTA's (b, g, id) from blockIdx.x, block id slowest: under causality block id has up to
+// q_len - 64 id candidate tokens, so the early blocks are the long CTAs, and launching them
+// first keeps them out of the grid's last wave.
 struct KvCta {
   int b, g, id;
 };
 
-QSA_DEVICE KvCta kv_cta(int kv_len, int hkv) {
-  const int nblk = (kv_len + ATT_BLK - 1) / ATT_BLK;
-  long long x = blockIdx.x;
+QSA_DEVICE KvCta kv_cta(int batch, int hkv) {
+  const long long x = blockIdx.x;
+  const long long heads = (long long)batch * hkv;
   KvCta c;
-  c.id = (int)(x % nblk);
-  x /= nblk;
+  c.id = (int)(x / heads);
   c.g = (int)(x % hkv);
-  c.b = (int)(x / hkv);
+  c.b = (int)(x % heads / hkv);
   return c;
 }
 
@@ -1295,8 +1296,7 @@ QSA_DEVICE void kv_bwd(const u16* __restrict__ q, const u16* __restrict__ k, con
                        const float* __restrict__ d_o, float* __restrict__ dk, float* __restrict__ dv, int batch,
                        int q_len, int kv_len, int hq, int hkv, int t, float scale, int hc, int qt) {
   QSA_DYNAMIC_SHARED(smem_raw);
-  (void)batch;
-  const KvCta c = kv_cta(kv_len, hkv);
+  const KvCta c = kv_cta(batch, hkv);
   const long long base = (long long)c.id * ATT_BLK;
   const int keys = kv_len - base < ATT_BLK ? (int)(kv_len - base) : ATT_BLK;  // of the block, < kv_len
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, tg = lane / 4, tt = lane % 4;
