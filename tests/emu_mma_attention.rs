@@ -19,8 +19,14 @@ use qsa::gpu::{as_bytes, as_bytes_mut, Arg, DevPtr, GpuApi, LaunchDims};
 use std::path::PathBuf;
 
 const D: usize = 128;
-/// batch, q_len, kv_len (4 blocks of 64, the last one partial), hq, hkv, ids per list.
-const SHAPE: (usize, usize, usize, usize, usize, usize) = (1, 3, 200, 16, 4, 3);
+/// batch, q_len, kv_len (4 blocks of 64, the last one partial), hq, hkv, ids per list: group
+/// 4 (4 heads x 3 tokens per CTA), group 32 (two CTAs of 16 heads per token), group 3 (5
+/// tokens x 3 heads: 15 of 16 rows) over two batches.
+const SHAPES: [(usize, usize, usize, usize, usize, usize); 3] = [
+    (1, 3, 200, 16, 4, 3),
+    (1, 3, 200, 32, 1, 3),
+    (2, 7, 200, 6, 2, 3),
+];
 
 fn values(n: usize, seed: u64) -> Vec<f32> {
     let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
@@ -94,7 +100,14 @@ fn check(what: &str, got: &[f32], want: &[f32], tol: f32) -> f32 {
 
 #[test]
 fn staged_attention_on_emulated_mma_matches_the_gather_kernels() {
-    let (batch, q_len, kv_len, hq, hkv, t) = SHAPE;
+    for shape in SHAPES {
+        staged_matches_gather(shape);
+    }
+}
+
+fn staged_matches_gather(
+    (batch, q_len, kv_len, hq, hkv, t): (usize, usize, usize, usize, usize, usize),
+) {
     let caps = TargetCaps {
         name: "sm_90".into(),
         vendor: Vendor::Nvidia,
@@ -113,9 +126,9 @@ fn staged_attention_on_emulated_mma_matches_the_gather_kernels() {
     let rows = batch * q_len * hq;
     // Lists: a block, the partial last block, and a repeat of the first (counted once).
     let mut ids = Vec::new();
-    for i in 0..q_len {
+    for n in 0..batch * q_len {
         for g in 0..hkv {
-            let b = ((i + g) % 4) as i32;
+            let b = ((n + g) % 4) as i32;
             ids.extend([b, 3, b][..t].iter().copied());
         }
     }
@@ -237,8 +250,8 @@ fn staged_attention_on_emulated_mma_matches_the_gather_kernels() {
                 worst[j] = check(&format!("{name} {path} {what}"), &sg[j], &gg[j], 1e-4);
             }
             println!(
-                "{name} {path}: worst |staged - gather| / (1 + |gather|): o {wo:.1e}, lse {wl:.1e}, dq {:.1e}, dk {:.1e}, dv {:.1e}",
-                worst[0], worst[1], worst[2]
+                "group {} {name} {path}: worst |staged - gather| / (1 + |gather|): o {wo:.1e}, lse {wl:.1e}, dq {:.1e}, dk {:.1e}, dv {:.1e}",
+                hq / hkv, worst[0], worst[1], worst[2]
             );
         }
     }
