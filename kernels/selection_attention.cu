@@ -23,6 +23,11 @@
 //   qsa_attn_combine        merges split partials: lse = log sum exp, o = weighted mean.
 //   qsa_attn_staged_bwd_*   dq, dk, dv with the same staging; dk / dv partials reduced over
 //                           the CTA's rows before one global atomic per element and block.
+//                           With kv_grads = 0 it computes dq (and D = rowsum(dO O) per row,
+//                           written to drow) only, for:
+//   qsa_attn_kv_bwd_*       dk, dv KV-block-major (sm_80+ CUDA): one CTA per (b, kv head,
+//                           kv block) gathers the block's query tokens itself, accumulates in
+//                           registers and writes each element once: no atomics, no zero-fill.
 // On sm_80+ (CUDA) the staged forward's QK^T and PV and the backward's S and dP run on tensor
 // cores (mma.sync m16n8k16, f32 accumulation; f32 operands split into 16-bit parts, see
 // tc_pv), and the backward's dQ, dK and dV products on tf32 tensor cores (mma.sync m16n8k8,
