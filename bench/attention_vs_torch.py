@@ -50,7 +50,7 @@ class Qsa:
         self.planner = planner
         self.launcher = launcher
 
-    def plan(self, shape, backward=False, variant="auto", nbuf=None, nsplit=None, heads=None):
+    def plan(self, shape, backward=False, variant="auto", nbuf=None, nsplit=None, heads=None, bwd=None):
         sw = {}
         if nbuf is not None:
             sw["QSA_ATTN_NBUF"] = nbuf
@@ -58,6 +58,8 @@ class Qsa:
             sw["QSA_ATTN_SPLITS"] = nsplit
         if heads is not None:
             sw["QSA_ATTN_HEADS"] = heads
+        if bwd is not None:
+            sw["QSA_ATTN_BWD"] = bwd  # atomic | kv: the staged backward's dK / dV path
         return self.planner.plan("attention", shape, variant, sw, backward)
 
     def fwd(self, P, o, lse, plan):
@@ -66,8 +68,8 @@ class Qsa:
                              bind=dict(q=P["q"], k=P["k"], v=P["v"], ids=P["ids"], o=o, lse=lse))
 
     def bwd(self, P, o, lse, dq, dk, dv, plan):
-        """A call of a backward plan: setup() runs its forward into o, lse; the call zeroes
-        dk / dv and runs the backward."""
+        """A call of a backward plan: setup() runs its forward into o, lse; the call runs the
+        plan's steps (zero-fills of dk / dv where the plan has them, then the launches)."""
         return qsa_plan.Call(plan, self.launcher, alloc=qsa_plan.torch_alloc,
                              bind=dict(q=P["q"], k=P["k"], v=P["v"], ids=P["ids"], o=o, lse=lse,
                                        d_o=P["do"], dq=dq, dk=dk, dv=dv))
@@ -98,7 +100,7 @@ def sweep(qsa, shape, base, backward=False, splits=True):
 
 
 CHECK_VARIANTS = [("gather", "gather", {}), ("staged", "auto", {}), ("staged nbuf=1", "auto", {"nbuf": 1}),
-                  ("staged split=3", "auto", {"nsplit": 3})]
+                  ("staged split=3", "auto", {"nsplit": 3}), ("staged atomic-bwd", "auto", {"bwd": "atomic"})]
 DECODE = [("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 128, 8),
           ("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 64, 8),
           ("decode 1 q x 8 kv heads, 262K", 1, 1, 262144, 128, 8),
@@ -133,6 +135,7 @@ def planned(qsa, check=True, bench=True):
         for label, p in sweep(qsa, shape, base, splits=False):
             yield f"{case} staged {label}", p
         yield f"{case} staged bwd", qsa.plan(shape, True)
+        yield f"{case} staged bwd atomic", qsa.plan(shape, True, bwd="atomic")
         yield f"{case} gather", qsa.plan(shape, variant="gather")
 
 
@@ -490,14 +493,19 @@ def run_bench(qsa, out, fla):
         add(case, 16, f"qsa staged fwd {label}", time_ms(c, 1, 3), fla_ms=fla_f[0] if fla_f else None,
             note=staged_note(p))
         del c
-    # The backward's setup runs the forward once into o / lse; the call zeroes dk / dv and
-    # runs the backward (what the runner times).
-    bplan = qsa.plan(shape, True)
-    back = qsa.bwd(P, o, lse, dq, dk, dv, bplan)
-    back.setup()
-    tb = time_ms(back, warmup=1, reps=3)
-    add(case, 16, "qsa staged bwd", tb, fla_ms=fla_b[0] if fla_b else None,
-        note=f"{staged_note(bplan)}, includes zeroing dk/dv, {2 * flop / tb[0] / 1e9:.0f} TFLOP/s")
+    # The backward's setup runs the forward once into o / lse; the call runs the plan's steps
+    # (what the runner times): the default path (dK / dV KV-block-major where built with
+    # tensor cores) and, for comparison, dK / dV by atomics after zeroing them.
+    for label, bwd in (("", None), (" atomic", "atomic")):
+        bplan = qsa.plan(shape, True, bwd=bwd)
+        back = qsa.bwd(P, o, lse, dq, dk, dv, bplan)
+        back.setup()
+        tb = time_ms(back, warmup=1, reps=3)
+        kernels = "+".join(s["kernel"].removeprefix("qsa_attn_") for s in bplan["call"] if "kernel" in s)
+        zero = ", includes zeroing dk/dv" if any(s["op"] == "zero" for s in bplan["call"]) else ""
+        add(case, 16, f"qsa staged bwd{label}", tb, fla_ms=fla_b[0] if fla_b else None,
+            note=f"{kernels}: {staged_note(bplan)}{zero}, {2 * flop / tb[0] / 1e9:.0f} TFLOP/s")
+        del back
     gather = qsa.fwd(P, o, lse, qsa.plan(shape, variant="gather"))
     gather.setup()
     tg = time_ms(gather, warmup=1, reps=3)

@@ -25,9 +25,15 @@
 //                           (lse = log sum exp, o = weighted mean) in the same launch.
 //   qsa_attn_staged_bwd_*   dq, dk, dv with the same staging; dk / dv partials reduced over
 //                           the CTA's rows before one global atomic per element and block.
+//                           With kv_grads = 0 it computes dq (and D = rowsum(dO O) per row,
+//                           written to drow) only, for:
+//   qsa_attn_kv_bwd_*       dk, dv KV-block-major (sm_80+ CUDA): one CTA per (b, kv head,
+//                           kv block) gathers the block's query tokens itself, accumulates in
+//                           registers and writes each element once: no atomics, no zero-fill.
 // On sm_80+ (CUDA) the staged forward's QK^T and PV and the backward's S and dP run on tensor
 // cores (mma.sync m16n8k16, f32 accumulation; f32 operands split into 16-bit parts, see
-// tc_pv); sm_75 and HIP keep the FP32 tiles. The backward's dQ / dK / dV stay FP32.
+// tc_pv), and the backward's dQ, dK and dV products on tf32 tensor cores (mma.sync m16n8k8,
+// f32 operands split into two tf32 parts, see tf32_split); sm_75 and HIP keep the FP32 tiles.
 #include "common/portable.h"
 
 #define ATT_D 128
@@ -604,6 +610,117 @@ QSA_DEVICE void tc_dot_split(const float* A, const u16* B, int k0, int lane, flo
     }
   }
 }
+
+// ---- the backward's dQ / dK / dV products: mma.sync m16n8k8 tf32 ("3xTF32") ----------------
+// P, dS and dO are f32 values that no 16-bit format holds. tf32 keeps f32's exponent range (no
+// f16 overflow of a large dS, no subnormal low parts) and an f32 splits into two tf32 parts,
+// hi = tf32(x) and lo = tf32(x - hi), whose sum is within 2^-22 |x| of x. K and q are E data,
+// exact in tf32 (bf16: 8, f16: 11 significant bits), so a product with them costs two mmas (hi,
+// lo); dV = P^T dO splits both operands and drops lo x lo (2^-22 relative): three mmas. One
+// m16n8k8 tf32 runs at the rate of one m16n8k16 bf16, so this is cheaper than the 16-bit split
+// (bf16 needs three parts per operand: six mmas of twice the k for the same 2^-24).
+// Fragments (g = lane / 4, t = lane % 4): A a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4);
+// B b0 (k t, n g), b1 (k t+4, n g); C as m16n8k16 above.
+QSA_DEVICE void tf32_split(float x, unsigned& hi, unsigned& lo) {
+  hi = qsa_cvt_tf32(x);
+  lo = qsa_cvt_tf32(x - __uint_as_float(hi));
+}
+
+// acc[j] += dS (16 rows, f32 smem, S_STRIDE) x K (staged [key][dim]) for dims d0 + 8 j, j < 4,
+// over the keys 0 .. nkeys-1 rounded up to 8 (dS is 0 past the block's visible keys).
+template <typename E>
+QSA_DEVICE void tc_ds_k(const float* dS, const u16* ks, int d0, int nkeys, int lane, float (&acc)[4][4]) {
+  const int g = lane / 4, t = lane % 4;
+  for (int k0 = 0; k0 < nkeys; k0 += 8) {
+    unsigned hi[4], lo[4];
+#pragma unroll
+    for (int h = 0; h < 4; ++h)
+      tf32_split(dS[(g + 8 * (h & 1)) * S_STRIDE + k0 + t + 4 * (h >> 1)], hi[h], lo[h]);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const u16* kp = ks + (k0 + t) * KV_STRIDE + d0 + 8 * j + g;
+      const unsigned b[2] = {__float_as_uint(E::one(kp[0])), __float_as_uint(E::one(kp[4 * KV_STRIDE]))};
+      qsa_mma_m16n8k8_tf32(acc[j], lo, b);
+      qsa_mma_m16n8k8_tf32(acc[j], hi, b);
+    }
+  }
+}
+
+// A fragments of P^T and dS^T for keys kw .. kw+15 (M) over the CTA's 16 rows (K, two steps of
+// 8), split into tf32 parts: loaded once per block, reused for all 16 dim tiles.
+struct TcKeyFrags {
+  unsigned p_hi[2][4], p_lo[2][4], ds_hi[2][4], ds_lo[2][4];
+};
+
+QSA_DEVICE void tc_load_key_frags(const float* P, const float* dS, int kw, int lane, TcKeyFrags& f) {
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int ks = 0; ks < 2; ++ks)
+#pragma unroll
+    for (int h = 0; h < 4; ++h) {
+      const int off = (8 * ks + t + 4 * (h >> 1)) * S_STRIDE + kw + g + 8 * (h & 1);
+      tf32_split(P[off], f.p_hi[ks][h], f.p_lo[ks][h]);
+      tf32_split(dS[off], f.ds_hi[ks][h], f.ds_lo[ks][h]);
+    }
+}
+
+// dv += P^T dO and dk += dS^T q (unscaled) for keys kw + g / kw + g + 8 (C layout) and dims
+// d + 2t, d + 2t + 1. Rows outside `live` (bit r: row r selected the block) contribute nothing
+// even where their dO is not finite (P and dS are 0 there, and 0 x inf would be NaN).
+template <typename E>
+QSA_DEVICE void tc_key_tile(const TcKeyFrags& f, const float* dos, const float* qs, unsigned live, int d,
+                            int lane, float (&dv)[4], float (&dk)[4]) {
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int ks = 0; ks < 2; ++ks) {
+    unsigned o_hi[2], o_lo[2], qb[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = 8 * ks + t + 4 * h;
+      const bool on = (live >> r) & 1u;
+      tf32_split(on ? dos[r * Q_STRIDE + d + g] : 0.f, o_hi[h], o_lo[h]);
+      qb[h] = __float_as_uint(on ? qs[r * Q_STRIDE + d + g] : 0.f);
+    }
+    qsa_mma_m16n8k8_tf32(dv, f.p_lo[ks], o_hi);
+    qsa_mma_m16n8k8_tf32(dv, f.p_hi[ks], o_lo);
+    qsa_mma_m16n8k8_tf32(dv, f.p_hi[ks], o_hi);
+    qsa_mma_m16n8k8_tf32(dk, f.ds_lo[ks], qb);
+    qsa_mma_m16n8k8_tf32(dk, f.ds_hi[ks], qb);
+  }
+}
+
+// Add one dim tile of dv / dk (C layout, dims d .. d+7 of keys kw + g, kw + g + 8) to global
+// memory: one atomic per element, four elements per instruction on sm_90 (lanes t and t ^ 1
+// swap halves so that each holds four consecutive dims of one key). Key c of the staged block is
+// at elem0 + c * key_stride; keys at or past key_limit are not written.
+QSA_DEVICE void tc_key_tile_atomics(float* dv, float* dk, long long elem0, long long key_stride, int kw,
+                                    int key_limit, int d, int lane, const float (&cv)[4], const float (&ck)[4],
+                                    float scale) {
+  const int g = lane / 4, t = lane % 4;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const bool odd = t & 1;
+  const float sv0 = qsa_shfl_xor(odd ? cv[0] : cv[2], 1), sv1 = qsa_shfl_xor(odd ? cv[1] : cv[3], 1);
+  const float sk0 = qsa_shfl_xor(odd ? ck[0] : ck[2], 1), sk1 = qsa_shfl_xor(odd ? ck[1] : ck[3], 1);
+  const int key = kw + g + (odd ? 8 : 0);
+  if (key >= key_limit) return;
+  const long long off = elem0 + key * key_stride + d + 2 * t - (odd ? 2 : 0);
+  const float4 v4 = odd ? make_float4(sv0, sv1, cv[2], cv[3]) : make_float4(cv[0], cv[1], sv0, sv1);
+  const float4 k4 = odd ? make_float4(sk0, sk1, ck[2], ck[3]) : make_float4(ck[0], ck[1], sk0, sk1);
+  atomicAdd((float4*)(dv + off), v4);
+  atomicAdd((float4*)(dk + off), make_float4(k4.x * scale, k4.y * scale, k4.z * scale, k4.w * scale));
+#else
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int key = kw + g + 8 * h;
+    if (key >= key_limit) continue;
+    const long long off = elem0 + key * key_stride + d + 2 * t;
+    atomicAdd(dv + off, cv[2 * h]);
+    atomicAdd(dv + off + 1, cv[2 * h + 1]);
+    atomicAdd(dk + off, ck[2 * h] * scale);
+    atomicAdd(dk + off + 1, ck[2 * h + 1] * scale);
+  }
+#endif
+}
 #endif
 
 // Where a split forward's CTAs put their partials; all null for the one-CTA-per-item kernel.
@@ -872,9 +989,9 @@ template <typename E>
 QSA_DEVICE void staged_bwd(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
                            const int* __restrict__ ids, const float* __restrict__ o,
                            const float* __restrict__ lse, const float* __restrict__ d_o,
-                           float* __restrict__ dq, float* __restrict__ dk, float* __restrict__ dv, int batch,
-                           int q_len, int kv_len, int hq, int hkv, int t, float scale, int hc, int qt,
-                           int nbuf) {
+                           float* __restrict__ dq, float* __restrict__ dk, float* __restrict__ dv,
+                           float* __restrict__ drow, int batch, int q_len, int kv_len, int hq, int hkv, int t,
+                           float scale, int hc, int qt, int nbuf, int kv_grads) {
   QSA_DYNAMIC_SHARED(smem_raw);
   (void)batch;
   const int group = hq / hkv;
@@ -900,20 +1017,33 @@ QSA_DEVICE void staged_bwd(const u16* __restrict__ q, const u16* __restrict__ k,
     if (part == 0) {
       s.row_m[r] = valid ? lse[row] : qsa_neg_inf();
       s.row_l[r] = dsum;
+      if (valid) drow[row] = dsum;  // for qsa_attn_kv_bwd_*
     }
   }
   staged_build_list(s, ids, c, q_len, kv_len, hkv, t);
   const int n = *s.count;
 
-  const int r0 = 2 * (tid / 16), d0 = 8 * (tid % 16);
-#if !defined(QSA_ATTN_MMA)
-  const int kq = tid % 16;  // FP32 QK^T / dP tiles: keys kq + 16 m
-#endif
+#if defined(QSA_ATTN_MMA)
+  // Tensor cores. Warp w: S and dP for keys 16 w .. 16 w + 15 of all 16 rows, dQ for dims
+  // 32 w .. 32 w + 31 of all 16 rows (this lane's rows: g and g + 8), dK and dV for keys
+  // 16 w .. 16 w + 15, all dims.
+  const int warp = tid / 32, lane = tid % 32, tg = lane / 4, tt = lane % 4;
+  const int kw = 16 * warp, dw = 32 * warp;
+  float dqa[4][4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) dqa[j][e] = 0.f;
+#else
+  // FP32 tiles: QK^T / dP for rows r0, r0+1 and keys kq + 16 m; dQ for rows r0, r0+1 and dims
+  // d0 .. d0+7.
+  const int r0 = 2 * (tid / 16), d0 = 8 * (tid % 16), kq = tid % 16;
   float dqa[2][8];
 #pragma unroll
   for (int a = 0; a < 2; ++a)
 #pragma unroll
     for (int e = 0; e < 8; ++e) dqa[a][e] = 0.f;
+#endif
 
   const int buf_elems = 2 * ATT_BLK * KV_STRIDE;
   if (n > 0) staged_issue(s.kv, k, v, c.b, c.g, s.uid[0], kv_len, hkv);
@@ -932,8 +1062,7 @@ QSA_DEVICE void staged_bwd(const u16* __restrict__ q, const u16* __restrict__ k,
 
     // P = exp(scale q.K - lse), dP = dO . V, dS = P (dP - D).
 #if defined(QSA_ATTN_MMA)
-    {  // tensor cores: warp w owns keys 16 w .. 16 w + 15 of all 16 rows (g, g + 8).
-      const int warp = tid / 32, lane = tid % 32, tg = lane / 4, tt = lane % 4, kw = 16 * warp;
+    {
       float sc[2][4], dp[2][4];
       if (kw < nkeys) {
         tc_dot_split<E, 1>(s.qs, ks, kw, lane, sc);
@@ -956,7 +1085,7 @@ QSA_DEVICE void staged_bwd(const u16* __restrict__ q, const u16* __restrict__ k,
 #pragma unroll
         for (int nn = 0; nn < 2; ++nn) {
           const int key = kw + 8 * nn + 2 * tt;
-          float2 pw, dw;
+          float2 pw, gw;  // P and dS
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             const bool vis = live && base + key + e <= q_pos;
@@ -964,14 +1093,14 @@ QSA_DEVICE void staged_bwd(const u16* __restrict__ q, const u16* __restrict__ k,
             const float d = vis ? p * (dp[nn][2 * h + e] - D) : 0.f;
             if (e == 0) {
               pw.x = p;
-              dw.x = d;
+              gw.x = d;
             } else {
               pw.y = p;
-              dw.y = d;
+              gw.y = d;
             }
           }
           *(float2*)(s.ss + r * S_STRIDE + key) = pw;
-          *(float2*)(s.ds + r * S_STRIDE + key) = dw;
+          *(float2*)(s.ds + r * S_STRIDE + key) = gw;
         }
       }
     }
@@ -1003,6 +1132,24 @@ QSA_DEVICE void staged_bwd(const u16* __restrict__ q, const u16* __restrict__ k,
     }
 #endif
     QSA_SYNC();
+#if defined(QSA_ATTN_MMA)
+    // dQ += dS K (scale at the end); dV = P^T dO and dK = scale dS^T q for the warp's keys,
+    // reduced over the CTA's rows in the mma, then one atomic per element.
+    tc_ds_k<E>(s.ds, ks, dw, nkeys, lane, dqa);
+    if (kv_grads && kw < nkeys) {
+      unsigned live = 0;
+      for (int r = 0; r < rows_valid; ++r) live |= ((mask >> (r / c.hc)) & 1u) << r;
+      TcKeyFrags f;
+      tc_load_key_frags(s.ss, s.ds, kw, lane, f);
+      const long long elem0 = (((long long)c.b * kv_len + base) * hkv + c.g) * ATT_D;
+      const int key_limit = kv_len - base < nkeys ? (int)(kv_len - base) : nkeys;
+      for (int d = 0; d < ATT_D; d += 8) {
+        float cv[4] = {0.f, 0.f, 0.f, 0.f}, ck[4] = {0.f, 0.f, 0.f, 0.f};
+        tc_key_tile<E>(f, s.dos, s.qs, live, d, lane, cv, ck);
+        tc_key_tile_atomics(dv, dk, elem0, (long long)hkv * ATT_D, kw, key_limit, d, lane, cv, ck, scale);
+      }
+    }
+#else
     // dQ += dS K (scale at the end).
     {
       const bool live = (r0 < rows_valid && (mask >> (r0 / c.hc) & 1u)) ||
@@ -1011,7 +1158,7 @@ QSA_DEVICE void staged_bwd(const u16* __restrict__ q, const u16* __restrict__ k,
     }
     // dV[c][d] = sum_r P[r][c] dO[r][d], dK[c][d] = scale sum_r dS[r][c] q[r][d]: reduced over
     // the CTA's rows here, then one atomic per element. Thread: keys kg*4..+3, dims d0..d0+7.
-    for (int pass = 0; pass < 2; ++pass) {
+    for (int pass = 0; pass < 2 * kv_grads; ++pass) {
       const int kg = pass * 8 + tid / 16;
       if (kg * 4 >= nkeys) continue;
       float av[4][8], ak[4][8];
@@ -1063,10 +1210,26 @@ QSA_DEVICE void staged_bwd(const u16* __restrict__ q, const u16* __restrict__ k,
 #endif
       }
     }
+#endif
     QSA_SYNC();  // the buffer, P and dS are rewritten next iteration
     if (nbuf != 2 && it + 1 < n) staged_issue(s.kv, k, v, c.b, c.g, s.uid[it + 1], kv_len, hkv);
   }
   // dq rows are owned by this CTA alone: plain stores.
+#if defined(QSA_ATTN_MMA)
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = tg + 8 * h;
+    const int tok = r / c.hc, hh = r % c.hc;
+    const int i = c.tile * c.qt + tok;
+    if (r >= rows_valid || i >= q_len) continue;
+    const long long row = ((long long)c.b * q_len + i) * hq + c.g * group + c.chunk * c.hc + hh;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float2 w = make_float2(dqa[j][2 * h] * scale, dqa[j][2 * h + 1] * scale);
+      *(float2*)(dq + row * ATT_D + dw + 8 * j + 2 * tt) = w;
+    }
+  }
+#else
 #pragma unroll
   for (int a = 0; a < 2; ++a) {
     const int r = r0 + a;
@@ -1077,6 +1240,224 @@ QSA_DEVICE void staged_bwd(const u16* __restrict__ q, const u16* __restrict__ k,
 #pragma unroll
     for (int e = 0; e < 8; ++e) dq[row * ATT_D + d0 + e] = dqa[a][e] * scale;
   }
+#endif
+}
+
+// =============================================================================================
+// KV-block-major backward: dK and dV without atomics (sm_80+ CUDA)
+// =============================================================================================
+// qsa_attn_kv_bwd_*: one CTA of KVB_THREADS per (b, kv head g, kv block id). It walks the query
+// tokens that may see the block (q_pos >= 64 id) in order, KVB_CHUNK at a time, and keeps those
+// whose list holds the block: the block's inverted index, built in shared memory (deterministic
+// order, no global workspace, no atomics; an id repeated in a list counts once by
+// construction). For each tile of qt kept tokens x hc of the group's heads (16 rows, the
+// staged kernels' geometry) it recomputes S and dP on tensor cores and P, dS as the query-side
+// pass does, and accumulates dV = P^T dO and dK = dS^T q in registers (3xTF32, tc_key_tile).
+// Each element of the block's dK / dV is then written once (keys past kv_len are not), so the
+// call needs no zero-fill. D = rowsum(dO O) comes from the query-side pass
+// (qsa_attn_staged_bwd_* with kv_grads = 0 writes it to drow), which runs first.
+// Warp w: S (w < 4) or dP (w >= 4) for keys 16 (w % 4) .. +15 of the 16 rows; dK / dV for keys
+// 16 (w % 4) .. +15 and dims 64 (w / 4) .. +63.
+#define KVB_THREADS 256
+#define KVB_CHUNK KVB_THREADS
+// Two resident CTAs per SM on sm_90: without the bound ptxas 13.0 gives it 163 registers (one
+// CTA, 8 of 64 warps); with it 128 and no spills (cargo xtask build, 2026-12-01). Not on
+// sm_86: its shared memory holds one CTA anyway, and the bound spills 40 bytes there.
+#if defined(QSA_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define KVB_BOUNDS __launch_bounds__(KVB_THREADS, 2)
+#else
+#define KVB_BOUNDS __launch_bounds__(KVB_THREADS)
+#endif
+
+// The CTA's (b, g, id) from blockIdx.x, block id slowest: under causality block id has up to
+// q_len - 64 id candidate tokens, so the early blocks are the long CTAs, and launching them
+// first keeps them out of the grid's last wave.
+struct KvCta {
+  int b, g, id;
+};
+
+QSA_DEVICE KvCta kv_cta(int batch, int hkv) {
+  const long long x = blockIdx.x;
+  const long long heads = (long long)batch * hkv;
+  KvCta c;
+  c.id = (int)(x / heads);
+  c.g = (int)(x % hkv);
+  c.b = (int)(x % heads / hkv);
+  return c;
+}
+
+#if defined(QSA_ATTN_MMA)
+// Shared-memory layout (bytes from the dynamic base; src/dispatch/attention.rs,
+// kv_bwd_shared_bytes, computes the same total).
+struct KvSmem {
+  u16* kv;         // K [ATT_BLK][KV_STRIDE], then V (staged_issue's layout)
+  float* qs;       // [ATT_ROWS][Q_STRIDE] q of the tile (f32)
+  float* dos;      // [ATT_ROWS][Q_STRIDE] dO of the tile
+  float* ss;       // [ATT_ROWS][S_STRIDE] S -> P
+  float* ds;       // [ATT_ROWS][S_STRIDE] dP -> dS
+  float* row_lse;  // [ATT_ROWS] (-inf: no row)
+  float* row_d;    // [ATT_ROWS] D
+  int* row_pos;    // [ATT_ROWS] the row's query position
+  int* toks;       // [KVB_CHUNK] this chunk's tokens that selected the block, in order
+  int* wave_hits;  // [KVB_THREADS / 32] per-wave counts of the compaction
+};
+
+QSA_DEVICE KvSmem kv_smem(unsigned char* base) {
+  KvSmem s;
+  s.kv = (u16*)base;
+  s.qs = (float*)(base + 2 * ATT_BLK * KV_STRIDE * 2);
+  s.dos = s.qs + ATT_ROWS * Q_STRIDE;
+  s.ss = s.dos + ATT_ROWS * Q_STRIDE;
+  s.ds = s.ss + ATT_ROWS * S_STRIDE;
+  s.row_lse = s.ds + ATT_ROWS * S_STRIDE;
+  s.row_d = s.row_lse + ATT_ROWS;
+  s.row_pos = (int*)(s.row_d + ATT_ROWS);
+  s.toks = s.row_pos + ATT_ROWS;
+  s.wave_hits = s.toks + KVB_CHUNK;
+  return s;
+}
+
+// The tokens i0 .. i0 + KVB_CHUNK - 1 (< q_len) whose list of kv head g holds `id`, compacted
+// in order into s.toks; returns their count (the same in every thread).
+QSA_DEVICE int kv_collect(const KvSmem& s, const int* ids, const KvCta& c, long long i0, int q_len, int hkv,
+                          int t) {
+  const long long i = i0 + threadIdx.x;
+  bool hit = false;
+  if (i < q_len) {
+    const int* list = ids + (((long long)c.b * q_len + i) * hkv + c.g) * t;
+    for (int u = 0; u < t; ++u) hit |= list[u] == c.id;
+  }
+  const qsa_lanemask_t m = qsa_ballot(hit);
+  const int wave = threadIdx.x / QSA_WAVE;
+  if (qsa_lane() == 0) s.wave_hits[wave] = (int)qsa_popc_mask(m);
+  QSA_SYNC();
+  int before = 0, total = 0;
+  for (int w = 0; w < KVB_THREADS / QSA_WAVE; ++w) {
+    before += w < wave ? s.wave_hits[w] : 0;
+    total += s.wave_hits[w];
+  }
+  if (hit) s.toks[before + (int)qsa_popc_mask(m & qsa_lanes_below())] = (int)i;
+  QSA_SYNC();
+  return total;
+}
+#endif
+
+template <typename E>
+QSA_DEVICE void kv_bwd(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
+                       const int* __restrict__ ids, const float* __restrict__ lse, const float* __restrict__ drow,
+                       const float* __restrict__ d_o, float* __restrict__ dk, float* __restrict__ dv, int batch,
+                       int q_len, int kv_len, int hq, int hkv, int t, float scale, int hc, int qt) {
+  QSA_DYNAMIC_SHARED(smem_raw);
+  const KvCta c = kv_cta(batch, hkv);
+  const long long base = (long long)c.id * ATT_BLK;
+  const int keys = kv_len - base < ATT_BLK ? (int)(kv_len - base) : ATT_BLK;  // of the block, < kv_len
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, tg = lane / 4, tt = lane % 4;
+  const int kw = 16 * (warp % 4), dbase = 64 * (warp / 4);
+#if defined(QSA_ATTN_MMA)
+  const KvSmem s = kv_smem(smem_raw);
+  const int group = hq / hkv, nchunk = group / hc;
+  const long long shift = (long long)kv_len - q_len;  // q_pos = shift + i
+  staged_issue(s.kv, k, v, c.b, c.g, c.id, kv_len, hkv);
+  qsa_copy_wait(0);  // kv_collect's barriers publish the staged block
+  const u16* ks = s.kv;
+  const u16* vs = s.kv + ATT_BLK * KV_STRIDE;
+  float acc_v[8][4], acc_k[8][4];
+#pragma unroll
+  for (int j = 0; j < 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      acc_v[j][e] = 0.f;
+      acc_k[j][e] = 0.f;
+    }
+  const long long first = base - shift > 0 ? base - shift : 0;  // the first token that sees key base
+  for (long long i0 = first; i0 < q_len; i0 += KVB_CHUNK) {
+    const int found = kv_collect(s, ids, c, i0, q_len, hkv, t);
+    for (int chunk = 0; chunk < nchunk; ++chunk)
+      for (int t0 = 0; t0 < found; t0 += qt) {
+        const int ntok = found - t0 < qt ? found - t0 : qt;
+        // Row r = tok * hc + hh: token s.toks[t0 + tok], head g * group + chunk * hc + hh.
+        for (int e = tid; e < ATT_ROWS * ATT_D; e += KVB_THREADS) {
+          const int r = e / ATT_D, d = e % ATT_D, tok = r / hc;
+          float qv = 0.f, ov = 0.f;
+          if (tok < ntok) {
+            const long long row =
+                ((long long)c.b * q_len + s.toks[t0 + tok]) * hq + c.g * group + chunk * hc + r % hc;
+            qv = E::one(q[row * ATT_D + d]);
+            ov = d_o[row * ATT_D + d];
+          }
+          s.qs[r * Q_STRIDE + d] = qv;
+          s.dos[r * Q_STRIDE + d] = ov;
+        }
+        if (tid < ATT_ROWS) {
+          const int tok = tid / hc;
+          const bool valid = tok < ntok;
+          const int i = valid ? s.toks[t0 + tok] : 0;
+          const long long row = ((long long)c.b * q_len + i) * hq + c.g * group + chunk * hc + tid % hc;
+          s.row_lse[tid] = valid ? lse[row] : qsa_neg_inf();
+          s.row_d[tid] = valid ? drow[row] : 0.f;
+          s.row_pos[tid] = valid ? (int)(shift + i) : -1;
+        }
+        QSA_SYNC();
+        {  // raw S (warps 0-3) and dP (warps 4-7) for keys kw .. kw + 15
+          float sc[2][4];
+          if (warp < 4) tc_dot_split<E, 1>(s.qs, ks, kw, lane, sc);
+          else tc_dot_split<E, 3>(s.dos, vs, kw, lane, sc);
+          float* dst = warp < 4 ? s.ss : s.ds;
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+#pragma unroll
+            for (int nn = 0; nn < 2; ++nn)
+              *(float2*)(dst + (tg + 8 * h) * S_STRIDE + kw + 8 * nn + 2 * tt) =
+                  make_float2(sc[nn][2 * h], sc[nn][2 * h + 1]);
+        }
+        QSA_SYNC();
+        // P = exp(scale S - lse) and dS = P (dP - D) where the key is visible, 0 elsewhere.
+        for (int e = tid; e < ATT_ROWS * ATT_BLK; e += KVB_THREADS) {
+          const int r = e / ATT_BLK, key = e % ATT_BLK;
+          const float L = s.row_lse[r];
+          const bool vis = L != qsa_neg_inf() && base + key <= s.row_pos[r];
+          const float p = vis ? expf(s.ss[r * S_STRIDE + key] * scale - L) : 0.f;
+          const float dp = s.ds[r * S_STRIDE + key];
+          s.ss[r * S_STRIDE + key] = p;
+          s.ds[r * S_STRIDE + key] = vis ? p * (dp - s.row_d[r]) : 0.f;
+        }
+        QSA_SYNC();
+        if (kw < keys) {  // rows past ntok are zero in qs / dos, P and dS
+          TcKeyFrags f;
+          tc_load_key_frags(s.ss, s.ds, kw, lane, f);
+#pragma unroll
+          for (int j = 0; j < 8; ++j) tc_key_tile<E>(f, s.dos, s.qs, 0xffffu, dbase + 8 * j, lane, acc_v[j], acc_k[j]);
+        }
+        QSA_SYNC();  // rows, P and dS are rewritten by the next tile
+      }
+  }
+  // Plain stores: this CTA owns the block's dK / dV (zero where no token selected it).
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int key = kw + tg + 8 * h;
+    if (key >= keys) continue;
+    const long long off = (((long long)c.b * kv_len + base + key) * hkv + c.g) * ATT_D + dbase + 2 * tt;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      *(float2*)(dv + off + 8 * j) = make_float2(acc_v[j][2 * h], acc_v[j][2 * h + 1]);
+      *(float2*)(dk + off + 8 * j) = make_float2(acc_k[j][2 * h] * scale, acc_k[j][2 * h + 1] * scale);
+    }
+  }
+#else
+  // Dispatched only where the kernel is built with tensor cores (src/dispatch/attention.rs,
+  // choose_backward); a launch elsewhere writes NaN, so that a dispatch mistake fails every
+  // check instead of leaving dK / dV unwritten.
+  (void)q, (void)k, (void)v, (void)ids, (void)lse, (void)drow, (void)d_o, (void)q_len, (void)hq, (void)t;
+  (void)scale, (void)hc, (void)qt, (void)smem_raw, (void)tg, (void)tt;
+  for (int e = tid; e < ATT_BLK * ATT_D; e += blockDim.x) {
+    const int key = e / ATT_D;
+    if (key >= keys) continue;
+    const long long off = (((long long)c.b * kv_len + base + key) * hkv + c.g) * ATT_D + e % ATT_D;
+    dk[off] = __uint_as_float(0x7fc00000u);
+    dv[off] = __uint_as_float(0x7fc00000u);
+  }
+  (void)kw, (void)dbase, (void)warp, (void)lane;
+#endif
 }
 
 // Launch shapes for the resource report (xtask/src/build/annotations.rs). The staged
@@ -1094,6 +1475,10 @@ QSA_DEVICE void staged_bwd(const u16* __restrict__ q, const u16* __restrict__ k,
 // qsa:dynamic_shared 48080 for qsa_attn_staged_fwd_f16
 // qsa:dynamic_shared 60880 for qsa_attn_staged_bwd_bf16
 // qsa:dynamic_shared 60880 for qsa_attn_staged_bwd_f16
+// qsa:block 256 for qsa_attn_kv_bwd_bf16
+// qsa:block 256 for qsa_attn_kv_bwd_f16
+// qsa:dynamic_shared 61664 for qsa_attn_kv_bwd_bf16
+// qsa:dynamic_shared 61664 for qsa_attn_kv_bwd_f16
 #define QSA_ATTN_INSTANCES(SUF, E)                                                                      \
   QSA_KERNEL void __launch_bounds__(256)                                                                \
       qsa_attn_gather_fwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids, float* o,   \
@@ -1117,10 +1502,17 @@ QSA_DEVICE void staged_bwd(const u16* __restrict__ q, const u16* __restrict__ k,
   QSA_KERNEL void __launch_bounds__(ATT_THREADS)                                                        \
       qsa_attn_staged_bwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids,             \
                                 const float* o, const float* lse, const float* d_o, float* dq,         \
-                                float* dk, float* dv, int batch, int q_len, int kv_len, int hq,        \
-                                int hkv, int t, float scale, int hc, int qt, int nbuf) {               \
-    staged_bwd<E>(q, k, v, ids, o, lse, d_o, dq, dk, dv, batch, q_len, kv_len, hq, hkv, t, scale, hc, \
-                  qt, nbuf);                                                                           \
+                                float* dk, float* dv, float* drow, int batch, int q_len, int kv_len,   \
+                                int hq, int hkv, int t, float scale, int hc, int qt, int nbuf,         \
+                                int kv_grads) {                                                        \
+    staged_bwd<E>(q, k, v, ids, o, lse, d_o, dq, dk, dv, drow, batch, q_len, kv_len, hq, hkv, t, scale, \
+                  hc, qt, nbuf, kv_grads);                                                             \
+  }                                                                                                    \
+  QSA_KERNEL void KVB_BOUNDS                                                                            \
+      qsa_attn_kv_bwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids, const float* lse, \
+                            const float* drow, const float* d_o, float* dk, float* dv, int batch,       \
+                            int q_len, int kv_len, int hq, int hkv, int t, float scale, int hc, int qt) { \
+    kv_bwd<E>(q, k, v, ids, lse, drow, d_o, dk, dv, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt);   \
   }
 
 QSA_ATTN_INSTANCES(bf16, Bf16)

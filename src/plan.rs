@@ -71,7 +71,13 @@ pub fn predicted_kernel(
                         &caps, &sw, s.batch, s.q_len, s.hq, s.hkv, s.t, backward,
                     )
                     .map_err(|e| e.to_string())?;
-                    if plan.nsplit > 1 {
+                    if backward {
+                        // "staged" (dK / dV by atomics) or "staged_kv" (KV-block-major).
+                        attention::choose_backward(&caps, &sw)
+                            .map_err(|e| e.to_string())?
+                            .name()
+                            .into()
+                    } else if plan.nsplit > 1 {
                         "staged_split".into()
                     } else {
                         "staged".into()

@@ -1,13 +1,17 @@
 //! The staged selection-attention kernels of kernels/selection_attention.cu on sm_90, run by
 //! the emulator: their QK^T, P.V, S and dP go through the emulated mma.sync m16n8k16 (bf16
 //! and f16), V's B fragments through ldmatrix.x4.trans, and the K / V staging through
-//! cp.async with its zero-fill (keys past kv_len). Each output is compared with the gather
+//! cp.async with its zero-fill (keys past kv_len); the backward's dQ / dK / dV products go
+//! through the emulated mma.sync m16n8k8 tf32, both with dK / dV by atomics and by the
+//! KV-block-major kernel (qsa_attn_kv_bwd_*). Each output is compared with the gather
 //! kernels of the same source, which use none of those instructions (FP32 dot products, one
 //! wave per row): a wrong fragment layout moves outputs by O(1), while only the f32 summation
 //! order (and P's split into 16-bit parts, 2^-23 relative) may differ.
 
 use half::{bf16, f16};
-use qsa::dispatch::attention::{staged_plan, StagedPlan, GATHER_THREADS, STAGED_THREADS};
+use qsa::dispatch::attention::{
+    kv_bwd_shared_bytes, staged_plan, StagedPlan, GATHER_THREADS, KV_BWD_THREADS, STAGED_THREADS,
+};
 use qsa::dispatch::{TargetCaps, Vendor};
 use qsa::emu::api::EmuApi;
 use qsa::emu::Schedule;
@@ -15,8 +19,14 @@ use qsa::gpu::{as_bytes, as_bytes_mut, Arg, DevPtr, GpuApi, LaunchDims};
 use std::path::PathBuf;
 
 const D: usize = 128;
-/// batch, q_len, kv_len (4 blocks of 64, the last one partial), hq, hkv, ids per list.
-const SHAPE: (usize, usize, usize, usize, usize, usize) = (1, 3, 200, 16, 4, 3);
+/// batch, q_len, kv_len (4 blocks of 64, the last one partial), hq, hkv, ids per list: group
+/// 4 (4 heads x 3 tokens per CTA), group 32 (two CTAs of 16 heads per token), group 3 (5
+/// tokens x 3 heads: 15 of 16 rows) over two batches.
+const SHAPES: [(usize, usize, usize, usize, usize, usize); 3] = [
+    (1, 3, 200, 16, 4, 3),
+    (1, 3, 200, 32, 1, 3),
+    (2, 7, 200, 6, 2, 3),
+];
 
 fn values(n: usize, seed: u64) -> Vec<f32> {
     let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
@@ -90,7 +100,14 @@ fn check(what: &str, got: &[f32], want: &[f32], tol: f32) -> f32 {
 
 #[test]
 fn staged_attention_on_emulated_mma_matches_the_gather_kernels() {
-    let (batch, q_len, kv_len, hq, hkv, t) = SHAPE;
+    for shape in SHAPES {
+        staged_matches_gather(shape);
+    }
+}
+
+fn staged_matches_gather(
+    (batch, q_len, kv_len, hq, hkv, t): (usize, usize, usize, usize, usize, usize),
+) {
     let caps = TargetCaps {
         name: "sm_90".into(),
         vendor: Vendor::Nvidia,
@@ -109,9 +126,9 @@ fn staged_attention_on_emulated_mma_matches_the_gather_kernels() {
     let rows = batch * q_len * hq;
     // Lists: a block, the partial last block, and a repeat of the first (counted once).
     let mut ids = Vec::new();
-    for i in 0..q_len {
+    for n in 0..batch * q_len {
         for g in 0..hkv {
-            let b = ((i + g) % 4) as i32;
+            let b = ((n + g) % 4) as i32;
             ids.extend([b, 3, b][..t].iter().copied());
         }
     }
@@ -183,21 +200,26 @@ fn staged_attention_on_emulated_mma_matches_the_gather_kernels() {
         let wo = check(&format!("{name} o"), &so, &go, 1e-5);
         let wl = check(&format!("{name} lse"), &slse, &glse, 1e-5);
 
-        // Backward from the gather forward's (o, lse): dq, dk, dv of both kernels.
+        // Backward from the gather forward's (o, lse): dq, dk, dv of the gather kernel, the
+        // staged kernel with dK / dV by atomics, and the staged query-side pass (dQ, D) followed
+        // by the KV-block-major pass, whose dk / dv start as NaN: it must write every element.
         let (o, lse) = (run.buf(&go), run.buf(&glse));
-        let grads = |staged: bool| -> Vec<Vec<f32>> {
+        let grads = |path: &str| -> Vec<Vec<f32>> {
             let sizes = [rows * D, batch * kv_len * hkv * D, batch * kv_len * hkv * D];
-            let g: Vec<DevPtr> = sizes.iter().map(|&n| run.buf(&vec![0f32; n])).collect();
-            let mut a = common(&[
-                Arg::Ptr(o),
-                Arg::Ptr(lse),
-                Arg::Ptr(d_o),
-                Arg::Ptr(g[0]),
-                Arg::Ptr(g[1]),
-                Arg::Ptr(g[2]),
-            ]);
-            if staged {
-                a.extend(plan_args(&bwd));
+            let fill = if path == "kv" { f32::NAN } else { 0.0 };
+            let g: Vec<DevPtr> = sizes.iter().map(|&n| run.buf(&vec![fill; n])).collect();
+            let drow = run.buf(&vec![f32::NAN; rows]);
+            let outs = [o, lse, d_o, g[0], g[1], g[2]].map(Arg::Ptr);
+            if path == "gather" {
+                let mut a = common(&outs);
+                a.push(Arg::I32(is_bf16 as i32));
+                run.launch("attn_gather_bwd", gather_grid, GATHER_THREADS, 0, &a);
+            } else {
+                let mut a = common(&[&outs[..], &[Arg::Ptr(drow)]].concat());
+                let p = plan_args(&bwd);
+                a.extend_from_slice(&p[..3]);
+                a.push(Arg::I32((path == "atomic") as i32));
+                a.push(p[3]);
                 run.launch(
                     "attn_staged_bwd",
                     staged_grid(&bwd),
@@ -205,20 +227,32 @@ fn staged_attention_on_emulated_mma_matches_the_gather_kernels() {
                     bwd.shared,
                     &a,
                 );
-            } else {
-                a.push(Arg::I32(is_bf16 as i32));
-                run.launch("attn_gather_bwd", gather_grid, GATHER_THREADS, 0, &a);
+            }
+            if path == "kv" {
+                let mut a = common(&[lse, drow, d_o, g[1], g[2]].map(Arg::Ptr));
+                a.extend([bwd.hc, bwd.qt, is_bf16 as usize].map(|x| Arg::I32(x as i32)));
+                let ctas = (batch * hkv * kv_len.div_ceil(64)) as u32;
+                run.launch(
+                    "attn_kv_bwd",
+                    (ctas, 1),
+                    KV_BWD_THREADS,
+                    kv_bwd_shared_bytes() as u32,
+                    &a,
+                );
             }
             g.iter().zip(sizes).map(|(&p, n)| run.read(p, n)).collect()
         };
-        let (gg, sg) = (grads(false), grads(true));
-        let mut worst = [0f32; 3];
-        for (j, what) in ["dq", "dk", "dv"].iter().enumerate() {
-            worst[j] = check(&format!("{name} {what}"), &sg[j], &gg[j], 1e-4);
+        let gg = grads("gather");
+        for path in ["atomic", "kv"] {
+            let sg = grads(path);
+            let mut worst = [0f32; 3];
+            for (j, what) in ["dq", "dk", "dv"].iter().enumerate() {
+                worst[j] = check(&format!("{name} {path} {what}"), &sg[j], &gg[j], 1e-4);
+            }
+            println!(
+                "group {} {name} {path}: worst |staged - gather| / (1 + |gather|): o {wo:.1e}, lse {wl:.1e}, dq {:.1e}, dk {:.1e}, dv {:.1e}",
+                hq / hkv, worst[0], worst[1], worst[2]
+            );
         }
-        println!(
-            "{name}: worst |staged - gather| / (1 + |gather|): o {wo:.1e}, lse {wl:.1e}, dq {:.1e}, dk {:.1e}, dv {:.1e}",
-            worst[0], worst[1], worst[2]
-        );
     }
 }

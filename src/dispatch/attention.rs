@@ -4,7 +4,7 @@
 //! dispatch snapshot of every target is computed on any machine; bench/attention_vs_torch.py
 //! takes them, through `qsa plan`, for the cupy runs on the H200.
 
-use super::{Switches, TargetCaps};
+use super::{Feature, Switches, TargetCaps, Vendor};
 use crate::backend::BackendError;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,6 +28,71 @@ pub fn choose(_caps: &TargetCaps, sw: &Switches) -> AttnKernel {
     match sw.get("QSA_ATTN_KERNEL") {
         Some("gather") => AttnKernel::Gather,
         _ => AttnKernel::Staged,
+    }
+}
+
+/// How the staged backward gets dK and dV.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BwdPath {
+    /// The query-side kernel adds each CTA's dK / dV to global memory with one float atomic
+    /// per element and selected block (every target).
+    Atomic,
+    /// The query-side kernel computes dQ (and D = rowsum(dO O)) only; `qsa_attn_kv_bwd_*`, one
+    /// CTA per (batch, KV head, KV block), gathers the block's query tokens itself and writes
+    /// its dK / dV once: no atomics, no zero-fill (NVIDIA tensor cores only).
+    KvMajor,
+}
+
+impl BwdPath {
+    /// The dispatch name of a staged backward call.
+    pub fn name(self) -> &'static str {
+        match self {
+            BwdPath::Atomic => "staged",
+            BwdPath::KvMajor => "staged_kv",
+        }
+    }
+}
+
+/// Threads of a `qsa_attn_kv_bwd_*` CTA (KVB_THREADS in the kernel).
+pub const KV_BWD_THREADS: u32 = 256;
+
+/// Dynamic shared bytes of a `qsa_attn_kv_bwd_*` CTA (`kv_smem` in the kernel): the staged K
+/// and V block, q / dO rows, S / dP rows, three per-row values, the chunk's token list
+/// (KVB_CHUNK = KV_BWD_THREADS) and the per-wave counts of its compaction.
+pub fn kv_bwd_shared_bytes() -> usize {
+    let threads = KV_BWD_THREADS as usize;
+    2 * BLOCK * KV_STRIDE * 2
+        + 2 * STAGED_ROWS * Q_STRIDE * 4
+        + 2 * STAGED_ROWS * S_STRIDE * 4
+        + 3 * STAGED_ROWS * 4
+        + (threads + threads / 32) * 4
+}
+
+/// The staged backward's dK / dV path: `QSA_ATTN_BWD` (atomic | kv) forces one; unset, the
+/// KV-block-major kernel where it is built with tensor cores (NVIDIA bf16_tc: the kernel's
+/// QSA_ATTN_MMA, sm_80+) and its shared memory fits, the atomics elsewhere.
+pub fn choose_backward(caps: &TargetCaps, sw: &Switches) -> Result<BwdPath, BackendError> {
+    let kv_fits = caps.vendor == Vendor::Nvidia
+        && caps.has(Feature::Bf16Tc)
+        && kv_bwd_shared_bytes() <= caps.shared_per_block as usize;
+    match sw.get("QSA_ATTN_BWD") {
+        None => Ok(if kv_fits {
+            BwdPath::KvMajor
+        } else {
+            BwdPath::Atomic
+        }),
+        Some("atomic") => Ok(BwdPath::Atomic),
+        Some("kv") if kv_fits => Ok(BwdPath::KvMajor),
+        Some("kv") => Err(BackendError::Input(format!(
+            "QSA_ATTN_BWD=kv: {} has no build of the KV-block-major backward (NVIDIA bf16 tensor \
+             cores and {} bytes of shared memory per block needed); unset it or use atomic",
+            caps.name,
+            kv_bwd_shared_bytes()
+        ))),
+        Some(v) => Err(BackendError::Input(format!(
+            "QSA_ATTN_BWD={}: expected atomic or kv",
+            crate::echo::value(v)
+        ))),
     }
 }
 
@@ -333,6 +398,38 @@ mod tests {
             e.contains("QSA_ATTN_SPLITS=513: expected a whole number from 1 to 512"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn kv_major_backward_where_tensor_cores_are_and_atomics_elsewhere() {
+        let none = Switches::default();
+        let mut h200 = caps("sm_90", 227, 132);
+        h200.features = vec![Feature::Tf32Tc, Feature::Bf16Tc];
+        assert_eq!(choose_backward(&h200, &none).unwrap(), BwdPath::KvMajor);
+        let sm75 = caps("sm_75", 64, 68);
+        assert_eq!(choose_backward(&sm75, &none).unwrap(), BwdPath::Atomic);
+        let mut gfx950 = caps("gfx950", 160, 256);
+        gfx950.vendor = Vendor::Amd;
+        gfx950.features = vec![Feature::Bf16Tc];
+        assert_eq!(choose_backward(&gfx950, &none).unwrap(), BwdPath::Atomic);
+        let sw = |v: &str| Switches::new([("QSA_ATTN_BWD".to_string(), v.to_string())].into());
+        assert_eq!(
+            choose_backward(&h200, &sw("atomic")).unwrap(),
+            BwdPath::Atomic
+        );
+        let e = choose_backward(&sm75, &sw("kv")).unwrap_err().to_string();
+        assert!(
+            e.contains("sm_75 has no build of the KV-block-major backward"),
+            "{e}"
+        );
+        let e = choose_backward(&h200, &sw("yes")).unwrap_err().to_string();
+        assert!(e.contains("expected atomic or kv"), "{e}");
+    }
+
+    #[test]
+    fn kv_backward_shared_bytes_match_the_kernel_layout() {
+        // K, V 2 x 17408 + q, dO 2 x 8448 + S, dP 2 x 4352 + 3 x 64 + (256 + 8) x 4.
+        assert_eq!(kv_bwd_shared_bytes(), 61_664);
     }
 
     #[test]

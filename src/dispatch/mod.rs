@@ -120,6 +120,10 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
         "QSA_ATTN_SPLITS",
         "1 .. 512: CTAs per work item of the staged forward, > 1 the split kernel (qsa's sweep switch)",
     ),
+    (
+        "QSA_ATTN_BWD",
+        "atomic | kv: the staged backward's dK / dV by float atomics or by the KV-block-major kernel (qsa's switch)",
+    ),
 ];
 
 impl Switches {

@@ -6,7 +6,8 @@ use super::launch::{launch, LaunchPlan, PlanArg, PlannedCall, Role, Step};
 use super::{as_bytes, Family, GpuApi, GpuProps, LaunchDims};
 use crate::backend::{BackendError, BackendResult, Prepared};
 use crate::dispatch::attention::{
-    choose, staged_plan_for, AttnKernel, StagedPlan, GATHER_THREADS, STAGED_THREADS,
+    choose, choose_backward, kv_bwd_shared_bytes, staged_plan_for, AttnKernel, BwdPath, StagedPlan,
+    GATHER_THREADS, KV_BWD_THREADS, STAGED_THREADS,
 };
 use crate::dispatch::{Switches, TargetCaps};
 use crate::problem::{
@@ -190,9 +191,14 @@ pub fn launch_plan(
         block: (GATHER_THREADS, 1, 1),
         shared_bytes: 0,
     };
-    let dispatched = match (kernel, &fwd_plan) {
-        (AttnKernel::Staged, Some(plan)) if plan.nsplit > 1 && !backward => "staged_split",
-        (k, _) => k.name(),
+    let bwd_path = match kernel {
+        AttnKernel::Staged if backward => Some(choose_backward(caps, switches)?),
+        _ => None,
+    };
+    let dispatched = match (kernel, &fwd_plan, bwd_path) {
+        (_, _, Some(path)) => path.name(),
+        (AttnKernel::Staged, Some(plan), _) if plan.nsplit > 1 => "staged_split",
+        (k, _, _) => k.name(),
     };
     let mut lp = LaunchPlan::new(Family::Attention, dispatched);
     let kv_bytes = p.batch * p.kv_len * p.hkv * HEAD_DIM * 2;
@@ -270,28 +276,75 @@ pub fn launch_plan(
     let dq = lp.buffer("dq", rows * HEAD_DIM * 4, Role::Output);
     let dk = lp.buffer("dk", kv_bytes * 2, Role::Output);
     let dv = lp.buffer("dv", kv_bytes * 2, Role::Output);
-    lp.call.push(Step::Zero { buffer: "dk" });
-    lp.call.push(Step::Zero { buffer: "dv" });
-    let mut args = vec![q, k, v, ids, o, lse, d_o, dq, dk, dv];
-    args.extend(dims);
-    match kernel {
-        AttnKernel::Gather => lp.call.push(launch(
-            format!("qsa_attn_gather_bwd_{sfx}"),
-            gather_dims,
-            args,
-        )),
-        AttnKernel::Staged => {
-            // The backward's own plan: no splits.
+    let zero_dk_dv = [Step::Zero { buffer: "dk" }, Step::Zero { buffer: "dv" }];
+    match bwd_path {
+        None => {
+            let mut args = vec![q, k, v, ids, o, lse, d_o, dq, dk, dv];
+            args.extend(dims);
+            lp.call.extend(zero_dk_dv);
+            lp.call.push(launch(
+                format!("qsa_attn_gather_bwd_{sfx}"),
+                gather_dims,
+                args,
+            ));
+        }
+        Some(path) => {
+            // The backward's own plan: no splits. The query-side pass writes D = rowsum(dO O)
+            // per row to `drow` (read by the KV-block-major pass).
             let plan = staged(caps, switches, p, true)?;
+            let drow = lp.buffer("drow", rows * 4, Role::Workspace);
+            let kv_major = path == BwdPath::KvMajor;
+            let mut args = vec![q, k, v, ids, o, lse, d_o, dq, dk, dv, drow];
+            args.extend(dims);
             args.extend(staged_args(&plan));
+            args.push(PlanArg::I32(i32::from(!kv_major)));
+            if !kv_major {
+                lp.call.extend(zero_dk_dv);
+            }
             lp.call.push(launch(
                 format!("qsa_attn_staged_bwd_{sfx}"),
                 staged_dims(&plan),
                 args,
             ));
+            if kv_major {
+                lp.call.push(kv_bwd_launch(
+                    p,
+                    &plan,
+                    [q, k, v, ids, lse, drow, d_o, dk, dv],
+                    dims,
+                    sfx,
+                )?);
+            }
         }
     }
     Ok(lp)
+}
+
+/// The KV-block-major dK / dV pass: one CTA per (batch, KV head, KV block), every element of
+/// dk / dv written once (so no zero-fill), after the query-side pass that writes drow.
+fn kv_bwd_launch(
+    p: &AttnCall,
+    plan: &StagedPlan,
+    buffers: [PlanArg; 9],
+    dims: [PlanArg; 7],
+    sfx: &str,
+) -> BackendResult<Step> {
+    let ctas = p.batch * p.hkv * p.kv_len.div_ceil(ATTN_BLOCK);
+    if ctas > MAX_GRID_X {
+        return Err(shape(format!(
+            "{ctas} KV blocks x heads x batch exceed the KV-block-major backward's grid"
+        )));
+    }
+    let mut args = buffers.to_vec();
+    args.extend(dims);
+    args.push(PlanArg::I32(plan.hc as i32));
+    args.push(PlanArg::I32(plan.qt as i32));
+    let kv_dims = LaunchDims {
+        grid: (ctas as u32, 1, 1),
+        block: (KV_BWD_THREADS, 1, 1),
+        shared_bytes: kv_bwd_shared_bytes() as u32,
+    };
+    Ok(launch(format!("qsa_attn_kv_bwd_{sfx}"), kv_dims, args))
 }
 
 /// Check `p`, plan the call, upload the inputs (and run the backward's forward once), and

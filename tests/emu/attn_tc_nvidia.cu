@@ -18,15 +18,23 @@ QSA_KERNEL void attn_gather_fwd(const u16* q, const u16* k, const u16* v, const 
   else qsa_attn_gather_fwd_f16(q, k, v, ids, o, lse, batch, q_len, kv_len, hq, hkv, t, scale);
 }
 QSA_KERNEL void attn_staged_bwd(const u16* q, const u16* k, const u16* v, const int* ids, const float* o,
-                                const float* lse, const float* d_o, float* dq, float* dk, float* dv, int batch,
-                                int q_len, int kv_len, int hq, int hkv, int t, float scale, int hc, int qt, int nbuf,
-                                int bf16) {
+                                const float* lse, const float* d_o, float* dq, float* dk, float* dv, float* drow,
+                                int batch, int q_len, int kv_len, int hq, int hkv, int t, float scale, int hc, int qt,
+                                int nbuf, int kv_grads, int bf16) {
   if (bf16)
-    qsa_attn_staged_bwd_bf16(q, k, v, ids, o, lse, d_o, dq, dk, dv, batch, q_len, kv_len, hq, hkv, t, scale, hc,
-                             qt, nbuf);
+    qsa_attn_staged_bwd_bf16(q, k, v, ids, o, lse, d_o, dq, dk, dv, drow, batch, q_len, kv_len, hq, hkv, t, scale,
+                             hc, qt, nbuf, kv_grads);
   else
-    qsa_attn_staged_bwd_f16(q, k, v, ids, o, lse, d_o, dq, dk, dv, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt,
-                            nbuf);
+    qsa_attn_staged_bwd_f16(q, k, v, ids, o, lse, d_o, dq, dk, dv, drow, batch, q_len, kv_len, hq, hkv, t, scale, hc,
+                            qt, nbuf, kv_grads);
+}
+QSA_KERNEL void attn_kv_bwd(const u16* q, const u16* k, const u16* v, const int* ids, const float* lse,
+                            const float* drow, const float* d_o, float* dk, float* dv, int batch, int q_len,
+                            int kv_len, int hq, int hkv, int t, float scale, int hc, int qt, int bf16) {
+  if (bf16)
+    qsa_attn_kv_bwd_bf16(q, k, v, ids, lse, drow, d_o, dk, dv, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt);
+  else
+    qsa_attn_kv_bwd_f16(q, k, v, ids, lse, drow, d_o, dk, dv, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt);
 }
 QSA_KERNEL void attn_gather_bwd(const u16* q, const u16* k, const u16* v, const int* ids, const float* o,
                                 const float* lse, const float* d_o, float* dq, float* dk, float* dv, int batch,
