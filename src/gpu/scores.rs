@@ -5,16 +5,17 @@ use super::launch::{launch, LaunchPlan, PlanArg, PlannedCall, Role, Step};
 use super::{as_bytes, Family, GpuApi, GpuProps, LaunchDims};
 use crate::backend::{BackendError, BackendResult, Prepared};
 use crate::dispatch::scores::{
-    amd_matrix, check_switches, choose_for, tc_tile_for, AmdMatrix, ScoresKernel, TcTile,
+    amd_matrix, check_switches, choose_for, simt_chunk_for, tc_tile_for, AmdMatrix, ScoresKernel,
+    SimtChunk, TcTile,
 };
 use crate::dispatch::{Feature, Switches, TargetCaps};
 use crate::problem::{Output, ScoresProblem, HEAD_DIM};
 
 /// Threads per block of every scores kernel.
 const THREADS: u32 = 256;
-/// The SIMT kernel's CTA tile (SIMT_TQ x SIMT_TB in the source).
-const SIMT_QUERIES: usize = 32;
-const SIMT_BLOCKS: usize = 64;
+/// The SIMT kernels' CTA tile (SIMT_TQ x SIMT_TB in the source), the same for every d-chunk.
+const SIMT_QUERIES: usize = 16;
+const SIMT_BLOCKS: usize = 128;
 /// Tensor-core kernels: K chunk rows are 36 floats in shared memory, 2 pipeline stages.
 const TC_ROW_FLOATS: usize = 36;
 const TC_STAGES: usize = 2;
@@ -48,7 +49,8 @@ fn to_u32(x: usize, what: &str) -> BackendResult<u32> {
 
 /// Grid and shared memory of `kernel` for `nq x heads x blocks` (all >= 1), or the limit the
 /// shape breaks; `tile` is the tensor-core kernels' CTA tile (`tc_tile_for`; the others
-/// ignore it). Pure, so it is unit-tested without a device.
+/// ignore it). The SIMT kernel is planned with the default d-chunk (`with_simt_chunk` swaps
+/// it: same grid). Pure, so it is unit-tested without a device.
 pub fn plan(
     kernel: ScoresKernel,
     tile: TcTile,
@@ -88,6 +90,12 @@ pub fn plan(
             })
         }
         ScoresKernel::Simt => {
+            // The kernel's block indices are ints up to blocks + SIMT_BLOCKS - 1.
+            if blocks > i32::MAX as usize - SIMT_BLOCKS {
+                return Err(shape_err(format!(
+                    "simt kernel: blocks = {blocks} exceeds 2^31 - 1 - {SIMT_BLOCKS}; split the blocks"
+                )));
+            }
             let gy = nq.div_ceil(SIMT_QUERIES);
             if gy > MAX_GRID_Y {
                 return Err(shape_err(format!(
@@ -95,7 +103,7 @@ pub fn plan(
                 )));
             }
             Ok(ScoresLaunch {
-                kernel: "block_scores_simt",
+                kernel: SimtChunk::D8.kernel(),
                 variant: kernel.name().into(),
                 grid: (
                     to_u32(blocks.div_ceil(SIMT_BLOCKS), "grid.x")?,
@@ -178,6 +186,15 @@ pub fn plan(
     }
 }
 
+/// `l` with the SIMT kernel of d-chunk `chunk` (the chunks share tile, grid and static
+/// shared memory declared in the kernel); any other kernel's launch unchanged.
+pub fn with_simt_chunk(mut l: ScoresLaunch, chunk: SimtChunk) -> ScoresLaunch {
+    if l.kernel == SimtChunk::D8.kernel() {
+        l.kernel = chunk.kernel();
+    }
+    l
+}
+
 fn check_lengths(p: &ScoresProblem) -> BackendResult<()> {
     let want = |name: &str, got: usize, dims: &[usize]| {
         let n = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
@@ -242,7 +259,8 @@ pub fn launch_plan(
     } else {
         let limit = caps.shared_per_block.min(props.max_shared_per_block);
         let tile = tc_tile_for(switches, p.nq, p.heads);
-        Some(plan(kernel, tile, p.nq, p.heads, p.blocks, limit)?)
+        let l = plan(kernel, tile, p.nq, p.heads, p.blocks, limit)?;
+        Some(with_simt_chunk(l, simt_chunk_for(switches)))
     };
     let variant = launch_of
         .as_ref()
@@ -338,8 +356,17 @@ mod tests {
         // heads > 128: one query per CTA, several passes.
         let l = plan(ScoresKernel::Tf32, tc_tile(3, 200), 3, 200, 300, 232_448).unwrap();
         assert_eq!(l.grid, (3, 3, 1));
+        // SIMT: 16 queries x 128 blocks per CTA, for either d-chunk.
         let l = plan(ScoresKernel::Simt, tc_tile(37, 64), 37, 64, 1000, 0).unwrap();
-        assert_eq!(l.grid, (16, 2, 1));
+        assert_eq!((l.kernel, l.grid), ("block_scores_simt", (8, 3, 1)));
+        let l = with_simt_chunk(l, SimtChunk::D16);
+        assert_eq!((l.kernel, l.grid), ("block_scores_simt_d16", (8, 3, 1)));
+        let l = plan(ScoresKernel::Simt, tc_tile(256, 64), 256, 64, 4096, 0).unwrap();
+        assert_eq!(l.grid, (32, 16, 1));
+        let l = plan(ScoresKernel::Simt, tc_tile(16, 7), 16, 7, 128, 0).unwrap();
+        assert_eq!(l.grid, (1, 1, 1));
+        let warp = plan(ScoresKernel::Warp, tc_tile(3, 5), 3, 5, 70, 0).unwrap();
+        assert_eq!(with_simt_chunk(warp.clone(), SimtChunk::D16), warp);
         let l = plan(ScoresKernel::Warp, tc_tile(3, 5), 3, 5, 70, 0).unwrap();
         assert_eq!(l.grid, (27, 1, 1));
     }
@@ -387,7 +414,34 @@ mod tests {
     #[test]
     fn limits_are_shape_errors() {
         assert!(matches!(
-            plan(ScoresKernel::Simt, TcTile::Wide, 32 * 65_536, 1, 1, 0),
+            plan(
+                ScoresKernel::Simt,
+                TcTile::Wide,
+                SIMT_QUERIES * MAX_GRID_Y + 1,
+                1,
+                1,
+                0
+            ),
+            Err(BackendError::Shape(_))
+        ));
+        assert!(plan(
+            ScoresKernel::Simt,
+            TcTile::Wide,
+            SIMT_QUERIES * MAX_GRID_Y,
+            1,
+            1,
+            0
+        )
+        .is_ok());
+        assert!(matches!(
+            plan(
+                ScoresKernel::Simt,
+                TcTile::Wide,
+                1,
+                1,
+                i32::MAX as usize - 100,
+                0
+            ),
             Err(BackendError::Shape(_))
         ));
         assert!(matches!(
