@@ -7,8 +7,8 @@
 // Kernels (extern "C", launched by name; launch rules are in src/gpu/scores.rs):
 //   block_scores_warp         the baseline: one 32-lane group per (q, b). Every target.
 //   block_scores_simt         FP32 tiled SIMT GEMM, 1 query x 8 heads x 8 blocks per
-//   block_scores_simt_d16     thread, d staged 8 (or 16) at a time. Every target. Same
-//                             arithmetic as the CPU backend.
+//   block_scores_simt_d16     thread, d staged 8 (or 16, sm_90+ only) at a time. Every
+//                             target. Same arithmetic as the CPU backend.
 //   block_scores_tf32         TF32 tensor cores (mma.sync m16n8k8), 128 rows x 128 blocks
 //                             per CTA. NVIDIA sm_80+ only.
 //   block_scores_tf32_decode  the same with 64 rows x 256 blocks per CTA, for few queries.
@@ -89,14 +89,24 @@ QSA_KERNEL void block_scores_warp(const float* __restrict__ q, const float* __re
 // memory. Static shared: 2 buffers x 2 operands x DC x 132 x 4 B = 16,896 B (DC = 8) or
 // 33,792 B (DC = 16), under 48 KiB everywhere. Two kernels differ only in DC (src/gpu/scores.rs
 // picks one; QSA_SCORES_SIMT_DC forces it):
-//   block_scores_simt      DC = 8:  128 stages (and barriers) per CTA at 64 heads
-//   block_scores_simt_d16  DC = 16: 64 stages, 8 more staging registers
+//   block_scores_simt      DC = 8:  128 stages (and barriers) per CTA at 64 heads. Every target.
+//   block_scores_simt_d16  DC = 16: 64 stages, 8 more staging registers. sm_90+ only.
 // ---------------------------------------------------------------------------------------
 #define SIMT_TQ 16                     // queries per CTA (one per thread row)
 #define SIMT_HG 8                      // heads per pass = accumulator rows per thread
 #define SIMT_TM (SIMT_TQ * SIMT_HG)    // GEMM rows per pass: 128
 #define SIMT_TB 128                    // blocks per CTA
 #define SIMT_LD (128 + 4)              // shared row stride, floats (16-byte multiple)
+
+// The d loop: unrolled on NVIDIA (127 registers at the 128 cap, no spills); on AMD an
+// unrolled loop hoists every stage's loads (226-250 VGPRs, spills on gfx906), so 2 at a time.
+#if defined(QSA_HIP)
+#define SIMT_D_UNROLL _Pragma("unroll 2")
+#define SIMT_BOUNDS __launch_bounds__(256)
+#else
+#define SIMT_D_UNROLL _Pragma("unroll")
+#define SIMT_BOUNDS __launch_bounds__(256, 2)
+#endif
 
 template <int DC>
 __device__ __forceinline__ void simt_body(const float* __restrict__ q,
@@ -175,7 +185,7 @@ __device__ __forceinline__ void simt_body(const float* __restrict__ q,
       if (more) load(st + 1);  // in flight during this stage's arithmetic
       const float* qs = Qs + (st % 2) * DC * SIMT_LD + SIMT_HG * ty;
       const float* ks = Ks + (st % 2) * DC * SIMT_LD + 4 * tx;
-#pragma unroll
+      SIMT_D_UNROLL
       for (int d = 0; d < DC; ++d) {
         const float4 qa = *reinterpret_cast<const float4*>(qs + d * SIMT_LD);
         const float4 qb = *reinterpret_cast<const float4*>(qs + d * SIMT_LD + 4);
@@ -215,7 +225,7 @@ __device__ __forceinline__ void simt_body(const float* __restrict__ q,
 }
 
 // qsa:block 256
-QSA_KERNEL void __launch_bounds__(256, 2)
+QSA_KERNEL void SIMT_BOUNDS
     block_scores_simt(const float* __restrict__ q, const float* __restrict__ kb,
                       const float* __restrict__ w, float* __restrict__ s, int nq, int heads,
                       int blocks) {
@@ -223,6 +233,10 @@ QSA_KERNEL void __launch_bounds__(256, 2)
   __shared__ __align__(16) float Ks[2 * 8 * SIMT_LD];
   simt_body<8>(q, kb, w, s, nq, heads, blocks, Qs, Ks);
 }
+// Built for sm_90+ only (src/dispatch/scores.rs, `simt_d16_built`): at 128 registers it
+// spills on sm_86 (164 B per thread, nvcc 13.0) and needs 256+ VGPRs with spills on gfx950 /
+// gfx1201, 2026-12-01.
+#if defined(QSA_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 // qsa:block 256
 QSA_KERNEL void __launch_bounds__(256, 2)
     block_scores_simt_d16(const float* __restrict__ q, const float* __restrict__ kb,
@@ -232,6 +246,7 @@ QSA_KERNEL void __launch_bounds__(256, 2)
   __shared__ __align__(16) float Ks[2 * 16 * SIMT_LD];
   simt_body<16>(q, kb, w, s, nq, heads, blocks, Qs, Ks);
 }
+#endif  // QSA_CUDA && __CUDA_ARCH__ >= 900
 
 // ---------------------------------------------------------------------------------------
 // Tensor-core kernels (NVIDIA sm_80+). Absent from every other target's code object; the

@@ -73,8 +73,8 @@ fn simt_is_bit_identical_to_the_cpu_simt_order() {
     let m = matrix();
     for (target, chunk) in [
         ("sm_75", "8"),
-        ("sm_75", "16"),
         ("gfx906", "8"),
+        ("sm_90", "8"),
         ("sm_90", "16"),
     ] {
         let sw = switches(&[("STRATA_QSA_WARP", "1"), ("QSA_SCORES_SIMT_DC", chunk)]);

@@ -154,9 +154,9 @@ pub fn choose_for(caps: &TargetCaps, sw: &Switches, nq: usize) -> ScoresKernel {
 
 /// How many d the SIMT kernel stages per barrier (SIMT_DC in kernels/block_scores.cu,
 /// `simt_body`): one kernel each, the same tile, grid and summation order (so the same
-/// results bit for bit). 8 is the default: it keeps sm_75 at 2 CTAs per SM (16 needs 33 KiB
-/// of shared memory per CTA: 1 CTA on sm_75's 64 KiB). Which is faster on the H200 is not
-/// measured yet; `QSA_SCORES_SIMT_DC=16` runs the other.
+/// results bit for bit). 8 is the default and the only one built below sm_90
+/// (`simt_d16_built`); which is faster on the H200 is not measured yet:
+/// `QSA_SCORES_SIMT_DC=16` runs the other.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SimtChunk {
     D8,
@@ -171,6 +171,13 @@ impl SimtChunk {
             SimtChunk::D16 => "block_scores_simt_d16",
         }
     }
+}
+
+/// Whether `caps`'s code object has `block_scores_simt_d16`: NVIDIA sm_90+ (Feature::Clusters
+/// marks exactly those), the `#if` around the kernel in kernels/block_scores.cu; both must
+/// change together. Elsewhere it spills at 128 registers.
+pub fn simt_d16_built(caps: &TargetCaps) -> bool {
+    caps.vendor == Vendor::Nvidia && caps.has(Feature::Clusters)
 }
 
 /// The SIMT d-chunk: D8 unless `QSA_SCORES_SIMT_DC=16` (values checked by `check_switches`).
@@ -386,6 +393,12 @@ mod tests {
         let d16 = sw(&[(SIMT_CHUNK_SWITCH, "16")]);
         assert_eq!(simt_chunk_for(&d16), SimtChunk::D16);
         assert_eq!(SimtChunk::D16.kernel(), "block_scores_simt_d16");
+        assert!(simt_d16_built(&caps(
+            Vendor::Nvidia,
+            vec![Feature::Tf32Tc, Feature::Clusters]
+        )));
+        assert!(!simt_d16_built(&turing));
+        assert!(!simt_d16_built(&caps(Vendor::Amd, vec![Feature::Clusters])));
         assert!(check_switches(&d16).is_ok());
         let e = check_switches(&sw(&[(SIMT_CHUNK_SWITCH, "32")])).unwrap_err();
         assert!(e.contains("QSA_SCORES_SIMT_DC=32: expected 8 or 16"), "{e}");

@@ -5,8 +5,8 @@ use super::launch::{launch, LaunchPlan, PlanArg, PlannedCall, Role, Step};
 use super::{as_bytes, Family, GpuApi, GpuProps, LaunchDims};
 use crate::backend::{BackendError, BackendResult, Prepared};
 use crate::dispatch::scores::{
-    amd_matrix, check_switches, choose_for, simt_chunk_for, tc_tile_for, AmdMatrix, ScoresKernel,
-    SimtChunk, TcTile,
+    amd_matrix, check_switches, choose_for, simt_chunk_for, simt_d16_built, tc_tile_for, AmdMatrix,
+    ScoresKernel, SimtChunk, TcTile,
 };
 use crate::dispatch::{Feature, Switches, TargetCaps};
 use crate::problem::{Output, ScoresProblem, HEAD_DIM};
@@ -253,6 +253,14 @@ pub fn launch_plan(
             )));
         }
     }
+    let chunk = simt_chunk_for(switches);
+    if kernel == ScoresKernel::Simt && chunk == SimtChunk::D16 && !simt_d16_built(caps) {
+        return Err(BackendError::Unsupported(format!(
+            "QSA_SCORES_SIMT_DC=16: {} is built for NVIDIA sm_90+ only, not for target {}; drop the switch",
+            chunk.kernel(),
+            caps.name
+        )));
+    }
     let empty = p.nq == 0 || p.blocks == 0 || p.heads == 0;
     let launch_of = if empty {
         None
@@ -260,7 +268,7 @@ pub fn launch_plan(
         let limit = caps.shared_per_block.min(props.max_shared_per_block);
         let tile = tc_tile_for(switches, p.nq, p.heads);
         let l = plan(kernel, tile, p.nq, p.heads, p.blocks, limit)?;
-        Some(with_simt_chunk(l, simt_chunk_for(switches)))
+        Some(with_simt_chunk(l, chunk))
     };
     let variant = launch_of
         .as_ref()
