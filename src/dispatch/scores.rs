@@ -134,10 +134,11 @@ pub fn choose(caps: &TargetCaps, sw: &Switches) -> ScoresKernel {
     }
 }
 
-/// Fewest queries for which the FP32 tiled SIMT kernel pays: its CTA tile holds 32 queries,
-/// so a decode call (1 query) wastes 31/32 of it. Measured on the H200 (2026-11-30,
-/// bench/scores_vs_torch.py): 1 query x 64 heads x 262,144 blocks, SIMT 3,656 us against
-/// 682 us for the warp kernel.
+/// Fewest queries for which the FP32 tiled SIMT kernel pays: its CTA tile holds 16 queries
+/// (32 before 2026-12-02), so a decode call (1 query) wastes 15/16 of it. Measured on the H200
+/// with the 32-query tile (2026-11-30, bench/scores_vs_torch.py): 1 query x 64 heads x 262,144
+/// blocks, SIMT 3,656 us against 682 us for the warp kernel; not re-measured for the 16-query
+/// tile (the bench's `simt:QSA_SCORES_KERNEL=simt` row at 1 x 64 x 262,144 does).
 pub const SIMT_MIN_QUERIES: usize = 8;
 
 /// `choose` for a call with `nq` queries: where the tensor-core kernels are off or absent,
