@@ -202,14 +202,25 @@ __device__ __forceinline__ void simt_body(const float* __restrict__ q,
       __syncthreads();
     }
     // Fold this head group into the scores: heads in ascending order, as the warp kernel.
+    // WB weights are loaded first, all in flight at once (one latency, not WB in a row); 8
+    // registers more than one at a time, which DC = 16 has not (it spills on sm_90 at WB = 8).
     if (qq < nq) {
+      constexpr int WB = DC == 8 ? SIMT_HG : 1;
 #pragma unroll
-      for (int i = 0; i < SIMT_HG; ++i) {
-        const int h = p * SIMT_HG + i;
-        if (h < heads) {
-          const float wv = w[(size_t)qq * heads + h];
+      for (int i0 = 0; i0 < SIMT_HG; i0 += WB) {
+        float wv[WB];
 #pragma unroll
-          for (int j = 0; j < 8; ++j) out[j] = fmaf(wv, qsa_relu(acc[i][j]), out[j]);
+        for (int i = 0; i < WB; ++i) {
+          const int h = p * SIMT_HG + i0 + i;
+          wv[i] = h < heads ? w[(size_t)qq * heads + h] : 0.f;
+        }
+#pragma unroll
+        for (int i = 0; i < WB; ++i) {
+          if (p * SIMT_HG + i0 + i < heads) {
+#pragma unroll
+            for (int j = 0; j < 8; ++j)
+              out[j] = fmaf(wv[i], qsa_relu(acc[i0 + i][j]), out[j]);
+          }
         }
       }
     }
