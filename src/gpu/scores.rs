@@ -419,6 +419,75 @@ mod tests {
         ));
     }
 
+    /// `QSA_SCORES_SIMT_DC=16` launches `block_scores_simt_d16` where it is built (NVIDIA
+    /// sm_90+) and is refused, naming kernel, target and fix, elsewhere; it changes nothing
+    /// when another kernel runs.
+    #[test]
+    fn simt_d16_only_where_it_is_built() {
+        use crate::dispatch::Vendor;
+        let target = |name: &str, vendor, features| TargetCaps {
+            name: name.into(),
+            vendor,
+            wave: 32,
+            shared_per_block: 232_448,
+            multiprocessors: 1,
+            features,
+        };
+        let props = GpuProps {
+            name: "test".into(),
+            arch: "test".into(),
+            multiprocessors: 1,
+            warp_size: 32,
+            max_shared_per_block: 232_448,
+        };
+        let sm90 = target(
+            "sm_90",
+            Vendor::Nvidia,
+            vec![Feature::Tf32Tc, Feature::Bf16Tc, Feature::Clusters],
+        );
+        let sm75 = target("sm_75", Vendor::Nvidia, vec![]);
+        let shape = ScoresCall {
+            nq: 40,
+            heads: 10,
+            blocks: 130,
+        };
+        let sw = |kv: &[(&str, &str)]| {
+            Switches::new(
+                kv.iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            )
+        };
+        let kernel_of = |lp: &LaunchPlan| {
+            lp.call
+                .iter()
+                .find_map(|s| match s {
+                    Step::Launch { kernel, .. } => Some(kernel.clone()),
+                    _ => None,
+                })
+                .unwrap()
+        };
+        let d16 = sw(&[("STRATA_QSA_WARP", "1"), ("QSA_SCORES_SIMT_DC", "16")]);
+        let lp = launch_plan(&sm90, &props, &d16, &shape).unwrap();
+        assert_eq!(kernel_of(&lp), "block_scores_simt_d16");
+        assert_eq!(lp.dispatched, "simt");
+        let lp = launch_plan(&sm75, &props, &sw(&[]), &shape).unwrap();
+        assert_eq!(kernel_of(&lp), "block_scores_simt");
+        match launch_plan(&sm75, &props, &d16, &shape) {
+            Err(BackendError::Unsupported(m)) => assert!(
+                m.contains(
+                    "block_scores_simt_d16 is built for NVIDIA sm_90+ only, not for target sm_75"
+                ),
+                "{m}"
+            ),
+            other => panic!("sm_75 with QSA_SCORES_SIMT_DC=16: {other:?}"),
+        }
+        // The tensor-core kernel runs unchanged under the switch.
+        let tf32 =
+            launch_plan(&sm90, &props, &sw(&[("QSA_SCORES_SIMT_DC", "16")]), &shape).unwrap();
+        assert_eq!(kernel_of(&tf32), "block_scores_tf32");
+    }
+
     #[test]
     fn limits_are_shape_errors() {
         assert!(matches!(
