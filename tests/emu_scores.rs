@@ -63,10 +63,31 @@ fn warp_and_simt_match_fp64_under_every_schedule() {
     }
 }
 
+/// 17 queries x 17 heads x 257 blocks: one past a whole SIMT tile in every dimension (16
+/// queries, 8 heads per pass, 128 blocks), so the last query tile, head pass and block tile
+/// each hold exactly one real row. Inputs of both signs (weights too), from a fixed integer
+/// hash: no generator shared with the code under test.
+fn one_past_each_tile() -> Problem {
+    let (nq, heads, blocks) = (17, 17, 257);
+    let val = |salt: u32, i: usize| {
+        let x = (i as u32 ^ salt).wrapping_mul(0x9E37_79B9).rotate_left(13);
+        (x % 2001) as f32 / 1000.0 - 1.0
+    };
+    Problem::Scores(qsa::problem::ScoresProblem {
+        nq,
+        heads,
+        blocks,
+        q: (0..nq * heads * 128).map(|i| val(1, i)).collect(),
+        kb: (0..blocks * 128).map(|i| val(2, i)).collect(),
+        w: (0..nq * heads).map(|i| val(3, i)).collect(),
+    })
+}
+
 /// The SIMT kernels (both d-chunks) keep the contract's simt summation order, so their scores
 /// equal the CPU backend's "simt" order bit for bit, tile edges included: scores_emu_tiles
-/// (40 queries = 2 x 16 + 8, 10 heads = 8 + 2, 130 blocks = 128 + 2) and scores_ragged (9 x 7
-/// x 77: one partial tile in every dimension), on wave32 and wave64 targets. A kernel that
+/// (40 queries = 2 x 16 + 8, 10 heads = 8 + 2, 130 blocks = 128 + 2), scores_ragged (9 x 7
+/// x 77: one partial tile in every dimension) and `one_past_each_tile`, on wave32 and wave64
+/// targets. A kernel that
 /// skips a partial tile or reorders a sum stays within the FP64 gate above yet fails here.
 #[test]
 fn simt_is_bit_identical_to_the_cpu_simt_order() {
@@ -78,16 +99,25 @@ fn simt_is_bit_identical_to_the_cpu_simt_order() {
         ("sm_90", "16"),
     ] {
         let sw = switches(&[("STRATA_QSA_WARP", "1"), ("QSA_SCORES_SIMT_DC", chunk)]);
-        for (case, dist) in [
-            ("scores_emu_tiles", "normal"),
-            ("scores_ragged", "relu_sparse"),
-        ] {
-            let p = problem(&m, case, dist);
-            let Problem::Scores(sp) = &p else {
+        let problems = [
+            (
+                "scores_emu_tiles",
+                "normal",
+                problem(&m, "scores_emu_tiles", "normal"),
+            ),
+            (
+                "scores_ragged",
+                "relu_sparse",
+                problem(&m, "scores_ragged", "relu_sparse"),
+            ),
+            ("17x17x257", "signed", one_past_each_tile()),
+        ];
+        for (case, dist, p) in &problems {
+            let Problem::Scores(sp) = p else {
                 unreachable!()
             };
             let want = scores_f32(sp, ScoreOrder::Simt);
-            let run = race::check(&caps(&m, target), &sw, &p, &Schedule::RACE_CHECK)
+            let run = race::check(&caps(&m, target), &sw, p, &Schedule::RACE_CHECK)
                 .unwrap_or_else(|e| panic!("{target} {case} simt d{chunk}: {e}"));
             assert_eq!(run.dispatched, "simt", "{target} {case}");
             let Output::Scores(got) = run.output else {
