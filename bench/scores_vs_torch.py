@@ -20,8 +20,10 @@ Usage: python3 bench/scores_vs_torch.py --qsa .h200/qsa --kernels build/kernels/
 Needs: torch, cupy, numpy, a CUDA GPU, and the `qsa` binary of the same checkout. No Rust.
 A variant whose dispatch gives the same kernel as an earlier one on a shape is run once.
 Besides the variants, qsa's forcing switches add what the dispatch never picks on a shape:
-the SIMT kernel below 8 queries (QSA_SCORES_KERNEL=simt) and the other tensor-core CTA tile
-(QSA_SCORES_TILE=wide|decode); their rows are labelled with the switch.
+the SIMT kernel below 8 queries (QSA_SCORES_KERNEL=simt), the other tensor-core CTA tile
+(QSA_SCORES_TILE=wide|decode) and the SIMT kernel's other d-chunk (QSA_SCORES_SIMT_DC=16,
+on every shape, so the small ones check its order bit for bit); their rows are labelled with
+the switches.
 """
 import argparse
 import datetime
@@ -44,7 +46,9 @@ PEAK = {"fp32": 67e12, "tf32": 494e12, "bf16": 989e12, "hbm": 4.3e12}
 VARIANTS = ["warp", "simt", "auto", "bf16"]
 FORCED = [("simt:QSA_SCORES_KERNEL=simt", "simt", {"QSA_SCORES_KERNEL": "simt"}),
           ("auto:QSA_SCORES_TILE=wide", "auto", {"QSA_SCORES_TILE": "wide"}),
-          ("auto:QSA_SCORES_TILE=decode", "auto", {"QSA_SCORES_TILE": "decode"})]
+          ("auto:QSA_SCORES_TILE=decode", "auto", {"QSA_SCORES_TILE": "decode"}),
+          ("simt:QSA_SCORES_KERNEL=simt,QSA_SCORES_SIMT_DC=16", "simt",
+           {"QSA_SCORES_KERNEL": "simt", "QSA_SCORES_SIMT_DC": "16"})]
 CHECK_SHAPES = [((3, 5, 70), 1), ((5, 48, 129), 2), ((2, 200, 300), 3), ((1, 64, 1000), 4),
                 ((37, 64, 1000), 5), ((256, 64, 4096), 6), ((1, 64, 262144), 8)]
 BENCH_SHAPES = [(256, 64, 4096), (256, 64, 2048), (1, 64, 262144)]
@@ -63,7 +67,8 @@ def plans_for(planner, shape):
             print(f"# variant {label} on {nq}x{heads}x{blocks}: {e}", file=sys.stderr)
             continue
         # The same kernel and grid (a forced tile the dispatch already takes) runs once.
-        key = (p["dispatched"], str(p["call"][-1].get("grid")) if p.get("call") else "")
+        last = p["call"][-1] if p.get("call") else {}
+        key = (p["dispatched"], str(last.get("kernel")), str(last.get("grid")))
         if key not in seen:
             seen.add(key)
             out.append((label, p))

@@ -6,8 +6,9 @@
 //
 // Kernels (extern "C", launched by name; launch rules are in src/gpu/scores.rs):
 //   block_scores_warp         the baseline: one 32-lane group per (q, b). Every target.
-//   block_scores_simt         FP32 tiled SIMT GEMM, 2 queries x 4 heads x 4 blocks per
-//                             thread. Every target. Same arithmetic as the CPU backend.
+//   block_scores_simt         FP32 tiled SIMT GEMM, 1 query x 8 heads x 8 blocks per
+//   block_scores_simt_d16     thread, d staged 8 (or 16, sm_90+ only) at a time. Every
+//                             target. Same arithmetic as the CPU backend.
 //   block_scores_tf32         TF32 tensor cores (mma.sync m16n8k8), 128 rows x 128 blocks
 //                             per CTA. NVIDIA sm_80+ only.
 //   block_scores_tf32_decode  the same with 64 rows x 256 blocks per CTA, for few queries.
@@ -66,121 +67,200 @@ QSA_KERNEL void block_scores_warp(const float* __restrict__ q, const float* __re
 }
 
 // ---------------------------------------------------------------------------------------
-// FP32 tiled SIMT kernel. CTA = 256 threads as 16 (blocks) x 16 (query pairs); CTA tile =
-// 32 queries x 64 blocks. Each thread owns 2 queries x 4 blocks of output and walks the heads
-// 4 at a time: 2 x 4 x 4 = 32 dot accumulators in registers, K = 128 in order. The Kb tile
-// (64 x 128, transposed) stays in shared memory; Q comes through shared memory 16 d at a
-// time. Static shared memory 43,264 bytes (< 48 KiB: no opt-in needed anywhere).
-// grid = (ceil(blocks / 64), ceil(nq / 32)), block = (256, 1, 1), no dynamic shared memory.
+// FP32 tiled SIMT kernel: an SGEMM (rows = (query, head), columns = blocks, K = 128) whose
+// epilogue folds each query's heads in ascending order.
+//
+// CTA = 256 threads as 16 (queries, ty) x 16 (block columns, tx); CTA tile = 16 queries x
+// 128 blocks. Thread (tx, ty) owns query ty and blocks 4tx..4tx+3 and 64+4tx..64+4tx+3 (two
+// float4 columns 64 apart, so each quarter-warp's LDS.128 of Kb covers 32 distinct banks),
+// and holds 8 heads x 8 blocks = 64 dot accumulators in registers, plus out[8].
+// Passes walk head groups h0 = 0, 8, 16, ... (a partial group computes zero rows and never
+// folds them); each pass walks d = 0..127 in SIMT_DC-wide stages, dot = fmaf(Q[d], K[d], dot)
+// from 0, then folds: out[j] = fmaf(w[h], relu(dot[h][j]), out[j]) for h = h0 .. h0+7 in
+// order. That is the contract's simt order above, so the output is bit-identical to the CPU
+// backend's "simt" order, for any tile or chunk width.
+// Staging: each stage's Q rows (16 queries x 8 heads = 128 rows) and Kb rows (128 blocks),
+// DC floats of d each, are read from global memory into registers one stage ahead (thread t:
+// row t/2, float4 column t%2 (+2 per extra float4)), stored transposed as [d][row] in the
+// other of two shared buffers (rows 132 floats apart: the two float4 columns of a warp's
+// store land 16 banks apart, so stores are conflict-free), one barrier per stage. Rows past
+// nq / heads / blocks load zeros; their outputs are never stored.
+// Launch: grid = (ceil(blocks / 128), ceil(nq / 16)), block = (256, 1, 1), no dynamic shared
+// memory. Static shared: 2 buffers x 2 operands x DC x 132 x 4 B = 16,896 B (DC = 8) or
+// 33,792 B (DC = 16), under 48 KiB everywhere. Two kernels differ only in DC (src/gpu/scores.rs
+// picks one; QSA_SCORES_SIMT_DC forces it):
+//   block_scores_simt      DC = 8:  128 stages (and barriers) per CTA at 64 heads. Every target.
+//   block_scores_simt_d16  DC = 16: 64 stages, 8 more staging registers. sm_90+ only.
 // ---------------------------------------------------------------------------------------
-#define SIMT_TQ 32   // queries per CTA
-#define SIMT_TB 64   // blocks per CTA
-#define SIMT_HG 4    // heads per register group
-#define SIMT_DC 16   // d per Q stage
-#define SIMT_KLD (SIMT_TB + 4)                   // Ks row stride (floats)
-#define SIMT_QLD (SIMT_TQ * SIMT_HG + 4)         // Qs row stride (floats)
+#define SIMT_TQ 16                     // queries per CTA (one per thread row)
+#define SIMT_HG 8                      // heads per pass = accumulator rows per thread
+#define SIMT_TM (SIMT_TQ * SIMT_HG)    // GEMM rows per pass: 128
+#define SIMT_TB 128                    // blocks per CTA
+#define SIMT_LD (128 + 4)              // shared row stride, floats (16-byte multiple)
 
-// qsa:block 256
-QSA_KERNEL void __launch_bounds__(256) block_scores_simt(const float* __restrict__ q,
-                                                          const float* __restrict__ kb,
-                                                          const float* __restrict__ w,
-                                                          float* __restrict__ s, int nq,
-                                                          int heads, int blocks) {
-  __shared__ __align__(16) float Ks[QSA_HEAD_DIM * SIMT_KLD];  // [d][b]
-  __shared__ __align__(16) float Qs[SIMT_DC * SIMT_QLD];       // [d][q*4 + h]
+// Registers (nvcc 13.0.88, clang 22, 2026-12-01): on NVIDIA the d loop is unrolled and
+// __launch_bounds__(256, 2) caps the kernel at 128 registers (2 CTAs per SM on sm_75 / sm_86 /
+// sm_90; 128 used, no spills). On AMD an unrolled d loop hoists every stage's loads (226-250
+// VGPRs; with a 2-blocks bound, spills on gfx906), so 2 d at a time and no min-blocks bound:
+// 114-116 VGPRs, no spills.
+#if defined(QSA_HIP)
+#define SIMT_D_UNROLL _Pragma("unroll 2")
+#define SIMT_BOUNDS __launch_bounds__(256)
+#else
+#define SIMT_D_UNROLL _Pragma("unroll")
+#define SIMT_BOUNDS __launch_bounds__(256, 2)
+#endif
+
+template <int DC>
+__device__ __forceinline__ void simt_body(const float* __restrict__ q,
+                                          const float* __restrict__ kb,
+                                          const float* __restrict__ w, float* __restrict__ s,
+                                          int nq, int heads, int blocks, float* Qs, float* Ks) {
+  constexpr int SPP = QSA_HEAD_DIM / DC;  // stages per pass
+  constexpr int V4 = DC / 8;              // float4 of each operand per thread per stage
+  static_assert(SIMT_TM == SIMT_TB && SIMT_TM * DC == 256 * 4 * V4, "one staging layout");
+  static_assert(QSA_HEAD_DIM % DC == 0 && DC % 8 == 0, "whole stages");
   const int tid = threadIdx.x;
-  const int tx = tid % 16;  // blocks 4tx .. 4tx+3
-  const int ty = tid / 16;  // queries 2ty, 2ty+1
+  const int tx = tid % 16;  // blocks 4tx .. 4tx+3, 64+4tx .. 64+4tx+3
+  const int ty = tid / 16;  // query q0 + ty
   const int b0 = blockIdx.x * SIMT_TB;
   const int q0 = blockIdx.y * SIMT_TQ;
+  const int passes = (heads + SIMT_HG - 1) / SIMT_HG;
+  const int stages = passes * SPP;
 
-  // Kb tile, transposed; rows past `blocks` are zero (their outputs are never stored).
-  for (int i = tid; i < SIMT_TB * (QSA_HEAD_DIM / 4); i += 256) {
-    const int bl = i / (QSA_HEAD_DIM / 4);
-    const int d4 = i % (QSA_HEAD_DIM / 4);
-    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (b0 + bl < blocks)
-      v = reinterpret_cast<const float4*>(kb + (size_t)(b0 + bl) * QSA_HEAD_DIM)[d4];
-    Ks[(4 * d4 + 0) * SIMT_KLD + bl] = v.x;
-    Ks[(4 * d4 + 1) * SIMT_KLD + bl] = v.y;
-    Ks[(4 * d4 + 2) * SIMT_KLD + bl] = v.z;
-    Ks[(4 * d4 + 3) * SIMT_KLD + bl] = v.w;
-  }
+  // This thread's staging row (the same index in Q's and Kb's chunk) and float4 column.
+  const int srow = tid / 2;
+  const int sc4 = tid % 2;
+  const int sq = q0 + srow / SIMT_HG;  // its Q row: query sq, head h0 + srow % 8
+  const int sb = b0 + srow;            // its Kb row
+  const float* krow = kb + (size_t)(sb < blocks ? sb : 0) * QSA_HEAD_DIM;
 
-  float out[2][4];
+  float4 qreg[V4], kreg[V4];
+  auto load = [&](int st) {  // stage st into registers
+    const int h = (st / SPP) * SIMT_HG + srow % SIMT_HG;
+    const int dc = (st % SPP) * DC;
+    const bool qok = sq < nq && h < heads;
+    const float* qrow = q + ((size_t)sq * heads + h) * QSA_HEAD_DIM + dc;
 #pragma unroll
-  for (int i = 0; i < 2; ++i)
-#pragma unroll
-    for (int j = 0; j < 4; ++j) out[i][j] = 0.f;
-
-  for (int h0 = 0; h0 < heads; h0 += SIMT_HG) {
-    float acc[2][SIMT_HG][4];
-#pragma unroll
-    for (int i = 0; i < 2; ++i)
-#pragma unroll
-      for (int hh = 0; hh < SIMT_HG; ++hh)
-#pragma unroll
-        for (int j = 0; j < 4; ++j) acc[i][hh][j] = 0.f;
-
-    for (int dc = 0; dc < QSA_HEAD_DIM; dc += SIMT_DC) {
-      __syncthreads();  // previous stage consumed (and, the first time, Ks written)
-      // Stage Q[q0 .. q0+31][h0 .. h0+3][dc .. dc+15] as Qs[d][q*4 + h]: 512 float4, 2 each.
-      for (int i = tid; i < SIMT_TQ * SIMT_HG * (SIMT_DC / 4); i += 256) {
-        const int qh = i % (SIMT_TQ * SIMT_HG);
-        const int d4 = i / (SIMT_TQ * SIMT_HG);
-        const int qq = q0 + qh / SIMT_HG;
-        const int hh = h0 + qh % SIMT_HG;
-        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (qq < nq && hh < heads)
-          v = reinterpret_cast<const float4*>(q + ((size_t)qq * heads + hh) * QSA_HEAD_DIM +
-                                              dc)[d4];
-        Qs[(4 * d4 + 0) * SIMT_QLD + qh] = v.x;
-        Qs[(4 * d4 + 1) * SIMT_QLD + qh] = v.y;
-        Qs[(4 * d4 + 2) * SIMT_QLD + qh] = v.z;
-        Qs[(4 * d4 + 3) * SIMT_QLD + qh] = v.w;
-      }
-      __syncthreads();
-#pragma unroll 4
-      for (int d = 0; d < SIMT_DC; ++d) {
-        const float4 kv = *reinterpret_cast<const float4*>(&Ks[(dc + d) * SIMT_KLD + 4 * tx]);
-        const float4 qa = *reinterpret_cast<const float4*>(&Qs[d * SIMT_QLD + 8 * ty]);
-        const float4 qb = *reinterpret_cast<const float4*>(&Qs[d * SIMT_QLD + 8 * ty + 4]);
-        const float qv[2][4] = {{qa.x, qa.y, qa.z, qa.w}, {qb.x, qb.y, qb.z, qb.w}};
-        const float kvv[4] = {kv.x, kv.y, kv.z, kv.w};
-#pragma unroll
-        for (int i = 0; i < 2; ++i)
-#pragma unroll
-          for (int hh = 0; hh < SIMT_HG; ++hh)
-#pragma unroll
-            for (int j = 0; j < 4; ++j) acc[i][hh][j] = fmaf(qv[i][hh], kvv[j], acc[i][hh][j]);
-      }
+    for (int v = 0; v < V4; ++v) {
+      const int c = 4 * (sc4 + 2 * v);
+      qreg[v] = qok ? *reinterpret_cast<const float4*>(qrow + c) : make_float4(0.f, 0.f, 0.f, 0.f);
+      kreg[v] = sb < blocks ? *reinterpret_cast<const float4*>(krow + dc + c)
+                            : make_float4(0.f, 0.f, 0.f, 0.f);
     }
-    // Epilogue of this head group: heads in ascending order, as the warp kernel.
+  };
+  auto store = [&](int buf) {  // registers into buffer buf, transposed to [d][row]
+    float* qs = Qs + buf * DC * SIMT_LD + srow;
+    float* ks = Ks + buf * DC * SIMT_LD + srow;
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const int qq = q0 + 2 * ty + i;
+    for (int v = 0; v < V4; ++v) {
+      const int d = 4 * (sc4 + 2 * v);
+      qs[(d + 0) * SIMT_LD] = qreg[v].x;
+      qs[(d + 1) * SIMT_LD] = qreg[v].y;
+      qs[(d + 2) * SIMT_LD] = qreg[v].z;
+      qs[(d + 3) * SIMT_LD] = qreg[v].w;
+      ks[(d + 0) * SIMT_LD] = kreg[v].x;
+      ks[(d + 1) * SIMT_LD] = kreg[v].y;
+      ks[(d + 2) * SIMT_LD] = kreg[v].z;
+      ks[(d + 3) * SIMT_LD] = kreg[v].w;
+    }
+  };
+
+  float out[8];
 #pragma unroll
-      for (int hh = 0; hh < SIMT_HG; ++hh) {
-        if (qq < nq && h0 + hh < heads) {
-          const float wv = w[(size_t)qq * heads + h0 + hh];
+  for (int j = 0; j < 8; ++j) out[j] = 0.f;
+  const int qq = q0 + ty;  // this thread's output query
+
+  load(0);
+  store(0);
+  __syncthreads();
+#pragma unroll 1
+  for (int p = 0; p < passes; ++p) {
+    float acc[SIMT_HG][8];
 #pragma unroll
-          for (int j = 0; j < 4; ++j) out[i][j] = fmaf(wv, qsa_relu(acc[i][hh][j]), out[i][j]);
+    for (int i = 0; i < SIMT_HG; ++i)
+#pragma unroll
+      for (int j = 0; j < 8; ++j) acc[i][j] = 0.f;
+#pragma unroll 1
+    for (int sc = 0; sc < SPP; ++sc) {
+      const int st = p * SPP + sc;
+      const bool more = st + 1 < stages;
+      if (more) load(st + 1);  // in flight during this stage's arithmetic
+      const float* qs = Qs + (st % 2) * DC * SIMT_LD + SIMT_HG * ty;
+      const float* ks = Ks + (st % 2) * DC * SIMT_LD + 4 * tx;
+      SIMT_D_UNROLL
+      for (int d = 0; d < DC; ++d) {
+        const float4 qa = *reinterpret_cast<const float4*>(qs + d * SIMT_LD);
+        const float4 qb = *reinterpret_cast<const float4*>(qs + d * SIMT_LD + 4);
+        const float4 ka = *reinterpret_cast<const float4*>(ks + d * SIMT_LD);
+        const float4 kc = *reinterpret_cast<const float4*>(ks + d * SIMT_LD + 64);
+        const float qv[SIMT_HG] = {qa.x, qa.y, qa.z, qa.w, qb.x, qb.y, qb.z, qb.w};
+        const float kv[8] = {ka.x, ka.y, ka.z, ka.w, kc.x, kc.y, kc.z, kc.w};
+#pragma unroll
+        for (int i = 0; i < SIMT_HG; ++i)
+#pragma unroll
+          for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(qv[i], kv[j], acc[i][j]);
+      }
+      if (more) store((st + 1) % 2);  // the buffer every thread finished reading last stage
+      __syncthreads();
+    }
+    // Fold this head group into the scores: heads in ascending order, as the warp kernel.
+    // WB weights are loaded first, all in flight at once (one latency, not WB in a row); 8
+    // registers more than one at a time, which DC = 16 has not (it spills on sm_90 at WB = 8).
+    if (qq < nq) {
+      constexpr int WB = DC == 8 ? SIMT_HG : 1;
+#pragma unroll
+      for (int i0 = 0; i0 < SIMT_HG; i0 += WB) {
+        float wv[WB];
+#pragma unroll
+        for (int i = 0; i < WB; ++i) {
+          const int h = p * SIMT_HG + i0 + i;
+          wv[i] = h < heads ? w[(size_t)qq * heads + h] : 0.f;
+        }
+#pragma unroll
+        for (int i = 0; i < WB; ++i) {
+          if (p * SIMT_HG + i0 + i < heads) {
+#pragma unroll
+            for (int j = 0; j < 8; ++j)
+              out[j] = fmaf(wv[i], qsa_relu(acc[i0 + i][j]), out[j]);
+          }
         }
       }
     }
   }
 
+  if (qq >= nq) return;
+  float* srow_out = s + (size_t)qq * blocks;
 #pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const int qq = q0 + 2 * ty + i;
-    if (qq >= nq) continue;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int b = b0 + 4 * tx + j;
-      if (b < blocks) s[(size_t)qq * blocks + b] = out[i][j];
-    }
+  for (int j = 0; j < 8; ++j) {
+    const int b = b0 + (j < 4 ? 4 * tx + j : 64 + 4 * tx + j - 4);
+    if (b < blocks) srow_out[b] = out[j];
   }
 }
+
+// qsa:block 256
+QSA_KERNEL void SIMT_BOUNDS
+    block_scores_simt(const float* __restrict__ q, const float* __restrict__ kb,
+                      const float* __restrict__ w, float* __restrict__ s, int nq, int heads,
+                      int blocks) {
+  __shared__ __align__(16) float Qs[2 * 8 * SIMT_LD];
+  __shared__ __align__(16) float Ks[2 * 8 * SIMT_LD];
+  simt_body<8>(q, kb, w, s, nq, heads, blocks, Qs, Ks);
+}
+// Built for sm_90+ only (src/dispatch/scores.rs, `simt_d16_built`): at 128 registers it
+// spills on sm_86 (164 B per thread, nvcc 13.0) and needs 256+ VGPRs with spills on gfx950 /
+// gfx1201, 2026-12-01.
+#if defined(QSA_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// qsa:block 256
+QSA_KERNEL void __launch_bounds__(256, 2)
+    block_scores_simt_d16(const float* __restrict__ q, const float* __restrict__ kb,
+                          const float* __restrict__ w, float* __restrict__ s, int nq, int heads,
+                          int blocks) {
+  __shared__ __align__(16) float Qs[2 * 16 * SIMT_LD];
+  __shared__ __align__(16) float Ks[2 * 16 * SIMT_LD];
+  simt_body<16>(q, kb, w, s, nq, heads, blocks, Qs, Ks);
+}
+#endif  // QSA_CUDA && __CUDA_ARCH__ >= 900
 
 // ---------------------------------------------------------------------------------------
 // Tensor-core kernels (NVIDIA sm_80+). Absent from every other target's code object; the

@@ -10,6 +10,7 @@ mod emu_matrix;
 use emu_matrix::{caps, matrix, switches};
 
 use qsa::backend::BackendError;
+use qsa::cpu::scores::{scores_f32, ScoreOrder};
 use qsa::emu::{race, Schedule};
 use qsa::matrix::Matrix;
 use qsa::problem::{Output, Problem};
@@ -56,6 +57,88 @@ fn warp_and_simt_match_fp64_under_every_schedule() {
                 assert!(
                     worst <= F32_LIMIT,
                     "{target} {case}/{dist} {kernel}: relative max error {worst:e} past {F32_LIMIT:e}"
+                );
+            }
+        }
+    }
+}
+
+/// 17 queries x 17 heads x 257 blocks: one past a whole SIMT tile in every dimension (16
+/// queries, 8 heads per pass, 128 blocks), so the last query tile, head pass and block tile
+/// each hold exactly one real row. Inputs of both signs (weights too), from a fixed integer
+/// hash: no generator shared with the code under test.
+fn one_past_each_tile() -> Problem {
+    let (nq, heads, blocks) = (17, 17, 257);
+    let val = |salt: u32, i: usize| {
+        let x = (i as u32 ^ salt).wrapping_mul(0x9E37_79B9).rotate_left(13);
+        (x % 2001) as f32 / 1000.0 - 1.0
+    };
+    Problem::Scores(qsa::problem::ScoresProblem {
+        nq,
+        heads,
+        blocks,
+        q: (0..nq * heads * 128).map(|i| val(1, i)).collect(),
+        kb: (0..blocks * 128).map(|i| val(2, i)).collect(),
+        w: (0..nq * heads).map(|i| val(3, i)).collect(),
+    })
+}
+
+/// The SIMT kernels (both d-chunks) keep the contract's simt summation order, so their scores
+/// equal the CPU backend's "simt" order bit for bit, tile edges included: scores_emu_tiles
+/// (40 queries = 2 x 16 + 8, 10 heads = 8 + 2, 130 blocks = 128 + 2), scores_ragged (9 x 7
+/// x 77: one partial tile in every dimension) and `one_past_each_tile`, on wave32 and wave64
+/// targets. A kernel that
+/// skips a partial tile or reorders a sum stays within the FP64 gate above yet fails here.
+#[test]
+fn simt_is_bit_identical_to_the_cpu_simt_order() {
+    let m = matrix();
+    for (target, chunk) in [
+        ("sm_75", "8"),
+        ("gfx906", "8"),
+        ("sm_90", "8"),
+        ("sm_90", "16"),
+    ] {
+        let sw = switches(&[("STRATA_QSA_WARP", "1"), ("QSA_SCORES_SIMT_DC", chunk)]);
+        let problems = [
+            (
+                "scores_emu_tiles",
+                "normal",
+                problem(&m, "scores_emu_tiles", "normal"),
+            ),
+            (
+                "scores_ragged",
+                "relu_sparse",
+                problem(&m, "scores_ragged", "relu_sparse"),
+            ),
+            ("17x17x257", "signed", one_past_each_tile()),
+        ];
+        for (case, dist, p) in &problems {
+            let Problem::Scores(sp) = p else {
+                unreachable!()
+            };
+            let want = scores_f32(sp, ScoreOrder::Simt);
+            let run = race::check(&caps(&m, target), &sw, p, &Schedule::RACE_CHECK)
+                .unwrap_or_else(|e| panic!("{target} {case} simt d{chunk}: {e}"));
+            assert_eq!(run.dispatched, "simt", "{target} {case}");
+            let Output::Scores(got) = run.output else {
+                panic!("scores gave no scores")
+            };
+            assert_eq!(got.len(), want.len(), "{target} {case}: output length");
+            let differ: Vec<usize> = (0..got.len())
+                .filter(|&i| got[i].to_bits() != want[i].to_bits())
+                .collect();
+            if let Some(&i) = differ.first() {
+                panic!(
+                    "{target} {case}/{dist} simt (QSA_SCORES_SIMT_DC={chunk}): {} of {} scores \
+                     differ from the CPU backend's simt order, first at query {}, block {}: \
+                     kernel {:e}, cpu {:e}. The kernel left the contract's summation order \
+                     (kernels/block_scores.cu, `simt:` at the top) or a tile edge",
+                    differ.len(),
+                    got.len(),
+                    i / sp.blocks,
+                    i % sp.blocks,
+                    got[i],
+                    want[i]
                 );
             }
         }

@@ -105,6 +105,10 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
         "wide | decode: force the tensor-core scorers' CTA tile (qsa's sweep switch)",
     ),
     (
+        "QSA_SCORES_SIMT_DC",
+        "8 | 16: the SIMT scorer's d per shared-memory stage (qsa's sweep switch)",
+    ),
+    (
         "QSA_ATTN_KERNEL",
         "gather | staged: force one selection-attention kernel (qsa's switch)",
     ),

@@ -10,7 +10,8 @@ use super::{Feature, Switches, TargetCaps, Vendor};
 pub enum ScoresKernel {
     /// One warp per dot product, shuffle reduction: the baseline.
     Warp,
-    /// FP32 tiled SIMT GEMM: each thread 2 queries x 4 heads x 4 blocks, K through shared.
+    /// FP32 tiled SIMT GEMM: each thread 1 query x 8 heads x 8 blocks, Q and Kb staged in
+    /// shared memory 8 (or 16, `SimtChunk`) d at a time.
     Simt,
     /// TF32 tensor cores (NVIDIA sm_80+).
     Tf32,
@@ -70,6 +71,8 @@ impl ScoresKernel {
 /// them): `QSA_SCORES_KERNEL` names a kernel, `QSA_SCORES_TILE` a tensor-core CTA tile.
 pub const KERNEL_SWITCH: &str = "QSA_SCORES_KERNEL";
 pub const TILE_SWITCH: &str = "QSA_SCORES_TILE";
+/// `QSA_SCORES_SIMT_DC` forces the SIMT kernel's d-chunk (`SimtChunk`), to sweep it on a card.
+pub const SIMT_CHUNK_SWITCH: &str = "QSA_SCORES_SIMT_DC";
 
 /// The forcing switches' values, checked before any work: an unknown value is an error that
 /// lists the known ones.
@@ -83,8 +86,12 @@ pub fn check_switches(sw: &Switches) -> Result<(), String> {
         }
     }
     match sw.get(TILE_SWITCH) {
-        None | Some("wide" | "decode") => Ok(()),
-        Some(other) => Err(format!("{TILE_SWITCH}={other}: expected wide or decode")),
+        None | Some("wide" | "decode") => {}
+        Some(other) => return Err(format!("{TILE_SWITCH}={other}: expected wide or decode")),
+    }
+    match sw.get(SIMT_CHUNK_SWITCH) {
+        None | Some("8" | "16") => Ok(()),
+        Some(other) => Err(format!("{SIMT_CHUNK_SWITCH}={other}: expected 8 or 16")),
     }
 }
 
@@ -127,10 +134,11 @@ pub fn choose(caps: &TargetCaps, sw: &Switches) -> ScoresKernel {
     }
 }
 
-/// Fewest queries for which the FP32 tiled SIMT kernel pays: its CTA tile holds 32 queries,
-/// so a decode call (1 query) wastes 31/32 of it. Measured on the H200 (2026-11-30,
-/// bench/scores_vs_torch.py): 1 query x 64 heads x 262,144 blocks, SIMT 3,656 us against
-/// 682 us for the warp kernel.
+/// Fewest queries for which the FP32 tiled SIMT kernel pays: its CTA tile holds 16 queries
+/// (32 before 2026-12-02), so a decode call (1 query) wastes 15/16 of it. Measured on the H200
+/// with the 32-query tile (2026-11-30, bench/scores_vs_torch.py): 1 query x 64 heads x 262,144
+/// blocks, SIMT 3,656 us against 682 us for the warp kernel; not re-measured for the 16-query
+/// tile (the bench's `simt:QSA_SCORES_KERNEL=simt` row at 1 x 64 x 262,144 does).
 pub const SIMT_MIN_QUERIES: usize = 8;
 
 /// `choose` for a call with `nq` queries: where the tensor-core kernels are off or absent,
@@ -142,6 +150,42 @@ pub fn choose_for(caps: &TargetCaps, sw: &Switches, nq: usize) -> ScoresKernel {
             ScoresKernel::Warp
         }
         k => k,
+    }
+}
+
+/// How many d the SIMT kernel stages per barrier (SIMT_DC in kernels/block_scores.cu,
+/// `simt_body`): one kernel each, the same tile, grid and summation order (so the same
+/// results bit for bit). 8 is the default and the only one built below sm_90
+/// (`simt_d16_built`); which is faster on the H200 is not measured yet:
+/// `QSA_SCORES_SIMT_DC=16` runs the other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SimtChunk {
+    D8,
+    D16,
+}
+
+impl SimtChunk {
+    /// The kernel's `extern "C"` name.
+    pub fn kernel(self) -> &'static str {
+        match self {
+            SimtChunk::D8 => "block_scores_simt",
+            SimtChunk::D16 => "block_scores_simt_d16",
+        }
+    }
+}
+
+/// Whether `caps`'s code object has `block_scores_simt_d16`: NVIDIA sm_90+ (Feature::Clusters
+/// marks exactly those), the `#if` around the kernel in kernels/block_scores.cu; both must
+/// change together. Elsewhere it spills at 128 registers.
+pub fn simt_d16_built(caps: &TargetCaps) -> bool {
+    caps.vendor == Vendor::Nvidia && caps.has(Feature::Clusters)
+}
+
+/// The SIMT d-chunk: D8 unless `QSA_SCORES_SIMT_DC=16` (values checked by `check_switches`).
+pub fn simt_chunk_for(sw: &Switches) -> SimtChunk {
+    match sw.get(SIMT_CHUNK_SWITCH) {
+        Some("16") => SimtChunk::D16,
+        _ => SimtChunk::D8,
     }
 }
 
@@ -345,5 +389,19 @@ mod tests {
         assert!(e.contains("expected warp, simt, tf32 or bf16"), "{e}");
         let e = check_switches(&sw(&[(TILE_SWITCH, "tall")])).unwrap_err();
         assert!(e.contains("expected wide or decode"), "{e}");
+        // The SIMT d-chunk: 8 unless forced to 16; anything else refused.
+        assert_eq!(simt_chunk_for(&sw(&[])), SimtChunk::D8);
+        let d16 = sw(&[(SIMT_CHUNK_SWITCH, "16")]);
+        assert_eq!(simt_chunk_for(&d16), SimtChunk::D16);
+        assert_eq!(SimtChunk::D16.kernel(), "block_scores_simt_d16");
+        assert!(simt_d16_built(&caps(
+            Vendor::Nvidia,
+            vec![Feature::Tf32Tc, Feature::Clusters]
+        )));
+        assert!(!simt_d16_built(&turing));
+        assert!(!simt_d16_built(&caps(Vendor::Amd, vec![Feature::Clusters])));
+        assert!(check_switches(&d16).is_ok());
+        let e = check_switches(&sw(&[(SIMT_CHUNK_SWITCH, "32")])).unwrap_err();
+        assert!(e.contains("QSA_SCORES_SIMT_DC=32: expected 8 or 16"), "{e}");
     }
 }

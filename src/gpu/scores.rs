@@ -5,16 +5,17 @@ use super::launch::{launch, LaunchPlan, PlanArg, PlannedCall, Role, Step};
 use super::{as_bytes, Family, GpuApi, GpuProps, LaunchDims};
 use crate::backend::{BackendError, BackendResult, Prepared};
 use crate::dispatch::scores::{
-    amd_matrix, check_switches, choose_for, tc_tile_for, AmdMatrix, ScoresKernel, TcTile,
+    amd_matrix, check_switches, choose_for, simt_chunk_for, simt_d16_built, tc_tile_for, AmdMatrix,
+    ScoresKernel, SimtChunk, TcTile,
 };
 use crate::dispatch::{Feature, Switches, TargetCaps};
 use crate::problem::{Output, ScoresProblem, HEAD_DIM};
 
 /// Threads per block of every scores kernel.
 const THREADS: u32 = 256;
-/// The SIMT kernel's CTA tile (SIMT_TQ x SIMT_TB in the source).
-const SIMT_QUERIES: usize = 32;
-const SIMT_BLOCKS: usize = 64;
+/// The SIMT kernels' CTA tile (SIMT_TQ x SIMT_TB in the source), the same for every d-chunk.
+const SIMT_QUERIES: usize = 16;
+const SIMT_BLOCKS: usize = 128;
 /// Tensor-core kernels: K chunk rows are 36 floats in shared memory, 2 pipeline stages.
 const TC_ROW_FLOATS: usize = 36;
 const TC_STAGES: usize = 2;
@@ -48,7 +49,8 @@ fn to_u32(x: usize, what: &str) -> BackendResult<u32> {
 
 /// Grid and shared memory of `kernel` for `nq x heads x blocks` (all >= 1), or the limit the
 /// shape breaks; `tile` is the tensor-core kernels' CTA tile (`tc_tile_for`; the others
-/// ignore it). Pure, so it is unit-tested without a device.
+/// ignore it). The SIMT kernel is planned with the default d-chunk (`with_simt_chunk` swaps
+/// it: same grid). Pure, so it is unit-tested without a device.
 pub fn plan(
     kernel: ScoresKernel,
     tile: TcTile,
@@ -88,6 +90,12 @@ pub fn plan(
             })
         }
         ScoresKernel::Simt => {
+            // The kernel's block indices are ints up to blocks + SIMT_BLOCKS - 1.
+            if blocks > i32::MAX as usize - SIMT_BLOCKS {
+                return Err(shape_err(format!(
+                    "simt kernel: blocks = {blocks} exceeds 2^31 - 1 - {SIMT_BLOCKS}; split the blocks"
+                )));
+            }
             let gy = nq.div_ceil(SIMT_QUERIES);
             if gy > MAX_GRID_Y {
                 return Err(shape_err(format!(
@@ -95,7 +103,7 @@ pub fn plan(
                 )));
             }
             Ok(ScoresLaunch {
-                kernel: "block_scores_simt",
+                kernel: SimtChunk::D8.kernel(),
                 variant: kernel.name().into(),
                 grid: (
                     to_u32(blocks.div_ceil(SIMT_BLOCKS), "grid.x")?,
@@ -178,6 +186,15 @@ pub fn plan(
     }
 }
 
+/// `l` with the SIMT kernel of d-chunk `chunk` (the chunks share tile, grid and static
+/// shared memory declared in the kernel); any other kernel's launch unchanged.
+pub fn with_simt_chunk(mut l: ScoresLaunch, chunk: SimtChunk) -> ScoresLaunch {
+    if l.kernel == SimtChunk::D8.kernel() {
+        l.kernel = chunk.kernel();
+    }
+    l
+}
+
 fn check_lengths(p: &ScoresProblem) -> BackendResult<()> {
     let want = |name: &str, got: usize, dims: &[usize]| {
         let n = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
@@ -236,13 +253,22 @@ pub fn launch_plan(
             )));
         }
     }
+    let chunk = simt_chunk_for(switches);
+    if kernel == ScoresKernel::Simt && chunk == SimtChunk::D16 && !simt_d16_built(caps) {
+        return Err(BackendError::Unsupported(format!(
+            "QSA_SCORES_SIMT_DC=16: {} is built for NVIDIA sm_90+ only, not for target {}; drop the switch",
+            chunk.kernel(),
+            caps.name
+        )));
+    }
     let empty = p.nq == 0 || p.blocks == 0 || p.heads == 0;
     let launch_of = if empty {
         None
     } else {
         let limit = caps.shared_per_block.min(props.max_shared_per_block);
         let tile = tc_tile_for(switches, p.nq, p.heads);
-        Some(plan(kernel, tile, p.nq, p.heads, p.blocks, limit)?)
+        let l = plan(kernel, tile, p.nq, p.heads, p.blocks, limit)?;
+        Some(with_simt_chunk(l, chunk))
     };
     let variant = launch_of
         .as_ref()
@@ -338,8 +364,17 @@ mod tests {
         // heads > 128: one query per CTA, several passes.
         let l = plan(ScoresKernel::Tf32, tc_tile(3, 200), 3, 200, 300, 232_448).unwrap();
         assert_eq!(l.grid, (3, 3, 1));
+        // SIMT: 16 queries x 128 blocks per CTA, for either d-chunk.
         let l = plan(ScoresKernel::Simt, tc_tile(37, 64), 37, 64, 1000, 0).unwrap();
-        assert_eq!(l.grid, (16, 2, 1));
+        assert_eq!((l.kernel, l.grid), ("block_scores_simt", (8, 3, 1)));
+        let l = with_simt_chunk(l, SimtChunk::D16);
+        assert_eq!((l.kernel, l.grid), ("block_scores_simt_d16", (8, 3, 1)));
+        let l = plan(ScoresKernel::Simt, tc_tile(256, 64), 256, 64, 4096, 0).unwrap();
+        assert_eq!(l.grid, (32, 16, 1));
+        let l = plan(ScoresKernel::Simt, tc_tile(16, 7), 16, 7, 128, 0).unwrap();
+        assert_eq!(l.grid, (1, 1, 1));
+        let warp = plan(ScoresKernel::Warp, tc_tile(3, 5), 3, 5, 70, 0).unwrap();
+        assert_eq!(with_simt_chunk(warp.clone(), SimtChunk::D16), warp);
         let l = plan(ScoresKernel::Warp, tc_tile(3, 5), 3, 5, 70, 0).unwrap();
         assert_eq!(l.grid, (27, 1, 1));
     }
@@ -384,10 +419,106 @@ mod tests {
         ));
     }
 
+    /// `QSA_SCORES_SIMT_DC=16` launches `block_scores_simt_d16` where it is built (NVIDIA
+    /// sm_90+) and is refused, naming kernel, target and fix, elsewhere; it changes nothing
+    /// when another kernel runs.
+    #[test]
+    fn simt_d16_only_where_it_is_built() {
+        use crate::dispatch::Vendor;
+        let target = |name: &str, vendor, features| TargetCaps {
+            name: name.into(),
+            vendor,
+            wave: 32,
+            shared_per_block: 232_448,
+            multiprocessors: 1,
+            features,
+        };
+        let props = GpuProps {
+            name: "test".into(),
+            arch: "test".into(),
+            multiprocessors: 1,
+            warp_size: 32,
+            max_shared_per_block: 232_448,
+        };
+        let sm90 = target(
+            "sm_90",
+            Vendor::Nvidia,
+            vec![Feature::Tf32Tc, Feature::Bf16Tc, Feature::Clusters],
+        );
+        let sm75 = target("sm_75", Vendor::Nvidia, vec![]);
+        let shape = ScoresCall {
+            nq: 40,
+            heads: 10,
+            blocks: 130,
+        };
+        let sw = |kv: &[(&str, &str)]| {
+            Switches::new(
+                kv.iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            )
+        };
+        let kernel_of = |lp: &LaunchPlan| {
+            lp.call
+                .iter()
+                .find_map(|s| match s {
+                    Step::Launch { kernel, .. } => Some(kernel.clone()),
+                    _ => None,
+                })
+                .unwrap()
+        };
+        let d16 = sw(&[("STRATA_QSA_WARP", "1"), ("QSA_SCORES_SIMT_DC", "16")]);
+        let lp = launch_plan(&sm90, &props, &d16, &shape).unwrap();
+        assert_eq!(kernel_of(&lp), "block_scores_simt_d16");
+        assert_eq!(lp.dispatched, "simt");
+        let lp = launch_plan(&sm75, &props, &sw(&[]), &shape).unwrap();
+        assert_eq!(kernel_of(&lp), "block_scores_simt");
+        match launch_plan(&sm75, &props, &d16, &shape) {
+            Err(BackendError::Unsupported(m)) => assert!(
+                m.contains(
+                    "block_scores_simt_d16 is built for NVIDIA sm_90+ only, not for target sm_75"
+                ),
+                "{m}"
+            ),
+            other => panic!("sm_75 with QSA_SCORES_SIMT_DC=16: {other:?}"),
+        }
+        // The tensor-core kernel runs unchanged under the switch.
+        let tf32 =
+            launch_plan(&sm90, &props, &sw(&[("QSA_SCORES_SIMT_DC", "16")]), &shape).unwrap();
+        assert_eq!(kernel_of(&tf32), "block_scores_tf32");
+    }
+
     #[test]
     fn limits_are_shape_errors() {
         assert!(matches!(
-            plan(ScoresKernel::Simt, TcTile::Wide, 32 * 65_536, 1, 1, 0),
+            plan(
+                ScoresKernel::Simt,
+                TcTile::Wide,
+                SIMT_QUERIES * MAX_GRID_Y + 1,
+                1,
+                1,
+                0
+            ),
+            Err(BackendError::Shape(_))
+        ));
+        assert!(plan(
+            ScoresKernel::Simt,
+            TcTile::Wide,
+            SIMT_QUERIES * MAX_GRID_Y,
+            1,
+            1,
+            0
+        )
+        .is_ok());
+        assert!(matches!(
+            plan(
+                ScoresKernel::Simt,
+                TcTile::Wide,
+                1,
+                1,
+                i32::MAX as usize - 100,
+                0
+            ),
             Err(BackendError::Shape(_))
         ));
         assert!(matches!(
