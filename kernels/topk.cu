@@ -63,10 +63,6 @@
 // streaming them from the workspace (512 * 12 = 6144; ~3,100 for k = 2048 of 262,144).
 // 12, not 16, keeps stage B within 64 registers (two CTAs per SM on sm_90) without spills.
 #define TOPK_FINAL_ITEMS 12
-// Split final step: rounds of topk_hist_add that count lanes sharing a bin with one atomic.
-#if !defined(TOPK_FINAL_ROUNDS)  // overridable only by development probes
-#define TOPK_FINAL_ROUNDS 2
-#endif
 // Radix digits stage A spends on each chunk's bound: two give a 16-bit-aligned bound.
 #define TOPK_BOUND_DIGITS 2
 // Most chunks per query: MAX_N / SPLIT_CHUNK (dispatch::topk::MAX_N = 1 << 20).
@@ -161,29 +157,17 @@ QSA_DEVICE unsigned topk_block_scan(unsigned v, unsigned& total, TopkShared& s) 
   return s.waves[wave] + x - v;
 }
 
-// Add one entry per lane to the histogram. Lanes that share a bin collide on one shared
-// atomic, which serializes them: in each of ROUNDS rounds the lanes sharing the lowest
-// uncounted lane's bin add once, with their count; the rest add one each. One round covers
-// a wave in one bin (the top digit of similar scores); the split's final step takes more,
-// since its candidates' next digit falls in two or three bins (2,000+ atomics on two
-// addresses cost it 4-5 us on the H200: tools/h200-topk-split/README.md).
-template <int ROUNDS = 1>
+// Add one entry per lane to the histogram. When the whole wave falls in one bin (the top
+// digit of similar scores), one atomic replaces QSA_WAVE colliding ones.
 QSA_DEVICE void topk_hist_add(unsigned* hist, bool valid, unsigned bin) {
-  bool done = !valid;
-#pragma unroll
-  for (int r = 0; r < ROUNDS; ++r) {
-    const qsa_lanemask_t pending = qsa_ballot(!done);
-    if (pending == 0) return;  // wave-uniform
-    const unsigned src = (unsigned)qsa_popc_mask((pending & (~pending + 1)) - 1);  // lowest lane
-    const unsigned lead = qsa_shfl(bin, src);
-    const bool mine = !done && bin == lead;
-    const qsa_lanemask_t same = qsa_ballot(mine);
-    if (mine) {
-      if (qsa_lane() == src) atomicAdd(&hist[lead], (unsigned)qsa_popc_mask(same));
-      done = true;
-    }
+  const unsigned b = valid ? bin : 0xffffu;
+  const unsigned b0 = qsa_shfl(b, 0);
+  const qsa_lanemask_t same = qsa_ballot(b == b0);
+  if (qsa_popc_mask(same) == QSA_WAVE) {
+    if (qsa_lane() == 0 && b0 != 0xffffu) atomicAdd(&hist[b0], (unsigned)QSA_WAVE);
+  } else if (valid) {
+    atomicAdd(&hist[bin], 1u);
   }
-  if (!done) atomicAdd(&hist[bin], 1u);
 }
 
 QSA_DEVICE void topk_hist_clear(unsigned* hist) {
@@ -230,7 +214,7 @@ QSA_DEVICE bool topk_take_digit(const TopkShared& s, int b, int shift, TopkSel& 
 // t * ITEMS .. + ITEMS - 1, the first `nv` valid). Requires 1 <= k <= valid entries.
 // Digits [first, last) are decided; every valid key must share `prefix` in the `first`
 // digits above them (the caller knows it; 0 when first = 0).
-template <int ITEMS, int ROUNDS = 1>
+template <int ITEMS>
 QSA_DEVICE TopkSel topk_radix_regs(const unsigned (&key)[ITEMS], int nv, unsigned k, int first, unsigned prefix,
                                    int last, TopkShared& s) {
   const unsigned top = first > 0 ? ~0u << (32 - 8 * first) : 0u;
@@ -243,7 +227,7 @@ QSA_DEVICE TopkSel topk_radix_regs(const unsigned (&key)[ITEMS], int nv, unsigne
 #pragma unroll
     for (int j = 0; j < ITEMS; ++j) {
       const bool v = j < nv && (key[j] & sel.mask) == sel.prefix;
-      topk_hist_add<ROUNDS>(s.hist[b], v, qsa_radix_digit(key[j], shift));
+      topk_hist_add(s.hist[b], v, qsa_radix_digit(key[j], shift));
     }
     topk_hist_clear(s.hist[b ^ 1]);
     QSA_SYNC();
@@ -772,7 +756,7 @@ QSA_DEVICE bool topk_split_final(const TopkSplitWs& w, int q, int k, int* o, Top
       }
     }
     TOPK_SPLIT_STAMP(2, 0, 3, q);
-    const TopkSel sel = topk_radix_regs<TOPK_FINAL_ITEMS, TOPK_FINAL_ROUNDS>(key, nv, (unsigned)k, first, lo, 4, s);
+    const TopkSel sel = topk_radix_regs(key, nv, (unsigned)k, first, lo, 4, s);
     TOPK_SPLIT_STAMP(2, 0, 4, q);
     if (threadIdx.x == 0 && q == 0) TOPK_SPLIT_NOTE(first, total);
     topk_compact_regs(key, nv, sel, [&](unsigned pos, int j) { o[pos] = ids[j]; }, s);
