@@ -29,15 +29,8 @@ D, BLK = 128, 64  # head dim and KV block of the problem (the kernels' contract)
 
 
 # ---- our kernels: plans of `qsa plan` (this script derives no launch rule) ------------------
-# Staged K/V buffers of the forward's ring (1 .. MAX_FWD_NBUF of src/dispatch/attention.rs:
-# nbuf - 1 blocks in flight while one is computed). The forward CTA's shared memory is
-# 13 KB + 34 KB per buffer (48 / 83 / 118 / 152 KB): 4 / 2 / 1 / 1 CTAs per H200 SM.
-SWEEP_NBUF = (1, 2, 3, 4)
+SWEEP_NBUF = (1, 2)
 SWEEP_SPLITS = (1, 2, 4, 6, 8, 12, 16, 32)
-# Query heads per CTA below the default (16 rows = the whole group of 16, or 8 heads x 2
-# tokens): more work items, so decode with few KV heads reaches more SMs; each block is then
-# staged once per head chunk. Swept with the default staging depth (QSA_ATTN_HEADS).
-SWEEP_HEADS = (8, 4)
 
 
 def shape_of(P):
@@ -50,14 +43,12 @@ class Qsa:
         self.planner = planner
         self.launcher = launcher
 
-    def plan(self, shape, backward=False, variant="auto", nbuf=None, nsplit=None, heads=None, bwd=None):
+    def plan(self, shape, backward=False, variant="auto", nbuf=None, nsplit=None, bwd=None):
         sw = {}
         if nbuf is not None:
             sw["QSA_ATTN_NBUF"] = nbuf
         if nsplit is not None:
             sw["QSA_ATTN_SPLITS"] = nsplit
-        if heads is not None:
-            sw["QSA_ATTN_HEADS"] = heads
         if bwd is not None:
             sw["QSA_ATTN_BWD"] = bwd  # atomic | kv: the staged backward's dK / dV path
         return self.planner.plan("attention", shape, variant, sw, backward)
@@ -84,19 +75,15 @@ def staged_note(plan):
 
 
 def sweep(qsa, shape, base, backward=False, splits=True):
-    """(label, plan) of the staging-depth (and split, and for decode heads-per-CTA) sweep
-    around `base`: the plans whose launches differ from it."""
+    """(label, plan) of the staging-depth (and split) sweep around `base`: the plans whose
+    launches differ from it."""
     seen = [base["call"]]
-    combos = [(nb, ns, None) for nb in SWEEP_NBUF for ns in (SWEEP_SPLITS if splits else (None,))]
-    if splits:
-        group = shape["hq"] // shape["hkv"]
-        combos += [(None, ns, h) for h in SWEEP_HEADS if group % h == 0 for ns in SWEEP_SPLITS]
-    for nb, ns, h in combos:
-        p = qsa.plan(shape, backward, nbuf=nb, nsplit=ns, heads=h)
-        if p["call"] not in seen:
-            seen.append(p["call"])
-            label = " ".join(f"{k}={v}" for k, v in (("heads", h), ("nbuf", nb), ("split", ns)) if v is not None)
-            yield label, p
+    for nb in SWEEP_NBUF:
+        for ns in (SWEEP_SPLITS if splits else (None,)):
+            p = qsa.plan(shape, backward, nbuf=nb, nsplit=ns)
+            if p["call"] not in seen:
+                seen.append(p["call"])
+                yield f"nbuf={nb}" + (f" split={ns}" if ns is not None else ""), p
 
 
 CHECK_VARIANTS = [("gather", "gather", {}), ("staged", "auto", {}), ("staged nbuf=1", "auto", {"nbuf": 1}),

@@ -17,12 +17,10 @@
 //   qsa_attn_staged_fwd_*   one CTA per (b, tile of query tokens, kv head, chunk of the
 //                           group's heads, split): every selected block's K and V staged
 //                           once in shared memory / LDS for all rows (heads x tokens) of the
-//                           CTA; a ring of nbuf staged blocks (cp.async on sm_80+; nbuf - 1
-//                           blocks in flight while one is computed); online softmax in f32.
-//   qsa_attn_staged_fwd_split_*  the same with grid.y = nsplit CTAs per work item, each over
-//                           a share of the item's blocks (decode): each writes a partial
-//                           (o, lse), and the last CTA of the item to arrive merges them
-//                           (lse = log sum exp, o = weighted mean) in the same launch.
+//                           CTA; double-buffered (cp.async on sm_80+) when the host passes
+//                           nbuf = 2; online softmax in f32. With splits > 1 each CTA writes
+//                           a partial (o, lse) and qsa_attn_combine merges them exactly.
+//   qsa_attn_combine        merges split partials: lse = log sum exp, o = weighted mean.
 //   qsa_attn_staged_bwd_*   dq, dk, dv with the same staging; dk / dv partials reduced over
 //                           the CTA's rows before one global atomic per element and block.
 //                           With kv_grads = 0 it computes dq (and D = rowsum(dO O) per row,
@@ -50,8 +48,6 @@
 #define Q_STRIDE 132
 // f32 rows of scores / probabilities: 16-byte aligned for float4 reads.
 #define S_STRIDE 68
-// Most staged K/V buffers of the forward's ring (src/dispatch/attention.rs: MAX_FWD_NBUF).
-#define ATT_MAX_NBUF 4
 
 typedef unsigned short u16;
 
@@ -352,16 +348,11 @@ QSA_DEVICE void qsa_copy_commit() {
   qsa_cp_async_commit();
 #endif
 }
-// Wait until at most `pending` (0 .. ATT_MAX_NBUF - 1) committed groups are still in flight
-// (the count is an immediate of cp.async.wait_group, hence the switch).
+// Wait until at most `pending` (0 or 1) committed groups are still in flight.
 QSA_DEVICE void qsa_copy_wait(int pending) {
 #if defined(QSA_ASYNC_COPY)
-  switch (pending) {
-    case 0: qsa_cp_async_wait_group<0>(); break;
-    case 1: qsa_cp_async_wait_group<1>(); break;
-    case 2: qsa_cp_async_wait_group<2>(); break;
-    default: qsa_cp_async_wait_group<3>(); break;
-  }
+  if (pending) qsa_cp_async_wait_group<1>();
+  else qsa_cp_async_wait_group<0>();
 #else
   (void)pending;
 #endif
@@ -723,55 +714,30 @@ QSA_DEVICE void tc_key_tile_atomics(float* dv, float* dk, long long elem0, long 
 }
 #endif
 
-// Where a split forward's CTAs put their partials; all null for the one-CTA-per-item kernel.
-struct SplitOut {
-  float* o_part;       // [nsplit][b, q_len, hq, 128]
-  float* lse_part;     // [nsplit][b, q_len, hq]
-  unsigned* arrivals;  // [items] CTAs of the item done so far; 0 between calls
-};
-
-QSA_DEVICE void staged_split_merge(const StagedSmem& s, const StagedCta& c, const SplitOut& so, float* o,
-                                   float* lse, int q_len, int hq, long long rows_total);
-
 template <typename E>
-QSA_DEVICE void staged_fwd_run(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
-                               const int* __restrict__ ids, float* __restrict__ o, float* __restrict__ lse,
-                               const SplitOut& so, int batch, int q_len, int kv_len, int hq, int hkv, int t,
-                               float scale, int hc, int qt, int nbuf) {
+QSA_DEVICE void staged_fwd(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
+                           const int* __restrict__ ids, float* __restrict__ o, float* __restrict__ lse,
+                           int batch, int q_len, int kv_len, int hq, int hkv, int t, float scale, int hc,
+                           int qt, int nbuf) {
   QSA_DYNAMIC_SHARED(smem_raw);
   const int group = hq / hkv;
   const StagedCta c = staged_cta(q_len, hkv, group, hc, qt);
   const StagedSmem s = staged_smem(smem_raw, qt * t, false);
   const int tid = threadIdx.x;
-  const bool split_kernel = so.arrivals != nullptr;
-  const int split = split_kernel ? (int)blockIdx.y : 0, nsplit = split_kernel ? (int)gridDim.y : 1;
-  nbuf = nbuf < 1 ? 1 : (nbuf > ATT_MAX_NBUF ? ATT_MAX_NBUF : nbuf);
+  const int split = blockIdx.y, nsplit = gridDim.y;
 
+  staged_load_rows<E>(s, c, q, nullptr, q_len, hq);
   if (tid < ATT_ROWS) {
     s.row_m[tid] = qsa_neg_inf();
     s.row_l[tid] = 0.f;
   }
-  staged_build_list(s, ids, c, q_len, kv_len, hkv, t);  // ends with a barrier
+  staged_build_list(s, ids, c, q_len, kv_len, hkv, t);  // ends with a barrier: q rows ready
   const int total = *s.count;
   const int per = (total + nsplit - 1) / nsplit;
   const int beg = split * per < total ? split * per : total;
   const int end = beg + per < total ? beg + per : total;
   const int n = end - beg;
   const int rows_valid = c.qt * c.hc;
-  // The ring: block j of this CTA's share goes to buffer j % nbuf. Blocks 0 .. max(nbuf - 1,
-  // 1) - 1 are issued here, block it + nbuf - 1 (when not issued yet) at the top of iteration
-  // it, into the buffer block it - 1 used, free after that iteration's last barrier. The q
-  // rows are loaded after the first blocks are issued, so their latency overlaps the K / V
-  // copies (decode: a few blocks per CTA, where the dependent chain ids -> list -> K / V ->
-  // compute is the whole time).
-  const int buf_elems = 2 * ATT_BLK * KV_STRIDE;
-  const int ahead = nbuf - 1;
-  int issued = ahead > 1 ? ahead : 1;  // blocks 0 .. issued - 1 committed (same in every thread)
-  if (issued > n) issued = n;
-  for (int j = 0; j < issued; ++j)
-    staged_issue(s.kv + j * buf_elems, k, v, c.b, c.g, s.uid[beg + j], kv_len, hkv);
-  staged_load_rows<E>(s, c, q, nullptr, q_len, hq);
-  QSA_SYNC();  // q rows ready
   // Softmax roles: row tid / 8, keys 8 (tid % 8) .. +7 (eight consecutive lanes of one wave on
   // any wave width).
   const int sr = tid / 8, sk = 8 * (tid % 8);
@@ -802,16 +768,15 @@ QSA_DEVICE void staged_fwd_run(const u16* __restrict__ q, const u16* __restrict_
     for (int e = 0; e < 8; ++e) acc[a][e] = 0.f;
 #endif
 
+  const int buf_elems = 2 * ATT_BLK * KV_STRIDE;
+  if (n > 0) staged_issue(s.kv, k, v, c.b, c.g, s.uid[beg], kv_len, hkv);
   for (int it = 0; it < n; ++it) {
     const int id = s.uid[beg + it];
     const unsigned mask = s.umask[beg + it];
-    u16* buf = s.kv + (it % nbuf) * buf_elems;
-    const int next = it + ahead;
-    if (next >= issued && next < n) {
-      staged_issue(s.kv + (next % nbuf) * buf_elems, k, v, c.b, c.g, s.uid[beg + next], kv_len, hkv);
-      issued = next + 1;
-    }
-    qsa_copy_wait(issued - 1 - it);  // the groups committed after block it's may stay in flight
+    u16* buf = s.kv + (nbuf == 2 ? (it & 1) : 0) * buf_elems;
+    const bool ahead = nbuf == 2 && it + 1 < n;
+    if (ahead) staged_issue(s.kv + ((it + 1) & 1) * buf_elems, k, v, c.b, c.g, s.uid[beg + it + 1], kv_len, hkv);
+    qsa_copy_wait(ahead ? 1 : 0);
     QSA_SYNC();
     const u16* ks = buf;
     const u16* vs = buf + ATT_BLK * KV_STRIDE;
@@ -927,13 +892,12 @@ QSA_DEVICE void staged_fwd_run(const u16* __restrict__ q, const u16* __restrict_
     }
 #endif
     QSA_SYNC();  // the buffer and the scores are rewritten next iteration
+    if (nbuf != 2 && it + 1 < n) staged_issue(s.kv, k, v, c.b, c.g, s.uid[beg + it + 1], kv_len, hkv);
   }
 
-  // Write (o, lse): final for the one-CTA kernel, else this split's partial in the workspace
-  // layout [split][b, q_len, hq, ...], merged below by the item's last CTA.
+  // Write (o, lse): final when nsplit == 1, else a partial in the workspace layout
+  // [split][b, q_len, hq, ...] that qsa_attn_combine merges.
   const long long rows_total = (long long)batch * q_len * hq;
-  float* const o_out = split_kernel ? so.o_part : o;
-  float* const lse_out = split_kernel ? so.lse_part : lse;
 #if defined(QSA_ATTN_MMA)
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -951,9 +915,9 @@ QSA_DEVICE void staged_fwd_run(const u16* __restrict__ q, const u16* __restrict_
       float2 w;
       w.x = (acc[j][2 * h] + acc_lo[j][2 * h] * (1.f / ATT_LO_SCALE)) * inv;
       w.y = (acc[j][2 * h + 1] + acc_lo[j][2 * h + 1] * (1.f / ATT_LO_SCALE)) * inv;
-      *(float2*)(o_out + row * ATT_D + dw + 8 * j + 2 * tt) = w;
+      *(float2*)(o + row * ATT_D + dw + 8 * j + 2 * tt) = w;
     }
-    if (warp == 0 && tt == 0) lse_out[row] = none ? qsa_neg_inf() : s.row_m[r] + logf(l);
+    if (warp == 0 && tt == 0) lse[row] = none ? qsa_neg_inf() : s.row_m[r] + logf(l);
   }
 #else
 #pragma unroll
@@ -968,21 +932,10 @@ QSA_DEVICE void staged_fwd_run(const u16* __restrict__ q, const u16* __restrict_
     const bool none = !(l > 0.f);
     const float inv = none ? 0.f : 1.f / l;
 #pragma unroll
-    for (int e = 0; e < 8; ++e) o_out[row * ATT_D + dv0 + e] = acc[a][e] * inv;
-    if (kq == 0) lse_out[row] = none ? qsa_neg_inf() : s.row_m[r] + logf(l);
+    for (int e = 0; e < 8; ++e) o[row * ATT_D + dv0 + e] = acc[a][e] * inv;
+    if (kq == 0) lse[row] = none ? qsa_neg_inf() : s.row_m[r] + logf(l);
   }
 #endif
-  if (split_kernel) staged_split_merge(s, c, so, o, lse, q_len, hq, rows_total);
-}
-
-// One CTA per work item (prefill, and any shape the plan does not split).
-template <typename E>
-QSA_DEVICE void staged_fwd(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
-                           const int* __restrict__ ids, float* __restrict__ o, float* __restrict__ lse,
-                           int batch, int q_len, int kv_len, int hq, int hkv, int t, float scale, int hc,
-                           int qt, int nbuf) {
-  const SplitOut none = {nullptr, nullptr, nullptr};
-  staged_fwd_run<E>(q, k, v, ids, o, lse, none, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt, nbuf);
 }
 
 template <typename E>
@@ -1460,6 +1413,32 @@ QSA_DEVICE void kv_bwd(const u16* __restrict__ q, const u16* __restrict__ k, con
 #endif
 }
 
+// Merge split partials: one CTA of ATT_D threads per (b, i, h) row.
+// qsa:block 128
+QSA_KERNEL void __launch_bounds__(ATT_D) qsa_attn_combine(const float* __restrict__ o_part,
+                                                          const float* __restrict__ lse_part,
+                                                          float* __restrict__ o, float* __restrict__ lse,
+                                                          long long rows, int nsplit) {
+  const long long row = blockIdx.x;
+  if (row >= rows) return;
+  const int d = threadIdx.x;
+  float mx = qsa_neg_inf();
+  for (int sp = 0; sp < nsplit; ++sp) mx = fmaxf(mx, lse_part[sp * rows + row]);
+  if (mx == qsa_neg_inf()) {
+    o[row * ATT_D + d] = 0.f;
+    if (d == 0) lse[row] = qsa_neg_inf();
+    return;
+  }
+  float sum = 0.f, acc = 0.f;
+  for (int sp = 0; sp < nsplit; ++sp) {
+    const float w = expf(lse_part[sp * rows + row] - mx);  // -inf partial: w = 0
+    sum += w;
+    acc += w * o_part[(sp * rows + row) * ATT_D + d];
+  }
+  o[row * ATT_D + d] = acc / sum;
+  if (d == 0) lse[row] = mx + logf(sum);
+}
+
 // Launch shapes for the resource report (xtask/src/build/annotations.rs). The staged
 // kernels' dynamic shared memory is the single-buffered size at t = 16 ids per list, what
 // src/dispatch/attention.rs::staged_plan picks for the matrix's cases on every target.
@@ -1517,134 +1496,3 @@ QSA_DEVICE void kv_bwd(const u16* __restrict__ q, const u16* __restrict__ k, con
 
 QSA_ATTN_INSTANCES(bf16, Bf16)
 QSA_ATTN_INSTANCES(f16, F16)
-
-// =============================================================================================
-// Decode: the split forward, merged in the same launch
-// =============================================================================================
-// Loads of what other CTAs of this launch wrote: past L1, which is not coherent (the lse
-// partials of neighbouring work items share cache lines, so an earlier merge on this SM may
-// have left a stale line of them in L1).
-QSA_DEVICE float attn_load_cg(const float* p) {
-  const unsigned* u = (const unsigned*)p;  // as bits: what every vendor's atomic load takes
-#if defined(QSA_HIP)
-  return __uint_as_float(__hip_atomic_load(u, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT));
-#else
-  return __uint_as_float(__ldcg(u));
-#endif
-}
-
-QSA_DEVICE float4 attn_load_cg4(const float* p) {  // p 16-byte aligned
-#if defined(QSA_CUDA) && !defined(QSA_EMU)
-  return __ldcg((const float4*)p);
-#else
-  return make_float4(attn_load_cg(p), attn_load_cg(p + 1), attn_load_cg(p + 2), attn_load_cg(p + 3));
-#endif
-}
-
-// Called by every CTA of a split work item after writing its partial (o, lse). The last CTA
-// of the item to arrive (threadFenceReduction: each thread fences its partial writes, the
-// barrier gathers them, one atomic per CTA counts the arrivals) merges all nsplit partials
-// of the item's rows into (o, lse) and resets the item's counter for the next call, so the
-// counters are zeroed once when the plan's buffers are made and never per call.
-// The merge is the former qsa_attn_combine's arithmetic: m = max of the partial lse, weights
-// w_s = exp(lse_s - m) (a -inf partial, from an empty share or no visible key, weighs 0),
-// lse = m + log(sum w), o = sum_s w_s o_s / sum w (o's sum in split order; sum w in eight
-// interleaved parts); all -inf gives o = 0, lse = -inf. It is laid out for latency (one CTA, up to 16 x nsplit partial rows, all of
-// them in L2): the partial lse go to shared memory in one parallel pass, eight lanes per row
-// reduce them, and each thread then sums float4 columns of o over the splits with
-// independent loads. The weights need ATT_ROWS x nsplit floats: the first K / V buffer,
-// free after the block loop (nsplit <= 512 by the host: src/dispatch/attention.rs
-// MAX_SPLITS, 32 KiB of its 34,816 bytes).
-QSA_DEVICE void staged_split_merge(const StagedSmem& s, const StagedCta& c, const SplitOut& so, float* o,
-                                   float* lse, int q_len, int hq, long long rows_total) {
-  __threadfence();  // this thread's partial is visible device-wide before the CTA arrives
-  QSA_SYNC();
-  // s.count held the list length, read into registers before the block loop: free here.
-  int* last = s.count;
-  if (threadIdx.x == 0) {
-    const unsigned ticket = atomicAdd(so.arrivals + blockIdx.x, 1u);
-    *last = ticket == gridDim.y - 1u;
-    if (*last) so.arrivals[blockIdx.x] = 0u;  // every split has arrived: ready for the next call
-  }
-  QSA_SYNC();
-  if (!*last) return;
-  __threadfence();  // the other splits' partials, seen through their fences and the counter
-  const int nsplit = (int)gridDim.y;
-  const int tid = threadIdx.x;
-  float* w = (float*)s.kv;  // [ATT_ROWS][nsplit]: partial lse, then weights
-  // Global row of CTA row r, or -1 past q_len.
-  auto row_of = [&](int r) -> long long {
-    const int i = c.tile * c.qt + r / c.hc;
-    if (r >= c.qt * c.hc || i >= q_len) return -1;
-    return ((long long)c.b * q_len + i) * hq + c.g * c.group + c.chunk * c.hc + r % c.hc;
-  };
-  for (int e = tid; e < ATT_ROWS * nsplit; e += blockDim.x) {
-    const int r = e / nsplit, sp = e % nsplit;
-    const long long row = row_of(r);
-    w[e] = row < 0 ? qsa_neg_inf() : attn_load_cg(so.lse_part + sp * rows_total + row);
-  }
-  QSA_SYNC();
-  {  // row tid / 8, splits tid % 8 + 8 j (eight consecutive lanes of one wave)
-    const int r = tid / 8, part = tid % 8;
-    float* wr = w + r * nsplit;
-    float mx = qsa_neg_inf();
-    for (int sp = part; sp < nsplit; sp += 8) mx = fmaxf(mx, wr[sp]);
-    mx = fmaxf(mx, qsa_shfl_xor(mx, 1));
-    mx = fmaxf(mx, qsa_shfl_xor(mx, 2));
-    mx = fmaxf(mx, qsa_shfl_xor(mx, 4));
-    float sum = 0.f;
-    for (int sp = part; sp < nsplit; sp += 8) {
-      const float x = mx == qsa_neg_inf() ? 0.f : expf(wr[sp] - mx);
-      wr[sp] = x;
-      sum += x;
-    }
-    sum += qsa_shfl_xor(sum, 1);
-    sum += qsa_shfl_xor(sum, 2);
-    sum += qsa_shfl_xor(sum, 4);
-    QSA_SYNCWARP();
-    if (part == 0) {
-      s.row_m[r] = mx;
-      s.row_l[r] = sum;
-    }
-  }
-  QSA_SYNC();
-  for (int e = tid; e < ATT_ROWS * (ATT_D / 4); e += blockDim.x) {
-    const int r = e / (ATT_D / 4), d = 4 * (e % (ATT_D / 4));
-    const long long row = row_of(r);
-    if (row < 0) continue;
-    const float mx = s.row_m[r];
-    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (mx != qsa_neg_inf()) {
-      const float* wr = w + r * nsplit;
-#pragma unroll 4
-      for (int sp = 0; sp < nsplit; ++sp) {
-        const float4 x = attn_load_cg4(so.o_part + (sp * rows_total + row) * ATT_D + d);
-        acc.x += wr[sp] * x.x;
-        acc.y += wr[sp] * x.y;
-        acc.z += wr[sp] * x.z;
-        acc.w += wr[sp] * x.w;
-      }
-      const float l = s.row_l[r];
-      acc = make_float4(acc.x / l, acc.y / l, acc.z / l, acc.w / l);
-    }
-    *(float4*)(o + row * ATT_D + d) = acc;
-    if (d == 0) lse[row] = mx == qsa_neg_inf() ? qsa_neg_inf() : mx + logf(s.row_l[r]);
-  }
-}
-
-// Launch shapes for the resource report: as the one-CTA forward's.
-// qsa:block 128 for qsa_attn_staged_fwd_split_bf16
-// qsa:block 128 for qsa_attn_staged_fwd_split_f16
-// qsa:dynamic_shared 48080 for qsa_attn_staged_fwd_split_bf16
-// qsa:dynamic_shared 48080 for qsa_attn_staged_fwd_split_f16
-#define QSA_ATTN_SPLIT_INSTANCE(SUF, E)                                                                  \
-  QSA_KERNEL void __launch_bounds__(ATT_THREADS) qsa_attn_staged_fwd_split_##SUF(                         \
-      const u16* q, const u16* k, const u16* v, const int* ids, float* o, float* lse, float* o_part,      \
-      float* lse_part, unsigned* arrivals, int batch, int q_len, int kv_len, int hq, int hkv, int t,      \
-      float scale, int hc, int qt, int nbuf) {                                                           \
-    const SplitOut so = {o_part, lse_part, arrivals};                                                    \
-    staged_fwd_run<E>(q, k, v, ids, o, lse, so, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt, nbuf); \
-  }
-
-QSA_ATTN_SPLIT_INSTANCE(bf16, Bf16)
-QSA_ATTN_SPLIT_INSTANCE(f16, F16)

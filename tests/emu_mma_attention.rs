@@ -113,7 +113,7 @@ fn staged_matches_gather(
         vendor: Vendor::Nvidia,
         wave: 32,
         shared_per_block: 232_448,
-        multiprocessors: 1, // keeps the plan unsplit (the split kernel is not wrapped here)
+        multiprocessors: 1, // keeps the plan unsplit (no combine kernel here)
         features: vec![],
     };
     use_cache_keyed_by("kernels/selection_attention.cu");
@@ -137,7 +137,7 @@ fn staged_matches_gather(
     assert_eq!(
         (fwd.nsplit, bwd.nsplit),
         (1, 1),
-        "the test launches no split kernel"
+        "the test launches no combine kernel"
     );
     for is_bf16 in [true, false] {
         let name = if is_bf16 { "bf16" } else { "f16" };

@@ -106,10 +106,6 @@ const Q_STRIDE: usize = 132;
 const S_STRIDE: usize = 68;
 const KV_STRIDE: usize = 136;
 const BLOCK: usize = crate::problem::ATTN_BLOCK;
-/// Most staged K/V buffers of the forward's ring (ATT_MAX_NBUF in the kernel); the backward
-/// kernel double-buffers at most.
-pub const MAX_FWD_NBUF: usize = 4;
-const MAX_BWD_NBUF: usize = 2;
 /// Decode splits aim at this many CTAs per multiprocessor: four resident staged CTAs per SM
 /// on the H200, and with tensor cores a block costs mostly its copy latency, so filling every
 /// slot wins (.devrun/attention2/run1: 16 q x 8 kv heads at 262K, 41 us at four per SM
@@ -118,10 +114,6 @@ const SPLIT_CTAS_PER_SM: usize = 4;
 /// Each split keeps at least this many blocks (one query, 16 blocks: 16 splits of one block
 /// ran fastest on the H200, .devrun/attention2/run1).
 const SPLIT_MIN_BLOCKS: usize = 1;
-/// Most CTAs per work item: the split forward's merging CTA keeps 16 rows x nsplit weights in
-/// its first K/V buffer (kernels/selection_attention.cu, staged_split_merge): 16 x 512 x 4 =
-/// 32 KiB of its 34,816 bytes.
-pub const MAX_SPLITS: usize = 512;
 
 /// The staged kernel's launch plan for one shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -130,13 +122,11 @@ pub struct StagedPlan {
     pub hc: usize,
     /// Query tokens per CTA: their selections are merged, each block loaded once.
     pub qt: usize,
-    /// Staged K/V buffers: 1, or a ring of up to MAX_FWD_NBUF with nbuf - 1 blocks in
-    /// flight (the backward: 1 or 2).
+    /// Staged K/V buffers: 2 = double buffering.
     pub nbuf: usize,
     /// Work items (grid.x): batch x token tiles x kv heads x head chunks.
     pub items: usize,
-    /// CTAs per work item (grid.y); > 1 launches the split forward, whose CTAs write
-    /// partials that the last of each item merges in the same launch.
+    /// CTAs per work item (grid.y); > 1 writes partials merged by qsa_attn_combine.
     pub nsplit: usize,
     /// Dynamic shared bytes.
     pub shared: u32,
@@ -176,23 +166,8 @@ pub fn staged_plan(
     t: usize,
     backward: bool,
 ) -> Result<StagedPlan, BackendError> {
-    let geometry = staged_geometry(hq / hkv, q_len);
-    plan_with_geometry(caps, batch, q_len, hq, hkv, t, backward, geometry)
-}
-
-/// `staged_plan` for a given (heads, tokens) per CTA.
-#[allow(clippy::too_many_arguments)]
-fn plan_with_geometry(
-    caps: &TargetCaps,
-    batch: usize,
-    q_len: usize,
-    hq: usize,
-    hkv: usize,
-    t: usize,
-    backward: bool,
-    (hc, qt): (usize, usize),
-) -> Result<StagedPlan, BackendError> {
     let group = hq / hkv;
+    let (hc, qt) = staged_geometry(group, q_len);
     let cap = qt * t;
     let limit = caps.shared_per_block as usize;
     let one = staged_shared_bytes(cap, 1, backward);
@@ -217,7 +192,7 @@ fn plan_with_geometry(
         let want = target
             .div_ceil(items)
             .min((cap / SPLIT_MIN_BLOCKS).max(1))
-            .clamp(1, MAX_SPLITS);
+            .max(1);
         // Even shares: the kernel gives each split ceil(count / nsplit) blocks, so e.g. 5
         // splits of 16 blocks would run as 4 x 4 plus an empty CTA (and a longer merge).
         cap.div_ceil(cap.div_ceil(want))
@@ -234,12 +209,8 @@ fn plan_with_geometry(
 }
 
 /// `staged_plan` with qsa's sweep switches applied (for experiments on the card, e.g.
-/// bench/attention_vs_torch.py): `QSA_ATTN_HEADS` (query heads per CTA, a divisor of the
-/// group up to 16, forward only: fewer heads per CTA make more work items, so a decode call
-/// with few KV heads reaches more SMs, each block then loaded once per head chunk; the
-/// splits follow the default rule unless set), `QSA_ATTN_NBUF` (staged K/V buffers: 1 to
-/// MAX_FWD_NBUF for the forward, 1 or 2 for the backward) and `QSA_ATTN_SPLITS` (CTAs per
-/// work item, forward only). Unset, the plan is `staged_plan`'s.
+/// bench/attention_vs_torch.py): `QSA_ATTN_NBUF` (1 or 2 staged K/V buffers) and
+/// `QSA_ATTN_SPLITS` (CTAs per work item, forward only). Unset, the plan is `staged_plan`'s.
 #[allow(clippy::too_many_arguments)]
 pub fn staged_plan_for(
     caps: &TargetCaps,
@@ -251,6 +222,7 @@ pub fn staged_plan_for(
     t: usize,
     backward: bool,
 ) -> Result<StagedPlan, BackendError> {
+    let mut plan = staged_plan(caps, batch, q_len, hq, hkv, t, backward)?;
     let number = |key: &str, max: usize| -> Result<Option<usize>, BackendError> {
         let Some(v) = sw.get(key) else {
             return Ok(None);
@@ -263,22 +235,7 @@ pub fn staged_plan_for(
             ))),
         }
     };
-    let group = hq / hkv;
-    let geometry = match number("QSA_ATTN_HEADS", STAGED_ROWS)? {
-        Some(hc) if !backward => {
-            if !group.is_multiple_of(hc) {
-                return Err(BackendError::Input(format!(
-                    "QSA_ATTN_HEADS={hc}: the heads per CTA must divide the GQA group of {group} \
-                     query heads per KV head"
-                )));
-            }
-            (hc, (STAGED_ROWS / hc).min(q_len).max(1))
-        }
-        _ => staged_geometry(group, q_len),
-    };
-    let mut plan = plan_with_geometry(caps, batch, q_len, hq, hkv, t, backward, geometry)?;
-    let max_nbuf = if backward { MAX_BWD_NBUF } else { MAX_FWD_NBUF };
-    if let Some(nbuf) = number("QSA_ATTN_NBUF", max_nbuf)? {
+    if let Some(nbuf) = number("QSA_ATTN_NBUF", 2)? {
         let shared = staged_shared_bytes(plan.qt * t, nbuf, backward);
         if shared > caps.shared_per_block as usize {
             return Err(BackendError::Shape(format!(
@@ -289,7 +246,7 @@ pub fn staged_plan_for(
         plan.nbuf = nbuf;
         plan.shared = shared as u32;
     }
-    if let Some(nsplit) = number("QSA_ATTN_SPLITS", MAX_SPLITS)? {
+    if let Some(nsplit) = number("QSA_ATTN_SPLITS", 65_535)? {
         if !backward {
             plan.nsplit = nsplit;
         }
@@ -345,59 +302,6 @@ mod tests {
         assert_eq!((p.items, p.nsplit, p.nbuf), (262_144, 1, 1));
         let b = staged_plan(&h200, 1, 1, 128, 8, 16, true).unwrap();
         assert_eq!(b.nsplit, 1);
-        // One work item of 528 blocks would take 528 splits of one; capped where the merge's
-        // weights fit (512), evened out to 264 splits of two.
-        let one = staged_plan(&h200, 1, 1, 16, 1, 528, false).unwrap();
-        assert_eq!((one.items, one.nsplit), (1, 264));
-    }
-
-    #[test]
-    fn heads_per_cta_can_be_swept_for_the_forward() {
-        let h200 = caps("sm_90", 227, 132);
-        let sw = |v: &str| Switches::new([("QSA_ATTN_HEADS".to_string(), v.to_string())].into());
-        // Decode 1 q x 64 / 4 heads: 4 items of 16 heads, or 8 of 8 (twice the CTAs).
-        let base = staged_plan_for(&h200, &sw("16"), 1, 1, 64, 4, 16, false).unwrap();
-        assert_eq!(base, staged_plan(&h200, 1, 1, 64, 4, 16, false).unwrap());
-        let eight = staged_plan_for(&h200, &sw("8"), 1, 1, 64, 4, 16, false).unwrap();
-        assert_eq!(
-            (eight.hc, eight.qt, eight.items, eight.nsplit),
-            (8, 1, 8, 16)
-        );
-        // Fewer heads take more tokens per CTA.
-        let four = staged_plan_for(&h200, &sw("4"), 1, 16, 128, 8, 16, false).unwrap();
-        assert_eq!((four.hc, four.qt, four.items), (4, 4, 128));
-        // The backward keeps its own geometry.
-        let b = staged_plan_for(&h200, &sw("8"), 1, 1, 64, 4, 16, true).unwrap();
-        assert_eq!(b.hc, 16);
-        let e = staged_plan_for(&h200, &sw("3"), 1, 1, 64, 4, 16, false)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("QSA_ATTN_HEADS=3: the heads per CTA must divide the GQA group of 16"),
-            "{e}"
-        );
-        let e = staged_plan_for(&h200, &sw("32"), 1, 1, 128, 4, 16, false)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("QSA_ATTN_HEADS=32: expected a whole number from 1 to 16"),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn the_split_merge_weights_fit_one_kv_buffer() {
-        // staged_split_merge keeps STAGED_ROWS x nsplit f32 weights in K/V buffer 0.
-        let one_buffer = staged_shared_bytes(0, 1, false) - staged_shared_bytes(0, 0, false);
-        assert!(STAGED_ROWS * MAX_SPLITS * 4 <= one_buffer, "{one_buffer}");
-        let sw = Switches::new([("QSA_ATTN_SPLITS".to_string(), "513".to_string())].into());
-        let e = staged_plan_for(&caps("sm_90", 227, 132), &sw, 1, 1, 16, 1, 16, false)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("QSA_ATTN_SPLITS=513: expected a whole number from 1 to 512"),
-            "{e}"
-        );
     }
 
     #[test]

@@ -113,16 +113,12 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
         "gather | staged: force one selection-attention kernel (qsa's switch)",
     ),
     (
-        "QSA_ATTN_HEADS",
-        "1 .. 16, a divisor of the GQA group: query heads per CTA of the staged forward (qsa's sweep switch)",
-    ),
-    (
         "QSA_ATTN_NBUF",
-        "1 .. 4 (forward), 1 | 2 (backward): staged K/V buffers of the staged attention kernels (qsa's sweep switch)",
+        "1 | 2: staged K/V buffers of the staged attention kernel (qsa's sweep switch)",
     ),
     (
         "QSA_ATTN_SPLITS",
-        "1 .. 512: CTAs per work item of the staged forward, > 1 the split kernel (qsa's sweep switch)",
+        "N >= 1: CTAs per work item of the staged forward (qsa's sweep switch)",
     ),
     (
         "QSA_ATTN_BWD",

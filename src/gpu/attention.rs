@@ -145,15 +145,6 @@ fn staged(
     Ok(plan)
 }
 
-/// grid (items, nsplit), the staged CTA's threads and its dynamic shared bytes.
-fn staged_dims(plan: &StagedPlan) -> LaunchDims {
-    LaunchDims {
-        grid: (plan.items as u32, plan.nsplit as u32, 1),
-        block: (STAGED_THREADS, 1, 1),
-        shared_bytes: plan.shared,
-    }
-}
-
 fn staged_args(plan: &StagedPlan) -> [PlanArg; 3] {
     [
         PlanArg::I32(plan.hc as i32),
@@ -225,9 +216,6 @@ pub fn launch_plan(
     ];
     let sfx = p.dtype.name();
     let mut forward = Vec::new();
-    // Zero-fills made once, before the first call (the split forward's arrival counters):
-    // the kernel leaves them zeroed for the next call, so a call is one launch.
-    let mut once = Vec::new();
     match &fwd_plan {
         None => {
             let mut args = vec![q, k, v, ids, o, lse];
@@ -238,40 +226,52 @@ pub fn launch_plan(
                 args,
             ));
         }
-        Some(plan) if plan.nsplit > 1 => {
-            // Decode: nsplit CTAs per work item write partials; the last of each item to
-            // finish merges them in the same launch (kernels/selection_attention.cu,
-            // staged_split_merge), counting arrivals in one u32 per item.
-            let o_part = lp.buffer("o_part", plan.nsplit * rows * HEAD_DIM * 4, Role::Workspace);
-            let lse_part = lp.buffer("lse_part", plan.nsplit * rows * 4, Role::Workspace);
-            let arrivals = lp.buffer("arrivals", plan.items * 4, Role::Workspace);
-            once.push(Step::Zero { buffer: "arrivals" });
-            let mut args = vec![q, k, v, ids, o, lse, o_part, lse_part, arrivals];
-            args.extend(dims);
-            args.extend(staged_args(plan));
-            forward.push(launch(
-                format!("qsa_attn_staged_fwd_split_{sfx}"),
-                staged_dims(plan),
-                args,
-            ));
-        }
         Some(plan) => {
-            let mut args = vec![q, k, v, ids, o, lse];
+            let split = plan.nsplit > 1;
+            let (o_dst, lse_dst) = if split {
+                (
+                    lp.buffer("o_part", plan.nsplit * rows * HEAD_DIM * 4, Role::Workspace),
+                    lp.buffer("lse_part", plan.nsplit * rows * 4, Role::Workspace),
+                )
+            } else {
+                (o, lse)
+            };
+            let mut args = vec![q, k, v, ids, o_dst, lse_dst];
             args.extend(dims);
             args.extend(staged_args(plan));
+            let staged_dims = LaunchDims {
+                grid: (plan.items as u32, plan.nsplit as u32, 1),
+                block: (STAGED_THREADS, 1, 1),
+                shared_bytes: plan.shared,
+            };
             forward.push(launch(
                 format!("qsa_attn_staged_fwd_{sfx}"),
-                staged_dims(plan),
+                staged_dims,
                 args,
             ));
+            if split {
+                let combine = LaunchDims {
+                    grid: (rows as u32, 1, 1),
+                    block: (HEAD_DIM as u32, 1, 1),
+                    shared_bytes: 0,
+                };
+                let args = vec![
+                    o_dst,
+                    lse_dst,
+                    o,
+                    lse,
+                    PlanArg::I64(rows as i64),
+                    PlanArg::I32(plan.nsplit as i32),
+                ];
+                forward.push(launch("qsa_attn_combine", combine, args));
+            }
         }
     }
-    lp.setup = once;
     if !backward {
         lp.call = forward;
         return Ok(lp);
     }
-    lp.setup.extend(forward);
+    lp.setup = forward;
     let d_o = lp.buffer("d_o", rows * HEAD_DIM * 4, Role::Input);
     let dq = lp.buffer("dq", rows * HEAD_DIM * 4, Role::Output);
     let dk = lp.buffer("dk", kv_bytes * 2, Role::Output);
@@ -301,9 +301,14 @@ pub fn launch_plan(
             if !kv_major {
                 lp.call.extend(zero_dk_dv);
             }
+            let staged_dims = LaunchDims {
+                grid: (plan.items as u32, 1, 1),
+                block: (STAGED_THREADS, 1, 1),
+                shared_bytes: plan.shared,
+            };
             lp.call.push(launch(
                 format!("qsa_attn_staged_bwd_{sfx}"),
-                staged_dims(&plan),
+                staged_dims,
                 args,
             ));
             if kv_major {

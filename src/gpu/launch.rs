@@ -263,12 +263,6 @@ impl<'a, A: GpuApi> PlannedCall<'a, A> {
         self.run(&self.plan.call)
     }
 
-    /// Fill a buffer of the plan with zero bytes (tests: clear an output between two calls,
-    /// so a call that leaves it unwritten shows).
-    pub fn zero(&self, name: &str) -> BackendResult<()> {
-        self.api.memset_zero(self.ptr(name)?)
-    }
-
     /// Read a buffer back as 4-byte values (f32, i32): as many as the plan sized it for.
     pub fn download<T: Copy + Default>(&self, name: &str) -> BackendResult<Vec<T>> {
         let bytes = self

@@ -454,8 +454,8 @@ mod tests {
                 "expected bf16 or f16",
             ),
             (
-                "--target sm_90 --attention q_len=1,kv_len=64,hq=2,hkv=2,t=1 --switch QSA_ATTN_NBUF=5",
-                "QSA_ATTN_NBUF=5: expected a whole number from 1 to 4",
+                "--target sm_90 --attention q_len=1,kv_len=64,hq=2,hkv=2,t=1 --switch QSA_ATTN_NBUF=3",
+                "QSA_ATTN_NBUF=3: expected a whole number from 1 to 2",
             ),
         ];
         for (line, want) in cases {
