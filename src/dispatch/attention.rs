@@ -323,10 +323,7 @@ mod tests {
             choose_backward(&h200, &sw("atomic")).unwrap(),
             BwdPath::Atomic
         );
-        assert_eq!(
-            choose_backward(&h200, &sw("kv")).unwrap(),
-            BwdPath::KvMajor
-        );
+        assert_eq!(choose_backward(&h200, &sw("kv")).unwrap(), BwdPath::KvMajor);
         assert_eq!(
             choose_backward(&sm75, &sw("kv")).unwrap(),
             BwdPath::Atomic,
