@@ -165,15 +165,23 @@ fn qsa_plan_prints_json_or_refuses_with_exit_2() {
     assert_eq!(v["call"][0]["kernel"], "qsa_topk_cluster");
     assert_eq!(v["call"][0]["grid"], serde_json::json!([8, 3, 1]));
     assert_eq!(v["call"][0]["shared_bytes"], 131072);
+    // sm_90's decode kernel: the speculative one, one launch over the split's chunks.
     let v = plan(&["--topk", "nq=3,n=262144,k=2048"]);
-    assert_eq!(v["dispatched"], "split");
+    assert_eq!(v["dispatched"], "spec");
     assert_eq!(v["module"], "topk");
-    assert_eq!(v["call"][0]["kernel"], "qsa_topk_split_bound");
+    assert_eq!(v["call"].as_array().map(Vec::len), Some(1));
+    assert_eq!(v["call"][0]["kernel"], "qsa_topk_spec");
     assert_eq!(v["call"][0]["grid"], serde_json::json!([64, 3, 1]));
     assert_eq!(
         v["setup"][0],
         serde_json::json!({"op": "zero", "buffer": "ws"})
     );
+    // The split, forced: two launches on the same grid and workspace.
+    let v = plan(&["--topk", "nq=3,n=262144,k=2048", "--variant", "split"]);
+    assert_eq!(v["dispatched"], "split");
+    assert_eq!(v["call"][0]["kernel"], "qsa_topk_split_bound");
+    assert_eq!(v["call"][1]["kernel"], "qsa_topk_split_select");
+    assert_eq!(v["call"][0]["grid"], serde_json::json!([64, 3, 1]));
     let bad = run(&["--topk", "nq=3,n=262144,k=5000"]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(bad.stdout.is_empty());
