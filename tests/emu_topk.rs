@@ -209,10 +209,12 @@ fn split_matches_the_oracle_with_each_targets_dispatch() {
                 caps.name
             );
         }
-        let want = if caps.vendor == qsa::dispatch::Vendor::Nvidia {
-            "split"
-        } else {
-            "wide"
+        // sm_90 (clusters: the NVIDIA target it was measured on) takes the speculative
+        // one-launch kernel, the other NVIDIA targets the split, AMD the wide kernel.
+        let want = match caps.vendor {
+            qsa::dispatch::Vendor::Nvidia if caps.has(qsa::dispatch::Feature::Clusters) => "spec",
+            qsa::dispatch::Vendor::Nvidia => "split",
+            _ => "wide",
         };
         assert!(
             auto.iter().all(|d| d == want),
@@ -237,6 +239,17 @@ fn split_matches_the_oracle_with_each_targets_dispatch() {
             &heavy,
             &[Schedule::Forward],
         );
+        // The speculative kernel forced on every target; heavy ties cap every chunk at its
+        // own top kc (the chunks then publish bound 0).
+        for c in [&case, &heavy] {
+            let d = check_case(
+                &caps,
+                &[("QSA_TOPK_KERNEL", "spec")],
+                c,
+                &[Schedule::Forward],
+            );
+            assert!(d.iter().all(|d| d == "spec"), "{}: {d:?}", caps.name);
+        }
     }
 }
 
@@ -292,6 +305,14 @@ fn topk_kernels_are_schedule_independent() {
             &caps,
             &[("QSA_TOPK_KERNEL", "split")],
             &split,
+            &Schedule::RACE_CHECK,
+        );
+        // The speculative kernel: chunk bounds and candidates read by the last CTA, and on
+        // ascending rows its fallback over the whole row.
+        check_case(
+            &caps,
+            &[("QSA_TOPK_KERNEL", "spec")],
+            &cluster,
             &Schedule::RACE_CHECK,
         );
         if caps.has(qsa::dispatch::Feature::Clusters) {
