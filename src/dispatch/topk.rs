@@ -142,6 +142,11 @@ mod tests {
         }
     }
 
+    /// The switches of a matrix variant that forces `kernel`.
+    fn forced(kernel: &str) -> Switches {
+        Switches::new([("QSA_TOPK_KERNEL".to_string(), kernel.to_string())].into())
+    }
+
     fn decode(nq: usize, n: usize) -> TopkShape {
         TopkShape {
             nq,
@@ -171,9 +176,7 @@ mod tests {
 
     #[test]
     fn a_forced_spec_kernel_takes_decode_only() {
-        let mut vars = std::collections::BTreeMap::new();
-        vars.insert("QSA_TOPK_KERNEL".to_string(), "spec".to_string());
-        let sw = Switches::new(vars);
+        let sw = forced("spec");
         let ampere = nvidia(vec![]);
         assert_eq!(
             choose(&ampere, &sw, decode(3, 40_000)).unwrap(),
@@ -188,9 +191,7 @@ mod tests {
 
     #[test]
     fn a_forced_cluster_kernel_falls_back_where_it_cannot_run() {
-        let mut vars = std::collections::BTreeMap::new();
-        vars.insert("QSA_TOPK_KERNEL".to_string(), "cluster".to_string());
-        let sw = Switches::new(vars);
+        let sw = forced("cluster");
         let hopper = nvidia(vec![Feature::Clusters]);
         let ampere = nvidia(vec![]);
         assert_eq!(
