@@ -619,9 +619,19 @@ QSA_DEVICE void tf32_split(float x, unsigned& hi, unsigned& lo) {
 
 // acc[j] += dS (16 rows, f32 smem, S_STRIDE) x K (staged [key][dim]) for dims d0 + 8 j, j < 4,
 // over the keys 0 .. nkeys-1 rounded up to 8 (dS is 0 past the block's visible keys).
+// The block's products run into their own accumulator, added to acc in f32 at the end: the
+// tensor cores align each mma's addends to the largest and truncate, so an accumulator that
+// carries every earlier block's dQ drops low bits of this block's products (on the H200, dq's
+// error was 3-5x the emulator's round-to-nearest model with one accumulator for all blocks,
+// docs/results/session5-2026-12-02/README.md).
 template <typename E>
 QSA_DEVICE void tc_ds_k(const float* dS, const u16* ks, int d0, int nkeys, int lane, float (&acc)[4][4]) {
   const int g = lane / 4, t = lane % 4;
+  float blk[4][4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) blk[j][e] = 0.f;
   for (int k0 = 0; k0 < nkeys; k0 += 8) {
     unsigned hi[4], lo[4];
 #pragma unroll
@@ -631,10 +641,14 @@ QSA_DEVICE void tc_ds_k(const float* dS, const u16* ks, int d0, int nkeys, int l
     for (int j = 0; j < 4; ++j) {
       const u16* kp = ks + (k0 + t) * KV_STRIDE + d0 + 8 * j + g;
       const unsigned b[2] = {__float_as_uint(E::one(kp[0])), __float_as_uint(E::one(kp[4 * KV_STRIDE]))};
-      qsa_mma_m16n8k8_tf32(acc[j], lo, b);
-      qsa_mma_m16n8k8_tf32(acc[j], hi, b);
+      qsa_mma_m16n8k8_tf32(blk[j], lo, b);
+      qsa_mma_m16n8k8_tf32(blk[j], hi, b);
     }
   }
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[j][e] += blk[j][e];
 }
 
 // A fragments of P^T and dS^T for keys kw .. kw+15 (M) over the CTA's 16 rows (K, two steps of
