@@ -88,10 +88,11 @@ def sweep(qsa, shape, base, backward=False, splits=True):
 
 CHECK_VARIANTS = [("gather", "gather", {}), ("staged", "auto", {}), ("staged nbuf=1", "auto", {"nbuf": 1}),
                   ("staged split=3", "auto", {"nsplit": 3}), ("staged atomic-bwd", "auto", {"bwd": "atomic"}),
-                  ("staged kv-bwd", "auto", {"bwd": "kv"})]
-# The prefill backward's variants (label, switches): the default, each dK / dV path forced, and
-# the query-side pass with double-buffered K / V (QSA_ATTN_NBUF=2) under each.
-BWD_VARIANTS = [("", {}), (" atomic", {"bwd": "atomic"}), (" kv", {"bwd": "kv"}),
+                  ("staged kv-bwd", "auto", {"bwd": "kv"}), ("staged kvdq-bwd", "auto", {"bwd": "kvdq"})]
+# The prefill backward's variants (label, switches): the default, each backward path forced
+# (kvdq: the KV-block-major kernel alone, dQ by atomics), and the query-side pass with
+# double-buffered K / V (QSA_ATTN_NBUF=2) where there is one.
+BWD_VARIANTS = [("", {}), (" atomic", {"bwd": "atomic"}), (" kv", {"bwd": "kv"}), (" kvdq", {"bwd": "kvdq"}),
                 (" atomic nbuf=2", {"bwd": "atomic", "nbuf": 2}), (" kv nbuf=2", {"bwd": "kv", "nbuf": 2})]
 DECODE = [("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 128, 8),
           ("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 64, 8),

@@ -28,6 +28,8 @@
 //   qsa_attn_kv_bwd_*       dk, dv KV-block-major (sm_80+ CUDA): one CTA per (b, kv head,
 //                           kv block) gathers the block's query tokens itself, accumulates in
 //                           registers and writes each element once: no atomics, no zero-fill.
+//                           Given dq, it also adds dQ by atomics (no query-side pass; D from:
+//   qsa_attn_bwd_delta      D = rowsum(dO O), one wave per row).
 // On sm_80+ (CUDA) the staged forward's QK^T and PV and the backward's S and dP run on tensor
 // cores (mma.sync m16n8k16, f32 accumulation; f32 operands split into 16-bit parts, see
 // tc_pv), and the backward's dQ, dK and dV products on tf32 tensor cores (mma.sync m16n8k8,
@@ -1460,11 +1462,63 @@ QSA_DEVICE void kv_key_tile(const KvKeyFrags& f, const float* dos, const u16* qr
   qsa_mma_m16n8k8_tf32(ck, f.ds_hi, qb);
 }
 
+// The fused variant (dq != null, QSA_ATTN_BWD=kvdq: no query-side pass): dQ of tile n's rows
+// += scale dS K for dims 16 warp .. 16 warp + 15, with dS from P, dP and D as in
+// kv_load_key_frags and tc_ds_k's products (K exact in tf32, dS in two tf32 parts), then one
+// f32 atomic per element (two per instruction on sm_90) into the zero-filled dq: a row gets one
+// add per block it selected. Rows past the tile's tokens are not written. Per tile that is 64
+// more mmas and 2 k atomics of 8 bytes, against the query-side pass's second staging of every
+// selected K / V block.
 template <typename E>
+QSA_DEVICE void kv_dq_tile(const KvSmem& s, int buf, const KvCta& c, const KvTiles& tl, int n, int keys, int warp,
+                           int lane, float* dq, float scale) {
+  const int g = lane / 4, t = lane % 4, d0 = 16 * warp;
+  const float* row_d = kv_row_d(s, buf);
+  const u16* ks = s.kv;
+  // One 8-dim tile at a time, added before the next (dS's fragments formed twice): fewer live
+  // registers beside the block's dK / dV sums.
+  const int chunk = n / tl.per_chunk, t0 = (n % tl.per_chunk) * tl.qt;
+  const int ntok = tl.found - t0 < tl.qt ? tl.found - t0 : tl.qt;
+  const long long head0 = (long long)c.g * tl.group + chunk * tl.hc;
+#pragma unroll 1
+  for (int j = 0; j < 2; ++j) {
+    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll 1
+    for (int k0 = 0; k0 < keys; k0 += 8) {  // keys past the block's end: P = 0, so dS = 0
+      unsigned hi[4], lo[4];
+#pragma unroll
+      for (int h = 0; h < 4; ++h) {
+        const int r = g + 8 * (h & 1), off = r * S_STRIDE + k0 + t + 4 * (h >> 1);
+        const float p = s.ps[off];
+        tf32_split(p != 0.f ? p * (s.dps[off] - row_d[r]) : 0.f, hi[h], lo[h]);
+      }
+      const u16* kp = ks + (k0 + t) * KV_STRIDE + d0 + 8 * j + g;
+      const unsigned b[2] = {__float_as_uint(E::one(kp[0])), __float_as_uint(E::one(kp[4 * KV_STRIDE]))};
+      qsa_mma_m16n8k8_tf32(acc, lo, b);
+      qsa_mma_m16n8k8_tf32(acc, hi, b);
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = g + 8 * h, tok = r / tl.hc;
+      if (tok >= ntok) continue;
+      const long long row = ((long long)c.b * tl.q_len + s.toks[t0 + tok]) * tl.hq + head0 + r % tl.hc;
+      float* dst = dq + row * ATT_D + d0 + 8 * j + 2 * t;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+      atomicAdd((float2*)dst, make_float2(acc[2 * h] * scale, acc[2 * h + 1] * scale));
+#else
+      atomicAdd(dst, acc[2 * h] * scale);
+      atomicAdd(dst + 1, acc[2 * h + 1] * scale);
+#endif
+    }
+  }
+}
+
+template <typename E, bool DQ>
 QSA_DEVICE void kv_bwd(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
                        const int* __restrict__ ids, const float* __restrict__ lse, const float* __restrict__ drow,
-                       const float* __restrict__ d_o, float* __restrict__ dk, float* __restrict__ dv, int batch,
-                       int q_len, int kv_len, int hq, int hkv, int t, float scale, int hc, int qt) {
+                       const float* __restrict__ d_o, float* __restrict__ dk, float* __restrict__ dv,
+                       float* __restrict__ dq, int batch, int q_len, int kv_len, int hq, int hkv, int t, float scale,
+                       int hc, int qt) {
   QSA_DYNAMIC_SHARED(smem_raw);
   const KvCta c = kv_cta(batch, hkv);
   const long long base = (long long)c.id * ATT_BLK;
@@ -1553,6 +1607,8 @@ QSA_DEVICE void kv_bwd(const u16* __restrict__ q, const u16* __restrict__ k, con
           }
         }
       }
+      // P and dP stay until the next tile's first barrier.
+      if (DQ) kv_dq_tile<E>(s, buf, c, tl, n, keys, warp, lane, dq, scale);
     }
   }
   qsa_copy_wait(0);  // the K / V copy, where no tile waited on it
@@ -1597,6 +1653,20 @@ QSA_KERNEL void __launch_bounds__(ATT_D) qsa_attn_combine(const float* __restric
   if (d == 0) lse[row] = mx + logf(sum);
 }
 
+// D = rowsum(dO O) per (b, i, h) row for the fused KV-block-major backward (QSA_ATTN_BWD=kvdq),
+// which has no query-side pass to compute it: one wave per row, rows of 128 f32.
+// qsa:block 256
+QSA_KERNEL void __launch_bounds__(256) qsa_attn_bwd_delta(const float* __restrict__ o,
+                                                          const float* __restrict__ d_o,
+                                                          float* __restrict__ drow, long long rows) {
+  const long long row = (long long)blockIdx.x * (256 / QSA_WAVE) + threadIdx.x / QSA_WAVE;
+  if (row >= rows) return;
+  float sum = 0.f;
+  for (int d = qsa_lane(); d < ATT_D; d += QSA_WAVE) sum += d_o[row * ATT_D + d] * o[row * ATT_D + d];
+  sum = qsa_wave_sum(sum);
+  if (qsa_lane() == 0) drow[row] = sum;
+}
+
 // Launch shapes for the resource report (xtask/src/build/annotations.rs). The staged
 // kernels' dynamic shared memory is the single-buffered size at t = 16 ids per list, what
 // src/dispatch/attention.rs::staged_plan picks for the matrix's cases on every target.
@@ -1612,11 +1682,16 @@ QSA_KERNEL void __launch_bounds__(ATT_D) qsa_attn_combine(const float* __restric
 // qsa:dynamic_shared 48080 for qsa_attn_staged_fwd_f16
 // qsa:dynamic_shared 60880 for qsa_attn_staged_bwd_bf16
 // qsa:dynamic_shared 60880 for qsa_attn_staged_bwd_f16
-// qsa_attn_kv_bwd_bf16 and qsa_attn_kv_bwd_f16 exist in sm_80+ CUDA builds only (QSA_ATTN_MMA).
+// qsa_attn_kv_bwd_bf16, qsa_attn_kv_bwd_f16, qsa_attn_kv_dq_bwd_bf16 and qsa_attn_kv_dq_bwd_f16
+// exist in sm_80+ CUDA builds only (QSA_ATTN_MMA).
 // qsa:block 256 for qsa_attn_kv_bwd_bf16
 // qsa:block 256 for qsa_attn_kv_bwd_f16
 // qsa:dynamic_shared 70560 for qsa_attn_kv_bwd_bf16
 // qsa:dynamic_shared 70560 for qsa_attn_kv_bwd_f16
+// qsa:block 256 for qsa_attn_kv_dq_bwd_bf16
+// qsa:block 256 for qsa_attn_kv_dq_bwd_f16
+// qsa:dynamic_shared 70560 for qsa_attn_kv_dq_bwd_bf16
+// qsa:dynamic_shared 70560 for qsa_attn_kv_dq_bwd_f16
 #define QSA_ATTN_INSTANCES(SUF, E)                                                                      \
   QSA_KERNEL void __launch_bounds__(256)                                                                \
       qsa_attn_gather_fwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids, float* o,   \
@@ -1651,7 +1726,16 @@ QSA_KERNEL void __launch_bounds__(ATT_D) qsa_attn_combine(const float* __restric
       qsa_attn_kv_bwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids, const float* lse, \
                             const float* drow, const float* d_o, float* dk, float* dv, int batch,       \
                             int q_len, int kv_len, int hq, int hkv, int t, float scale, int hc, int qt) { \
-    kv_bwd<E>(q, k, v, ids, lse, drow, d_o, dk, dv, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt);   \
+    kv_bwd<E, false>(q, k, v, ids, lse, drow, d_o, dk, dv, nullptr, batch, q_len, kv_len, hq, hkv, t, scale, \
+                     hc, qt);                                                                           \
+  }                                                                                                    \
+  QSA_KERNEL void KVB_BOUNDS                                                                            \
+      qsa_attn_kv_dq_bwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids, const float* lse, \
+                               const float* drow, const float* d_o, float* dk, float* dv, float* dq,    \
+                               int batch, int q_len, int kv_len, int hq, int hkv, int t, float scale,   \
+                               int hc, int qt) {                                                        \
+    kv_bwd<E, true>(q, k, v, ids, lse, drow, d_o, dk, dv, dq, batch, q_len, kv_len, hq, hkv, t, scale, hc, \
+                    qt);                                                                                \
   }
 
 QSA_ATTN_INSTANCES(bf16, Bf16)

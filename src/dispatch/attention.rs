@@ -41,6 +41,10 @@ pub enum BwdPath {
     /// CTA per (batch, KV head, KV block), gathers the block's query tokens itself and writes
     /// its dK / dV once: no atomics, no zero-fill (NVIDIA tensor cores only).
     KvMajor,
+    /// No query-side pass: `qsa_attn_bwd_delta` writes D = rowsum(dO O), then
+    /// `qsa_attn_kv_dq_bwd_*` (the KV-block-major kernel) also adds dQ into the zero-filled dq
+    /// with one f32 atomic per element and selected block (NVIDIA tensor cores only).
+    KvFused,
 }
 
 impl BwdPath {
@@ -49,6 +53,7 @@ impl BwdPath {
         match self {
             BwdPath::Atomic => "staged",
             BwdPath::KvMajor => "staged_kv",
+            BwdPath::KvFused => "staged_kv_dq",
         }
     }
 }
@@ -68,7 +73,8 @@ pub fn kv_bwd_shared_bytes() -> usize {
         + (threads + threads / 32) * 4
 }
 
-/// The staged backward's dK / dV path: the atomics unless `QSA_ATTN_BWD=kv` forces the
+/// The staged backward's dK / dV path: the atomics unless `QSA_ATTN_BWD=kv` (or `kvdq`, the
+/// same kernel computing dQ too, no query-side pass) forces the
 /// KV-block-major kernel where it is built (NVIDIA bf16_tc, the kernel's QSA_ATTN_MMA, sm_80+,
 /// and where its shared memory fits). Not the default: on the H200 its first version was
 /// slower (prefill B=4, T=16K: 201.1 ms against the atomic path's 154.7 ms, one run of
@@ -91,8 +97,13 @@ pub fn choose_backward(caps: &TargetCaps, sw: &Switches) -> Result<BwdPath, Back
         } else {
             BwdPath::Atomic
         }),
+        Some("kvdq") => Ok(if kv_fits {
+            BwdPath::KvFused
+        } else {
+            BwdPath::Atomic
+        }),
         Some(v) => Err(BackendError::Input(format!(
-            "QSA_ATTN_BWD={}: expected atomic or kv",
+            "QSA_ATTN_BWD={}: expected atomic, kv or kvdq",
             crate::echo::value(v)
         ))),
     }
@@ -338,7 +349,16 @@ mod tests {
              bf16 feature do not make it exist)"
         );
         let e = choose_backward(&h200, &sw("yes")).unwrap_err().to_string();
-        assert!(e.contains("expected atomic or kv"), "{e}");
+        assert!(e.contains("expected atomic, kv or kvdq"), "{e}");
+        assert_eq!(
+            choose_backward(&h200, &sw("kvdq")).unwrap(),
+            BwdPath::KvFused
+        );
+        assert_eq!(
+            choose_backward(&sm75, &sw("kvdq")).unwrap(),
+            BwdPath::Atomic,
+            "a forced kvdq falls back where the kernel is not built"
+        );
     }
 
     #[test]
