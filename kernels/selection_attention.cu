@@ -1462,13 +1462,13 @@ QSA_DEVICE void kv_key_tile(const KvKeyFrags& f, const float* dos, const u16* qr
   qsa_mma_m16n8k8_tf32(ck, f.ds_hi, qb);
 }
 
-// The fused variant (dq != null, QSA_ATTN_BWD=kvdq: no query-side pass): dQ of tile n's rows
-// += scale dS K for dims 16 warp .. 16 warp + 15, with dS from P, dP and D as in
+// The fused variant (qsa_attn_kv_dq_bwd_*, QSA_ATTN_BWD=kvdq: no query-side pass): dQ of tile
+// n's rows += scale dS K for dims 16 warp .. 16 warp + 15, with dS from P, dP and D as in
 // kv_load_key_frags and tc_ds_k's products (K exact in tf32, dS in two tf32 parts), then one
-// f32 atomic per element (two per instruction on sm_90) into the zero-filled dq: a row gets one
-// add per block it selected. Rows past the tile's tokens are not written. Per tile that is 64
-// more mmas and 2 k atomics of 8 bytes, against the query-side pass's second staging of every
-// selected K / V block.
+// f32 atomic per element (four per instruction on sm_90) into the zero-filled dq: a row gets
+// one add per block it selected. Rows past the tile's tokens are not written. Per tile: 64
+// more mmas and 512 float4 atomics (sm_90), against the query-side pass's second staging of
+// every selected K / V block.
 template <typename E>
 QSA_DEVICE void kv_dq_tile(const KvSmem& s, int buf, const KvCta& c, const KvTiles& tl, int n, int keys, int warp,
                            int lane, float* dq, float scale) {
@@ -1497,19 +1497,30 @@ QSA_DEVICE void kv_dq_tile(const KvSmem& s, int buf, const KvCta& c, const KvTil
       qsa_mma_m16n8k8_tf32(acc, lo, b);
       qsa_mma_m16n8k8_tf32(acc, hi, b);
     }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    // Four consecutive dims per atomic: lanes t and t ^ 1 swap halves (tc_key_tile_atomics'
+    // exchange), so even t adds dims 2t .. 2t + 3 of row g and odd t dims 2t - 2 .. 2t + 1 of
+    // row g + 8.
+    const bool odd = t & 1;
+    const float x0 = qsa_shfl_xor(odd ? acc[0] : acc[2], 1), x1 = qsa_shfl_xor(odd ? acc[1] : acc[3], 1);
+    const int r = g + (odd ? 8 : 0), tok = r / tl.hc;
+    if (tok < ntok) {
+      const long long row = ((long long)c.b * tl.q_len + s.toks[t0 + tok]) * tl.hq + head0 + r % tl.hc;
+      const float4 w = odd ? make_float4(x0, x1, acc[2], acc[3]) : make_float4(acc[0], acc[1], x0, x1);
+      atomicAdd((float4*)(dq + row * ATT_D + d0 + 8 * j + 2 * t - (odd ? 2 : 0)),
+                make_float4(w.x * scale, w.y * scale, w.z * scale, w.w * scale));
+    }
+#else
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int r = g + 8 * h, tok = r / tl.hc;
       if (tok >= ntok) continue;
       const long long row = ((long long)c.b * tl.q_len + s.toks[t0 + tok]) * tl.hq + head0 + r % tl.hc;
       float* dst = dq + row * ATT_D + d0 + 8 * j + 2 * t;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-      atomicAdd((float2*)dst, make_float2(acc[2 * h] * scale, acc[2 * h + 1] * scale));
-#else
       atomicAdd(dst, acc[2 * h] * scale);
       atomicAdd(dst + 1, acc[2 * h + 1] * scale);
-#endif
     }
+#endif
   }
 }
 
