@@ -1224,7 +1224,10 @@ QSA_DEVICE void staged_bwd(const u16* __restrict__ q, const u16* __restrict__ k,
 //     token's rows are read once per block it selected: 50 GB for the bench, 12 ms at 4 TB/s),
 //     plus lse and D. They depend only on the token list, not on the previous tile.
 //   shared traffic: ~100 KB per tile (S / dP read q and dO in four warps each; the key tiles
-//     read dO / q once per dim half; P, dS), ~0.8 k cycles at 128 B per cycle.
+//     read dO / q once per dim half; P, dS), ~0.8 k cycles at 128 B per cycle; the fused
+//     variant's dQ adds ~130 KB (kv_dq_tile), ~1 k more: the first limit there, on paper.
+// These are estimates from op counts (mma.sync taken at ~2/3 of the H200's dense bf16 rate),
+// not measurements: H200.md has the runs that measure them.
 // The first version (session 5, 201 ms on the H200 with the dQ pass) loaded each tile's rows
 // after the previous tile's last barrier and waited on them, then three more barriers (rows /
 // S and dP / P and dS / done): ~13 us per tile per CTA at 2 CTAs per SM, latency. Now:
@@ -1234,12 +1237,14 @@ QSA_DEVICE void staged_bwd(const u16* __restrict__ q, const u16* __restrict__ k,
 //   - warps 0-3 turn S into P in registers and warps 4-7 store raw dP; dS = P (dP - D) is formed
 //     in the key tiles' fragment loads: two barriers per tile (rows ready / P, dP ready);
 //   - q stays in its 16-bit bits in shared memory (exact as an mma operand and as tf32).
-// Precision: each tile's dK / dV products (per k step of 8 rows) accumulate from zero in the mma
-// and are then added to the block's running sums in f32 (round to nearest). Summing thousands
-// of tiles inside the mma accumulator drifted on the H200 (the session 5 check's f16 group-16 causal-from-0 case: dv
-// 7.9e-5 against the atomic path's 2.9e-6, over the 5e-5 gate), where the atomic path adds each
-// CTA's fresh sum with an f32 atomic; this matches that. The emulator sums exactly, so it
-// cannot show the difference: the H200's check does.
+// Precision: each tile's dK / dV products (per k step of 8 rows) accumulate from zero in the
+// mma and are then added to the block's running sums in f32 (round to nearest). Summing
+// thousands of tiles inside the mma accumulator drifted on the H200 (the session 5 check's f16
+// group-16 causal-from-0 case: dv 7.9e-5 against the atomic path's 2.9e-6, over the 5e-5
+// gate; golden/sm_90 attn_causal_g16_f16 kv_bwd dk / dv rel_max in [1e-5, 1e-4), where the
+// emulator, exact per mma, now gives [1e-7, 1e-5)), while the atomic path adds each CTA's
+// fresh sum with an f32 atomic; this matches that. The emulator cannot show the drift: the
+// H200's check does (H200.md).
 #define KVB_THREADS 256
 #define KVB_CHUNK KVB_THREADS
 // Two resident CTAs per SM on sm_90: without the bound ptxas 13.0 gives it 163 registers (one
@@ -1466,17 +1471,19 @@ QSA_DEVICE void kv_key_tile(const KvKeyFrags& f, const float* dos, const u16* qr
 // n's rows += scale dS K for dims 16 warp .. 16 warp + 15, with dS from P, dP and D as in
 // kv_load_key_frags and tc_ds_k's products (K exact in tf32, dS in two tf32 parts), then one
 // f32 atomic per element (four per instruction on sm_90) into the zero-filled dq: a row gets
-// one add per block it selected. Rows past the tile's tokens are not written. Per tile: 64
-// more mmas and 512 float4 atomics (sm_90), against the query-side pass's second staging of
-// every selected K / V block.
+// one add per block it selected. Rows past the tile's tokens are not written. Per tile: 256
+// more m16n8k8 (16 rows x 64 keys x 128 dims, two parts) and 512 float4 atomics (sm_90),
+// against the query-side pass's second staging of every selected K / V block.
 template <typename E>
 QSA_DEVICE void kv_dq_tile(const KvSmem& s, int buf, const KvCta& c, const KvTiles& tl, int n, int keys, int warp,
                            int lane, float* dq, float scale) {
   const int g = lane / 4, t = lane % 4, d0 = 16 * warp;
   const float* row_d = kv_row_d(s, buf);
   const u16* ks = s.kv;
-  // One 8-dim tile at a time, added before the next (dS's fragments formed twice): fewer live
-  // registers beside the block's dK / dV sums.
+  // One 8-dim tile at a time, added before the next (dS's fragments formed twice: each warp
+  // reads P and dP twice, 128 KB of shared reads per tile over 8 warps): both tiles in one key
+  // loop spill 8 bytes in the f16 build beside the block's dK / dV sums (ptxas 13.0, sm_90,
+  // 2026-12-02), and a new kernel must not spill (the resource gate).
   const int chunk = n / tl.per_chunk, t0 = (n % tl.per_chunk) * tl.qt;
   const int ntok = tl.found - t0 < tl.qt ? tl.found - t0 : tl.qt;
   const long long head0 = (long long)c.g * tl.group + chunk * tl.hc;
