@@ -87,7 +87,13 @@ def sweep(qsa, shape, base, backward=False, splits=True):
 
 
 CHECK_VARIANTS = [("gather", "gather", {}), ("staged", "auto", {}), ("staged nbuf=1", "auto", {"nbuf": 1}),
-                  ("staged split=3", "auto", {"nsplit": 3}), ("staged atomic-bwd", "auto", {"bwd": "atomic"})]
+                  ("staged split=3", "auto", {"nsplit": 3}), ("staged atomic-bwd", "auto", {"bwd": "atomic"}),
+                  ("staged kv-bwd", "auto", {"bwd": "kv"}), ("staged kvdq-bwd", "auto", {"bwd": "kvdq"})]
+# The prefill backward's variants (label, switches): the default, each backward path forced
+# (kvdq: the KV-block-major kernel alone, dQ by atomics), and the query-side pass with
+# double-buffered K / V (QSA_ATTN_NBUF=2) where there is one.
+BWD_VARIANTS = [("", {}), (" atomic", {"bwd": "atomic"}), (" kv", {"bwd": "kv"}), (" kvdq", {"bwd": "kvdq"}),
+                (" atomic nbuf=2", {"bwd": "atomic", "nbuf": 2}), (" kv nbuf=2", {"bwd": "kv", "nbuf": 2})]
 DECODE = [("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 128, 8),
           ("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 64, 8),
           ("decode 1 q x 8 kv heads, 262K", 1, 1, 262144, 128, 8),
@@ -121,8 +127,8 @@ def planned(qsa, check=True, bench=True):
         yield f"{case} staged", base
         for label, p in sweep(qsa, shape, base, splits=False):
             yield f"{case} staged {label}", p
-        yield f"{case} staged bwd", qsa.plan(shape, True)
-        yield f"{case} staged bwd atomic", qsa.plan(shape, True, bwd="atomic")
+        for label, kw in BWD_VARIANTS:
+            yield f"{case} staged bwd{label}", qsa.plan(shape, True, **kw)
         yield f"{case} gather", qsa.plan(shape, variant="gather")
 
 
@@ -481,10 +487,10 @@ def run_bench(qsa, out, fla):
             note=staged_note(p))
         del c
     # The backward's setup runs the forward once into o / lse; the call runs the plan's steps
-    # (what the runner times): the default path (dK / dV KV-block-major where built with
-    # tensor cores) and, for comparison, dK / dV by atomics after zeroing them.
-    for label, bwd in (("", None), (" atomic", "atomic")):
-        bplan = qsa.plan(shape, True, bwd=bwd)
+    # (what the runner times): the default path (choose_backward's) and each variant of
+    # BWD_VARIANTS (a dK / dV path forced, the query-side pass double-buffered).
+    for label, kw in BWD_VARIANTS:
+        bplan = qsa.plan(shape, True, **kw)
         back = qsa.bwd(P, o, lse, dq, dk, dv, bplan)
         back.setup()
         tb = time_ms(back, warmup=1, reps=3)
@@ -492,6 +498,13 @@ def run_bench(qsa, out, fla):
         zero = ", includes zeroing dk/dv" if any(s["op"] == "zero" for s in bplan["call"]) else ""
         add(case, 16, f"qsa staged bwd{label}", tb, fla_ms=fla_b[0] if fla_b else None,
             note=f"{kernels}: {staged_note(bplan)}{zero}, {2 * flop / tb[0] / 1e9:.0f} TFLOP/s")
+        # The KV-block-major pass alone (same call's buffers, after a full call wrote drow):
+        # the dQ pass's share of the total is the difference.
+        kv_steps = [s for s in bplan["call"] if "kv_bwd" in s.get("kernel", "")]
+        if kv_steps:
+            tk = time_ms(lambda: back._run(kv_steps), warmup=1, reps=3)
+            add(case, 16, f"qsa kv_bwd pass alone{label}", tk, fla_ms=fla_b[0] if fla_b else None,
+                note=f"grid {kv_steps[0]['grid'][0]}, {kv_steps[0]['shared_bytes']} B shared")
         del back
     gather = qsa.fwd(P, o, lse, qsa.plan(shape, variant="gather"))
     gather.setup()

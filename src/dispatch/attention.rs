@@ -41,6 +41,10 @@ pub enum BwdPath {
     /// CTA per (batch, KV head, KV block), gathers the block's query tokens itself and writes
     /// its dK / dV once: no atomics, no zero-fill (NVIDIA tensor cores only).
     KvMajor,
+    /// No query-side pass: `qsa_attn_bwd_delta` writes D = rowsum(dO O), then
+    /// `qsa_attn_kv_dq_bwd_*` (the KV-block-major kernel) also adds dQ into the zero-filled dq
+    /// with one f32 atomic per element and selected block (NVIDIA tensor cores only).
+    KvFused,
 }
 
 impl BwdPath {
@@ -49,6 +53,7 @@ impl BwdPath {
         match self {
             BwdPath::Atomic => "staged",
             BwdPath::KvMajor => "staged_kv",
+            BwdPath::KvFused => "staged_kv_dq",
         }
     }
 }
@@ -57,24 +62,27 @@ impl BwdPath {
 pub const KV_BWD_THREADS: u32 = 256;
 
 /// Dynamic shared bytes of a `qsa_attn_kv_bwd_*` CTA (`kv_smem` in the kernel): the staged K
-/// and V block, q / dO rows, S / dP rows, three per-row values, the chunk's token list
-/// (KVB_CHUNK = KV_BWD_THREADS) and the per-wave counts of its compaction.
+/// and V block; two buffers (the tile being computed, the next one being copied) of q rows
+/// (16-bit, KV_STRIDE), dO rows (f32) and three per-row values; P and dP rows; the chunk's
+/// token list (KVB_CHUNK = KV_BWD_THREADS) and the per-wave counts of its compaction.
 pub fn kv_bwd_shared_bytes() -> usize {
     let threads = KV_BWD_THREADS as usize;
     2 * BLOCK * KV_STRIDE * 2
-        + 2 * STAGED_ROWS * Q_STRIDE * 4
+        + 2 * (STAGED_ROWS * KV_STRIDE * 2 + STAGED_ROWS * Q_STRIDE * 4 + 3 * STAGED_ROWS * 4)
         + 2 * STAGED_ROWS * S_STRIDE * 4
-        + 3 * STAGED_ROWS * 4
         + (threads + threads / 32) * 4
 }
 
-/// The staged backward's dK / dV path: the atomics unless `QSA_ATTN_BWD=kv` forces the
+/// The staged backward's dK / dV path: the atomics unless `QSA_ATTN_BWD=kv` (or `kvdq`, the
+/// same kernel computing dQ too, no query-side pass) forces the
 /// KV-block-major kernel where it is built (NVIDIA bf16_tc, the kernel's QSA_ATTN_MMA, sm_80+,
-/// and where its shared memory fits). Not the default: on the H200 it
-/// was slower (prefill B=4, T=16K: 201.1 ms against the atomic path's 154.7 ms, one run of
+/// and where its shared memory fits). Not the default: on the H200 its first version was
+/// slower (prefill B=4, T=16K: 201.1 ms against the atomic path's 154.7 ms, one run of
 /// bench/attention_vs_torch.py, 2026-12-02) and its dK / dV missed the 5e-5 gate on the
 /// bench's f16 group-16 causal-from-0 check (4.2e-5 / 7.9e-5, the atomic path 3.8e-6 /
-/// 2.9e-6): docs/results/session5-2026-12-02/side-by-side/.
+/// 2.9e-6): docs/results/session5-2026-12-02/side-by-side/. The second version (next tile's
+/// rows prefetched, two barriers per tile, f32 sums across tiles) is not yet measured on the
+/// card: H200.md.
 pub fn choose_backward(caps: &TargetCaps, sw: &Switches) -> Result<BwdPath, BackendError> {
     let kv_fits = caps.vendor == Vendor::Nvidia
         && caps.has(Feature::Bf16Tc)
@@ -89,8 +97,13 @@ pub fn choose_backward(caps: &TargetCaps, sw: &Switches) -> Result<BwdPath, Back
         } else {
             BwdPath::Atomic
         }),
+        Some("kvdq") => Ok(if kv_fits {
+            BwdPath::KvFused
+        } else {
+            BwdPath::Atomic
+        }),
         Some(v) => Err(BackendError::Input(format!(
-            "QSA_ATTN_BWD={}: expected atomic or kv",
+            "QSA_ATTN_BWD={}: expected atomic, kv or kvdq",
             crate::echo::value(v)
         ))),
     }
@@ -329,14 +342,29 @@ mod tests {
             BwdPath::Atomic,
             "a forced kv falls back where the kernel is not built"
         );
+        assert_eq!(
+            choose_backward(&gfx950, &sw("kv")).unwrap(),
+            BwdPath::Atomic,
+            "a forced kv falls back on AMD, whose build has no qsa_attn_kv_bwd_* (LDS and a \
+             bf16 feature do not make it exist)"
+        );
         let e = choose_backward(&h200, &sw("yes")).unwrap_err().to_string();
-        assert!(e.contains("expected atomic or kv"), "{e}");
+        assert!(e.contains("expected atomic, kv or kvdq"), "{e}");
+        assert_eq!(
+            choose_backward(&h200, &sw("kvdq")).unwrap(),
+            BwdPath::KvFused
+        );
+        assert_eq!(
+            choose_backward(&sm75, &sw("kvdq")).unwrap(),
+            BwdPath::Atomic,
+            "a forced kvdq falls back where the kernel is not built"
+        );
     }
 
     #[test]
     fn kv_backward_shared_bytes_match_the_kernel_layout() {
-        // K, V 2 x 17408 + q, dO 2 x 8448 + S, dP 2 x 4352 + 3 x 64 + (256 + 8) x 4.
-        assert_eq!(kv_bwd_shared_bytes(), 61_664);
+        // K, V 2 x 17408 + 2 x (q 4352 + dO 8448 + 3 x 64) + P, dP 2 x 4352 + (256 + 8) x 4.
+        assert_eq!(kv_bwd_shared_bytes(), 70_560);
     }
 
     #[test]

@@ -288,6 +288,26 @@ pub fn launch_plan(
                 args,
             ));
         }
+        Some(BwdPath::KvFused) => {
+            // No query-side pass: qsa_attn_bwd_delta writes D per row (the gather kernels'
+            // geometry: one wave per row), then the KV-block-major kernel adds dQ into the
+            // zero-filled dq besides writing dK / dV. Its tiles are the staged plan's (hc, qt).
+            let plan = staged(caps, switches, p, true)?;
+            let drow = lp.buffer("drow", rows * 4, Role::Workspace);
+            lp.call.push(Step::Zero { buffer: "dq" });
+            lp.call.push(launch(
+                "qsa_attn_bwd_delta",
+                gather_dims,
+                vec![o, d_o, drow, PlanArg::I64(rows as i64)],
+            ));
+            lp.call.push(kv_bwd_launch(
+                p,
+                &plan,
+                &format!("qsa_attn_kv_dq_bwd_{sfx}"),
+                vec![q, k, v, ids, lse, drow, d_o, dk, dv, dq],
+                dims,
+            )?);
+        }
         Some(path) => {
             // The backward's own plan: no splits. The query-side pass writes D = rowsum(dO O)
             // per row to `drow` (read by the KV-block-major pass).
@@ -315,9 +335,9 @@ pub fn launch_plan(
                 lp.call.push(kv_bwd_launch(
                     p,
                     &plan,
-                    [q, k, v, ids, lse, drow, d_o, dk, dv],
+                    &format!("qsa_attn_kv_bwd_{sfx}"),
+                    vec![q, k, v, ids, lse, drow, d_o, dk, dv],
                     dims,
-                    sfx,
                 )?);
             }
         }
@@ -325,14 +345,15 @@ pub fn launch_plan(
     Ok(lp)
 }
 
-/// The KV-block-major dK / dV pass: one CTA per (batch, KV head, KV block), every element of
-/// dk / dv written once (so no zero-fill), after the query-side pass that writes drow.
+/// The KV-block-major dK / dV pass (`kernel`: qsa_attn_kv_bwd_*, or qsa_attn_kv_dq_bwd_* with
+/// dq last among `buffers`): one CTA per (batch, KV head, KV block), every element of dk / dv
+/// written once (so no zero-fill), after the pass that writes drow.
 fn kv_bwd_launch(
     p: &AttnCall,
     plan: &StagedPlan,
-    buffers: [PlanArg; 9],
+    kernel: &str,
+    buffers: Vec<PlanArg>,
     dims: [PlanArg; 7],
-    sfx: &str,
 ) -> BackendResult<Step> {
     let ctas = p.batch * p.hkv * p.kv_len.div_ceil(ATTN_BLOCK);
     if ctas > MAX_GRID_X {
@@ -340,7 +361,7 @@ fn kv_bwd_launch(
             "{ctas} KV blocks x heads x batch exceed the KV-block-major backward's grid"
         )));
     }
-    let mut args = buffers.to_vec();
+    let mut args = buffers;
     args.extend(dims);
     args.push(PlanArg::I32(plan.hc as i32));
     args.push(PlanArg::I32(plan.qt as i32));
@@ -349,7 +370,7 @@ fn kv_bwd_launch(
         block: (KV_BWD_THREADS, 1, 1),
         shared_bytes: kv_bwd_shared_bytes() as u32,
     };
-    Ok(launch(format!("qsa_attn_kv_bwd_{sfx}"), kv_dims, args))
+    Ok(launch(kernel, kv_dims, args))
 }
 
 /// Check `p`, plan the call, upload the inputs (and run the backward's forward once), and

@@ -245,3 +245,64 @@ fn the_runner_launches_exactly_the_plan() {
         });
     }
 }
+
+#[test]
+fn the_kv_major_backwards_launch_their_plans() {
+    // QSA_ATTN_BWD=kv: the query-side pass (dQ, D) then the KV-block-major pass, no zero-fill;
+    // kvdq: dq zero-filled, D by the delta kernel, then the fused kernel (dQ by atomics).
+    let caps = sm90();
+    let (batch, q_len, kv_len, hq, hkv, t) = (1, 3, 200, 16, 1, 4);
+    let attn = AttnProblem {
+        batch,
+        q_len,
+        kv_len,
+        hq,
+        hkv,
+        t,
+        dtype: AttnDtype::Bf16,
+        scale: 0.088,
+        q: vec![0; batch * q_len * hq * HEAD_DIM],
+        k: vec![0; batch * kv_len * hkv * HEAD_DIM],
+        v: vec![0; batch * kv_len * hkv * HEAD_DIM],
+        ids: vec![0; batch * q_len * hkv * t],
+        d_o: vec![0.0; batch * q_len * hq * HEAD_DIM],
+    };
+    let shape = crate::gpu::attention::AttnCall::of(&attn);
+    let cases: [(&str, &[&str], &[&str]); 2] = [
+        (
+            "kv",
+            &[],
+            &["qsa_attn_staged_bwd_bf16", "qsa_attn_kv_bwd_bf16"],
+        ),
+        (
+            "kvdq",
+            &["dq"],
+            &["qsa_attn_bwd_delta", "qsa_attn_kv_dq_bwd_bf16"],
+        ),
+    ];
+    for (bwd, zeroed, kernels) in cases {
+        let sw = switches(&[("QSA_ATTN_BWD", bwd)]);
+        check(Problem::AttnBackward(attn.clone()), sw.clone(), |props| {
+            let plan = crate::gpu::attention::launch_plan(&caps, props, &sw, &shape, true).unwrap();
+            let zeros: Vec<&str> = plan
+                .call
+                .iter()
+                .filter_map(|s| match s {
+                    Step::Zero { buffer } => Some(*buffer),
+                    _ => None,
+                })
+                .collect();
+            let launched: Vec<&str> = plan
+                .call
+                .iter()
+                .filter_map(|s| match s {
+                    Step::Launch { kernel, .. } => Some(kernel.as_str()),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(zeros, zeroed, "QSA_ATTN_BWD={bwd}: the call's zero-fills");
+            assert_eq!(launched, kernels, "QSA_ATTN_BWD={bwd}: the call's launches");
+            plan
+        });
+    }
+}
