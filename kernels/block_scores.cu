@@ -16,6 +16,8 @@
 //   block_scores_bf16_decode  in the kernel, f32 accumulation. NVIDIA sm_80+ only.
 //   block_scores_wmma_bf16    BF16 matrix cores, inputs rounded to bf16 in the kernel, f32
 //   block_scores_mfma_bf16    accumulation: gfx1200/gfx1201 (WMMA) and gfx950 (MFMA) only.
+//   block_scores_tf32_wgmma   TF32 / BF16 Hopper warpgroup MMA (wgmma, operands in shared
+//   block_scores_bf16_wgmma   memory), the prefill kernels of sm_90 (built as sm_90a) only.
 //
 // Summation orders (the CPU backend reproduces the first two bit for bit):
 //   warp: lane l (0..31) of a group: p = Q[4l]*K[4l]; p = fmaf(Q[4l+j], K[4l+j], p) for
@@ -26,6 +28,7 @@
 //         rounded product); the same head loop as the warp kernel.
 //   tf32 / bf16: tensor-core order (k permuted within 32-wide chunks), heads summed in a
 //         fixed tree order; deterministic run to run, not equal to the above.
+//   *_wgmma: the same kind of order (k in the instruction's, heads in a fixed tree order).
 //   wmma_bf16 / mfma_bf16: matrix-core order, heads summed per lane in ascending order
 //         then across lane groups; deterministic run to run, not equal to the above.
 #include "common/portable.h"
@@ -556,6 +559,256 @@ QSA_KERNEL void __launch_bounds__(256, 2)
 // tile with 3 stages 101 us, with 4 warps 86 us. The kept tiles: 216 us and 73 us.
 
 #endif  // QSA_CUDA && __CUDA_ARCH__ >= 800
+
+// ---------------------------------------------------------------------------------------
+// Hopper warpgroup-MMA kernels (sm_90a: QSA_WGMMA, kernels/common/mma.h). Absent from every
+// other code object; the host takes them only with Feature::Wgmma (src/dispatch/scores.rs).
+//   block_scores_tf32_wgmma  wgmma m64n128k8 .tf32, 64 rows x 128 blocks per MMA tile
+//   block_scores_bf16_wgmma  wgmma m64n256k16 .bf16, 64 rows x 256 blocks per MMA tile
+// One warpgroup (128 threads) per CTA. The CTA's B tile (BN blocks x K = 128) is staged
+// once into shared memory; the CTA then walks WG_UPC "units" of 64 rows, restaging A
+// (64 rows x 128) for each. A unit holds whole queries when heads <= 64: each query's heads
+// are padded to 16-row m-tiles (mtq = ceil(heads / 16)) and a unit holds 4 / mtq queries;
+// above 64 heads a unit is one query and the query takes ceil(mtq / 4) passes. Padded rows
+// and rows of absent queries / blocks stage zeros and carry weight 0.
+// Staging: plain global loads (8 in flight per thread), rounded (TF32: cvt.rna, as the
+// mma.sync kernel; BF16: cvt.rn, as the bf16 kernel) and stored with st.shared into the
+// no-swizzle K-major canonical layout of mma.h: 16-byte chunk i of a tile is at byte 16 i,
+// and holds row (i / (8 DC)) * 8 + i % 8, k-chunk (i / 8) % DC (DC = 16-byte chunks per row),
+// so core matrices are 128 contiguous bytes, LBO = 128 (next core matrix in K) and
+// SBO = 8 rows x row bytes (next in M / N); each k step's descriptors start 32 bytes of K =
+// 256 bytes further. Then fence.proxy.async (the stores must be seen by the async proxy)
+// and a barrier before the MMA.
+// Epilogue: v = w * relu(acc) per row, rows g and g + 8 of a lane combined, the 16 rows of
+// each warp's m-tile reduced with the shuffle transpose of tc_body (3 steps per 8 values),
+// partials per (m-tile, block) in shared memory, then summed over the query's m-tiles in
+// ascending order (and over passes in order). Deterministic; not the mma.sync kernels' order.
+// Launch: block = (128, 1, 1); grid = (ceil(blocks / BN), ceil(units / WG_UPC)), units =
+// ceil(nq / (4 / mtq)) (heads <= 64) or nq; dynamic shared = BN * 128 * E + 64 * 128 * E
+// + 4 * BN * 4 bytes (E = 4 for TF32, 2 for BF16): 100,352 B (TF32), 86,016 B (BF16), two
+// CTAs per SM. src/gpu/scores.rs mirrors BN, WG_UPC and the shared size.
+// ---------------------------------------------------------------------------------------
+#if defined(QSA_WGMMA)
+
+#define WG_THREADS 128
+#define WG_UPC 4  // 64-row units per CTA, sharing one staged B tile
+
+// Stage ROWS rows of 128 floats (row r from src_row(r), nullptr = zeros) into the canonical
+// layout at dst, rounded to the operand format.
+template <bool BF16, int ROWS, class SrcRow>
+__device__ __forceinline__ void wg_stage(unsigned char* dst, SrcRow src_row, int tid) {
+  constexpr int DC = BF16 ? 16 : 32;  // 16-byte chunks per row in shared memory
+  constexpr int EPC = BF16 ? 8 : 4;   // floats per chunk
+  constexpr int V = BF16 ? 2 : 1;     // float4 loads per chunk
+  constexpr int PER = ROWS * DC / WG_THREADS;
+  constexpr int BATCH = 8;
+  static_assert(PER % BATCH == 0, "whole batches");
+#pragma unroll 1
+  for (int i0 = 0; i0 < PER; i0 += BATCH) {
+    float4 v[BATCH][V];
+#pragma unroll
+    for (int b = 0; b < BATCH; ++b) {
+      const int i = tid + (i0 + b) * WG_THREADS;
+      const int row = (i / (8 * DC)) * 8 + i % 8, kc = (i / 8) % DC;
+      const float* p = src_row(row);
+#pragma unroll
+      for (int x = 0; x < V; ++x)
+        v[b][x] = p ? reinterpret_cast<const float4*>(p + kc * EPC)[x] : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+#pragma unroll
+    for (int b = 0; b < BATCH; ++b) {
+      const int i = tid + (i0 + b) * WG_THREADS;
+      if constexpr (BF16) {
+        uint4 o;
+        o.x = qsa_pack_bf16x2(v[b][0].x, v[b][0].y);
+        o.y = qsa_pack_bf16x2(v[b][0].z, v[b][0].w);
+        o.z = qsa_pack_bf16x2(v[b][1].x, v[b][1].y);
+        o.w = qsa_pack_bf16x2(v[b][1].z, v[b][1].w);
+        *reinterpret_cast<uint4*>(dst + 16 * i) = o;
+      } else {
+        float4 o;
+        o.x = __uint_as_float(qsa_cvt_tf32(v[b][0].x));
+        o.y = __uint_as_float(qsa_cvt_tf32(v[b][0].y));
+        o.z = __uint_as_float(qsa_cvt_tf32(v[b][0].z));
+        o.w = __uint_as_float(qsa_cvt_tf32(v[b][0].w));
+        *reinterpret_cast<float4*>(dst + 16 * i) = o;
+      }
+    }
+  }
+}
+
+// acc = A (64 x 128) B^T (BN x 128) from the staged tiles at shared addresses a / b.
+template <int BN, bool BF16>
+__device__ __forceinline__ void wg_mma_tile(float (&acc)[BN / 2], unsigned a, unsigned b) {
+  constexpr unsigned ROW_BYTES = 128 * (BF16 ? 2 : 4);
+  constexpr unsigned LBO = 128, SBO = 8 * ROW_BYTES;
+  constexpr int KSTEPS = BF16 ? 128 / 16 : 128 / 8;  // 32 bytes of K per step
+  qsa_wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < KSTEPS; ++ks) {
+    const unsigned long long da = qsa_wgmma_desc(a + 256u * ks, LBO, SBO);
+    const unsigned long long db = qsa_wgmma_desc(b + 256u * ks, LBO, SBO);
+    if constexpr (BF16 && BN == 256) qsa_wgmma_m64n256k16_bf16(acc, da, db, ks > 0);
+    else if constexpr (BF16 && BN == 128) qsa_wgmma_m64n128k16_bf16(acc, da, db, ks > 0);
+    else if constexpr (BN == 256) qsa_wgmma_m64n256k8_tf32(acc, da, db, ks > 0);
+    else qsa_wgmma_m64n128k8_tf32(acc, da, db, ks > 0);
+  }
+  qsa_wgmma_commit();
+  qsa_wgmma_wait<0>();
+}
+
+template <int BN, bool BF16>
+__device__ __forceinline__ void wg_body(const float* __restrict__ q, const float* __restrict__ kb,
+                                        const float* __restrict__ w, float* __restrict__ s,
+                                        int nq, int heads, int blocks) {
+  constexpr int ROW_BYTES = 128 * (BF16 ? 2 : 4);
+  constexpr int B_BYTES = BN * ROW_BYTES, A_BYTES = 64 * ROW_BYTES;
+  static_assert(BN % 128 == 0, "the fold gives each thread BN / 128 columns");
+  QSA_DYNAMIC_SHARED(smem_raw);
+  unsigned char* Bs = smem_raw;
+  unsigned char* As = smem_raw + B_BYTES;
+  float* part = reinterpret_cast<float*>(As + A_BYTES);  // [4 m-tiles][BN]
+
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int g = lane >> 2, t = lane & 3;
+  const int mtq = (heads + 15) / 16;
+  const int qpu = mtq <= 4 ? 4 / mtq : 1;
+  const int passes = mtq <= 4 ? 1 : (mtq + 3) / 4;
+  const int units = (nq + qpu - 1) / qpu;
+  const int u0 = blockIdx.y * WG_UPC;
+  const int u1 = min(units, u0 + WG_UPC);
+  const int b0 = blockIdx.x * BN;
+  if (u0 >= u1) return;  // uniform over the CTA
+
+  // Where row r of unit u, pass p comes from: (query, head), or invalid (zero, weight 0).
+  auto row_src = [&](int u, int p, int r, int& qq, int& hh) -> bool {
+    const int mi = r / 16;
+    int slot, ht;
+    if (passes == 1) {
+      slot = mi / mtq;
+      ht = mi % mtq;
+      if (slot >= qpu) return false;
+    } else {
+      slot = 0;
+      ht = p * 4 + mi;
+    }
+    qq = u * qpu + slot;
+    hh = ht * 16 + r % 16;
+    return qq < nq && hh < heads;
+  };
+  auto stage_a = [&](int u, int p) {
+    wg_stage<BF16, 64>(As, [&](int r) -> const float* {
+      int qq, hh;
+      return row_src(u, p, r, qq, hh) ? q + ((size_t)qq * heads + hh) * QSA_HEAD_DIM : nullptr;
+    }, tid);
+  };
+
+  wg_stage<BF16, BN>(Bs, [&](int r) -> const float* {
+    return b0 + r < blocks ? kb + (size_t)(b0 + r) * QSA_HEAD_DIM : nullptr;
+  }, tid);
+  stage_a(u0, 0);
+  qsa_fence_proxy_async();
+  __syncthreads();
+  const unsigned a_addr = qsa_smem_addr(As), b_addr = qsa_smem_addr(Bs);
+
+  float tot[BN / WG_THREADS];  // passes > 1: the query's running sums of columns tid + 128 k
+#pragma unroll
+  for (int k = 0; k < BN / WG_THREADS; ++k) tot[k] = 0.f;
+#pragma unroll 1
+  for (int u = u0; u < u1; ++u) {
+#pragma unroll 1
+    for (int p = 0; p < passes; ++p) {
+      float acc[BN / 2];
+      wg_mma_tile<BN, BF16>(acc, a_addr, b_addr);
+      __syncthreads();  // every warp's MMA has read A: it may be restaged
+
+      // This warp's m-tile (rows 16 warp .. +15): part[warp][col] = sum of w * relu(acc).
+      {
+        int qq, hh;
+        const int r = 16 * warp + g;
+        const float w_lo = row_src(u, p, r, qq, hh) ? w[(size_t)qq * heads + hh] : 0.f;
+        const float w_hi = row_src(u, p, r + 8, qq, hh) ? w[(size_t)qq * heads + hh] : 0.f;
+        const bool u4 = (g & 4) != 0, u2 = (g & 2) != 0, u1b = (g & 1) != 0;
+#pragma unroll
+        for (int G = 0; G < BN / 32; ++G) {
+          float v[8];  // 2 jj + c  <->  column 32 G + 8 jj + 2 t + c
+#pragma unroll
+          for (int jj = 0; jj < 4; ++jj)
+#pragma unroll
+            for (int c = 0; c < 2; ++c) {
+              const int j = 4 * G + jj;
+              v[2 * jj + c] = fmaf(w_hi, qsa_relu(acc[4 * j + 2 + c]), w_lo * qsa_relu(acc[4 * j + c]));
+            }
+#pragma unroll
+          for (int k = 0; k < 4; ++k) {
+            const float send = u4 ? v[k] : v[k + 4];
+            const float keep = u4 ? v[k + 4] : v[k];
+            v[k] = keep + qsa_shfl_xor(send, 16);
+          }
+#pragma unroll
+          for (int k = 0; k < 2; ++k) {
+            const float send = u2 ? v[k] : v[k + 2];
+            const float keep = u2 ? v[k + 2] : v[k];
+            v[k] = keep + qsa_shfl_xor(send, 8);
+          }
+          {
+            const float send = u1b ? v[0] : v[1];
+            const float keep = u1b ? v[1] : v[0];
+            v[0] = keep + qsa_shfl_xor(send, 4);
+          }
+          part[warp * BN + 32 * G + 8 * (g >> 1) + 2 * t + (g & 1)] = v[0];
+        }
+      }
+
+      // Restage A for the next (unit, pass) of this CTA.
+      const bool last_pass = p + 1 == passes;
+      const int nu = last_pass ? u + 1 : u, np = last_pass ? 0 : p + 1;
+      if (nu < u1) stage_a(nu, np);
+      qsa_fence_proxy_async();
+      __syncthreads();  // partials and the next A are complete
+
+      if (passes == 1) {
+        for (int idx = tid; idx < qpu * BN; idx += WG_THREADS) {
+          const int slot = idx / BN, col = idx % BN;
+          const int qq = u * qpu + slot, b = b0 + col;
+          if (qq >= nq || b >= blocks) continue;
+          float sum = part[(slot * mtq) * BN + col];
+          for (int m = 1; m < mtq; ++m) sum += part[(slot * mtq + m) * BN + col];
+          s[(size_t)qq * blocks + b] = sum;
+        }
+      } else {
+        const int mts = min(4, mtq - 4 * p);
+#pragma unroll
+        for (int k = 0; k < BN / WG_THREADS; ++k) {
+          const int col = tid + WG_THREADS * k;
+          float sum = part[col];
+          for (int m = 1; m < mts; ++m) sum += part[m * BN + col];
+          tot[k] = p == 0 ? sum : tot[k] + sum;  // the first pass does not add to 0
+          if (last_pass && u < nq && b0 + col < blocks) s[(size_t)u * blocks + b0 + col] = tot[k];
+        }
+      }
+    }
+  }
+}
+
+// qsa:block 128
+// qsa:dynamic_shared 100352
+QSA_KERNEL void __launch_bounds__(128, 2)
+    block_scores_tf32_wgmma(const float* __restrict__ q, const float* __restrict__ kb,
+                            const float* __restrict__ w, float* __restrict__ s, int nq,
+                            int heads, int blocks) {
+  wg_body<128, false>(q, kb, w, s, nq, heads, blocks);
+}
+// qsa:block 128
+// qsa:dynamic_shared 86016
+QSA_KERNEL void __launch_bounds__(128, 2)
+    block_scores_bf16_wgmma(const float* __restrict__ q, const float* __restrict__ kb,
+                            const float* __restrict__ w, float* __restrict__ s, int nq,
+                            int heads, int blocks) {
+  wg_body<256, true>(q, kb, w, s, nq, heads, blocks);
+}
+
+#endif  // QSA_WGMMA
 
 // ---------------------------------------------------------------------------------------
 // AMD matrix-core kernels (BF16 in, f32 accumulation). Compiled only for the two targets

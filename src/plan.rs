@@ -57,6 +57,17 @@ pub fn predicted_kernel(
                 {
                     format!("{}_decode", k.name())
                 }
+                // sm_90a's prefill TF32 / BF16: "tf32_wgmma", "bf16_wgmma".
+                (false, k)
+                    if k.tensor_cores()
+                        && scores::tc_engine(
+                            &caps,
+                            &sw,
+                            scores::tc_tile_for(&sw, s.queries, s.heads),
+                        ) == scores::TcEngine::Wgmma =>
+                {
+                    format!("{}_wgmma", k.name())
+                }
                 (false, k) => k.name().into(),
             })
         }

@@ -36,6 +36,9 @@ pub enum Feature {
     Mfma,
     /// Thread-block clusters with distributed shared memory (NVIDIA sm_90+).
     Clusters,
+    /// Hopper warpgroup MMA (`wgmma`, sm_90a): the target's code object is built for the
+    /// arch-specific sm_90a (xtask's nvidia_flags) and holds the wgmma scorers.
+    Wgmma,
 }
 
 /// What dispatch needs to know about a target.

@@ -5,14 +5,18 @@ use super::launch::{launch, LaunchPlan, PlanArg, PlannedCall, Role, Step};
 use super::{as_bytes, Family, GpuApi, GpuProps, LaunchDims};
 use crate::backend::{BackendError, BackendResult, Prepared};
 use crate::dispatch::scores::{
-    amd_matrix, check_switches, choose_for, simt_chunk_for, simt_d16_built, tc_tile_for, AmdMatrix,
-    ScoresKernel, SimtChunk, TcTile,
+    amd_matrix, check_switches, choose_for, simt_chunk_for, simt_d16_built, tc_engine, tc_tile_for,
+    AmdMatrix, ScoresKernel, SimtChunk, TcEngine, TcTile,
 };
 use crate::dispatch::{Feature, Switches, TargetCaps};
 use crate::problem::{Output, ScoresProblem, HEAD_DIM};
 
-/// Threads per block of every scores kernel.
+/// Threads per block of every scores kernel but the wgmma ones (one warpgroup, `WG_THREADS`).
 const THREADS: u32 = 256;
+/// The wgmma kernels (kernels/block_scores.cu, `wg_body`): one warpgroup per CTA, WG_UPC
+/// 64-row units per CTA, BN blocks per CTA (128 TF32, 256 BF16), and the shared bytes.
+const WG_THREADS: u32 = 128;
+const WG_UPC: usize = 4;
 /// The SIMT kernels' CTA tile (SIMT_TQ x SIMT_TB in the source), the same for every d-chunk.
 const SIMT_QUERIES: usize = 16;
 const SIMT_BLOCKS: usize = 128;
@@ -36,6 +40,8 @@ pub struct ScoresLaunch {
     /// What `Prepared::dispatched` reports: the variant name, plus the tile for TC kernels.
     pub variant: String,
     pub grid: (u32, u32, u32),
+    /// Threads per block (x).
+    pub block: u32,
     pub shared_bytes: u32,
 }
 
@@ -50,10 +56,32 @@ fn to_u32(x: usize, what: &str) -> BackendResult<u32> {
 /// Grid and shared memory of `kernel` for `nq x heads x blocks` (all >= 1), or the limit the
 /// shape breaks; `tile` is the tensor-core kernels' CTA tile (`tc_tile_for`; the others
 /// ignore it). The SIMT kernel is planned with the default d-chunk (`with_simt_chunk` swaps
-/// it: same grid). Pure, so it is unit-tested without a device.
+/// it: same grid). Pure, so it is unit-tested without a device. TF32 / BF16 run on mma.sync
+/// here; `plan_engine` plans either engine.
 pub fn plan(
     kernel: ScoresKernel,
     tile: TcTile,
+    nq: usize,
+    heads: usize,
+    blocks: usize,
+    shared_limit: u32,
+) -> BackendResult<ScoresLaunch> {
+    plan_engine(
+        kernel,
+        tile,
+        TcEngine::MmaSync,
+        nq,
+        heads,
+        blocks,
+        shared_limit,
+    )
+}
+
+/// `plan` with the TF32 / BF16 kernels' engine (`tc_engine`); other kernels ignore it.
+pub fn plan_engine(
+    kernel: ScoresKernel,
+    tile: TcTile,
+    engine: TcEngine,
     nq: usize,
     heads: usize,
     blocks: usize,
@@ -86,6 +114,7 @@ pub fn plan(
                 kernel: "block_scores_warp",
                 variant: kernel.name().into(),
                 grid: (to_u32(grid, "grid.x")?, 1, 1),
+                block: THREADS,
                 shared_bytes: 0,
             })
         }
@@ -110,6 +139,7 @@ pub fn plan(
                     gy as u32,
                     1,
                 ),
+                block: THREADS,
                 shared_bytes: 0,
             })
         }
@@ -137,9 +167,17 @@ pub fn plan(
                 kernel: name,
                 variant: kernel.name().into(),
                 grid: (to_u32(blocks.div_ceil(per_cta), "grid.x")?, gy as u32, 1),
+                block: THREADS,
                 shared_bytes: 0,
             })
         }
+        ScoresKernel::Tf32 | ScoresKernel::Bf16 if engine == TcEngine::Wgmma => plan_wgmma(
+            kernel == ScoresKernel::Bf16,
+            nq,
+            heads,
+            blocks,
+            shared_limit,
+        ),
         ScoresKernel::Tf32 | ScoresKernel::Bf16 => {
             // The kernel addresses Q with 32-bit offsets.
             let q_floats = nq * heads * HEAD_DIM;
@@ -180,10 +218,55 @@ pub fn plan(
                     gy as u32,
                     1,
                 ),
+                block: THREADS,
                 shared_bytes: shared as u32,
             })
         }
     }
+}
+
+/// The wgmma kernels' launch (kernels/block_scores.cu, `wg_body`): each query's heads padded
+/// to 16-row m-tiles (mtq), 4 / mtq queries per 64-row unit (one query, ceil(mtq / 4) passes,
+/// above 64 heads), WG_UPC units and BN blocks per CTA.
+fn plan_wgmma(
+    bf16: bool,
+    nq: usize,
+    heads: usize,
+    blocks: usize,
+    shared_limit: u32,
+) -> BackendResult<ScoresLaunch> {
+    let (name, variant, bn, elem) = if bf16 {
+        ("block_scores_bf16_wgmma", "bf16_wgmma", 256, 2)
+    } else {
+        ("block_scores_tf32_wgmma", "tf32_wgmma", 128, 4)
+    };
+    // The kernel's block indices are ints up to blocks + BN - 1.
+    if blocks > i32::MAX as usize - bn {
+        return Err(shape_err(format!(
+            "{variant} kernel: blocks = {blocks} exceeds 2^31 - 1 - {bn}; split the blocks"
+        )));
+    }
+    let mtq = heads.div_ceil(16);
+    let qpu = if mtq <= 4 { 4 / mtq } else { 1 };
+    let gy = nq.div_ceil(qpu).div_ceil(WG_UPC);
+    if gy > MAX_GRID_Y {
+        return Err(shape_err(format!(
+            "{variant} kernel: nq = {nq} needs grid.y = {gy} > {MAX_GRID_Y}; split the queries"
+        )));
+    }
+    let shared = (bn + 64) * HEAD_DIM * elem + 4 * bn * 4;
+    if shared > shared_limit as usize {
+        return Err(BackendError::Unsupported(format!(
+            "{variant} kernel needs {shared} B of shared memory per block, the target allows {shared_limit}"
+        )));
+    }
+    Ok(ScoresLaunch {
+        kernel: name,
+        variant: variant.into(),
+        grid: (to_u32(blocks.div_ceil(bn), "grid.x")?, gy as u32, 1),
+        block: WG_THREADS,
+        shared_bytes: shared as u32,
+    })
 }
 
 /// `l` with the SIMT kernel of d-chunk `chunk` (the chunks share tile, grid and static
@@ -228,7 +311,8 @@ pub fn launch_plan(
 ) -> BackendResult<LaunchPlan> {
     check_switches(switches).map_err(BackendError::Input)?;
     let kernel = choose_for(caps, switches, p.nq);
-    // Defence in depth: the TC kernels are absent from code objects below sm_80 and on AMD.
+    // Defence in depth: the TC kernels are absent from code objects below sm_80 and on AMD
+    // (the wgmma ones from all but sm_90a: `tc_engine` checks `wgmma_built`).
     let need = match kernel {
         ScoresKernel::Tf32 => Some(Feature::Tf32Tc),
         ScoresKernel::Bf16 => Some(Feature::Bf16Tc),
@@ -267,7 +351,8 @@ pub fn launch_plan(
     } else {
         let limit = caps.shared_per_block.min(props.max_shared_per_block);
         let tile = tc_tile_for(switches, p.nq, p.heads);
-        let l = plan(kernel, tile, p.nq, p.heads, p.blocks, limit)?;
+        let engine = tc_engine(caps, switches, tile);
+        let l = plan_engine(kernel, tile, engine, p.nq, p.heads, p.blocks, limit)?;
         Some(with_simt_chunk(l, chunk))
     };
     let variant = launch_of
@@ -291,7 +376,7 @@ pub fn launch_plan(
     let w = lp.buffer("w", p.nq * p.heads * 4, Role::Input);
     let dims = LaunchDims {
         grid: l.grid,
-        block: (THREADS, 1, 1),
+        block: (l.block, 1, 1),
         shared_bytes: l.shared_bytes,
     };
     let args = vec![

@@ -1,0 +1,90 @@
+//! Which tensor-core instructions run the prefill (wide-tile) TF32 / BF16 scorers: Hopper's
+//! warpgroup MMA (`wgmma`, operands in shared memory, asynchronous) where the target's code
+//! object has it, warp-level `mma.sync` elsewhere, for the decode tile, and when forced.
+//! The decode tile (`TcTile::Decode`) always keeps its mma.sync kernels.
+
+use super::{TcTile, KERNEL_SWITCH};
+use crate::dispatch::{Feature, Switches, TargetCaps, Vendor};
+
+/// The instruction family of a TF32 / BF16 tensor-core launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TcEngine {
+    /// `mma.sync` m16n8k8 / m16n8k16: `block_scores_{tf32,bf16}[_decode]` (sm_80+).
+    MmaSync,
+    /// `wgmma.mma_async` m64nNk8 / k16: `block_scores_{tf32,bf16}_wgmma` (sm_90a only).
+    Wgmma,
+}
+
+/// `QSA_SCORES_KERNEL` values that force the mma.sync kernels where wgmma would run.
+pub const FORCE_MMA_SYNC: [&str; 2] = ["tf32_mma", "bf16_mma"];
+
+/// Whether `caps`'s code object holds the wgmma scorers: the `#if defined(QSA_WGMMA)` around
+/// them in kernels/block_scores.cu, which xtask builds where matrix.yaml lists `wgmma`
+/// (sm_90 as sm_90a). Both must change together. A newer card running sm_90 through its PTX
+/// (plain compute_90) lacks them.
+pub fn wgmma_built(caps: &TargetCaps) -> bool {
+    caps.vendor == Vendor::Nvidia && caps.has(Feature::Wgmma)
+}
+
+/// The engine of a TF32 / BF16 launch with CTA tile `tile`: wgmma for the wide (prefill)
+/// tile where it is built, unless `QSA_SCORES_KERNEL=tf32_mma` / `bf16_mma` forces mma.sync.
+pub fn tc_engine(caps: &TargetCaps, sw: &Switches, tile: TcTile) -> TcEngine {
+    let forced_mma = sw
+        .get(KERNEL_SWITCH)
+        .is_some_and(|k| FORCE_MMA_SYNC.contains(&k));
+    if wgmma_built(caps) && tile == TcTile::Wide && !forced_mma {
+        TcEngine::Wgmma
+    } else {
+        TcEngine::MmaSync
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nvidia(features: Vec<Feature>) -> TargetCaps {
+        TargetCaps {
+            name: "t".into(),
+            vendor: Vendor::Nvidia,
+            wave: 32,
+            shared_per_block: 232_448,
+            multiprocessors: 1,
+            features,
+        }
+    }
+    fn sw(kv: &[(&str, &str)]) -> Switches {
+        Switches::new(
+            kv.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn wgmma_for_the_wide_tile_where_built_unless_forced_off() {
+        let hopper = nvidia(vec![Feature::Tf32Tc, Feature::Bf16Tc, Feature::Wgmma]);
+        let ampere = nvidia(vec![Feature::Tf32Tc, Feature::Bf16Tc]);
+        assert_eq!(tc_engine(&hopper, &sw(&[]), TcTile::Wide), TcEngine::Wgmma);
+        assert_eq!(
+            tc_engine(&hopper, &sw(&[]), TcTile::Decode),
+            TcEngine::MmaSync
+        );
+        assert_eq!(
+            tc_engine(&ampere, &sw(&[]), TcTile::Wide),
+            TcEngine::MmaSync
+        );
+        for k in FORCE_MMA_SYNC {
+            let forced = sw(&[(KERNEL_SWITCH, k)]);
+            assert_eq!(tc_engine(&hopper, &forced, TcTile::Wide), TcEngine::MmaSync);
+        }
+        let tf32 = sw(&[(KERNEL_SWITCH, "tf32")]);
+        assert_eq!(tc_engine(&hopper, &tf32, TcTile::Wide), TcEngine::Wgmma);
+        // The feature on another vendor means nothing.
+        let amd = TargetCaps {
+            vendor: Vendor::Amd,
+            ..hopper.clone()
+        };
+        assert!(!wgmma_built(&amd));
+    }
+}
