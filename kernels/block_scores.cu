@@ -566,7 +566,8 @@ QSA_KERNEL void __launch_bounds__(256, 2)
 //   block_scores_tf32_wgmma  wgmma m64n128k8 .tf32, 64 rows x 128 blocks per MMA tile
 //   block_scores_bf16_wgmma  wgmma m64n256k16 .bf16, 64 rows x 256 blocks per MMA tile
 // One warpgroup (128 threads) per CTA. The CTA's B tile (BN blocks x K = 128) is staged
-// once into shared memory; the CTA then walks WG_UPC "units" of 64 rows, restaging A
+// once into shared memory; the CTA then walks upc = ceil(units / gridDim.y) "units" of 64
+// rows (the host picks grid.y: src/gpu/scores.rs, WG_UPC, QSA_SCORES_WG_UPC), restaging A
 // (64 rows x 128) for each. A unit holds whole queries when heads <= 64: each query's heads
 // are padded to 16-row m-tiles (mtq = ceil(heads / 16)) and a unit holds 4 / mtq queries;
 // above 64 heads a unit is one query and the query takes ceil(mtq / 4) passes. Padded rows
@@ -583,15 +584,14 @@ QSA_KERNEL void __launch_bounds__(256, 2)
 // each warp's m-tile reduced with the shuffle transpose of tc_body (3 steps per 8 values),
 // partials per (m-tile, block) in shared memory, then summed over the query's m-tiles in
 // ascending order (and over passes in order). Deterministic; not the mma.sync kernels' order.
-// Launch: block = (128, 1, 1); grid = (ceil(blocks / BN), ceil(units / WG_UPC)), units =
+// Launch: block = (128, 1, 1); grid = (ceil(blocks / BN), ceil(units / UPC)) for any UPC >= 1, units =
 // ceil(nq / (4 / mtq)) (heads <= 64) or nq; dynamic shared = BN * 128 * E + 64 * 128 * E
 // + 4 * BN * 4 bytes (E = 4 for TF32, 2 for BF16): 100,352 B (TF32), 86,016 B (BF16), two
-// CTAs per SM. src/gpu/scores.rs mirrors BN, WG_UPC and the shared size.
+// CTAs per SM. src/gpu/scores.rs mirrors BN and the shared size.
 // ---------------------------------------------------------------------------------------
 #if defined(QSA_WGMMA)
 
 #define WG_THREADS 128
-#define WG_UPC 4  // 64-row units per CTA, sharing one staged B tile
 
 // Stage ROWS rows of 128 floats (row r from src_row(r), nullptr = zeros) into the canonical
 // layout at dst, rounded to the operand format.
@@ -675,8 +675,9 @@ __device__ __forceinline__ void wg_body(const float* __restrict__ q, const float
   const int qpu = mtq <= 4 ? 4 / mtq : 1;
   const int passes = mtq <= 4 ? 1 : (mtq + 3) / 4;
   const int units = (nq + qpu - 1) / qpu;
-  const int u0 = blockIdx.y * WG_UPC;
-  const int u1 = min(units, u0 + WG_UPC);
+  const int upc = (units + (int)gridDim.y - 1) / (int)gridDim.y;  // the host's grid decides
+  const int u0 = blockIdx.y * upc;
+  const int u1 = min(units, u0 + upc);
   const int b0 = blockIdx.x * BN;
   if (u0 >= u1) return;  // uniform over the CTA
 

@@ -58,6 +58,11 @@
 //     l = 4g + t holds d[4j + e] = D[16w + g + 8 (e / 2)][8j + 2t + e % 2], j = 0 .. N/8-1.
 //   TF32 operands are read as 32-bit values whose low 13 bits are ignored (round first).
 QSA_DEVICE unsigned long long qsa_wgmma_desc(unsigned addr, unsigned lbo, unsigned sbo) {
+#if defined(QSA_WGMMA_SWAP_LBO_SBO)  // H200 probe only (H200.md): the other reading of the ISA
+  const unsigned swap = lbo;
+  lbo = sbo;
+  sbo = swap;
+#endif
   return (unsigned long long)((addr >> 4) & 0x3fffu) |
          ((unsigned long long)((lbo >> 4) & 0x3fffu) << 16) |
          ((unsigned long long)((sbo >> 4) & 0x3fffu) << 32);

@@ -7,7 +7,10 @@
 use super::{Feature, Switches, TargetCaps, Vendor};
 
 mod engine;
-pub use engine::{tc_engine, wgmma_built, TcEngine, FORCE_MMA_SYNC};
+pub use engine::{
+    check_wg_upc, tc_engine, wgmma_built, wgmma_units_per_cta, TcEngine, FORCE_MMA_SYNC,
+    WG_UPC_DEFAULT, WG_UPC_SWITCH,
+};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ScoresKernel {
@@ -94,6 +97,7 @@ pub fn check_switches(sw: &Switches) -> Result<(), String> {
         None | Some("wide" | "decode") => {}
         Some(other) => return Err(format!("{TILE_SWITCH}={other}: expected wide or decode")),
     }
+    check_wg_upc(sw)?;
     match sw.get(SIMT_CHUNK_SWITCH) {
         None | Some("8" | "16") => Ok(()),
         Some(other) => Err(format!("{SIMT_CHUNK_SWITCH}={other}: expected 8 or 16")),

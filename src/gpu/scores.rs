@@ -6,17 +6,17 @@ use super::{as_bytes, Family, GpuApi, GpuProps, LaunchDims};
 use crate::backend::{BackendError, BackendResult, Prepared};
 use crate::dispatch::scores::{
     amd_matrix, check_switches, choose_for, simt_chunk_for, simt_d16_built, tc_engine, tc_tile_for,
-    AmdMatrix, ScoresKernel, SimtChunk, TcEngine, TcTile,
+    wgmma_units_per_cta, AmdMatrix, ScoresKernel, SimtChunk, TcEngine, TcTile, WG_UPC_DEFAULT,
 };
+
 use crate::dispatch::{Feature, Switches, TargetCaps};
 use crate::problem::{Output, ScoresProblem, HEAD_DIM};
 
 /// Threads per block of every scores kernel but the wgmma ones (one warpgroup, `WG_THREADS`).
 const THREADS: u32 = 256;
-/// The wgmma kernels (kernels/block_scores.cu, `wg_body`): one warpgroup per CTA, WG_UPC
-/// 64-row units per CTA, BN blocks per CTA (128 TF32, 256 BF16), and the shared bytes.
+/// The wgmma kernels (kernels/block_scores.cu, `wg_body`): one warpgroup per CTA; BN blocks
+/// per CTA (128 TF32, 256 BF16); 64-row units per CTA from grid.y (`with_wgmma_units`).
 const WG_THREADS: u32 = 128;
-const WG_UPC: usize = 4;
 /// The SIMT kernels' CTA tile (SIMT_TQ x SIMT_TB in the source), the same for every d-chunk.
 const SIMT_QUERIES: usize = 16;
 const SIMT_BLOCKS: usize = 128;
@@ -173,9 +173,8 @@ pub fn plan_engine(
         }
         ScoresKernel::Tf32 | ScoresKernel::Bf16 if engine == TcEngine::Wgmma => plan_wgmma(
             kernel == ScoresKernel::Bf16,
-            nq,
-            heads,
-            blocks,
+            (nq, heads, blocks),
+            WG_UPC_DEFAULT,
             shared_limit,
         ),
         ScoresKernel::Tf32 | ScoresKernel::Bf16 => {
@@ -227,12 +226,12 @@ pub fn plan_engine(
 
 /// The wgmma kernels' launch (kernels/block_scores.cu, `wg_body`): each query's heads padded
 /// to 16-row m-tiles (mtq), 4 / mtq queries per 64-row unit (one query, ceil(mtq / 4) passes,
-/// above 64 heads), WG_UPC units and BN blocks per CTA.
+/// above 64 heads), about `upc` units (the kernel derives its count from grid.y) and BN
+/// blocks per CTA.
 fn plan_wgmma(
     bf16: bool,
-    nq: usize,
-    heads: usize,
-    blocks: usize,
+    (nq, heads, blocks): (usize, usize, usize),
+    upc: usize,
     shared_limit: u32,
 ) -> BackendResult<ScoresLaunch> {
     let (name, variant, bn, elem) = if bf16 {
@@ -248,7 +247,7 @@ fn plan_wgmma(
     }
     let mtq = heads.div_ceil(16);
     let qpu = if mtq <= 4 { 4 / mtq } else { 1 };
-    let gy = nq.div_ceil(qpu).div_ceil(WG_UPC);
+    let gy = nq.div_ceil(qpu).div_ceil(upc);
     if gy > MAX_GRID_Y {
         return Err(shape_err(format!(
             "{variant} kernel: nq = {nq} needs grid.y = {gy} > {MAX_GRID_Y}; split the queries"
@@ -267,6 +266,21 @@ fn plan_wgmma(
         block: WG_THREADS,
         shared_bytes: shared as u32,
     })
+}
+
+/// `l` with about `upc` units per CTA if it is a wgmma launch (grid.y recomputed, the rest
+/// unchanged); any other launch unchanged.
+pub fn with_wgmma_units(
+    l: ScoresLaunch,
+    upc: usize,
+    (nq, heads, blocks): (usize, usize, usize),
+    shared_limit: u32,
+) -> BackendResult<ScoresLaunch> {
+    match l.kernel {
+        "block_scores_tf32_wgmma" => plan_wgmma(false, (nq, heads, blocks), upc, shared_limit),
+        "block_scores_bf16_wgmma" => plan_wgmma(true, (nq, heads, blocks), upc, shared_limit),
+        _ => Ok(l),
+    }
 }
 
 /// `l` with the SIMT kernel of d-chunk `chunk` (the chunks share tile, grid and static
@@ -353,6 +367,8 @@ pub fn launch_plan(
         let tile = tc_tile_for(switches, p.nq, p.heads);
         let engine = tc_engine(caps, switches, tile);
         let l = plan_engine(kernel, tile, engine, p.nq, p.heads, p.blocks, limit)?;
+        let upc = wgmma_units_per_cta(switches);
+        let l = with_wgmma_units(l, upc, (p.nq, p.heads, p.blocks), limit)?;
         Some(with_simt_chunk(l, chunk))
     };
     let variant = launch_of
@@ -462,6 +478,79 @@ mod tests {
         assert_eq!(with_simt_chunk(warp.clone(), SimtChunk::D16), warp);
         let l = plan(ScoresKernel::Warp, tc_tile(3, 5), 3, 5, 70, 0).unwrap();
         assert_eq!(l.grid, (27, 1, 1));
+    }
+
+    #[test]
+    fn wgmma_plans_cover_every_unit() {
+        let tf32 = |nq, heads, blocks| {
+            plan_engine(
+                ScoresKernel::Tf32,
+                TcTile::Wide,
+                TcEngine::Wgmma,
+                nq,
+                heads,
+                blocks,
+                232_448,
+            )
+            .unwrap()
+        };
+        // 256 queries of 64 heads: 256 units, 4 per CTA; 128 blocks per CTA.
+        let l = tf32(256, 64, 4096);
+        assert_eq!(
+            (
+                l.kernel,
+                l.variant.as_str(),
+                l.grid,
+                l.block,
+                l.shared_bytes
+            ),
+            (
+                "block_scores_tf32_wgmma",
+                "tf32_wgmma",
+                (32, 64, 1),
+                128,
+                100_352
+            )
+        );
+        // Ragged 9 x 7 x 77: 4 queries per unit, 3 units, one CTA.
+        assert_eq!(tf32(9, 7, 77).grid, (1, 1, 1));
+        // 200 heads: one query per unit (4 passes), 2 queries.
+        assert_eq!(tf32(2, 200, 300).grid, (3, 1, 1));
+        let bf = plan_engine(
+            ScoresKernel::Bf16,
+            TcTile::Wide,
+            TcEngine::Wgmma,
+            256,
+            64,
+            4096,
+            232_448,
+        )
+        .unwrap();
+        assert_eq!(
+            (bf.kernel, bf.grid, bf.shared_bytes),
+            ("block_scores_bf16_wgmma", (16, 64, 1), 86_016)
+        );
+        // Units per CTA from the switch: grid.y follows; other launches unchanged.
+        let l16 = with_wgmma_units(bf, 16, (256, 64, 4096), 232_448).unwrap();
+        assert_eq!(l16.grid, (16, 16, 1));
+        let simt = plan(ScoresKernel::Simt, TcTile::Wide, 37, 64, 1000, 0).unwrap();
+        assert_eq!(
+            with_wgmma_units(simt.clone(), 16, (37, 64, 1000), 0).unwrap(),
+            simt
+        );
+        // sm_86's 99 KiB would not hold the TF32 tile: a clear refusal, not a launch.
+        assert!(matches!(
+            plan_engine(
+                ScoresKernel::Tf32,
+                TcTile::Wide,
+                TcEngine::Wgmma,
+                1,
+                64,
+                1,
+                99_000
+            ),
+            Err(BackendError::Unsupported(_))
+        ));
     }
 
     #[test]

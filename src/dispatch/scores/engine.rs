@@ -18,6 +18,30 @@ pub enum TcEngine {
 /// `QSA_SCORES_KERNEL` values that force the mma.sync kernels where wgmma would run.
 pub const FORCE_MMA_SYNC: [&str; 2] = ["tf32_mma", "bf16_mma"];
 
+/// `QSA_SCORES_WG_UPC` sets how many 64-row units (one query of 64 heads each) a wgmma CTA
+/// computes against its staged B tile: more units stage B fewer times, fewer give more CTAs.
+pub const WG_UPC_SWITCH: &str = "QSA_SCORES_WG_UPC";
+/// The default units per CTA. Not measured yet (the H200 sweep in H200.md sets it).
+pub const WG_UPC_DEFAULT: usize = 4;
+
+/// The wgmma kernels' units per CTA: `QSA_SCORES_WG_UPC` (checked by `check_wg_upc`) or the
+/// default.
+pub fn wgmma_units_per_cta(sw: &Switches) -> usize {
+    sw.get(WG_UPC_SWITCH)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(WG_UPC_DEFAULT)
+}
+
+/// `QSA_SCORES_WG_UPC`'s value, before any work: 1, 2, 4, 8 or 16.
+pub fn check_wg_upc(sw: &Switches) -> Result<(), String> {
+    match sw.get(WG_UPC_SWITCH) {
+        None | Some("1" | "2" | "4" | "8" | "16") => Ok(()),
+        Some(other) => Err(format!(
+            "{WG_UPC_SWITCH}={other}: expected 1, 2, 4, 8 or 16"
+        )),
+    }
+}
+
 /// Whether `caps`'s code object holds the wgmma scorers: the `#if defined(QSA_WGMMA)` around
 /// them in kernels/block_scores.cu, which xtask builds where matrix.yaml lists `wgmma`
 /// (sm_90 as sm_90a). Both must change together. A newer card running sm_90 through its PTX
@@ -86,5 +110,18 @@ mod tests {
             ..hopper.clone()
         };
         assert!(!wgmma_built(&amd));
+    }
+
+    #[test]
+    fn units_per_cta_default_and_forced_values_checked() {
+        assert_eq!(wgmma_units_per_cta(&sw(&[])), WG_UPC_DEFAULT);
+        let eight = sw(&[(WG_UPC_SWITCH, "8")]);
+        assert_eq!(wgmma_units_per_cta(&eight), 8);
+        assert!(check_wg_upc(&eight).is_ok());
+        let e = check_wg_upc(&sw(&[(WG_UPC_SWITCH, "3")])).unwrap_err();
+        assert!(
+            e.contains("QSA_SCORES_WG_UPC=3: expected 1, 2, 4, 8 or 16"),
+            "{e}"
+        );
     }
 }
