@@ -97,8 +97,10 @@ fn k_outer(n: usize) -> Layout {
 }
 
 impl Layout {
+    /// Descriptor fields hold byte offsets >> 4 in 14 bits.
     fn check(self, _n: usize) -> Self {
-        assert!(self.lbo % 16 == 0 && self.sbo % 16 == 0 && self.lbo < 1 << 18);
+        assert!(self.lbo.is_multiple_of(16) && self.sbo.is_multiple_of(16));
+        assert!(self.lbo < 1 << 18 && self.sbo < 1 << 18);
         self
     }
     /// The byte offset of element (row, k) of the operand starting at `start` (the ISA).
