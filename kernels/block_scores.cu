@@ -572,7 +572,8 @@ QSA_KERNEL void __launch_bounds__(256, 2)
 // are padded to 16-row m-tiles (mtq = ceil(heads / 16)) and a unit holds 4 / mtq queries;
 // above 64 heads a unit is one query and the query takes ceil(mtq / 4) passes. Padded rows
 // and rows of absent queries / blocks stage zeros and carry weight 0.
-// Staging: plain global loads (8 in flight per thread), rounded (TF32: cvt.rna, as the
+// Staging: plain global loads (B: 8 in flight per thread; the next A: all 16 float4 of a
+// thread issued right after the MMA, in flight while it runs), rounded (TF32: cvt.rna, as the
 // mma.sync kernel; BF16: cvt.rn, as the bf16 kernel) and stored with st.shared into the
 // no-swizzle K-major canonical layout of mma.h: 16-byte chunk i of a tile is at byte 16 i,
 // and holds row (i / (8 DC)) * 8 + i % 8, k-chunk (i / 8) % DC (DC = 16-byte chunks per row),
@@ -593,53 +594,74 @@ QSA_KERNEL void __launch_bounds__(256, 2)
 
 #define WG_THREADS 128
 
-// Stage ROWS rows of 128 floats (row r from src_row(r), nullptr = zeros) into the canonical
-// layout at dst, rounded to the operand format.
-template <bool BF16, int ROWS, class SrcRow>
-__device__ __forceinline__ void wg_stage(unsigned char* dst, SrcRow src_row, int tid) {
-  constexpr int DC = BF16 ? 16 : 32;  // 16-byte chunks per row in shared memory
-  constexpr int EPC = BF16 ? 8 : 4;   // floats per chunk
-  constexpr int V = BF16 ? 2 : 1;     // float4 loads per chunk
-  constexpr int PER = ROWS * DC / WG_THREADS;
-  constexpr int BATCH = 8;
-  static_assert(PER % BATCH == 0, "whole batches");
-#pragma unroll 1
-  for (int i0 = 0; i0 < PER; i0 += BATCH) {
-    float4 v[BATCH][V];
+// Staging a tile of rows of 128 floats into the canonical layout: 16-byte chunk i (byte 16 i
+// of the tile) holds row (i / (8 DC)) * 8 + i % 8, k-chunk (i / 8) % DC. Thread tid handles
+// chunks tid + 128 m. src_row(r) is row r's floats (nullptr: zeros).
+template <bool BF16> struct WgChunk {
+  static constexpr int DC = BF16 ? 16 : 32;  // 16-byte chunks per row in shared memory
+  static constexpr int EPC = BF16 ? 8 : 4;   // floats per chunk
+  static constexpr int V = BF16 ? 2 : 1;     // float4 loads per chunk
+};
+
+// Global loads of this thread's chunks m0 .. m0 + N - 1 (all in flight at once).
+template <bool BF16, int N, class SrcRow>
+__device__ __forceinline__ void wg_load(float4 (&v)[N][WgChunk<BF16>::V], SrcRow src_row, int tid,
+                                        int m0) {
+  using C = WgChunk<BF16>;
 #pragma unroll
-    for (int b = 0; b < BATCH; ++b) {
-      const int i = tid + (i0 + b) * WG_THREADS;
-      const int row = (i / (8 * DC)) * 8 + i % 8, kc = (i / 8) % DC;
-      const float* p = src_row(row);
+  for (int b = 0; b < N; ++b) {
+    const int i = tid + (m0 + b) * WG_THREADS;
+    const int row = (i / (8 * C::DC)) * 8 + i % 8, kc = (i / 8) % C::DC;
+    const float* p = src_row(row);
 #pragma unroll
-      for (int x = 0; x < V; ++x)
-        v[b][x] = p ? reinterpret_cast<const float4*>(p + kc * EPC)[x] : make_float4(0.f, 0.f, 0.f, 0.f);
-    }
+    for (int x = 0; x < C::V; ++x)
+      v[b][x] = p ? reinterpret_cast<const float4*>(p + kc * C::EPC)[x] : make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+}
+
+// Those chunks rounded to the operand format (TF32: cvt.rna; BF16: cvt.rn) and stored.
+template <bool BF16, int N>
+__device__ __forceinline__ void wg_store(unsigned char* dst, const float4 (&v)[N][WgChunk<BF16>::V],
+                                         int tid, int m0) {
 #pragma unroll
-    for (int b = 0; b < BATCH; ++b) {
-      const int i = tid + (i0 + b) * WG_THREADS;
-      if constexpr (BF16) {
-        uint4 o;
-        o.x = qsa_pack_bf16x2(v[b][0].x, v[b][0].y);
-        o.y = qsa_pack_bf16x2(v[b][0].z, v[b][0].w);
-        o.z = qsa_pack_bf16x2(v[b][1].x, v[b][1].y);
-        o.w = qsa_pack_bf16x2(v[b][1].z, v[b][1].w);
-        *reinterpret_cast<uint4*>(dst + 16 * i) = o;
-      } else {
-        float4 o;
-        o.x = __uint_as_float(qsa_cvt_tf32(v[b][0].x));
-        o.y = __uint_as_float(qsa_cvt_tf32(v[b][0].y));
-        o.z = __uint_as_float(qsa_cvt_tf32(v[b][0].z));
-        o.w = __uint_as_float(qsa_cvt_tf32(v[b][0].w));
-        *reinterpret_cast<float4*>(dst + 16 * i) = o;
-      }
+  for (int b = 0; b < N; ++b) {
+    const int i = tid + (m0 + b) * WG_THREADS;
+    if constexpr (BF16) {
+      uint4 o;
+      o.x = qsa_pack_bf16x2(v[b][0].x, v[b][0].y);
+      o.y = qsa_pack_bf16x2(v[b][0].z, v[b][0].w);
+      o.z = qsa_pack_bf16x2(v[b][1].x, v[b][1].y);
+      o.w = qsa_pack_bf16x2(v[b][1].z, v[b][1].w);
+      *reinterpret_cast<uint4*>(dst + 16 * i) = o;
+    } else {
+      float4 o;
+      o.x = __uint_as_float(qsa_cvt_tf32(v[b][0].x));
+      o.y = __uint_as_float(qsa_cvt_tf32(v[b][0].y));
+      o.z = __uint_as_float(qsa_cvt_tf32(v[b][0].z));
+      o.w = __uint_as_float(qsa_cvt_tf32(v[b][0].w));
+      *reinterpret_cast<float4*>(dst + 16 * i) = o;
     }
   }
 }
 
-// acc = A (64 x 128) B^T (BN x 128) from the staged tiles at shared addresses a / b.
+// A whole tile of ROWS rows, 8 chunks per thread in flight at a time.
+template <bool BF16, int ROWS, class SrcRow>
+__device__ __forceinline__ void wg_stage(unsigned char* dst, SrcRow src_row, int tid) {
+  constexpr int PER = ROWS * WgChunk<BF16>::DC / WG_THREADS;
+  constexpr int BATCH = 8;
+  static_assert(PER % BATCH == 0, "whole batches");
+#pragma unroll 1
+  for (int m0 = 0; m0 < PER; m0 += BATCH) {
+    float4 v[BATCH][WgChunk<BF16>::V];
+    wg_load<BF16, BATCH>(v, src_row, tid, m0);
+    wg_store<BF16, BATCH>(dst, v, tid, m0);
+  }
+}
+
+// acc = A (64 x 128) B^T (BN x 128) from the staged tiles at shared addresses a / b: issued
+// and committed, not waited for (qsa_wgmma_wait<0> before acc is read or A rewritten).
 template <int BN, bool BF16>
-__device__ __forceinline__ void wg_mma_tile(float (&acc)[BN / 2], unsigned a, unsigned b) {
+__device__ __forceinline__ void wg_mma_issue(float (&acc)[BN / 2], unsigned a, unsigned b) {
   constexpr unsigned ROW_BYTES = 128 * (BF16 ? 2 : 4);
   constexpr unsigned LBO = 128, SBO = 8 * ROW_BYTES;
   constexpr int KSTEPS = BF16 ? 128 / 16 : 128 / 8;  // 32 bytes of K per step
@@ -654,7 +676,6 @@ __device__ __forceinline__ void wg_mma_tile(float (&acc)[BN / 2], unsigned a, un
     else qsa_wgmma_m64n128k8_tf32(acc, da, db, ks > 0);
   }
   qsa_wgmma_commit();
-  qsa_wgmma_wait<0>();
 }
 
 template <int BN, bool BF16>
@@ -697,17 +718,17 @@ __device__ __forceinline__ void wg_body(const float* __restrict__ q, const float
     hh = ht * 16 + r % 16;
     return qq < nq && hh < heads;
   };
-  auto stage_a = [&](int u, int p) {
-    wg_stage<BF16, 64>(As, [&](int r) -> const float* {
+  auto a_rows = [&](int u, int p) {
+    return [&, u, p](int r) -> const float* {
       int qq, hh;
       return row_src(u, p, r, qq, hh) ? q + ((size_t)qq * heads + hh) * QSA_HEAD_DIM : nullptr;
-    }, tid);
+    };
   };
 
   wg_stage<BF16, BN>(Bs, [&](int r) -> const float* {
     return b0 + r < blocks ? kb + (size_t)(b0 + r) * QSA_HEAD_DIM : nullptr;
   }, tid);
-  stage_a(u0, 0);
+  wg_stage<BF16, 64>(As, a_rows(u0, 0), tid);
   qsa_fence_proxy_async();
   __syncthreads();
   const unsigned a_addr = qsa_smem_addr(As), b_addr = qsa_smem_addr(Bs);
@@ -719,8 +740,22 @@ __device__ __forceinline__ void wg_body(const float* __restrict__ q, const float
   for (int u = u0; u < u1; ++u) {
 #pragma unroll 1
     for (int p = 0; p < passes; ++p) {
+      // The next (unit, pass) of this CTA: its A rows are loaded into registers while the
+      // tensor cores work, and stored once every warp's MMA is done with A.
+      const bool last_pass = p + 1 == passes;
+      const int nu = last_pass ? u + 1 : u, np = last_pass ? 0 : p + 1;
+      const bool more = nu < u1;
+      // APER chunks of A per thread, PRE of them loaded during the MMA: all 16 float4 for
+      // TF32 (255 registers, no spills); half for BF16, whose 128 accumulators leave no room
+      // for 16 (all: 36 B of spills, nvcc 13.0.88, 2026-12-02).
+      constexpr int APER = 64 * WgChunk<BF16>::DC / WG_THREADS;  // 16 (TF32) or 8 (BF16)
+      constexpr int PRE = BF16 ? APER / 2 : APER;
+      float4 na[PRE][WgChunk<BF16>::V];
+
       float acc[BN / 2];
-      wg_mma_tile<BN, BF16>(acc, a_addr, b_addr);
+      wg_mma_issue<BN, BF16>(acc, a_addr, b_addr);
+      if (more) wg_load<BF16, PRE>(na, a_rows(nu, np), tid, 0);
+      qsa_wgmma_wait<0>();
       __syncthreads();  // every warp's MMA has read A: it may be restaged
 
       // This warp's m-tile (rows 16 warp .. +15): part[warp][col] = sum of w * relu(acc).
@@ -761,10 +796,14 @@ __device__ __forceinline__ void wg_body(const float* __restrict__ q, const float
         }
       }
 
-      // Restage A for the next (unit, pass) of this CTA.
-      const bool last_pass = p + 1 == passes;
-      const int nu = last_pass ? u + 1 : u, np = last_pass ? 0 : p + 1;
-      if (nu < u1) stage_a(nu, np);
+      if (more) {
+        wg_store<BF16, PRE>(As, na, tid, 0);
+        if constexpr (PRE < APER) {
+          float4 rest[APER - PRE][WgChunk<BF16>::V];
+          wg_load<BF16, APER - PRE>(rest, a_rows(nu, np), tid, PRE);
+          wg_store<BF16, APER - PRE>(As, rest, tid, PRE);
+        }
+      }
       qsa_fence_proxy_async();
       __syncthreads();  // partials and the next A are complete
 
