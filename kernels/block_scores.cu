@@ -665,6 +665,7 @@ __device__ __forceinline__ void wg_mma_issue(float (&acc)[BN / 2], unsigned a, u
   constexpr unsigned ROW_BYTES = 128 * (BF16 ? 2 : 4);
   constexpr unsigned LBO = 128, SBO = 8 * ROW_BYTES;
   constexpr int KSTEPS = BF16 ? 128 / 16 : 128 / 8;  // 32 bytes of K per step
+  qsa_wgmma_fence_regs(acc);
   qsa_wgmma_fence();
 #pragma unroll
   for (int ks = 0; ks < KSTEPS; ++ks) {
@@ -676,6 +677,7 @@ __device__ __forceinline__ void wg_mma_issue(float (&acc)[BN / 2], unsigned a, u
     else qsa_wgmma_m64n128k8_tf32(acc, da, db, ks > 0);
   }
   qsa_wgmma_commit();
+  qsa_wgmma_fence_regs(acc);
 }
 
 template <int BN, bool BF16>
@@ -756,6 +758,7 @@ __device__ __forceinline__ void wg_body(const float* __restrict__ q, const float
       wg_mma_issue<BN, BF16>(acc, a_addr, b_addr);
       if (more) wg_load<BF16, PRE>(na, a_rows(nu, np), tid, 0);
       qsa_wgmma_wait<0>();
+      qsa_wgmma_fence_regs(acc);  // no use of acc above the wait
       __syncthreads();  // every warp's MMA has read A: it may be restaged
 
       // This warp's m-tile (rows 16 warp .. +15): part[warp][col] = sum of w * relu(acc).

@@ -397,6 +397,7 @@ inline void qsa_wgmma_fence() {}
 inline void qsa_wgmma_commit() {}
 template <int N> inline void qsa_wgmma_wait() { static_assert(N >= 0, "a group count"); }
 inline void qsa_fence_proxy_async() {}
+template <int N> inline void qsa_wgmma_fence_regs(float (&)[N]) {}
 inline void qsa_wgmma_m64n128k8_tf32(float (&d)[64], unsigned long long da, unsigned long long db, int scale_d) {
   qsa_emu::wgmma_m64<128, 8, 4>(d, da, db, scale_d, "wgmma.m64n128k8.tf32");
 }

@@ -28,6 +28,7 @@
 //   qsa_wgmma_commit()                     wgmma.commit_group
 //   qsa_wgmma_wait<N>()                    wgmma.wait_group N
 //   qsa_fence_proxy_async()                fence.proxy.async.shared::cta: st.shared seen by wgmma
+//   qsa_wgmma_fence_regs(d)                keep accumulator uses on their side of a wait
 //   qsa_wgmma_m64n{128,256}k8_tf32(d, da, db, scale_d)    D (64 x N, f32) = A B^T (+ D)
 //   qsa_wgmma_m64n{128,256}k16_bf16(d, da, db, scale_d)   both operands K-major in shared
 #pragma once
@@ -143,6 +144,14 @@ template <int N> QSA_DEVICE void qsa_wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
 QSA_DEVICE void qsa_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+// Pins the accumulators at this point of the program: the compiler sees them read and
+// written here, so it neither moves their uses above a wgmma.wait_group nor their
+// definitions below a wgmma (the wait and fence asm name no registers). As CUTLASS's
+// warpgroup_fence_operand.
+template <int N> QSA_DEVICE void qsa_wgmma_fence_regs(float (&d)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
 // D += A B^T over one k step (scale_d = 0: D = A B^T). A: 64 x K, B: N x K, both K-major
 // no-swizzle in shared memory through their descriptors; d holds this thread's N / 2 floats.
 QSA_DEVICE void qsa_wgmma_m64n128k8_tf32(float (&d)[64], unsigned long long desc_a, unsigned long long desc_b, int scale_d) {

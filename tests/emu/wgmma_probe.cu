@@ -26,6 +26,7 @@ __device__ void probe_run(unsigned base, unsigned a_start, unsigned b_start, uns
   }
   qsa_wgmma_commit();
   qsa_wgmma_wait<0>();
+  qsa_wgmma_fence_regs(d);
   for (int i = 0; i < N / 2; ++i) d_out[threadIdx.x * (N / 2) + i] = d[i];
 }
 
