@@ -12,9 +12,10 @@
 //!
 //! Arch-specific PTX (`compute_90a`, what sm_90's wgmma kernels need) runs on no other
 //! architecture, so it cannot stand for the target on a newer card: such entries are left
-//! out. nvcc 13.0.88 marks them with bit 0x10 of the u32 at entry offset 44 (the same
-//! kernels/probe.cu built `-gencode arch=compute_90,code=compute_90` and `..._90a..._90a`
-//! differ there and in the payload size only, 2026-12-02).
+//! out. nvcc 13.0.88 marks them with bit 0x0010_0000 of the u32 at entry offset 40 (flags
+//! 0x0010_8011 against 0x0000_8011: kernels/probe.cu built `-gencode
+//! arch=compute_90,code=compute_90` and `..._90a..._90a` differ there and in the payload
+//! size only, 2026-12-02).
 
 /// The magic number that opens every fatbin container.
 pub const MAGIC: u32 = 0xBA55_ED50;
@@ -22,8 +23,8 @@ const CONTAINER_HEADER: usize = 16;
 /// The entry header reaches at least past its arch field (offset 28, 4 bytes).
 const ENTRY_HEADER_MIN: usize = 32;
 /// Where the arch-specific ("a") mark of an entry is, and its bit.
-const ARCH_SPECIFIC_AT: usize = 44;
-const ARCH_SPECIFIC_BIT: u32 = 0x10;
+const ARCH_SPECIFIC_AT: usize = 40;
+const ARCH_SPECIFIC_BIT: u32 = 0x0010_0000;
 
 /// What one fatbin entry holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
