@@ -55,6 +55,8 @@
 //       start + (r / 8) * SBO + (c / 16) * LBO + (r % 8) * 16 + c % 16,
 //     i.e. LBO steps between core matrices adjacent in K, SBO between those adjacent in M / N.
 //     One instruction reads 32 bytes of K per row (k8 tf32, k16 bf16): two core matrices.
+//     (The same reading as microsoft/MMA-Sim's hardware-run wgmma test, tests/nv/cuda/
+//     mma_sm90.cu: m64n8k16 with LBO 128 for the K step and SBO 256 for the 8-row step.)
 //   D fragment (m64nN, f32): warp w (0..3) of the warpgroup holds rows 16w .. 16w+15; lane
 //     l = 4g + t holds d[4j + e] = D[16w + g + 8 (e / 2)][8j + 2t + e % 2], j = 0 .. N/8-1.
 //   TF32 operands are read as 32-bit values whose low 13 bits are ignored (round first).
