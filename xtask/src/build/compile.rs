@@ -256,8 +256,15 @@ fn check_ptx(job: &Job, fatbin: &Path) -> Result<()> {
     let found =
         qsa::ptx::fatbin::ptx_archs(&bytes).map_err(|e| anyhow!("{}: {e}", fatbin.display()))?;
     if !found.contains(&want) {
+        // Arch-specific PTX (compute_90a) is not counted (qsa::ptx::fatbin): it runs on no
+        // newer card.
+        let keep = if job.target.features.contains(&Feature::Wgmma) {
+            format!("arch=compute_{want},code=compute_{want}` (portable PTX, beside the sm_{want}a SASS)")
+        } else {
+            format!("arch=compute_{want},code=[sm_{want},compute_{want}]`")
+        };
         bail!(
-            "{} carries no compute_{want} PTX (found: {found:?}): keep `-gencode arch=compute_{want},code=[sm_{want},compute_{want}]` in nvidia_flags; newer cards run {} through it",
+            "{} carries no compute_{want} PTX (found: {found:?}; arch-specific PTX not counted): keep `-gencode {keep} in nvidia_flags; newer cards run {} through it",
             fatbin.display(),
             job.target.name
         );
