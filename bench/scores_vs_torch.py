@@ -52,7 +52,7 @@ FORCED = [("simt:QSA_SCORES_KERNEL=simt", "simt", {"QSA_SCORES_KERNEL": "simt"})
            {"QSA_SCORES_KERNEL": "simt", "QSA_SCORES_SIMT_DC": "16"})]
 # The wgmma kernels' units per CTA (sm_90a; elsewhere the same plan as the variant's, run once).
 FORCED += [(f"{v}:QSA_SCORES_WG_UPC={u}", v, {"QSA_SCORES_WG_UPC": str(u)})
-           for v in ("auto", "bf16") for u in (1, 2, 8, 16)]
+           for v in ("auto", "bf16") for u in (1, 2, 4, 8, 16)]
 CHECK_SHAPES = [((3, 5, 70), 1), ((5, 48, 129), 2), ((2, 200, 300), 3), ((1, 64, 1000), 4),
                 ((37, 64, 1000), 5), ((256, 64, 4096), 6), ((1, 64, 262144), 8)]
 BENCH_SHAPES = [(256, 64, 4096), (256, 64, 2048), (1, 64, 262144)]

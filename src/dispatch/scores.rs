@@ -8,8 +8,8 @@ use super::{Feature, Switches, TargetCaps, Vendor};
 
 mod engine;
 pub use engine::{
-    check_wg_upc, tc_engine, wgmma_built, wgmma_units_per_cta, TcEngine, FORCE_MMA_SYNC,
-    WG_UPC_DEFAULT, WG_UPC_SWITCH,
+    auto_units_per_cta, check_wg_upc, tc_engine, wgmma_built, wgmma_units_per_cta, TcEngine,
+    FORCE_MMA_SYNC, WG_UPC_DEFAULT, WG_UPC_SWITCH,
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -5,8 +5,9 @@ use super::launch::{launch, LaunchPlan, PlanArg, PlannedCall, Role, Step};
 use super::{as_bytes, Family, GpuApi, GpuProps, LaunchDims};
 use crate::backend::{BackendError, BackendResult, Prepared};
 use crate::dispatch::scores::{
-    amd_matrix, check_switches, choose_for, simt_chunk_for, simt_d16_built, tc_engine, tc_tile_for,
-    wgmma_units_per_cta, AmdMatrix, ScoresKernel, SimtChunk, TcEngine, TcTile, WG_UPC_DEFAULT,
+    amd_matrix, auto_units_per_cta, check_switches, choose_for, simt_chunk_for, simt_d16_built,
+    tc_engine, tc_tile_for, wgmma_units_per_cta, AmdMatrix, ScoresKernel, SimtChunk, TcEngine,
+    TcTile, WG_UPC_DEFAULT,
 };
 
 use crate::dispatch::{Feature, Switches, TargetCaps};
@@ -367,7 +368,13 @@ pub fn launch_plan(
         let tile = tc_tile_for(switches, p.nq, p.heads);
         let engine = tc_engine(caps, switches, tile);
         let l = plan_engine(kernel, tile, engine, p.nq, p.heads, p.blocks, limit)?;
-        let upc = wgmma_units_per_cta(switches);
+        let upc = wgmma_units_per_cta(switches).unwrap_or_else(|| {
+            // The units and CTA columns of the launch planned above.
+            let mtq = p.heads.div_ceil(16);
+            let units = p.nq.div_ceil(if mtq <= 4 { 4 / mtq } else { 1 });
+            let sms = caps.multiprocessors.max(1) as usize;
+            auto_units_per_cta(units, l.grid.0 as usize, sms)
+        });
         let l = with_wgmma_units(l, upc, (p.nq, p.heads, p.blocks), limit)?;
         Some(with_simt_chunk(l, chunk))
     };

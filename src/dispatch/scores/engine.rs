@@ -21,15 +21,28 @@ pub const FORCE_MMA_SYNC: [&str; 2] = ["tf32_mma", "bf16_mma"];
 /// `QSA_SCORES_WG_UPC` sets how many 64-row units (one query of 64 heads each) a wgmma CTA
 /// computes against its staged B tile: more units stage B fewer times, fewer give more CTAs.
 pub const WG_UPC_SWITCH: &str = "QSA_SCORES_WG_UPC";
-/// The default units per CTA. Not measured yet (the H200 sweep in H200.md sets it).
+/// What `gpu::scores::plan_engine` plans with when it is not told (`auto_units_per_cta` is
+/// the dispatch's choice).
 pub const WG_UPC_DEFAULT: usize = 4;
 
-/// The wgmma kernels' units per CTA: `QSA_SCORES_WG_UPC` (checked by `check_wg_upc`) or the
-/// default.
-pub fn wgmma_units_per_cta(sw: &Switches) -> usize {
-    sw.get(WG_UPC_SWITCH)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(WG_UPC_DEFAULT)
+/// `QSA_SCORES_WG_UPC`, if set (checked by `check_wg_upc`).
+pub fn wgmma_units_per_cta(sw: &Switches) -> Option<usize> {
+    sw.get(WG_UPC_SWITCH).and_then(|v| v.parse().ok())
+}
+
+/// Units per CTA for a call of `units` 64-row units and `ctas_x` CTA columns (blocks / BN):
+/// the largest of 16, 8, 4, 2, 1 that still gives every multiprocessor a CTA. Staging B
+/// costs each CTA a fixed time, so more units per CTA pay until the grid no longer fills the
+/// card. Measured on the H200 (2026-12-02, bench/scores_vs_torch.py, 132 SMs, median us for
+/// UPC = 1 / 2 / 4 / 8 / 16): 256 x 64 x 4096 TF32 343 / 257 / 205 / 180 / 167, BF16
+/// 235 / 158 / 122 / 101 / 91; 256 x 64 x 2048 TF32 177 / 132 / 105 / 93 / 88, BF16
+/// 121 / 84 / 64 / 55 / 66 (16 leaves 128 CTAs for 132 SMs): this rule picks the fastest in
+/// all four.
+pub fn auto_units_per_cta(units: usize, ctas_x: usize, multiprocessors: usize) -> usize {
+    [16, 8, 4, 2]
+        .into_iter()
+        .find(|&u| units.div_ceil(u) * ctas_x >= multiprocessors)
+        .unwrap_or(1)
 }
 
 /// `QSA_SCORES_WG_UPC`'s value, before any work: 1, 2, 4, 8 or 16.
@@ -114,14 +127,25 @@ mod tests {
 
     #[test]
     fn units_per_cta_default_and_forced_values_checked() {
-        assert_eq!(wgmma_units_per_cta(&sw(&[])), WG_UPC_DEFAULT);
+        assert_eq!(wgmma_units_per_cta(&sw(&[])), None);
         let eight = sw(&[(WG_UPC_SWITCH, "8")]);
-        assert_eq!(wgmma_units_per_cta(&eight), 8);
+        assert_eq!(wgmma_units_per_cta(&eight), Some(8));
         assert!(check_wg_upc(&eight).is_ok());
         let e = check_wg_upc(&sw(&[(WG_UPC_SWITCH, "3")])).unwrap_err();
         assert!(
             e.contains("QSA_SCORES_WG_UPC=3: expected 1, 2, 4, 8 or 16"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn auto_units_per_cta_picks_the_measured_best() {
+        // The four H200 measurements: 256 queries of 64 heads = 256 units; BN 128 / 256.
+        assert_eq!(auto_units_per_cta(256, 4096 / 128, 132), 16);
+        assert_eq!(auto_units_per_cta(256, 4096 / 256, 132), 16);
+        assert_eq!(auto_units_per_cta(256, 2048 / 128, 132), 16);
+        assert_eq!(auto_units_per_cta(256, 2048 / 256, 132), 8);
+        // Few units or few blocks: one unit per CTA.
+        assert_eq!(auto_units_per_cta(3, 1, 132), 1);
     }
 }
