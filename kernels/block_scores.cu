@@ -738,6 +738,16 @@ __device__ __forceinline__ void wg_body(const float* __restrict__ q, const float
   float tot[BN / WG_THREADS];  // passes > 1: the query's running sums of columns tid + 128 k
 #pragma unroll
   for (int k = 0; k < BN / WG_THREADS; ++k) tot[k] = 0.f;
+  // The weights of this thread's two epilogue rows (16 warp + g and + 8) of (unit, pass),
+  // zero for rows without a (query, head); loaded one unit ahead, with the next A.
+  auto weights = [&](int u, int p, float& lo, float& hi) {
+    int qq, hh;
+    const int r = 16 * warp + g;
+    lo = row_src(u, p, r, qq, hh) ? w[(size_t)qq * heads + hh] : 0.f;
+    hi = row_src(u, p, r + 8, qq, hh) ? w[(size_t)qq * heads + hh] : 0.f;
+  };
+  float w_lo, w_hi;
+  weights(u0, 0, w_lo, w_hi);
 #pragma unroll 1
   for (int u = u0; u < u1; ++u) {
 #pragma unroll 1
@@ -756,17 +766,17 @@ __device__ __forceinline__ void wg_body(const float* __restrict__ q, const float
 
       float acc[BN / 2];
       wg_mma_issue<BN, BF16>(acc, a_addr, b_addr);
-      if (more) wg_load<BF16, PRE>(na, a_rows(nu, np), tid, 0);
+      float nw_lo = 0.f, nw_hi = 0.f;
+      if (more) {
+        wg_load<BF16, PRE>(na, a_rows(nu, np), tid, 0);
+        weights(nu, np, nw_lo, nw_hi);
+      }
       qsa_wgmma_wait<0>();
       qsa_wgmma_fence_regs(acc);  // no use of acc above the wait
       __syncthreads();  // every warp's MMA has read A: it may be restaged
 
       // This warp's m-tile (rows 16 warp .. +15): part[warp][col] = sum of w * relu(acc).
       {
-        int qq, hh;
-        const int r = 16 * warp + g;
-        const float w_lo = row_src(u, p, r, qq, hh) ? w[(size_t)qq * heads + hh] : 0.f;
-        const float w_hi = row_src(u, p, r + 8, qq, hh) ? w[(size_t)qq * heads + hh] : 0.f;
         const bool u4 = (g & 4) != 0, u2 = (g & 2) != 0, u1b = (g & 1) != 0;
 #pragma unroll
         for (int G = 0; G < BN / 32; ++G) {
@@ -807,6 +817,8 @@ __device__ __forceinline__ void wg_body(const float* __restrict__ q, const float
           wg_store<BF16, APER - PRE>(As, rest, tid, PRE);
         }
       }
+      w_lo = nw_lo;  // the epilogue above was the last use of this unit's weights
+      w_hi = nw_hi;
       qsa_fence_proxy_async();
       __syncthreads();  // partials and the next A are complete
 
