@@ -619,6 +619,36 @@ __device__ __forceinline__ void wg_load(float4 (&v)[N][WgChunk<BF16>::V], SrcRow
   }
 }
 
+// Where the 4 m-tiles (16 rows each) of one 64-row unit come from: tile k's row rr is row
+// row0[k] + rr of Q (as [nq * heads][128]) when rr < rows[k], else zero. Computed once per
+// (unit, pass), so the loads below do no division.
+struct WgTiles {
+  long long row0[4];
+  int rows[4];
+};
+
+// The A loads of wg_load for the 64-row A tile, from a WgTiles: thread tid's chunk m is row
+// 8 (m / G) + tid % 8, k-chunk tid / 8 + 16 (m % G) (G = 8 DC / 128, tid < 128), so its
+// m-tile (m / 2G) is a compile-time index after unrolling.
+template <bool BF16, int N>
+__device__ __forceinline__ void wg_load_a(float4 (&v)[N][WgChunk<BF16>::V],
+                                          const float* __restrict__ q, const WgTiles& t, int tid,
+                                          int m0) {
+  using C = WgChunk<BF16>;
+  constexpr int G = 8 * C::DC / WG_THREADS;
+#pragma unroll
+  for (int b = 0; b < N; ++b) {
+    const int m = m0 + b;  // compile-time where m0 is
+    const int rg = m / G, kc = tid / 8 + 16 * (m % G);
+    const int mi = rg / 2, rr = 8 * (rg % 2) + tid % 8;
+    const bool ok = rr < t.rows[mi];
+    const float* p = q + (t.row0[mi] + (ok ? rr : 0)) * QSA_HEAD_DIM + kc * C::EPC;
+#pragma unroll
+    for (int x = 0; x < C::V; ++x)
+      v[b][x] = ok ? reinterpret_cast<const float4*>(p)[x] : make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+}
+
 // Those chunks rounded to the operand format (TF32: cvt.rna; BF16: cvt.rn) and stored.
 template <bool BF16, int N>
 __device__ __forceinline__ void wg_store(unsigned char* dst, const float4 (&v)[N][WgChunk<BF16>::V],
@@ -720,17 +750,28 @@ __device__ __forceinline__ void wg_body(const float* __restrict__ q, const float
     hh = ht * 16 + r % 16;
     return qq < nq && hh < heads;
   };
-  auto a_rows = [&](int u, int p) {
-    return [&, u, p](int r) -> const float* {
+  auto tiles = [&](int u, int p) {
+    WgTiles t;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
       int qq, hh;
-      return row_src(u, p, r, qq, hh) ? q + ((size_t)qq * heads + hh) * QSA_HEAD_DIM : nullptr;
-    };
+      const bool first = row_src(u, p, 16 * k, qq, hh);  // the tile's first row
+      t.row0[k] = first ? (long long)qq * heads + hh : 0;
+      t.rows[k] = first ? min(16, heads - hh) : 0;
+    }
+    return t;
   };
 
   wg_stage<BF16, BN>(Bs, [&](int r) -> const float* {
     return b0 + r < blocks ? kb + (size_t)(b0 + r) * QSA_HEAD_DIM : nullptr;
   }, tid);
-  wg_stage<BF16, 64>(As, a_rows(u0, 0), tid);
+  WgTiles tl = tiles(u0, 0);
+  {
+    constexpr int APER = 64 * WgChunk<BF16>::DC / WG_THREADS;
+    float4 v[APER][WgChunk<BF16>::V];
+    wg_load_a<BF16, APER>(v, q, tl, tid, 0);
+    wg_store<BF16, APER>(As, v, tid, 0);
+  }
   qsa_fence_proxy_async();
   __syncthreads();
   const unsigned a_addr = qsa_smem_addr(As), b_addr = qsa_smem_addr(Bs);
@@ -738,16 +779,22 @@ __device__ __forceinline__ void wg_body(const float* __restrict__ q, const float
   float tot[BN / WG_THREADS];  // passes > 1: the query's running sums of columns tid + 128 k
 #pragma unroll
   for (int k = 0; k < BN / WG_THREADS; ++k) tot[k] = 0.f;
-  // The weights of this thread's two epilogue rows (16 warp + g and + 8) of (unit, pass),
-  // zero for rows without a (query, head); loaded one unit ahead, with the next A.
-  auto weights = [&](int u, int p, float& lo, float& hi) {
-    int qq, hh;
-    const int r = 16 * warp + g;
-    lo = row_src(u, p, r, qq, hh) ? w[(size_t)qq * heads + hh] : 0.f;
-    hi = row_src(u, p, r + 8, qq, hh) ? w[(size_t)qq * heads + hh] : 0.f;
+  // The weights of this thread's two epilogue rows (16 warp + g and + 8: m-tile `warp`) of a
+  // unit, zero for rows without a (query, head); loaded one unit ahead, with the next A.
+  auto weights = [&](const WgTiles& t, float& lo, float& hi) {
+    long long r0 = t.row0[0];
+    int n = t.rows[0];
+#pragma unroll
+    for (int k = 1; k < 4; ++k)
+      if (warp == k) {  // constant indices: t stays in registers
+        r0 = t.row0[k];
+        n = t.rows[k];
+      }
+    lo = g < n ? w[r0 + g] : 0.f;
+    hi = g + 8 < n ? w[r0 + g + 8] : 0.f;
   };
   float w_lo, w_hi;
-  weights(u0, 0, w_lo, w_hi);
+  weights(tl, w_lo, w_hi);
 #pragma unroll 1
   for (int u = u0; u < u1; ++u) {
 #pragma unroll 1
@@ -768,8 +815,9 @@ __device__ __forceinline__ void wg_body(const float* __restrict__ q, const float
       wg_mma_issue<BN, BF16>(acc, a_addr, b_addr);
       float nw_lo = 0.f, nw_hi = 0.f;
       if (more) {
-        wg_load<BF16, PRE>(na, a_rows(nu, np), tid, 0);
-        weights(nu, np, nw_lo, nw_hi);
+        tl = tiles(nu, np);
+        wg_load_a<BF16, PRE>(na, q, tl, tid, 0);
+        weights(tl, nw_lo, nw_hi);
       }
       qsa_wgmma_wait<0>();
       qsa_wgmma_fence_regs(acc);  // no use of acc above the wait
@@ -813,7 +861,7 @@ __device__ __forceinline__ void wg_body(const float* __restrict__ q, const float
         wg_store<BF16, PRE>(As, na, tid, 0);
         if constexpr (PRE < APER) {
           float4 rest[APER - PRE][WgChunk<BF16>::V];
-          wg_load<BF16, APER - PRE>(rest, a_rows(nu, np), tid, PRE);
+          wg_load_a<BF16, APER - PRE>(rest, q, tl, tid, PRE);
           wg_store<BF16, APER - PRE>(As, rest, tid, PRE);
         }
       }
