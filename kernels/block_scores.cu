@@ -572,7 +572,7 @@ QSA_KERNEL void __launch_bounds__(256, 2)
 // are padded to 16-row m-tiles (mtq = ceil(heads / 16)) and a unit holds 4 / mtq queries;
 // above 64 heads a unit is one query and the query takes ceil(mtq / 4) passes. Padded rows
 // and rows of absent queries / blocks stage zeros and carry weight 0.
-// Staging: plain global loads (B: 8 in flight per thread; the next A: all 16 float4 of a
+// Staging: plain global loads (B: 16 chunks in flight per thread; the next A: all 16 float4 of a
 // thread issued right after the MMA, in flight while it runs), rounded (TF32: cvt.rna, as the
 // mma.sync kernel; BF16: cvt.rn, as the bf16 kernel) and stored with st.shared into the
 // no-swizzle K-major canonical layout of mma.h: 16-byte chunk i of a tile is at byte 16 i,
@@ -674,11 +674,11 @@ __device__ __forceinline__ void wg_store(unsigned char* dst, const float4 (&v)[N
   }
 }
 
-// A whole tile of ROWS rows, 8 chunks per thread in flight at a time.
+// A whole tile of ROWS rows (the B tile), 16 chunks per thread in flight at a time.
 template <bool BF16, int ROWS, class SrcRow>
 __device__ __forceinline__ void wg_stage(unsigned char* dst, SrcRow src_row, int tid) {
   constexpr int PER = ROWS * WgChunk<BF16>::DC / WG_THREADS;
-  constexpr int BATCH = 8;
+  constexpr int BATCH = 16;  // 16 float4 (TF32) or 32 (BF16) in flight at a time
   static_assert(PER % BATCH == 0, "whole batches");
 #pragma unroll 1
   for (int m0 = 0; m0 < PER; m0 += BATCH) {
@@ -804,19 +804,17 @@ __device__ __forceinline__ void wg_body(const float* __restrict__ q, const float
       const bool last_pass = p + 1 == passes;
       const int nu = last_pass ? u + 1 : u, np = last_pass ? 0 : p + 1;
       const bool more = nu < u1;
-      // APER chunks of A per thread, PRE of them loaded during the MMA: all 16 float4 for
-      // TF32 (255 registers, no spills); half for BF16, whose 128 accumulators leave no room
-      // for 16 (all: 36 B of spills, nvcc 13.0.88, 2026-12-02).
+      // APER chunks of A per thread (16 float4 either way), all loaded during the MMA: 164
+      // (TF32) and 229 (BF16) registers, no spills (nvcc 13.0.88, 2026-12-02).
       constexpr int APER = 64 * WgChunk<BF16>::DC / WG_THREADS;  // 16 (TF32) or 8 (BF16)
-      constexpr int PRE = BF16 ? APER / 2 : APER;
-      float4 na[PRE][WgChunk<BF16>::V];
+      float4 na[APER][WgChunk<BF16>::V];
 
       float acc[BN / 2];
       wg_mma_issue<BN, BF16>(acc, a_addr, b_addr);
       float nw_lo = 0.f, nw_hi = 0.f;
       if (more) {
         tl = tiles(nu, np);
-        wg_load_a<BF16, PRE>(na, q, tl, tid, 0);
+        wg_load_a<BF16, APER>(na, q, tl, tid, 0);
         weights(tl, nw_lo, nw_hi);
       }
       qsa_wgmma_wait<0>();
@@ -857,14 +855,7 @@ __device__ __forceinline__ void wg_body(const float* __restrict__ q, const float
         }
       }
 
-      if (more) {
-        wg_store<BF16, PRE>(As, na, tid, 0);
-        if constexpr (PRE < APER) {
-          float4 rest[APER - PRE][WgChunk<BF16>::V];
-          wg_load_a<BF16, APER - PRE>(rest, q, tl, tid, PRE);
-          wg_store<BF16, APER - PRE>(As, rest, tid, PRE);
-        }
-      }
+      if (more) wg_store<BF16, APER>(As, na, tid, 0);
       w_lo = nw_lo;  // the epilogue above was the last use of this unit's weights
       w_hi = nw_hi;
       qsa_fence_proxy_async();
