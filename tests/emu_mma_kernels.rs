@@ -7,11 +7,11 @@
 //! The primitives themselves are tested in tests/emu_mma.rs.
 
 use half::bf16;
-use qsa::dispatch::scores::{AmdMatrix, ScoresKernel};
+use qsa::dispatch::scores::{AmdMatrix, ScoresKernel, TcEngine};
 use qsa::dispatch::{TargetCaps, Vendor};
 use qsa::emu::api::EmuApi;
 use qsa::emu::Schedule;
-use qsa::gpu::scores::plan;
+use qsa::gpu::scores::plan_engine;
 use qsa::gpu::{as_bytes, as_bytes_mut, Arg, GpuApi, LaunchDims};
 use std::path::PathBuf;
 
@@ -99,6 +99,15 @@ fn reference(
 }
 
 fn run_scorer(c: &TargetCaps, kernel: ScoresKernel, shape: (usize, usize, usize)) {
+    run_scorer_on(c, kernel, TcEngine::MmaSync, shape)
+}
+
+fn run_scorer_on(
+    c: &TargetCaps,
+    kernel: ScoresKernel,
+    engine: TcEngine,
+    shape: (usize, usize, usize),
+) {
     let (nq, heads, blocks) = shape;
     use_cache_keyed_by_block_scores();
     let api = EmuApi::new(c, Schedule::Forward).unwrap();
@@ -119,15 +128,16 @@ fn run_scorer(c: &TargetCaps, kernel: ScoresKernel, shape: (usize, usize, usize)
         buf(&vec![f32::NAN; nq * blocks]),
     );
     let tile = qsa::dispatch::scores::tc_tile(nq, heads);
-    let l = plan(kernel, tile, nq, heads, blocks, c.shared_per_block).unwrap();
+    let l = plan_engine(kernel, tile, engine, nq, heads, blocks, c.shared_per_block).unwrap();
     let dims = LaunchDims {
         grid: l.grid,
-        block: (256, 1, 1),
+        block: (l.block, 1, 1),
         shared_bytes: l.shared_bytes,
     };
     // tests/emu/scores_*.cu forward to the kernel the plan names (see there why).
     let (probe, entry) = match (kernel, l.kernel.ends_with("_decode")) {
         (ScoresKernel::AmdMatrixBf16(_), _) => ("scores_amd_matrix.cu", "scores_amd_matrix"),
+        _ if l.kernel.ends_with("_wgmma") => ("scores_tc_nvidia.cu", "scores_tc_wgmma"),
         (_, false) => ("scores_tc_nvidia.cu", "scores_tc_wide"),
         (_, true) => ("scores_tc_nvidia.cu", "scores_tc_decode"),
     };
@@ -190,6 +200,26 @@ fn nvidia_tensor_core_scorers_on_emulated_mma() {
     for kernel in [ScoresKernel::Tf32, ScoresKernel::Bf16] {
         for shape in SHAPES {
             run_scorer(&c, kernel, shape);
+        }
+    }
+}
+
+/// sm_90a's wgmma scorers (the wide tile's engine there): queries packed 4 / 2 / 1 per
+/// 64-row unit (7, 20, 48 heads), two passes (80 heads), blocks past one CTA, units past one
+/// CTA (9 queries of 7 heads: 3 units).
+#[test]
+fn nvidia_wgmma_scorers_on_emulated_wgmma() {
+    let mut c = caps("sm_90", Vendor::Nvidia, 32, 232_448);
+    c.features = vec![qsa::dispatch::Feature::Wgmma];
+    for kernel in [ScoresKernel::Tf32, ScoresKernel::Bf16] {
+        for shape in [
+            (9, 7, 77),
+            (3, 20, 300),
+            (5, 48, 129),
+            (2, 80, 270),
+            (17, 16, 40),
+        ] {
+            run_scorer_on(&c, kernel, TcEngine::Wgmma, shape);
         }
     }
 }

@@ -5,14 +5,19 @@ use super::launch::{launch, LaunchPlan, PlanArg, PlannedCall, Role, Step};
 use super::{as_bytes, Family, GpuApi, GpuProps, LaunchDims};
 use crate::backend::{BackendError, BackendResult, Prepared};
 use crate::dispatch::scores::{
-    amd_matrix, check_switches, choose_for, simt_chunk_for, simt_d16_built, tc_tile_for, AmdMatrix,
-    ScoresKernel, SimtChunk, TcTile,
+    amd_matrix, auto_units_per_cta, check_switches, choose_for, simt_chunk_for, simt_d16_built,
+    tc_engine, tc_tile_for, wgmma_units_per_cta, AmdMatrix, ScoresKernel, SimtChunk, TcEngine,
+    TcTile, WG_UPC_DEFAULT,
 };
+
 use crate::dispatch::{Feature, Switches, TargetCaps};
 use crate::problem::{Output, ScoresProblem, HEAD_DIM};
 
-/// Threads per block of every scores kernel.
+/// Threads per block of every scores kernel but the wgmma ones (one warpgroup, `WG_THREADS`).
 const THREADS: u32 = 256;
+/// The wgmma kernels (kernels/block_scores.cu, `wg_body`): one warpgroup per CTA; BN blocks
+/// per CTA (128 TF32, 256 BF16); 64-row units per CTA from grid.y (`with_wgmma_units`).
+const WG_THREADS: u32 = 128;
 /// The SIMT kernels' CTA tile (SIMT_TQ x SIMT_TB in the source), the same for every d-chunk.
 const SIMT_QUERIES: usize = 16;
 const SIMT_BLOCKS: usize = 128;
@@ -36,6 +41,8 @@ pub struct ScoresLaunch {
     /// What `Prepared::dispatched` reports: the variant name, plus the tile for TC kernels.
     pub variant: String,
     pub grid: (u32, u32, u32),
+    /// Threads per block (x).
+    pub block: u32,
     pub shared_bytes: u32,
 }
 
@@ -50,10 +57,32 @@ fn to_u32(x: usize, what: &str) -> BackendResult<u32> {
 /// Grid and shared memory of `kernel` for `nq x heads x blocks` (all >= 1), or the limit the
 /// shape breaks; `tile` is the tensor-core kernels' CTA tile (`tc_tile_for`; the others
 /// ignore it). The SIMT kernel is planned with the default d-chunk (`with_simt_chunk` swaps
-/// it: same grid). Pure, so it is unit-tested without a device.
+/// it: same grid). Pure, so it is unit-tested without a device. TF32 / BF16 run on mma.sync
+/// here; `plan_engine` plans either engine.
 pub fn plan(
     kernel: ScoresKernel,
     tile: TcTile,
+    nq: usize,
+    heads: usize,
+    blocks: usize,
+    shared_limit: u32,
+) -> BackendResult<ScoresLaunch> {
+    plan_engine(
+        kernel,
+        tile,
+        TcEngine::MmaSync,
+        nq,
+        heads,
+        blocks,
+        shared_limit,
+    )
+}
+
+/// `plan` with the TF32 / BF16 kernels' engine (`tc_engine`); other kernels ignore it.
+pub fn plan_engine(
+    kernel: ScoresKernel,
+    tile: TcTile,
+    engine: TcEngine,
     nq: usize,
     heads: usize,
     blocks: usize,
@@ -86,6 +115,7 @@ pub fn plan(
                 kernel: "block_scores_warp",
                 variant: kernel.name().into(),
                 grid: (to_u32(grid, "grid.x")?, 1, 1),
+                block: THREADS,
                 shared_bytes: 0,
             })
         }
@@ -110,6 +140,7 @@ pub fn plan(
                     gy as u32,
                     1,
                 ),
+                block: THREADS,
                 shared_bytes: 0,
             })
         }
@@ -137,9 +168,16 @@ pub fn plan(
                 kernel: name,
                 variant: kernel.name().into(),
                 grid: (to_u32(blocks.div_ceil(per_cta), "grid.x")?, gy as u32, 1),
+                block: THREADS,
                 shared_bytes: 0,
             })
         }
+        ScoresKernel::Tf32 | ScoresKernel::Bf16 if engine == TcEngine::Wgmma => plan_wgmma(
+            kernel == ScoresKernel::Bf16,
+            (nq, heads, blocks),
+            WG_UPC_DEFAULT,
+            shared_limit,
+        ),
         ScoresKernel::Tf32 | ScoresKernel::Bf16 => {
             // The kernel addresses Q with 32-bit offsets.
             let q_floats = nq * heads * HEAD_DIM;
@@ -180,9 +218,69 @@ pub fn plan(
                     gy as u32,
                     1,
                 ),
+                block: THREADS,
                 shared_bytes: shared as u32,
             })
         }
+    }
+}
+
+/// The wgmma kernels' launch (kernels/block_scores.cu, `wg_body`): each query's heads padded
+/// to 16-row m-tiles (mtq), 4 / mtq queries per 64-row unit (one query, ceil(mtq / 4) passes,
+/// above 64 heads), about `upc` units (the kernel derives its count from grid.y) and BN
+/// blocks per CTA.
+fn plan_wgmma(
+    bf16: bool,
+    (nq, heads, blocks): (usize, usize, usize),
+    upc: usize,
+    shared_limit: u32,
+) -> BackendResult<ScoresLaunch> {
+    let (name, variant, bn, elem) = if bf16 {
+        ("block_scores_bf16_wgmma", "bf16_wgmma", 256, 2)
+    } else {
+        ("block_scores_tf32_wgmma", "tf32_wgmma", 128, 4)
+    };
+    // The kernel's block indices are ints up to blocks + BN - 1.
+    if blocks > i32::MAX as usize - bn {
+        return Err(shape_err(format!(
+            "{variant} kernel: blocks = {blocks} exceeds 2^31 - 1 - {bn}; split the blocks"
+        )));
+    }
+    let mtq = heads.div_ceil(16);
+    let qpu = if mtq <= 4 { 4 / mtq } else { 1 };
+    let gy = nq.div_ceil(qpu).div_ceil(upc);
+    if gy > MAX_GRID_Y {
+        return Err(shape_err(format!(
+            "{variant} kernel: nq = {nq} needs grid.y = {gy} > {MAX_GRID_Y}; split the queries"
+        )));
+    }
+    let shared = (bn + 64) * HEAD_DIM * elem + 4 * bn * 4;
+    if shared > shared_limit as usize {
+        return Err(BackendError::Unsupported(format!(
+            "{variant} kernel needs {shared} B of shared memory per block, the target allows {shared_limit}"
+        )));
+    }
+    Ok(ScoresLaunch {
+        kernel: name,
+        variant: variant.into(),
+        grid: (to_u32(blocks.div_ceil(bn), "grid.x")?, gy as u32, 1),
+        block: WG_THREADS,
+        shared_bytes: shared as u32,
+    })
+}
+
+/// `l` with about `upc` units per CTA if it is a wgmma launch (grid.y recomputed, the rest
+/// unchanged); any other launch unchanged.
+pub fn with_wgmma_units(
+    l: ScoresLaunch,
+    upc: usize,
+    (nq, heads, blocks): (usize, usize, usize),
+    shared_limit: u32,
+) -> BackendResult<ScoresLaunch> {
+    match l.kernel {
+        "block_scores_tf32_wgmma" => plan_wgmma(false, (nq, heads, blocks), upc, shared_limit),
+        "block_scores_bf16_wgmma" => plan_wgmma(true, (nq, heads, blocks), upc, shared_limit),
+        _ => Ok(l),
     }
 }
 
@@ -228,7 +326,8 @@ pub fn launch_plan(
 ) -> BackendResult<LaunchPlan> {
     check_switches(switches).map_err(BackendError::Input)?;
     let kernel = choose_for(caps, switches, p.nq);
-    // Defence in depth: the TC kernels are absent from code objects below sm_80 and on AMD.
+    // Defence in depth: the TC kernels are absent from code objects below sm_80 and on AMD
+    // (the wgmma ones from all but sm_90a: `tc_engine` checks `wgmma_built`).
     let need = match kernel {
         ScoresKernel::Tf32 => Some(Feature::Tf32Tc),
         ScoresKernel::Bf16 => Some(Feature::Bf16Tc),
@@ -267,7 +366,16 @@ pub fn launch_plan(
     } else {
         let limit = caps.shared_per_block.min(props.max_shared_per_block);
         let tile = tc_tile_for(switches, p.nq, p.heads);
-        let l = plan(kernel, tile, p.nq, p.heads, p.blocks, limit)?;
+        let engine = tc_engine(caps, switches, tile);
+        let l = plan_engine(kernel, tile, engine, p.nq, p.heads, p.blocks, limit)?;
+        let upc = wgmma_units_per_cta(switches).unwrap_or_else(|| {
+            // The units and CTA columns of the launch planned above.
+            let mtq = p.heads.div_ceil(16);
+            let units = p.nq.div_ceil(if mtq <= 4 { 4 / mtq } else { 1 });
+            let sms = caps.multiprocessors.max(1) as usize;
+            auto_units_per_cta(units, l.grid.0 as usize, sms)
+        });
+        let l = with_wgmma_units(l, upc, (p.nq, p.heads, p.blocks), limit)?;
         Some(with_simt_chunk(l, chunk))
     };
     let variant = launch_of
@@ -291,7 +399,7 @@ pub fn launch_plan(
     let w = lp.buffer("w", p.nq * p.heads * 4, Role::Input);
     let dims = LaunchDims {
         grid: l.grid,
-        block: (THREADS, 1, 1),
+        block: (l.block, 1, 1),
         shared_bytes: l.shared_bytes,
     };
     let args = vec![
@@ -377,6 +485,79 @@ mod tests {
         assert_eq!(with_simt_chunk(warp.clone(), SimtChunk::D16), warp);
         let l = plan(ScoresKernel::Warp, tc_tile(3, 5), 3, 5, 70, 0).unwrap();
         assert_eq!(l.grid, (27, 1, 1));
+    }
+
+    #[test]
+    fn wgmma_plans_cover_every_unit() {
+        let tf32 = |nq, heads, blocks| {
+            plan_engine(
+                ScoresKernel::Tf32,
+                TcTile::Wide,
+                TcEngine::Wgmma,
+                nq,
+                heads,
+                blocks,
+                232_448,
+            )
+            .unwrap()
+        };
+        // 256 queries of 64 heads: 256 units, 4 per CTA; 128 blocks per CTA.
+        let l = tf32(256, 64, 4096);
+        assert_eq!(
+            (
+                l.kernel,
+                l.variant.as_str(),
+                l.grid,
+                l.block,
+                l.shared_bytes
+            ),
+            (
+                "block_scores_tf32_wgmma",
+                "tf32_wgmma",
+                (32, 64, 1),
+                128,
+                100_352
+            )
+        );
+        // Ragged 9 x 7 x 77: 4 queries per unit, 3 units, one CTA.
+        assert_eq!(tf32(9, 7, 77).grid, (1, 1, 1));
+        // 200 heads: one query per unit (4 passes), 2 queries.
+        assert_eq!(tf32(2, 200, 300).grid, (3, 1, 1));
+        let bf = plan_engine(
+            ScoresKernel::Bf16,
+            TcTile::Wide,
+            TcEngine::Wgmma,
+            256,
+            64,
+            4096,
+            232_448,
+        )
+        .unwrap();
+        assert_eq!(
+            (bf.kernel, bf.grid, bf.shared_bytes),
+            ("block_scores_bf16_wgmma", (16, 64, 1), 86_016)
+        );
+        // Units per CTA from the switch: grid.y follows; other launches unchanged.
+        let l16 = with_wgmma_units(bf, 16, (256, 64, 4096), 232_448).unwrap();
+        assert_eq!(l16.grid, (16, 16, 1));
+        let simt = plan(ScoresKernel::Simt, TcTile::Wide, 37, 64, 1000, 0).unwrap();
+        assert_eq!(
+            with_wgmma_units(simt.clone(), 16, (37, 64, 1000), 0).unwrap(),
+            simt
+        );
+        // sm_86's 99 KiB would not hold the TF32 tile: a clear refusal, not a launch.
+        assert!(matches!(
+            plan_engine(
+                ScoresKernel::Tf32,
+                TcTile::Wide,
+                TcEngine::Wgmma,
+                1,
+                64,
+                1,
+                99_000
+            ),
+            Err(BackendError::Unsupported(_))
+        ));
     }
 
     #[test]
