@@ -53,6 +53,110 @@ impl BwdPath {
     }
 }
 
+/// How the staged forward runs (the backward keeps the staged kernel).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FwdPath {
+    /// `qsa_attn_staged_fwd_*`: one K/V buffer (or two), four barriers per block (every
+    /// target).
+    Staged,
+    /// `qsa_attn_ring_fwd_*` (kernels/attention_ring_fwd.h): a ring of `stages` K/V block slots
+    /// filled by cp.async, each warp's own online softmax in registers, one barrier per block
+    /// (NVIDIA tensor cores only: the kernel's QSA_ATTN_MMA, sm_80+).
+    Ring { stages: usize, shared: u32 },
+}
+
+impl FwdPath {
+    /// The dispatch name of a forward call (`staged_split` where the plan splits lists).
+    pub fn name(self, split: bool) -> &'static str {
+        match (self, split) {
+            (FwdPath::Staged, false) => "staged",
+            (FwdPath::Staged, true) => "staged_split",
+            (FwdPath::Ring { .. }, false) => "ring",
+            (FwdPath::Ring { .. }, true) => "ring_split",
+        }
+    }
+}
+
+/// K/V block slots of the ring forward unless `QSA_ATTN_STAGES` says otherwise: two slots
+/// (69,904 B at t = 16) keep three CTAs resident on the H200 (168 registers, 227 KiB shared
+/// per SM), each with one block in flight while it computes the other. Not measured yet: the
+/// sweep of 2 / 3 / 4 is in H200.md.
+pub const RING_STAGES: usize = 2;
+/// Resident ring CTAs per multiprocessor the default dispatch asks for.
+const RING_MIN_RESIDENT: usize = 2;
+/// The kernel's range of slots (ring_wait waits for at most two later groups).
+pub const RING_MAX_STAGES: usize = 4;
+
+/// Dynamic shared bytes of a ring-forward CTA (`ring_smem` in the kernel): the block list, then
+/// `stages` slots of K and V rows. The end-of-kernel merge of the four warps' (m, l, O), 4 x 16
+/// x (128 + 4) + 2 x 64 floats = 34,304 B, reuses the drained ring (one slot is 34,816 B).
+pub fn ring_shared_bytes(cap: usize, stages: usize) -> usize {
+    ((4 * cap + 1) * 4).div_ceil(16) * 16 + stages * 2 * BLOCK * KV_STRIDE * 2
+}
+
+/// The forward's kernel for a staged plan: the ring where it is built (NVIDIA bf16 tensor
+/// cores) and the plan does not split lists (decode splits keep the staged kernel and its
+/// measured plan); `QSA_ATTN_FWD=staged|ring` forces one (a forced ring falls back to the
+/// staged kernel where it is not built, as a forced top-k kernel does, so a matrix variant
+/// forcing it runs on every target), `QSA_ATTN_STAGES=2..4` sets its slots.
+pub fn choose_forward(
+    caps: &TargetCaps,
+    sw: &Switches,
+    plan: &StagedPlan,
+    t: usize,
+) -> Result<FwdPath, BackendError> {
+    let built = caps.vendor == Vendor::Nvidia && caps.has(Feature::Bf16Tc);
+    let want_ring = match sw.get("QSA_ATTN_FWD") {
+        None => plan.nsplit == 1,
+        Some("staged") => false,
+        Some("ring") => true,
+        Some(v) => {
+            return Err(BackendError::Input(format!(
+                "QSA_ATTN_FWD={}: expected staged or ring",
+                crate::echo::value(v)
+            )))
+        }
+    };
+    let stages = match sw.get("QSA_ATTN_STAGES") {
+        None => None,
+        Some(v) => match v.parse::<usize>() {
+            Ok(n) if (2..=RING_MAX_STAGES).contains(&n) => Some(n),
+            _ => {
+                return Err(BackendError::Input(format!(
+                    "QSA_ATTN_STAGES={}: expected a whole number from 2 to {RING_MAX_STAGES}",
+                    crate::echo::value(v)
+                )))
+            }
+        },
+    };
+    if !(built && want_ring) {
+        return Ok(FwdPath::Staged);
+    }
+    let cap = plan.qt * t;
+    let limit = caps.shared_per_block as usize;
+    let stages = match stages {
+        Some(n) => {
+            let shared = ring_shared_bytes(cap, n);
+            if shared > limit {
+                return Err(BackendError::Shape(format!(
+                    "QSA_ATTN_STAGES={n} needs {shared} bytes of shared memory for t = {t}, {} allows {limit}",
+                    caps.name
+                )));
+            }
+            n
+        }
+        // The default where two CTAs fit (shared memory per multiprocessor approximated by the
+        // per-block limit, as staged_plan does): one CTA per SM would idle at each block's
+        // barrier. sm_86 (99 KiB) keeps the staged kernel's two CTAs; a guess, not measured.
+        None if RING_MIN_RESIDENT * ring_shared_bytes(cap, RING_STAGES) <= limit => RING_STAGES,
+        None => return Ok(FwdPath::Staged),
+    };
+    Ok(FwdPath::Ring {
+        stages,
+        shared: ring_shared_bytes(cap, stages) as u32,
+    })
+}
+
 /// Threads of a `qsa_attn_kv_bwd_*` CTA (KVB_THREADS in the kernel).
 pub const KV_BWD_THREADS: u32 = 256;
 

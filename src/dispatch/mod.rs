@@ -121,6 +121,14 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
         "N >= 1: CTAs per work item of the staged forward (qsa's sweep switch)",
     ),
     (
+        "QSA_ATTN_FWD",
+        "staged | ring: the staged forward's kernel; ring (cp.async ring, sm_80+ CUDA) is the default where built and lists are not split (qsa's switch)",
+    ),
+    (
+        "QSA_ATTN_STAGES",
+        "2 | 3 | 4: K/V block slots of the ring forward (qsa's sweep switch)",
+    ),
+    (
         "QSA_ATTN_BWD",
         "atomic | kv: the staged backward's dK / dV by float atomics or by the KV-block-major kernel (qsa's switch)",
     ),

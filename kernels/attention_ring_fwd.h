@@ -1,0 +1,306 @@
+// NSA selection attention, prefill forward on tensor cores: qsa_attn_ring_fwd_{bf16,f16}.
+// Included by selection_attention.cu after the staged kernels' helpers (StagedCta, the block
+// list, tc_qk, staged_key_limit), which it reuses; one CTA per work item of the staged
+// geometry (16 rows = query heads x query tokens, one kv head), the same (o, lse) contract and
+// the same split-partial layout (gridDim.y > 1 writes partials for qsa_attn_combine).
+//
+// What limits the staged forward (kernels/selection_attention.cu, staged_fwd, on the H200 at
+// prefill B=4, T=16K, group 16: 38.9 ms, K/V through L2 at ~3.5 TB/s), read from its code:
+//   - one K/V buffer (48,080 B shared, 4 CTAs/SM at 121 registers): each block is copied,
+//     waited for, then computed, so a CTA has bytes in flight only between its compute phases;
+//   - four barriers per 64-key block (copy landed, scores written, softmax done, buffer free)
+//     and every row's scores and probabilities through shared memory (S written as f32,
+//     read back by the softmax, P read back by PV);
+//   - a CTA-wide online softmax: eight lanes per row, a barrier between S and P.
+// This kernel removes all three:
+//   - a ring of `nstage` K/V block slots (34,816 B each) filled by cp.async: while a CTA
+//     computes block i, blocks i+1 .. i+nstage-1 are in flight; one barrier per block (it
+//     both publishes block i and frees the slot of block i-1, which is refilled right after);
+//   - each warp owns keys 16w .. 16w+15 of every block for QK^T *and* PV, and keeps its own
+//     online softmax of its key quarter (FA2's registers-only P: the S accumulators of two n8
+//     tiles are the A fragment of one k16 step). The four warps' (m, l, O) are merged once at
+//     the end through shared memory (the ring, drained);
+//   - q goes from global memory straight into A fragments (no f32 copy in shared memory).
+// P.V keeps the staged kernel's precision: P split into 16-bit parts that sum back to it (bf16
+// hi + mid + lo, 2^-27 relative; f16 hi + lo of P * 2^14, which keeps lo out of f16's
+// subnormal range down to P = 2^-28, one accumulator, scaled back by 2^-14 at the end).
+#pragma once
+
+#define RING_MAX_STAGES 4
+// Resident CTAs per multiprocessor the registers must allow: three 2-stage CTAs fit the H200's
+// shared memory (3 x 69,904 B), so the registers must not be the limit (<= 168 per thread).
+#define RING_MIN_CTAS 3
+// f32 rows of the end-of-kernel merge: +4 floats between rows.
+#define RING_O_STRIDE (ATT_D + 4)
+
+// Shared-memory layout: the block list (as the staged kernels build it), then the ring. The
+// host computes the same sizes in src/dispatch/attention.rs (ring_shared_bytes).
+QSA_DEVICE StagedSmem ring_smem(unsigned char* base, int cap) {
+  StagedSmem s = {};
+  s.raw = (int*)base;
+  s.tmp = (unsigned*)(s.raw + cap);
+  s.uid = (int*)(s.tmp + cap);
+  s.umask = (unsigned*)(s.uid + cap);
+  s.count = (int*)(s.umask + cap);
+  const int list_bytes = ((4 * cap + 1) * 4 + 15) / 16 * 16;
+  s.kv = (u16*)(base + list_bytes);
+  return s;
+}
+
+// The kernel exists where the staged kernels run on tensor cores (QSA_ATTN_MMA: sm_80+ CUDA);
+// src/dispatch/attention.rs (choose_forward) dispatches it nowhere else.
+#if defined(QSA_ATTN_MMA)
+// Issue the copies of block `id` of (b, g) into one ring slot (K rows then V rows, KV_STRIDE
+// apart) and commit them as one group. Thread tid copies 16-byte chunk tid % 16 of rows
+// tid / 16 + 8 u: one address computation per block, a row stride after that. Keys at or past
+// kv_len are zero-filled (a masked key's p is 0, and 0 * stale NaN would not be).
+QSA_DEVICE void ring_issue(u16* slot, const u16* k, const u16* v, int b, int g, int id, int kv_len, int hkv) {
+  const int ch = threadIdx.x % (ATT_D / 8), r0 = threadIdx.x / (ATT_D / 8);
+  const long long first = (long long)id * ATT_BLK;
+  const long long row_stride = (long long)hkv * ATT_D;
+  const long long off0 = (((long long)b * kv_len + first) * hkv + g) * ATT_D + ch * 8;
+  u16* ks = slot + ch * 8;
+  u16* vs = slot + ATT_BLK * KV_STRIDE + ch * 8;
+#pragma unroll
+  for (int u = 0; u < ATT_BLK / (ATT_THREADS / (ATT_D / 8)); ++u) {
+    const int r = r0 + u * (ATT_THREADS / (ATT_D / 8));
+    const bool valid = first + r < kv_len;
+    const long long off = valid ? off0 + r * row_stride : 0;
+    qsa_cp_async16(ks + r * KV_STRIDE, k + off, valid ? 16 : 0);
+    qsa_cp_async16(vs + r * KV_STRIDE, v + off, valid ? 16 : 0);
+  }
+  qsa_cp_async_commit();
+}
+
+// Wait until block i's group has landed: `pending` = nstage - 2 later groups may still fly.
+QSA_DEVICE void ring_wait(int pending) {
+  if (pending <= 0) qsa_cp_async_wait_group<0>();
+  else if (pending == 1) qsa_cp_async_wait_group<1>();
+  else qsa_cp_async_wait_group<2>();
+}
+
+// q rows of the CTA as A fragments, read from global memory (u16 pairs are the packed
+// operands: q is E data). Rows past the CTA's valid rows or past q_len are zero.
+QSA_DEVICE void ring_load_q(const u16* q, const StagedCta& c, int q_len, int hq, int lane, unsigned (&qa)[8][4]) {
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {  // rows g, g + 8
+    const int r = g + 8 * h;
+    const int tok = r / c.hc, hh = r % c.hc;
+    const int i = c.tile * c.qt + tok;
+    const bool valid = tok < c.qt && i < q_len;
+    const u16* row = q + (((long long)c.b * q_len + (valid ? i : 0)) * hq + c.g * c.group + c.chunk * c.hc + hh) * ATT_D;
+#pragma unroll
+    for (int ks = 0; ks < 8; ++ks)
+#pragma unroll
+      for (int half = 0; half < 2; ++half)  // dims +0 / +8
+        qa[ks][2 * half + h] = valid ? *(const unsigned*)(row + ks * 16 + 8 * half + 2 * t) : 0u;
+  }
+}
+
+// P (registers: this warp's 16 keys, rows g / g + 8, C layout of tc_qk) as the A fragment of
+// one k16 step, split into parts; f16 parts are of P * 2^14 (RING_F16_PSCALE).
+#define RING_F16_PSCALE 16384.f
+template <typename E>
+QSA_DEVICE void ring_p_parts(const float (&sc)[2][4], unsigned (&a0)[4], unsigned (&a1)[4], unsigned (&a2)[4]) {
+  // A order: (g, 2t), (g+8, 2t), (g, 2t+8), (g+8, 2t+8) = sc[0][0..1], sc[0][2..3], sc[1][0..1],
+  // sc[1][2..3].
+#pragma unroll
+  for (int h = 0; h < 4; ++h) {
+    const float s = E::is_bf16 ? 1.f : RING_F16_PSCALE;
+    const float x0 = sc[h >> 1][2 * (h & 1)] * s, x1 = sc[h >> 1][2 * (h & 1) + 1] * s;
+    a0[h] = tc_pack<E>(x0, x1);
+    const float r0 = x0 - E::lo(a0[h]), r1 = x1 - E::hi(a0[h]);
+    a1[h] = tc_pack<E>(r0, r1);
+    a2[h] = E::is_bf16 ? tc_pack<E>(r0 - E::lo(a1[h]), r1 - E::hi(a1[h])) : 0u;
+  }
+}
+
+// acc[j] += P (this warp's keys kw .. kw+15) x V for dims 8 j .. 8 j + 7, all 128 dims.
+template <typename E>
+QSA_DEVICE void ring_pv(const float (&sc)[2][4], const u16* vs, int kw, int lane, float (&acc)[16][4]) {
+  unsigned a0[4], a1[4], a2[4];
+  ring_p_parts<E>(sc, a0, a1, a2);
+  const int key = kw + (lane & 7) + ((lane >> 3) & 1) * 8;
+  const u16* vp = vs + key * KV_STRIDE + (lane >> 4) * 8;
+#pragma unroll
+  for (int jp = 0; jp < ATT_D / 16; ++jp) {
+    unsigned b0, b1, b2, b3;
+    qsa_ldmatrix_x4_trans(vp + 16 * jp, b0, b1, b2, b3);
+    tc_mma<E>(acc[2 * jp], a0, b0, b1);
+    tc_mma<E>(acc[2 * jp + 1], a0, b2, b3);
+    tc_mma<E>(acc[2 * jp], a1, b0, b1);
+    tc_mma<E>(acc[2 * jp + 1], a1, b2, b3);
+    if (E::is_bf16) {
+      tc_mma<E>(acc[2 * jp], a2, b0, b1);
+      tc_mma<E>(acc[2 * jp + 1], a2, b2, b3);
+    }
+  }
+}
+
+template <typename E>
+QSA_DEVICE void ring_fwd(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
+                         const int* __restrict__ ids, float* __restrict__ o, float* __restrict__ lse, int batch,
+                         int q_len, int kv_len, int hq, int hkv, int t, float scale, int hc, int qt, int nstage) {
+  QSA_DYNAMIC_SHARED(smem_raw);
+  const int group = hq / hkv;
+  const StagedCta c = staged_cta(q_len, hkv, group, hc, qt);
+  const StagedSmem s = ring_smem(smem_raw, qt * t);
+  const int tid = threadIdx.x;
+  const int split = blockIdx.y;
+  const int rows_valid = c.qt * c.hc;
+  const long long rows_total = (long long)batch * q_len * hq;
+  const int warp = tid / 32, lane = tid % 32, tg = lane / 4, tt = lane % 4;
+  const int kw = 16 * warp;  // this warp's keys of every block
+  unsigned qa[8][4];
+  ring_load_q(q, c, q_len, hq, lane, qa);
+  staged_build_list(s, ids, c, q_len, kv_len, hkv, t);  // ends with a barrier
+  const int total = *s.count, nsplit = gridDim.y;
+  const int per = (total + nsplit - 1) / nsplit;
+  const int beg = split * per < total ? split * per : total;
+  const int end = beg + per < total ? beg + per : total;
+  const int n = end - beg;
+  const int slot_elems = 2 * ATT_BLK * KV_STRIDE;
+
+  // Per lane: rows tg (h = 0) and tg + 8 (h = 1): running max m (quad-uniform), this lane's
+  // partial sum l (its four keys of each block; summed over the quad at the end), O.
+  float m[2] = {qsa_neg_inf(), qsa_neg_inf()}, l[2] = {0.f, 0.f};
+  float acc[16][4];
+#pragma unroll
+  for (int j = 0; j < 16; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[j][e] = 0.f;
+  bool live[2];
+  long long q_pos[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = tg + 8 * h;
+    live[h] = r < rows_valid;
+    q_pos[h] = (long long)kv_len - q_len + c.tile * c.qt + r / c.hc;
+  }
+
+  // Prologue: blocks 0 .. nstage-2 in flight (an empty group where there is no block, so
+  // that group i is always block i).
+  for (int st = 0; st < nstage - 1; ++st) {
+    if (st < n) ring_issue(s.kv + st * slot_elems, k, v, c.b, c.g, s.uid[beg + st], kv_len, hkv);
+    else qsa_cp_async_commit();
+  }
+  for (int it = 0; it < n; ++it) {
+    ring_wait(nstage - 2);
+    QSA_SYNC();  // block it is everyone's; everyone is done with block it-1's slot
+    {
+      const int nxt = it + nstage - 1;  // into block it-1's slot
+      if (nxt < n) ring_issue(s.kv + (nxt % nstage) * slot_elems, k, v, c.b, c.g, s.uid[beg + nxt], kv_len, hkv);
+      else qsa_cp_async_commit();
+    }
+    const u16* ks = s.kv + (it % nstage) * slot_elems;
+    const u16* vs = ks + ATT_BLK * KV_STRIDE;
+    const int id = s.uid[beg + it];
+    const unsigned mask = s.umask[beg + it];
+    if (kw >= staged_key_limit(c, id, mask, q_len, kv_len)) continue;  // no row sees these keys
+    const long long base = (long long)id * ATT_BLK;
+    float sc[2][4];
+    tc_qk<E>(qa, ks, kw, lane, sc);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const bool sel = live[h] && (mask >> ((tg + 8 * h) / c.hc) & 1u);
+      float mx = qsa_neg_inf();
+#pragma unroll
+      for (int nn = 0; nn < 2; ++nn)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const long long key = base + kw + 8 * nn + 2 * tt + e;
+          const float x = sel && key <= q_pos[h] ? sc[nn][2 * h + e] * scale : qsa_neg_inf();
+          sc[nn][2 * h + e] = x;
+          mx = fmaxf(mx, x);
+        }
+      mx = fmaxf(mx, qsa_shfl_xor(mx, 1));
+      mx = fmaxf(mx, qsa_shfl_xor(mx, 2));
+      const float m_new = fmaxf(m[h], mx);
+      const bool none = m_new == qsa_neg_inf();
+      const float alpha = none ? 1.f : expf(m[h] - m_new);  // m = -inf before: alpha = 0
+      float sum = 0.f;
+#pragma unroll
+      for (int nn = 0; nn < 2; ++nn)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float p = none ? 0.f : expf(sc[nn][2 * h + e] - m_new);
+          sc[nn][2 * h + e] = p;
+          sum += p;
+        }
+      l[h] = l[h] * alpha + sum;
+      m[h] = m_new;
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        acc[j][2 * h] *= alpha;
+        acc[j][2 * h + 1] *= alpha;
+      }
+    }
+    ring_pv<E>(sc, vs, kw, lane, acc);
+  }
+
+  // Merge the four warps' (m, l, O) per row through the drained ring.
+  qsa_cp_async_wait_group<0>();
+  QSA_SYNC();
+  float* mo = (float*)s.kv;                                  // [4 warps][16 rows][RING_O_STRIDE]
+  float* mm = mo + (ATT_THREADS / 32) * ATT_ROWS * RING_O_STRIDE;  // [4][16] max
+  float* ml = mm + (ATT_THREADS / 32) * ATT_ROWS;                  // [4][16] sum
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = tg + 8 * h;
+    float lsum = l[h] + qsa_shfl_xor(l[h], 1);
+    lsum += qsa_shfl_xor(lsum, 2);
+    if (tt == 0) {
+      mm[warp * ATT_ROWS + r] = m[h];
+      ml[warp * ATT_ROWS + r] = lsum;
+    }
+#pragma unroll
+    for (int j = 0; j < 16; ++j)
+      *(float2*)(mo + (warp * ATT_ROWS + r) * RING_O_STRIDE + 8 * j + 2 * tt) = make_float2(acc[j][2 * h], acc[j][2 * h + 1]);
+  }
+  QSA_SYNC();
+  {
+    // Row r = tid / 8, dims 16 (tid % 8) .. +15.
+    const int r = tid / 8, d0 = 16 * (tid % 8);
+    const int tok = r / c.hc, hh = r % c.hc;
+    const int i = c.tile * c.qt + tok;
+    if (r < rows_valid && i < q_len) {
+      float mx = qsa_neg_inf();
+#pragma unroll
+      for (int w = 0; w < ATT_THREADS / 32; ++w) mx = fmaxf(mx, mm[w * ATT_ROWS + r]);
+      float wt[ATT_THREADS / 32], lsum = 0.f;
+#pragma unroll
+      for (int w = 0; w < ATT_THREADS / 32; ++w) {
+        wt[w] = mx == qsa_neg_inf() ? 0.f : expf(mm[w * ATT_ROWS + r] - mx);  // -inf warp: 0
+        lsum += wt[w] * ml[w * ATT_ROWS + r];
+      }
+      const bool none = !(lsum > 0.f);
+      const float inv = none ? 0.f : (E::is_bf16 ? 1.f : 1.f / RING_F16_PSCALE) / lsum;
+      const int hd = c.g * group + c.chunk * c.hc + hh;
+      const long long row = (((long long)c.b * q_len + i) * hq + hd) + split * rows_total;
+#pragma unroll
+      for (int d = d0; d < d0 + 16; d += 4) {
+        float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+        for (int w = 0; w < ATT_THREADS / 32; ++w) {
+          const float4 y = *(const float4*)(mo + (w * ATT_ROWS + r) * RING_O_STRIDE + d);
+          x.x += wt[w] * y.x;
+          x.y += wt[w] * y.y;
+          x.z += wt[w] * y.z;
+          x.w += wt[w] * y.w;
+        }
+        *(float4*)(o + row * ATT_D + d) = make_float4(x.x * inv, x.y * inv, x.z * inv, x.w * inv);
+      }
+      if (tid % 8 == 0) lse[row] = none ? qsa_neg_inf() : mx + logf(lsum);
+    }
+  }
+}
+
+#define QSA_ATTN_RING_INSTANCE(SUF, E)                                                                  \
+  QSA_KERNEL void __launch_bounds__(ATT_THREADS, RING_MIN_CTAS)                                         \
+      qsa_attn_ring_fwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids, float* o,     \
+                              float* lse, int batch, int q_len, int kv_len, int hq, int hkv, int t,    \
+                              float scale, int hc, int qt, int nstage) {                               \
+    ring_fwd<E>(q, k, v, ids, o, lse, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt, nstage);      \
+  }
+#endif  // QSA_ATTN_MMA
