@@ -95,7 +95,7 @@ def sweep(qsa, shape, base, backward=False, splits=True):
 
 
 def ring_sweep(qsa, shape, base):
-    """(label, plan) of the ring forward's slot counts (kernels/attention_ring_fwd.h) whose
+    """(label, plan) of the ring forward's slot counts (kernels/common/attention_ring_fwd.h) whose
     launches differ from `base`."""
     for st in SWEEP_STAGES:
         p = qsa.plan(shape, fwd="ring", stages=st)

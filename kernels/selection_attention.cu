@@ -1439,7 +1439,7 @@ QSA_KERNEL void __launch_bounds__(ATT_D) qsa_attn_combine(const float* __restric
   if (d == 0) lse[row] = mx + logf(sum);
 }
 
-#include "attention_ring_fwd.h"
+#include "common/attention_ring_fwd.h"
 
 // Launch shapes for the resource report (xtask/src/build/annotations.rs). The staged
 // kernels' dynamic shared memory is the single-buffered size at t = 16 ids per list, what
@@ -1502,8 +1502,8 @@ QSA_KERNEL void __launch_bounds__(ATT_D) qsa_attn_combine(const float* __restric
 
 QSA_ATTN_INSTANCES(bf16, Bf16)
 QSA_ATTN_INSTANCES(f16, F16)
-// qsa_attn_ring_fwd_bf16 and qsa_attn_ring_fwd_f16 (kernels/attention_ring_fwd.h) exist where
-// the staged kernels run on tensor cores only: sm_80+ CUDA.
+// qsa_attn_ring_fwd_bf16 and qsa_attn_ring_fwd_f16 (common/attention_ring_fwd.h) exist where the
+// staged kernels run on tensor cores only: sm_80+ CUDA.
 #if defined(QSA_ATTN_MMA)
 QSA_ATTN_RING_INSTANCE(bf16, Bf16)
 QSA_ATTN_RING_INSTANCE(f16, F16)

@@ -1,4 +1,4 @@
-//! The ring forward (kernels/attention_ring_fwd.h: cp.async ring of K/V block slots, each
+//! The ring forward (kernels/common/attention_ring_fwd.h: cp.async ring of K/V block slots, each
 //! warp's own online softmax in registers, P from the S accumulators straight into the P.V
 //! A fragments, one barrier per block) emulated on sm_86 and sm_90 through the GPU host code:
 //! o and lse within the mma limit of FP64 (matrix.yaml gates.error_limits.attention.mma) and

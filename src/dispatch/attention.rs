@@ -59,7 +59,7 @@ pub enum FwdPath {
     /// `qsa_attn_staged_fwd_*`: one K/V buffer (or two), four barriers per block (every
     /// target).
     Staged,
-    /// `qsa_attn_ring_fwd_*` (kernels/attention_ring_fwd.h): a ring of `stages` K/V block slots
+    /// `qsa_attn_ring_fwd_*` (kernels/common/attention_ring_fwd.h): a ring of `stages` K/V block slots
     /// filled by cp.async, each warp's own online softmax in registers, one barrier per block
     /// (NVIDIA tensor cores only: the kernel's QSA_ATTN_MMA, sm_80+).
     Ring { stages: usize, shared: u32 },
@@ -106,6 +106,7 @@ pub fn choose_forward(
     t: usize,
 ) -> Result<FwdPath, BackendError> {
     let built = caps.vendor == Vendor::Nvidia && caps.has(Feature::Bf16Tc);
+    let forced = sw.get("QSA_ATTN_FWD") == Some("ring");
     let want_ring = match sw.get("QSA_ATTN_FWD") {
         None => plan.nsplit == 1,
         Some("staged") => false,
@@ -145,10 +146,16 @@ pub fn choose_forward(
             }
             n
         }
-        // The default where two CTAs fit (shared memory per multiprocessor approximated by the
+        // By default where two CTAs fit (shared memory per multiprocessor approximated by the
         // per-block limit, as staged_plan does): one CTA per SM would idle at each block's
-        // barrier. sm_86 (99 KiB) keeps the staged kernel's two CTAs; a guess, not measured.
-        None if RING_MIN_RESIDENT * ring_shared_bytes(cap, RING_STAGES) <= limit => RING_STAGES,
+        // barrier, so sm_86 (99 KiB) keeps the staged kernel's two CTAs (a guess, not
+        // measured); forced, wherever one fits.
+        None if (if forced { 1 } else { RING_MIN_RESIDENT })
+            * ring_shared_bytes(cap, RING_STAGES)
+            <= limit =>
+        {
+            RING_STAGES
+        }
         None => return Ok(FwdPath::Staged),
     };
     Ok(FwdPath::Ring {
@@ -435,6 +442,96 @@ mod tests {
         );
         let e = choose_backward(&h200, &sw("yes")).unwrap_err().to_string();
         assert!(e.contains("expected atomic or kv"), "{e}");
+    }
+
+    #[test]
+    fn ring_forward_for_unsplit_plans_on_nvidia_tensor_cores() {
+        let sw = |pairs: &[(&str, &str)]| {
+            Switches::new(
+                pairs
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            )
+        };
+        let none = sw(&[]);
+        let mut h200 = caps("sm_90", 227, 132);
+        h200.features = vec![Feature::Tf32Tc, Feature::Bf16Tc];
+        let prefill = staged_plan(&h200, 4, 16384, 64, 4, 16, false).unwrap();
+        // list 16 ids: 4 x 16 x 4 + 4 = 260 -> 272 B, then 2 x 34,816.
+        assert_eq!(ring_shared_bytes(16, 2), 69_904);
+        assert_eq!(
+            choose_forward(&h200, &none, &prefill, 16).unwrap(),
+            FwdPath::Ring {
+                stages: 2,
+                shared: 69_904
+            }
+        );
+        let decode = staged_plan(&h200, 1, 1, 128, 8, 16, false).unwrap();
+        assert!(decode.nsplit > 1);
+        assert_eq!(
+            choose_forward(&h200, &none, &decode, 16).unwrap(),
+            FwdPath::Staged,
+            "split plans keep the staged kernel unless the ring is forced"
+        );
+        let ring = sw(&[("QSA_ATTN_FWD", "ring")]);
+        assert!(matches!(
+            choose_forward(&h200, &ring, &decode, 16).unwrap(),
+            FwdPath::Ring { stages: 2, .. }
+        ));
+        let staged = sw(&[("QSA_ATTN_FWD", "staged")]);
+        assert_eq!(
+            choose_forward(&h200, &staged, &prefill, 16).unwrap(),
+            FwdPath::Staged
+        );
+        let four = sw(&[("QSA_ATTN_STAGES", "4")]);
+        assert_eq!(
+            choose_forward(&h200, &four, &prefill, 16).unwrap(),
+            FwdPath::Ring {
+                stages: 4,
+                shared: 139_536
+            }
+        );
+        // sm_86: two ring CTAs do not fit 99 KiB, so the default keeps the staged kernel; forced,
+        // one CTA fits; four slots do not.
+        let mut sm86 = caps("sm_86", 99, 82);
+        sm86.features = vec![Feature::Tf32Tc, Feature::Bf16Tc];
+        assert_eq!(
+            choose_forward(&sm86, &none, &prefill, 16).unwrap(),
+            FwdPath::Staged
+        );
+        assert!(matches!(
+            choose_forward(&sm86, &ring, &prefill, 16).unwrap(),
+            FwdPath::Ring { stages: 2, .. }
+        ));
+        let e = choose_forward(&sm86, &four, &prefill, 16)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("QSA_ATTN_STAGES=4 needs 139536 bytes"), "{e}");
+        // Not built without NVIDIA bf16 tensor cores: a forced ring falls back.
+        let sm75 = caps("sm_75", 64, 68);
+        assert_eq!(
+            choose_forward(&sm75, &ring, &prefill, 16).unwrap(),
+            FwdPath::Staged
+        );
+        let mut gfx950 = caps("gfx950", 160, 256);
+        gfx950.vendor = Vendor::Amd;
+        gfx950.features = vec![Feature::Bf16Tc];
+        assert_eq!(
+            choose_forward(&gfx950, &ring, &prefill, 16).unwrap(),
+            FwdPath::Staged,
+            "gfx950 has bf16 matrix cores but no ring kernel (sm_80+ CUDA only): staged"
+        );
+        for (k, v, want) in [
+            ("QSA_ATTN_FWD", "fast", "expected staged or ring"),
+            ("QSA_ATTN_STAGES", "1", "from 2 to 4"),
+            ("QSA_ATTN_STAGES", "5", "from 2 to 4"),
+        ] {
+            let e = choose_forward(&h200, &sw(&[(k, v)]), &prefill, 16)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{k}={v}: {e}");
+        }
     }
 
     #[test]

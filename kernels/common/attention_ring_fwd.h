@@ -1,7 +1,8 @@
 // NSA selection attention, prefill forward on tensor cores: qsa_attn_ring_fwd_{bf16,f16}.
 // Included by selection_attention.cu after the staged kernels' helpers (StagedCta, the block
-// list, tc_qk, staged_key_limit), which it reuses; one CTA per work item of the staged
-// geometry (16 rows = query heads x query tokens, one kv head), the same (o, lse) contract and
+// list, tc_qk, staged_key_limit), which it reuses; it lives in common/ because the emulator's
+// build cache is keyed by the source and every common/ header. One CTA per work item of the
+// staged geometry (16 rows = query heads x query tokens, one kv head), the same (o, lse) contract and
 // the same split-partial layout (gridDim.y > 1 writes partials for qsa_attn_combine).
 //
 // What limits the staged forward (kernels/selection_attention.cu, staged_fwd, on the H200 at
