@@ -20,6 +20,10 @@
 //                           CTA; double-buffered (cp.async on sm_80+) when the host passes
 //                           nbuf = 2; online softmax in f32. With splits > 1 each CTA writes
 //                           a partial (o, lse) and qsa_attn_combine merges them exactly.
+//   qsa_attn_ring_fwd_*     (common/attention_ring_fwd.h, sm_80+ CUDA) the staged forward's
+//                           geometry with a cp.async ring of K/V block slots, one barrier per
+//                           block and each warp's online softmax in registers: the prefill
+//                           forward there (src/dispatch/attention.rs, choose_forward).
 //   qsa_attn_combine        merges split partials: lse = log sum exp, o = weighted mean.
 //   qsa_attn_staged_bwd_*   dq, dk, dv with the same staging; dk / dv partials reduced over
 //                           the CTA's rows before one global atomic per element and block.
