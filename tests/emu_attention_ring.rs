@@ -5,7 +5,8 @@
 //! within 4x of the gather kernel's own error (gates.error_ratio) where that is above the
 //! floor, under the race check's schedules, on the matrix's emulated attention cases: partial
 //! last KV block, -1 and repeated ids, causal edges, groups of 2, 4 and 8 (several tokens per
-//! CTA with their selection masks), bf16 and f16, split lists (forced) and every slot count.
+//! CTA with their selection masks), bf16 and f16, split lists (forced), slot counts and slots
+//! of whole blocks or of K / V halves.
 
 mod emu_matrix;
 
@@ -98,6 +99,30 @@ fn ring_forward_matches_fp64_on_the_emulated_cases() {
                 vec![
                     ("QSA_ATTN_FWD", "ring"),
                     ("QSA_ATTN_STAGES", "4"),
+                    ("QSA_ATTN_SPLITS", "1"),
+                ],
+            ),
+            // Slots of K or V rows: 4 by default, 3 (a block's K and V in different slots
+            // turn by turn) and 7 (lists shorter than the ring) unsplit.
+            (
+                "sm_90",
+                vec![("QSA_ATTN_FWD", "ring"), ("QSA_ATTN_RING_SLOT", "half")],
+            ),
+            (
+                "sm_90",
+                vec![
+                    ("QSA_ATTN_FWD", "ring"),
+                    ("QSA_ATTN_RING_SLOT", "half"),
+                    ("QSA_ATTN_STAGES", "3"),
+                    ("QSA_ATTN_SPLITS", "1"),
+                ],
+            ),
+            (
+                "sm_90",
+                vec![
+                    ("QSA_ATTN_FWD", "ring"),
+                    ("QSA_ATTN_RING_SLOT", "half"),
+                    ("QSA_ATTN_STAGES", "7"),
                     ("QSA_ATTN_SPLITS", "1"),
                 ],
             ),

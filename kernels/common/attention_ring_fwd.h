@@ -27,7 +27,7 @@
 // subnormal range down to P = 2^-28, one accumulator, scaled back by 2^-14 at the end).
 #pragma once
 
-#define RING_MAX_STAGES 4
+#define RING_MAX_STAGES 7
 // Resident CTAs per multiprocessor the registers must allow: three 2-stage CTAs fit the H200's
 // shared memory (3 x 69,904 B), so the registers must not be the limit (<= 168 per thread).
 #define RING_MIN_CTAS 3
@@ -51,33 +51,41 @@ QSA_DEVICE StagedSmem ring_smem(unsigned char* base, int cap) {
 // The kernel exists where the staged kernels run on tensor cores (QSA_ATTN_MMA: sm_80+ CUDA);
 // src/dispatch/attention.rs (choose_forward) dispatches it nowhere else.
 #if defined(QSA_ATTN_MMA)
-// Issue the copies of block `id` of (b, g) into one ring slot (K rows then V rows, KV_STRIDE
-// apart) and commit them as one group. Thread tid copies 16-byte chunk tid % 16 of rows
-// tid / 16 + 8 u: one address computation per block, a row stride after that. Keys at or past
-// kv_len are zero-filled (a masked key's p is 0, and 0 * stale NaN would not be).
-QSA_DEVICE void ring_issue(u16* slot, const u16* k, const u16* v, int b, int g, int id, int kv_len, int hkv) {
+// Issue the copies of block `id` of (b, g) into one ring slot and commit them as one group:
+// piece 0 = K rows, 1 = V rows, 2 = both (K rows, then V rows ATT_BLK * KV_STRIDE later).
+// Thread tid copies 16-byte chunk tid % 16 of rows tid / 16 + 8 u: one address computation
+// per block, a row stride after that. Keys at or past kv_len are zero-filled (a masked key's
+// p is 0, and 0 * stale NaN would not be).
+QSA_DEVICE void ring_issue(u16* slot, const u16* k, const u16* v, int b, int g, int id, int kv_len, int hkv,
+                           int piece) {
   const int ch = threadIdx.x % (ATT_D / 8), r0 = threadIdx.x / (ATT_D / 8);
   const long long first = (long long)id * ATT_BLK;
   const long long row_stride = (long long)hkv * ATT_D;
   const long long off0 = (((long long)b * kv_len + first) * hkv + g) * ATT_D + ch * 8;
   u16* ks = slot + ch * 8;
-  u16* vs = slot + ATT_BLK * KV_STRIDE + ch * 8;
+  u16* vs = slot + (piece == 2 ? ATT_BLK * KV_STRIDE : 0) + ch * 8;
 #pragma unroll
   for (int u = 0; u < ATT_BLK / (ATT_THREADS / (ATT_D / 8)); ++u) {
     const int r = r0 + u * (ATT_THREADS / (ATT_D / 8));
     const bool valid = first + r < kv_len;
     const long long off = valid ? off0 + r * row_stride : 0;
-    qsa_cp_async16(ks + r * KV_STRIDE, k + off, valid ? 16 : 0);
-    qsa_cp_async16(vs + r * KV_STRIDE, v + off, valid ? 16 : 0);
+    if (piece != 1) qsa_cp_async16(ks + r * KV_STRIDE, k + off, valid ? 16 : 0);
+    if (piece != 0) qsa_cp_async16(vs + r * KV_STRIDE, v + off, valid ? 16 : 0);
   }
   qsa_cp_async_commit();
 }
 
-// Wait until block i's group has landed: `pending` = nstage - 2 later groups may still fly.
+// Wait until piece x's group has landed: `pending` = nstage - 2 later groups may still fly
+// (0 .. RING_MAX_STAGES - 2; the host checks the range).
 QSA_DEVICE void ring_wait(int pending) {
-  if (pending <= 0) qsa_cp_async_wait_group<0>();
-  else if (pending == 1) qsa_cp_async_wait_group<1>();
-  else qsa_cp_async_wait_group<2>();
+  switch (pending) {
+    case 0: qsa_cp_async_wait_group<0>(); break;
+    case 1: qsa_cp_async_wait_group<1>(); break;
+    case 2: qsa_cp_async_wait_group<2>(); break;
+    case 3: qsa_cp_async_wait_group<3>(); break;
+    case 4: qsa_cp_async_wait_group<4>(); break;
+    default: qsa_cp_async_wait_group<5>(); break;
+  }
 }
 
 // q rows of the CTA as A fragments, read from global memory (u16 pairs are the packed
@@ -139,10 +147,57 @@ QSA_DEVICE void ring_pv(const float (&sc)[2][4], const u16* vs, int kw, int lane
   }
 }
 
+// One block's scores for this warp's keys: sc = P (probabilities, C layout of tc_qk) after
+// masking (rows that did not select the block, keys past the row's position) and the online
+// softmax update of (m, l) and of O (acc rescaled by alpha).
+template <typename E>
+QSA_DEVICE void ring_scores(const unsigned (&qa)[8][4], const u16* ks, const StagedCta& c, long long base,
+                            unsigned mask, const bool (&live)[2], const long long (&q_pos)[2], float scale, int kw,
+                            int lane, float (&sc)[2][4], float (&m)[2], float (&l)[2], float (&acc)[16][4]) {
+  const int tg = lane / 4, tt = lane % 4;
+  tc_qk<E>(qa, ks, kw, lane, sc);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const bool sel = live[h] && (mask >> ((tg + 8 * h) / c.hc) & 1u);
+    float mx = qsa_neg_inf();
+#pragma unroll
+    for (int nn = 0; nn < 2; ++nn)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const long long key = base + kw + 8 * nn + 2 * tt + e;
+        const float x = sel && key <= q_pos[h] ? sc[nn][2 * h + e] * scale : qsa_neg_inf();
+        sc[nn][2 * h + e] = x;
+        mx = fmaxf(mx, x);
+      }
+    mx = fmaxf(mx, qsa_shfl_xor(mx, 1));
+    mx = fmaxf(mx, qsa_shfl_xor(mx, 2));
+    const float m_new = fmaxf(m[h], mx);
+    const bool none = m_new == qsa_neg_inf();
+    const float alpha = none ? 1.f : expf(m[h] - m_new);  // m = -inf before: alpha = 0
+    float sum = 0.f;
+#pragma unroll
+    for (int nn = 0; nn < 2; ++nn)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float p = none ? 0.f : expf(sc[nn][2 * h + e] - m_new);
+        sc[nn][2 * h + e] = p;
+        sum += p;
+      }
+    l[h] = l[h] * alpha + sum;
+    m[h] = m_new;
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      acc[j][2 * h] *= alpha;
+      acc[j][2 * h + 1] *= alpha;
+    }
+  }
+}
+
 template <typename E>
 QSA_DEVICE void ring_fwd(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
                          const int* __restrict__ ids, float* __restrict__ o, float* __restrict__ lse, int batch,
-                         int q_len, int kv_len, int hq, int hkv, int t, float scale, int hc, int qt, int nstage) {
+                         int q_len, int kv_len, int hq, int hkv, int t, float scale, int hc, int qt, int nstage,
+                         int halves) {
   QSA_DYNAMIC_SHARED(smem_raw);
   const int group = hq / hkv;
   const StagedCta c = staged_cta(q_len, hkv, group, hc, qt);
@@ -161,7 +216,9 @@ QSA_DEVICE void ring_fwd(const u16* __restrict__ q, const u16* __restrict__ k, c
   const int beg = split * per < total ? split * per : total;
   const int end = beg + per < total ? beg + per : total;
   const int n = end - beg;
-  const int slot_elems = 2 * ATT_BLK * KV_STRIDE;
+  // A slot holds one piece: a block's K and V rows, or (halves) its K rows or its V rows.
+  const int pp = halves ? 2 : 1;  // pieces per block
+  const int slot_elems = (halves ? 1 : 2) * ATT_BLK * KV_STRIDE;
 
   // Per lane: rows tg (h = 0) and tg + 8 (h = 1): running max m (quad-uniform), this lane's
   // partial sum l (its four keys of each block; summed over the quad at the end), O.
@@ -180,64 +237,30 @@ QSA_DEVICE void ring_fwd(const u16* __restrict__ q, const u16* __restrict__ k, c
     q_pos[h] = (long long)kv_len - q_len + c.tile * c.qt + r / c.hc;
   }
 
-  // Prologue: blocks 0 .. nstage-2 in flight (an empty group where there is no block, so
-  // that group i is always block i).
-  for (int st = 0; st < nstage - 1; ++st) {
-    if (st < n) ring_issue(s.kv + st * slot_elems, k, v, c.b, c.g, s.uid[beg + st], kv_len, hkv);
-    else qsa_cp_async_commit();
-  }
-  for (int it = 0; it < n; ++it) {
+  // Piece x: block x / pp; with halves, K (x even) or V (x odd), else both. Prologue: pieces
+  // 0 .. nstage-2 in flight (an empty group where there is none, so that group x is always
+  // piece x).
+  const int np = n * pp;
+  auto issue = [&](int x) {
+    if (x < np)
+      ring_issue(s.kv + (x % nstage) * slot_elems, k, v, c.b, c.g, s.uid[beg + x / pp], kv_len, hkv,
+                 halves ? (x & 1) : 2);
+    else
+      qsa_cp_async_commit();
+  };
+  for (int x = 0; x < nstage - 1; ++x) issue(x);
+  float sc[2][4];  // this warp's P of the current block, from its K piece to its V piece
+  for (int x = 0; x < np; ++x) {
     ring_wait(nstage - 2);
-    QSA_SYNC();  // block it is everyone's; everyone is done with block it-1's slot
-    {
-      const int nxt = it + nstage - 1;  // into block it-1's slot
-      if (nxt < n) ring_issue(s.kv + (nxt % nstage) * slot_elems, k, v, c.b, c.g, s.uid[beg + nxt], kv_len, hkv);
-      else qsa_cp_async_commit();
-    }
-    const u16* ks = s.kv + (it % nstage) * slot_elems;
-    const u16* vs = ks + ATT_BLK * KV_STRIDE;
-    const int id = s.uid[beg + it];
-    const unsigned mask = s.umask[beg + it];
+    QSA_SYNC();  // piece x is everyone's; everyone is done with piece x-1's slot
+    issue(x + nstage - 1);  // into piece x-1's slot
+    const u16* buf = s.kv + (x % nstage) * slot_elems;
+    const int id = s.uid[beg + x / pp];
+    const unsigned mask = s.umask[beg + x / pp];
     if (kw >= staged_key_limit(c, id, mask, q_len, kv_len)) continue;  // no row sees these keys
-    const long long base = (long long)id * ATT_BLK;
-    float sc[2][4];
-    tc_qk<E>(qa, ks, kw, lane, sc);
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const bool sel = live[h] && (mask >> ((tg + 8 * h) / c.hc) & 1u);
-      float mx = qsa_neg_inf();
-#pragma unroll
-      for (int nn = 0; nn < 2; ++nn)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const long long key = base + kw + 8 * nn + 2 * tt + e;
-          const float x = sel && key <= q_pos[h] ? sc[nn][2 * h + e] * scale : qsa_neg_inf();
-          sc[nn][2 * h + e] = x;
-          mx = fmaxf(mx, x);
-        }
-      mx = fmaxf(mx, qsa_shfl_xor(mx, 1));
-      mx = fmaxf(mx, qsa_shfl_xor(mx, 2));
-      const float m_new = fmaxf(m[h], mx);
-      const bool none = m_new == qsa_neg_inf();
-      const float alpha = none ? 1.f : expf(m[h] - m_new);  // m = -inf before: alpha = 0
-      float sum = 0.f;
-#pragma unroll
-      for (int nn = 0; nn < 2; ++nn)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const float p = none ? 0.f : expf(sc[nn][2 * h + e] - m_new);
-          sc[nn][2 * h + e] = p;
-          sum += p;
-        }
-      l[h] = l[h] * alpha + sum;
-      m[h] = m_new;
-#pragma unroll
-      for (int j = 0; j < 16; ++j) {
-        acc[j][2 * h] *= alpha;
-        acc[j][2 * h + 1] *= alpha;
-      }
-    }
-    ring_pv<E>(sc, vs, kw, lane, acc);
+    const bool k_piece = !halves || !(x & 1), v_piece = !halves || (x & 1);
+    if (k_piece) ring_scores<E>(qa, buf, c, (long long)id * ATT_BLK, mask, live, q_pos, scale, kw, lane, sc, m, l, acc);
+    if (v_piece) ring_pv<E>(sc, halves ? buf : buf + ATT_BLK * KV_STRIDE, kw, lane, acc);
   }
 
   // Merge the four warps' (m, l, O) per row through the drained ring.
@@ -301,7 +324,7 @@ QSA_DEVICE void ring_fwd(const u16* __restrict__ q, const u16* __restrict__ k, c
   QSA_KERNEL void __launch_bounds__(ATT_THREADS, RING_MIN_CTAS)                                         \
       qsa_attn_ring_fwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids, float* o,     \
                               float* lse, int batch, int q_len, int kv_len, int hq, int hkv, int t,    \
-                              float scale, int hc, int qt, int nstage) {                               \
-    ring_fwd<E>(q, k, v, ids, o, lse, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt, nstage);      \
+                              float scale, int hc, int qt, int nstage, int halves) {                   \
+    ring_fwd<E>(q, k, v, ids, o, lse, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt, nstage, halves); \
   }
 #endif  // QSA_ATTN_MMA

@@ -59,10 +59,16 @@ pub enum FwdPath {
     /// `qsa_attn_staged_fwd_*`: one K/V buffer (or two), four barriers per block (every
     /// target).
     Staged,
-    /// `qsa_attn_ring_fwd_*` (kernels/common/attention_ring_fwd.h): a ring of `stages` K/V block slots
-    /// filled by cp.async, each warp's own online softmax in registers, one barrier per block
-    /// (NVIDIA tensor cores only: the kernel's QSA_ATTN_MMA, sm_80+).
-    Ring { stages: usize, shared: u32 },
+    /// `qsa_attn_ring_fwd_*` (kernels/common/attention_ring_fwd.h): a ring of `stages` slots
+    /// filled by cp.async, each warp's own online softmax in registers, one barrier per slot
+    /// (NVIDIA tensor cores only: the kernel's QSA_ATTN_MMA, sm_80+). A slot holds a block's K
+    /// and V rows, or with `halves` its K rows or its V rows (twice the slots, and the bytes in
+    /// flight, at the same shared memory; two barriers per block).
+    Ring {
+        stages: usize,
+        halves: bool,
+        shared: u32,
+    },
 }
 
 impl FwdPath {
@@ -77,28 +83,31 @@ impl FwdPath {
     }
 }
 
-/// K/V block slots of the ring forward unless `QSA_ATTN_STAGES` says otherwise: two slots
-/// (69,904 B at t = 16) keep three CTAs resident on the H200 (168 registers, 227 KiB shared
+/// Slots of the ring forward unless `QSA_ATTN_STAGES` says otherwise: two whole-block slots
+/// (69,904 B at t = 16) keep three CTAs resident on the H200 (166 registers, 227 KiB shared
 /// per SM), each with one block in flight while it computes the other. Not measured yet: the
-/// sweep of 2 / 3 / 4 is in H200.md.
+/// sweep (slots 2 / 3 / 4, halves 4 / 6) is in H200.md.
 pub const RING_STAGES: usize = 2;
 /// Resident ring CTAs per multiprocessor the default dispatch asks for.
 const RING_MIN_RESIDENT: usize = 2;
-/// The kernel's range of slots (ring_wait waits for at most two later groups).
-pub const RING_MAX_STAGES: usize = 4;
+/// The kernel's range of slots (RING_MAX_STAGES; ring_wait waits for at most five later groups).
+pub const RING_MAX_STAGES: usize = 7;
 
 /// Dynamic shared bytes of a ring-forward CTA (`ring_smem` in the kernel): the block list, then
-/// `stages` slots of K and V rows. The end-of-kernel merge of the four warps' (m, l, O), 4 x 16
-/// x (128 + 4) + 2 x 64 floats = 34,304 B, reuses the drained ring (one slot is 34,816 B).
-pub fn ring_shared_bytes(cap: usize, stages: usize) -> usize {
-    ((4 * cap + 1) * 4).div_ceil(16) * 16 + stages * 2 * BLOCK * KV_STRIDE * 2
+/// `stages` slots of K and V rows (K or V rows with `halves`). The end-of-kernel merge of the
+/// four warps' (m, l, O), 4 x 16 x (128 + 4) + 2 x 64 floats = 34,304 B, reuses the drained
+/// ring (two slots of halves are 34,816 B).
+pub fn ring_shared_bytes(cap: usize, stages: usize, halves: bool) -> usize {
+    let slot = if halves { 1 } else { 2 } * BLOCK * KV_STRIDE * 2;
+    ((4 * cap + 1) * 4).div_ceil(16) * 16 + stages * slot
 }
 
 /// The forward's kernel for a staged plan: the ring where it is built (NVIDIA bf16 tensor
 /// cores) and the plan does not split lists (decode splits keep the staged kernel and its
 /// measured plan); `QSA_ATTN_FWD=staged|ring` forces one (a forced ring falls back to the
 /// staged kernel where it is not built, as a forced top-k kernel does, so a matrix variant
-/// forcing it runs on every target), `QSA_ATTN_STAGES=2..4` sets its slots.
+/// forcing it runs on every target), `QSA_ATTN_STAGES=2..7` sets its slots and
+/// `QSA_ATTN_RING_SLOT=block|half` what a slot holds (default block).
 pub fn choose_forward(
     caps: &TargetCaps,
     sw: &Switches,
@@ -130,14 +139,26 @@ pub fn choose_forward(
             }
         },
     };
+    let halves = match sw.get("QSA_ATTN_RING_SLOT") {
+        None | Some("block") => false,
+        Some("half") => true,
+        Some(v) => {
+            return Err(BackendError::Input(format!(
+                "QSA_ATTN_RING_SLOT={}: expected block or half",
+                crate::echo::value(v)
+            )))
+        }
+    };
     if !(built && want_ring) {
         return Ok(FwdPath::Staged);
     }
     let cap = plan.qt * t;
     let limit = caps.shared_per_block as usize;
+    // Halves: twice the slots at the same shared memory by default.
+    let default_stages = if halves { 2 * RING_STAGES } else { RING_STAGES };
     let stages = match stages {
         Some(n) => {
-            let shared = ring_shared_bytes(cap, n);
+            let shared = ring_shared_bytes(cap, n, halves);
             if shared > limit {
                 return Err(BackendError::Shape(format!(
                     "QSA_ATTN_STAGES={n} needs {shared} bytes of shared memory for t = {t}, {} allows {limit}",
@@ -151,16 +172,17 @@ pub fn choose_forward(
         // barrier, so sm_86 (99 KiB) keeps the staged kernel's two CTAs (a guess, not
         // measured); forced, wherever one fits.
         None if (if forced { 1 } else { RING_MIN_RESIDENT })
-            * ring_shared_bytes(cap, RING_STAGES)
+            * ring_shared_bytes(cap, default_stages, halves)
             <= limit =>
         {
-            RING_STAGES
+            default_stages
         }
         None => return Ok(FwdPath::Staged),
     };
     Ok(FwdPath::Ring {
         stages,
-        shared: ring_shared_bytes(cap, stages) as u32,
+        halves,
+        shared: ring_shared_bytes(cap, stages, halves) as u32,
     })
 }
 
@@ -459,11 +481,22 @@ mod tests {
         h200.features = vec![Feature::Tf32Tc, Feature::Bf16Tc];
         let prefill = staged_plan(&h200, 4, 16384, 64, 4, 16, false).unwrap();
         // list 16 ids: 4 x 16 x 4 + 4 = 260 -> 272 B, then 2 x 34,816.
-        assert_eq!(ring_shared_bytes(16, 2), 69_904);
+        assert_eq!(ring_shared_bytes(16, 2, false), 69_904);
+        assert_eq!(ring_shared_bytes(16, 4, true), 69_904);
         assert_eq!(
             choose_forward(&h200, &none, &prefill, 16).unwrap(),
             FwdPath::Ring {
                 stages: 2,
+                halves: false,
+                shared: 69_904
+            }
+        );
+        let half = sw(&[("QSA_ATTN_RING_SLOT", "half")]);
+        assert_eq!(
+            choose_forward(&h200, &half, &prefill, 16).unwrap(),
+            FwdPath::Ring {
+                stages: 4,
+                halves: true,
                 shared: 69_904
             }
         );
@@ -489,6 +522,7 @@ mod tests {
             choose_forward(&h200, &four, &prefill, 16).unwrap(),
             FwdPath::Ring {
                 stages: 4,
+                halves: false,
                 shared: 139_536
             }
         );
@@ -524,8 +558,9 @@ mod tests {
         );
         for (k, v, want) in [
             ("QSA_ATTN_FWD", "fast", "expected staged or ring"),
-            ("QSA_ATTN_STAGES", "1", "from 2 to 4"),
-            ("QSA_ATTN_STAGES", "5", "from 2 to 4"),
+            ("QSA_ATTN_STAGES", "1", "from 2 to 7"),
+            ("QSA_ATTN_STAGES", "8", "from 2 to 7"),
+            ("QSA_ATTN_RING_SLOT", "quarter", "expected block or half"),
         ] {
             let e = choose_forward(&h200, &sw(&[(k, v)]), &prefill, 16)
                 .unwrap_err()

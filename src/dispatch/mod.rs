@@ -126,7 +126,11 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
     ),
     (
         "QSA_ATTN_STAGES",
-        "2 | 3 | 4: K/V block slots of the ring forward (qsa's sweep switch)",
+        "2 .. 7: slots of the ring forward (qsa's sweep switch)",
+    ),
+    (
+        "QSA_ATTN_RING_SLOT",
+        "block | half: a ring slot holds a block's K and V rows, or its K or its V rows (qsa's sweep switch)",
     ),
     (
         "QSA_ATTN_BWD",

@@ -245,13 +245,16 @@ pub fn launch_plan(
             // The ring kernel takes its slot count where the staged one takes nbuf.
             let (name, shared, depth) = match fwd_path {
                 FwdPath::Staged => ("staged", plan.shared, plan.nbuf),
-                FwdPath::Ring { stages, shared } => ("ring", shared, stages),
+                FwdPath::Ring { stages, shared, .. } => ("ring", shared, stages),
             };
             args.extend([
                 PlanArg::I32(plan.hc as i32),
                 PlanArg::I32(plan.qt as i32),
                 PlanArg::I32(depth as i32),
             ]);
+            if let FwdPath::Ring { halves, .. } = fwd_path {
+                args.push(PlanArg::I32(i32::from(halves)));
+            }
             let staged_dims = LaunchDims {
                 grid: (plan.items as u32, plan.nsplit as u32, 1),
                 block: (STAGED_THREADS, 1, 1),
