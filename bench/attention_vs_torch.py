@@ -32,7 +32,8 @@ D, BLK = 128, 64  # head dim and KV block of the problem (the kernels' contract)
 # ---- our kernels: plans of `qsa plan` (this script derives no launch rule) ------------------
 SWEEP_NBUF = (1, 2)
 SWEEP_SPLITS = (1, 2, 4, 6, 8, 12, 16, 32)
-SWEEP_RING = (("block", 2), ("block", 3), ("block", 4), ("half", 4), ("half", 5), ("half", 6))
+SWEEP_RING = (("block", 2, 3), ("block", 3, 3), ("half", 4, 3), ("half", 5, 3), ("half", 6, 3),
+              ("block", 2, 2), ("half", 4, 2), ("half", 5, 2))
 
 
 def shape_of(P):
@@ -46,7 +47,7 @@ class Qsa:
         self.launcher = launcher
 
     def plan(self, shape, backward=False, variant="auto", nbuf=None, nsplit=None, bwd=None, fwd=None,
-             stages=None, slot=None):
+             stages=None, slot=None, parts=None):
         sw = {}
         if fwd is not None:
             sw["QSA_ATTN_FWD"] = fwd  # staged | ring: the forward's kernel
@@ -54,6 +55,8 @@ class Qsa:
             sw["QSA_ATTN_STAGES"] = stages  # the ring forward's slots
         if slot is not None:
             sw["QSA_ATTN_RING_SLOT"] = slot  # block | half: a slot holds K and V, or K or V
+        if parts is not None:
+            sw["QSA_ATTN_RING_PARTS"] = parts  # 2 | 3: bf16 P's parts in the ring's P.V
         if nbuf is not None:
             sw["QSA_ATTN_NBUF"] = nbuf
         if nsplit is not None:
@@ -99,17 +102,18 @@ def sweep(qsa, shape, base, backward=False, splits=True):
 def ring_sweep(qsa, shape, base):
     """(label, plan) of the ring forward's slots (kernels/common/attention_ring_fwd.h) whose
     launches differ from `base`: whole-block slots and slots of K or V rows ("half")."""
-    for slot, st in SWEEP_RING:
-        p = qsa.plan(shape, fwd="ring", stages=st, slot=slot)
+    for slot, st, parts in SWEEP_RING:
+        p = qsa.plan(shape, fwd="ring", stages=st, slot=slot, parts=parts)
         if p["call"] != base["call"]:
-            yield f"ring {slot} stages={st}", p
+            yield f"ring {slot} stages={st} parts={parts}", p
 
 
 CHECK_VARIANTS = [("gather", "gather", {}), ("staged", "auto", {}), ("staged nbuf=1", "auto", {"nbuf": 1}),
                   ("staged split=3", "auto", {"nsplit": 3}), ("staged atomic-bwd", "auto", {"bwd": "atomic"}),
                   ("staged fwd", "auto", {"fwd": "staged"}), ("ring", "auto", {"fwd": "ring"}),
                   ("ring stages=4 split=3", "auto", {"fwd": "ring", "stages": 4, "nsplit": 3}),
-                  ("ring half stages=5", "auto", {"fwd": "ring", "stages": 5, "slot": "half"})]
+                  ("ring half stages=5", "auto", {"fwd": "ring", "stages": 5, "slot": "half"}),
+                  ("ring parts=2", "auto", {"fwd": "ring", "parts": 2})]
 DECODE = [("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 128, 8),
           ("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 64, 8),
           ("decode 1 q x 8 kv heads, 262K", 1, 1, 262144, 128, 8),

@@ -108,6 +108,16 @@ fn ring_forward_matches_fp64_on_the_emulated_cases() {
                 "sm_90",
                 vec![("QSA_ATTN_FWD", "ring"), ("QSA_ATTN_RING_SLOT", "half")],
             ),
+            // bf16 P in two parts (f16 always runs two): within the gate, not the mutant's
+            // one part.
+            (
+                "sm_90",
+                vec![
+                    ("QSA_ATTN_FWD", "ring"),
+                    ("QSA_ATTN_RING_PARTS", "2"),
+                    ("QSA_ATTN_SPLITS", "1"),
+                ],
+            ),
             (
                 "sm_90",
                 vec![

@@ -51,27 +51,37 @@ QSA_DEVICE StagedSmem ring_smem(unsigned char* base, int cap) {
 // The kernel exists where the staged kernels run on tensor cores (QSA_ATTN_MMA: sm_80+ CUDA);
 // src/dispatch/attention.rs (choose_forward) dispatches it nowhere else.
 #if defined(QSA_ATTN_MMA)
+// This thread's rows r0 + 8 u (u < 8) of one 64-row piece, 16 bytes each: dst and src point at
+// row r0 (its chunk); rows at or past nv (keys past kv_len: only a list's last block) are
+// zero-filled (a masked key's p is 0, and 0 * stale NaN would not be), reading nothing.
+QSA_DEVICE void ring_rows(u16* dst, const u16* src, long long row_stride, int r0, int nv) {
+  constexpr int STEP = ATT_THREADS / (ATT_D / 8);  // 8 rows apart
+  if (nv >= ATT_BLK) {  // the common case: no predicate, immediate offsets
+#pragma unroll
+    for (int u = 0; u < ATT_BLK / STEP; ++u) qsa_cp_async16(dst + u * STEP * KV_STRIDE, src + u * STEP * row_stride, 16);
+  } else {
+#pragma unroll
+    for (int u = 0; u < ATT_BLK / STEP; ++u) {
+      const bool valid = r0 + u * STEP < nv;
+      qsa_cp_async16(dst + u * STEP * KV_STRIDE, valid ? src + u * STEP * row_stride : src, valid ? 16 : 0);
+    }
+  }
+}
+
 // Issue the copies of block `id` of (b, g) into one ring slot and commit them as one group:
 // piece 0 = K rows, 1 = V rows, 2 = both (K rows, then V rows ATT_BLK * KV_STRIDE later).
 // Thread tid copies 16-byte chunk tid % 16 of rows tid / 16 + 8 u: one address computation
-// per block, a row stride after that. Keys at or past kv_len are zero-filled (a masked key's
-// p is 0, and 0 * stale NaN would not be).
+// per piece, a row stride after that.
 QSA_DEVICE void ring_issue(u16* slot, const u16* k, const u16* v, int b, int g, int id, int kv_len, int hkv,
                            int piece) {
   const int ch = threadIdx.x % (ATT_D / 8), r0 = threadIdx.x / (ATT_D / 8);
-  const long long first = (long long)id * ATT_BLK;
+  const long long first = (long long)id * ATT_BLK;  // visible: first <= q_pos < kv_len
   const long long row_stride = (long long)hkv * ATT_D;
-  const long long off0 = (((long long)b * kv_len + first) * hkv + g) * ATT_D + ch * 8;
-  u16* ks = slot + ch * 8;
-  u16* vs = slot + (piece == 2 ? ATT_BLK * KV_STRIDE : 0) + ch * 8;
-#pragma unroll
-  for (int u = 0; u < ATT_BLK / (ATT_THREADS / (ATT_D / 8)); ++u) {
-    const int r = r0 + u * (ATT_THREADS / (ATT_D / 8));
-    const bool valid = first + r < kv_len;
-    const long long off = valid ? off0 + r * row_stride : 0;
-    if (piece != 1) qsa_cp_async16(ks + r * KV_STRIDE, k + off, valid ? 16 : 0);
-    if (piece != 0) qsa_cp_async16(vs + r * KV_STRIDE, v + off, valid ? 16 : 0);
-  }
+  const long long off = (((long long)b * kv_len + first + r0) * hkv + g) * ATT_D + ch * 8;
+  const int nv = kv_len - first < ATT_BLK ? (int)(kv_len - first) : ATT_BLK;
+  u16* dst = slot + r0 * KV_STRIDE + ch * 8;
+  if (piece != 1) ring_rows(dst, k + off, row_stride, r0, nv);
+  if (piece != 0) ring_rows(dst + (piece == 2 ? ATT_BLK * KV_STRIDE : 0), v + off, row_stride, r0, nv);
   qsa_cp_async_commit();
 }
 
@@ -125,9 +135,12 @@ QSA_DEVICE void ring_p_parts(const float (&sc)[2][4], unsigned (&a0)[4], unsigne
   }
 }
 
-// acc[j] += P (this warp's keys kw .. kw+15) x V for dims 8 j .. 8 j + 7, all 128 dims.
+// acc[j] += P (this warp's keys kw .. kw+15) x V for dims 8 j .. 8 j + 7, all 128 dims. bf16
+// with three_parts = 0 drops P's third part (hi + mid: 2^-18 relative instead of 2^-27; the
+// host's QSA_ATTN_RING_PARTS=2, a sweep of the mma count against the error gate).
 template <typename E>
-QSA_DEVICE void ring_pv(const float (&sc)[2][4], const u16* vs, int kw, int lane, float (&acc)[16][4]) {
+QSA_DEVICE void ring_pv(const float (&sc)[2][4], const u16* vs, int kw, int lane, bool three_parts,
+                        float (&acc)[16][4]) {
   unsigned a0[4], a1[4], a2[4];
   ring_p_parts<E>(sc, a0, a1, a2);
   const int key = kw + (lane & 7) + ((lane >> 3) & 1) * 8;
@@ -140,7 +153,7 @@ QSA_DEVICE void ring_pv(const float (&sc)[2][4], const u16* vs, int kw, int lane
     tc_mma<E>(acc[2 * jp + 1], a0, b2, b3);
     tc_mma<E>(acc[2 * jp], a1, b0, b1);
     tc_mma<E>(acc[2 * jp + 1], a1, b2, b3);
-    if (E::is_bf16) {
+    if (E::is_bf16 && three_parts) {
       tc_mma<E>(acc[2 * jp], a2, b0, b1);
       tc_mma<E>(acc[2 * jp + 1], a2, b2, b3);
     }
@@ -151,21 +164,23 @@ QSA_DEVICE void ring_pv(const float (&sc)[2][4], const u16* vs, int kw, int lane
 // masking (rows that did not select the block, keys past the row's position) and the online
 // softmax update of (m, l) and of O (acc rescaled by alpha).
 template <typename E>
-QSA_DEVICE void ring_scores(const unsigned (&qa)[8][4], const u16* ks, const StagedCta& c, long long base,
-                            unsigned mask, const bool (&live)[2], const long long (&q_pos)[2], float scale, int kw,
-                            int lane, float (&sc)[2][4], float (&m)[2], float (&l)[2], float (&acc)[16][4]) {
-  const int tg = lane / 4, tt = lane % 4;
+QSA_DEVICE void ring_scores(const unsigned (&qa)[8][4], const u16* ks, long long base, unsigned mask,
+                            const bool (&live)[2], const int (&tok)[2], const long long (&q_pos)[2], float scale,
+                            int kw, int lane, float (&sc)[2][4], float (&m)[2], float (&l)[2], float (&acc)[16][4]) {
+  const int tt = lane % 4;
   tc_qk<E>(qa, ks, kw, lane, sc);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const bool sel = live[h] && (mask >> ((tg + 8 * h) / c.hc) & 1u);
+    const bool sel = live[h] && (mask >> tok[h] & 1u);
+    // This lane's keys kw + 8 nn + 2 tt + e are visible to the row iff 8 nn + e <= lim.
+    const long long d = q_pos[h] - base - kw - 2 * tt;
+    const int lim = d < 0 ? -1 : d > ATT_BLK ? ATT_BLK : (int)d;
     float mx = qsa_neg_inf();
 #pragma unroll
     for (int nn = 0; nn < 2; ++nn)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const long long key = base + kw + 8 * nn + 2 * tt + e;
-        const float x = sel && key <= q_pos[h] ? sc[nn][2 * h + e] * scale : qsa_neg_inf();
+        const float x = sel && 8 * nn + e <= lim ? sc[nn][2 * h + e] * scale : qsa_neg_inf();
         sc[nn][2 * h + e] = x;
         mx = fmaxf(mx, x);
       }
@@ -197,7 +212,7 @@ template <typename E>
 QSA_DEVICE void ring_fwd(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
                          const int* __restrict__ ids, float* __restrict__ o, float* __restrict__ lse, int batch,
                          int q_len, int kv_len, int hq, int hkv, int t, float scale, int hc, int qt, int nstage,
-                         int halves) {
+                         int halves, int nparts) {
   QSA_DYNAMIC_SHARED(smem_raw);
   const int group = hq / hkv;
   const StagedCta c = staged_cta(q_len, hkv, group, hc, qt);
@@ -217,7 +232,7 @@ QSA_DEVICE void ring_fwd(const u16* __restrict__ q, const u16* __restrict__ k, c
   const int end = beg + per < total ? beg + per : total;
   const int n = end - beg;
   // A slot holds one piece: a block's K and V rows, or (halves) its K rows or its V rows.
-  const int pp = halves ? 2 : 1;  // pieces per block
+  const int pp = halves ? 2 : 1;  // pieces per block (x / pp below is x >> 1 or x)
   const int slot_elems = (halves ? 1 : 2) * ATT_BLK * KV_STRIDE;
 
   // Per lane: rows tg (h = 0) and tg + 8 (h = 1): running max m (quad-uniform), this lane's
@@ -229,24 +244,33 @@ QSA_DEVICE void ring_fwd(const u16* __restrict__ q, const u16* __restrict__ k, c
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc[j][e] = 0.f;
   bool live[2];
+  int tok[2];
   long long q_pos[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int r = tg + 8 * h;
     live[h] = r < rows_valid;
-    q_pos[h] = (long long)kv_len - q_len + c.tile * c.qt + r / c.hc;
+    tok[h] = r / c.hc;
+    q_pos[h] = (long long)kv_len - q_len + c.tile * c.qt + tok[h];
   }
+  // Per unique block: the keys any row of the CTA may see (read after the loop's first
+  // barrier), in the list build's scratch.
+  int* klim = (int*)s.tmp;
+  for (int u = tid; u < total; u += blockDim.x) klim[u] = staged_key_limit(c, s.uid[u], s.umask[u], q_len, kv_len);
 
   // Piece x: block x / pp; with halves, K (x even) or V (x odd), else both. Prologue: pieces
   // 0 .. nstage-2 in flight (an empty group where there is none, so that group x is always
   // piece x).
   const int np = n * pp;
+  // Slots of the next issue and of the next piece to compute, counted round the ring.
+  int put = 0, get = 0;
   auto issue = [&](int x) {
     if (x < np)
-      ring_issue(s.kv + (x % nstage) * slot_elems, k, v, c.b, c.g, s.uid[beg + x / pp], kv_len, hkv,
+      ring_issue(s.kv + put * slot_elems, k, v, c.b, c.g, s.uid[beg + (halves ? x >> 1 : x)], kv_len, hkv,
                  halves ? (x & 1) : 2);
     else
       qsa_cp_async_commit();
+    put = put + 1 == nstage ? 0 : put + 1;
   };
   for (int x = 0; x < nstage - 1; ++x) issue(x);
   float sc[2][4];  // this warp's P of the current block, from its K piece to its V piece
@@ -254,13 +278,15 @@ QSA_DEVICE void ring_fwd(const u16* __restrict__ q, const u16* __restrict__ k, c
     ring_wait(nstage - 2);
     QSA_SYNC();  // piece x is everyone's; everyone is done with piece x-1's slot
     issue(x + nstage - 1);  // into piece x-1's slot
-    const u16* buf = s.kv + (x % nstage) * slot_elems;
-    const int id = s.uid[beg + x / pp];
-    const unsigned mask = s.umask[beg + x / pp];
-    if (kw >= staged_key_limit(c, id, mask, q_len, kv_len)) continue;  // no row sees these keys
+    const u16* buf = s.kv + get * slot_elems;
+    get = get + 1 == nstage ? 0 : get + 1;
+    const int blk = beg + (halves ? x >> 1 : x);
+    if (kw >= klim[blk]) continue;  // no row sees these keys
+    const int id = s.uid[blk];
+    const unsigned mask = s.umask[blk];
     const bool k_piece = !halves || !(x & 1), v_piece = !halves || (x & 1);
-    if (k_piece) ring_scores<E>(qa, buf, c, (long long)id * ATT_BLK, mask, live, q_pos, scale, kw, lane, sc, m, l, acc);
-    if (v_piece) ring_pv<E>(sc, halves ? buf : buf + ATT_BLK * KV_STRIDE, kw, lane, acc);
+    if (k_piece) ring_scores<E>(qa, buf, (long long)id * ATT_BLK, mask, live, tok, q_pos, scale, kw, lane, sc, m, l, acc);
+    if (v_piece) ring_pv<E>(sc, halves ? buf : buf + ATT_BLK * KV_STRIDE, kw, lane, nparts >= 3, acc);
   }
 
   // Merge the four warps' (m, l, O) per row through the drained ring.
@@ -324,7 +350,8 @@ QSA_DEVICE void ring_fwd(const u16* __restrict__ q, const u16* __restrict__ k, c
   QSA_KERNEL void __launch_bounds__(ATT_THREADS, RING_MIN_CTAS)                                         \
       qsa_attn_ring_fwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids, float* o,     \
                               float* lse, int batch, int q_len, int kv_len, int hq, int hkv, int t,    \
-                              float scale, int hc, int qt, int nstage, int halves) {                   \
-    ring_fwd<E>(q, k, v, ids, o, lse, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt, nstage, halves); \
+                              float scale, int hc, int qt, int nstage, int halves, int nparts) {       \
+    ring_fwd<E>(q, k, v, ids, o, lse, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt, nstage, halves,     \
+                nparts);                                                                               \
   }
 #endif  // QSA_ATTN_MMA

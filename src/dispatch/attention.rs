@@ -64,9 +64,12 @@ pub enum FwdPath {
     /// (NVIDIA tensor cores only: the kernel's QSA_ATTN_MMA, sm_80+). A slot holds a block's K
     /// and V rows, or with `halves` its K rows or its V rows (twice the slots, and the bytes in
     /// flight, at the same shared memory; two barriers per block).
+    /// `parts`: bf16 P's 16-bit parts in P.V (3: 2^-27 relative, the default; 2: 2^-18, one
+    /// third fewer P.V mmas); f16 always runs two parts of P * 2^14.
     Ring {
         stages: usize,
         halves: bool,
+        parts: usize,
         shared: u32,
     },
 }
@@ -107,7 +110,8 @@ pub fn ring_shared_bytes(cap: usize, stages: usize, halves: bool) -> usize {
 /// measured plan); `QSA_ATTN_FWD=staged|ring` forces one (a forced ring falls back to the
 /// staged kernel where it is not built, as a forced top-k kernel does, so a matrix variant
 /// forcing it runs on every target), `QSA_ATTN_STAGES=2..7` sets its slots and
-/// `QSA_ATTN_RING_SLOT=block|half` what a slot holds (default block).
+/// `QSA_ATTN_RING_SLOT=block|half` what a slot holds (default block), `QSA_ATTN_RING_PARTS=2|3`
+/// bf16 P's parts in P.V (default 3).
 pub fn choose_forward(
     caps: &TargetCaps,
     sw: &Switches,
@@ -138,6 +142,16 @@ pub fn choose_forward(
                 )))
             }
         },
+    };
+    let parts = match sw.get("QSA_ATTN_RING_PARTS") {
+        None | Some("3") => 3,
+        Some("2") => 2,
+        Some(v) => {
+            return Err(BackendError::Input(format!(
+                "QSA_ATTN_RING_PARTS={}: expected 2 or 3",
+                crate::echo::value(v)
+            )))
+        }
     };
     let halves = match sw.get("QSA_ATTN_RING_SLOT") {
         None | Some("block") => false,
@@ -182,6 +196,7 @@ pub fn choose_forward(
     Ok(FwdPath::Ring {
         stages,
         halves,
+        parts,
         shared: ring_shared_bytes(cap, stages, halves) as u32,
     })
 }
@@ -488,6 +503,7 @@ mod tests {
             FwdPath::Ring {
                 stages: 2,
                 halves: false,
+                parts: 3,
                 shared: 69_904
             }
         );
@@ -497,6 +513,7 @@ mod tests {
             FwdPath::Ring {
                 stages: 4,
                 halves: true,
+                parts: 3,
                 shared: 69_904
             }
         );
@@ -523,6 +540,7 @@ mod tests {
             FwdPath::Ring {
                 stages: 4,
                 halves: false,
+                parts: 3,
                 shared: 139_536
             }
         );
@@ -561,6 +579,7 @@ mod tests {
             ("QSA_ATTN_STAGES", "1", "from 2 to 7"),
             ("QSA_ATTN_STAGES", "8", "from 2 to 7"),
             ("QSA_ATTN_RING_SLOT", "quarter", "expected block or half"),
+            ("QSA_ATTN_RING_PARTS", "1", "expected 2 or 3"),
         ] {
             let e = choose_forward(&h200, &sw(&[(k, v)]), &prefill, 16)
                 .unwrap_err()

@@ -129,6 +129,10 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
         "2 .. 7: slots of the ring forward (qsa's sweep switch)",
     ),
     (
+        "QSA_ATTN_RING_PARTS",
+        "2 | 3: bf16 P's 16-bit parts in the ring forward's P.V (qsa's sweep switch; 3 by default)",
+    ),
+    (
         "QSA_ATTN_RING_SLOT",
         "block | half: a ring slot holds a block's K and V rows, or its K or its V rows (qsa's sweep switch)",
     ),
