@@ -162,10 +162,12 @@ QSA_DEVICE void ring_pv(const float (&sc)[2][4], const u16* vs, int kw, int lane
 
 // One block's scores for this warp's keys: sc = P (probabilities, C layout of tc_qk) after
 // masking (rows that did not select the block, keys past the row's position) and the online
-// softmax update of (m, l) and of O (acc rescaled by alpha).
+// softmax update of (m, l) and of O (acc rescaled by alpha). Scores and m are in log2 units
+// (scale2 = scale * log2(e)): exp2f is one MUFU.EX2, where expf took a range-reduction path
+// with a branch per call (the H200 SASS of the first version: ~10 instructions each).
 template <typename E>
 QSA_DEVICE void ring_scores(const unsigned (&qa)[8][4], const u16* ks, long long base, unsigned mask,
-                            const bool (&live)[2], const int (&tok)[2], const long long (&q_pos)[2], float scale,
+                            const bool (&live)[2], const int (&tok)[2], const long long (&q_pos)[2], float scale2,
                             int kw, int lane, float (&sc)[2][4], float (&m)[2], float (&l)[2], float (&acc)[16][4]) {
   const int tt = lane % 4;
   tc_qk<E>(qa, ks, kw, lane, sc);
@@ -180,7 +182,7 @@ QSA_DEVICE void ring_scores(const unsigned (&qa)[8][4], const u16* ks, long long
     for (int nn = 0; nn < 2; ++nn)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const float x = sel && 8 * nn + e <= lim ? sc[nn][2 * h + e] * scale : qsa_neg_inf();
+        const float x = sel && 8 * nn + e <= lim ? sc[nn][2 * h + e] * scale2 : qsa_neg_inf();
         sc[nn][2 * h + e] = x;
         mx = fmaxf(mx, x);
       }
@@ -188,13 +190,13 @@ QSA_DEVICE void ring_scores(const unsigned (&qa)[8][4], const u16* ks, long long
     mx = fmaxf(mx, qsa_shfl_xor(mx, 2));
     const float m_new = fmaxf(m[h], mx);
     const bool none = m_new == qsa_neg_inf();
-    const float alpha = none ? 1.f : expf(m[h] - m_new);  // m = -inf before: alpha = 0
+    const float alpha = none ? 1.f : exp2f(m[h] - m_new);  // m = -inf before: alpha = 0
     float sum = 0.f;
 #pragma unroll
     for (int nn = 0; nn < 2; ++nn)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const float p = none ? 0.f : expf(sc[nn][2 * h + e] - m_new);
+        const float p = none ? 0.f : exp2f(sc[nn][2 * h + e] - m_new);
         sc[nn][2 * h + e] = p;
         sum += p;
       }
@@ -223,6 +225,7 @@ QSA_DEVICE void ring_fwd(const u16* __restrict__ q, const u16* __restrict__ k, c
   const long long rows_total = (long long)batch * q_len * hq;
   const int warp = tid / 32, lane = tid % 32, tg = lane / 4, tt = lane % 4;
   const int kw = 16 * warp;  // this warp's keys of every block
+  const float scale2 = scale * 1.4426950408889634f;  // logits in log2 units: p = exp2(s2 - m2)
   unsigned qa[8][4];
   ring_load_q(q, c, q_len, hq, lane, qa);
   staged_build_list(s, ids, c, q_len, kv_len, hkv, t);  // ends with a barrier
@@ -285,7 +288,7 @@ QSA_DEVICE void ring_fwd(const u16* __restrict__ q, const u16* __restrict__ k, c
     const int id = s.uid[blk];
     const unsigned mask = s.umask[blk];
     const bool k_piece = !halves || !(x & 1), v_piece = !halves || (x & 1);
-    if (k_piece) ring_scores<E>(qa, buf, (long long)id * ATT_BLK, mask, live, tok, q_pos, scale, kw, lane, sc, m, l, acc);
+    if (k_piece) ring_scores<E>(qa, buf, (long long)id * ATT_BLK, mask, live, tok, q_pos, scale2, kw, lane, sc, m, l, acc);
     if (v_piece) ring_pv<E>(sc, halves ? buf : buf + ATT_BLK * KV_STRIDE, kw, lane, nparts >= 3, acc);
   }
 
@@ -321,7 +324,7 @@ QSA_DEVICE void ring_fwd(const u16* __restrict__ q, const u16* __restrict__ k, c
       float wt[ATT_THREADS / 32], lsum = 0.f;
 #pragma unroll
       for (int w = 0; w < ATT_THREADS / 32; ++w) {
-        wt[w] = mx == qsa_neg_inf() ? 0.f : expf(mm[w * ATT_ROWS + r] - mx);  // -inf warp: 0
+        wt[w] = mx == qsa_neg_inf() ? 0.f : exp2f(mm[w * ATT_ROWS + r] - mx);  // -inf warp: 0
         lsum += wt[w] * ml[w * ATT_ROWS + r];
       }
       const bool none = !(lsum > 0.f);
@@ -341,7 +344,7 @@ QSA_DEVICE void ring_fwd(const u16* __restrict__ q, const u16* __restrict__ k, c
         }
         *(float4*)(o + row * ATT_D + d) = make_float4(x.x * inv, x.y * inv, x.z * inv, x.w * inv);
       }
-      if (tid % 8 == 0) lse[row] = none ? qsa_neg_inf() : mx + logf(lsum);
+      if (tid % 8 == 0) lse[row] = none ? qsa_neg_inf() : mx * 0.6931471805599453f + logf(lsum);  // m in log2 units
     }
   }
 }
