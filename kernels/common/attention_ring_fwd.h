@@ -1,6 +1,6 @@
 // NSA selection attention, prefill forward on tensor cores: qsa_attn_ring_fwd_{bf16,f16}.
 // Included by selection_attention.cu after the staged kernels' helpers (StagedCta, the block
-// list, tc_qk, staged_key_limit), which it reuses; it lives in common/ because the emulator's
+// list, tc_mma / tc_pack, staged_key_limit), which it reuses; it lives in common/ because the emulator's
 // build cache is keyed by the source and every common/ header. One CTA per work item of the
 // staged geometry (16 rows = query heads x query tokens, one kv head), the same (o, lse) contract and
 // the same split-partial layout (gridDim.y > 1 writes partials for qsa_attn_combine).
@@ -160,6 +160,34 @@ QSA_DEVICE void ring_pv(const float (&sc)[2][4], const u16* vs, int kw, int lane
   }
 }
 
+// sc[n][.] = q . K for keys k0 + 8 n + (2t, 2t+1), rows g / g+8 (tc_qk's layout), in four
+// accumulator chains of four mmas instead of two of eight: a warp waits on its QK^T's
+// dependent mma latency once per block, and three warps per SM sub-partition hide little.
+template <typename E>
+QSA_DEVICE void ring_qk(const unsigned (&qa)[8][4], const u16* ks, int k0, int lane, float (&sc)[2][4]) {
+  const int g = lane / 4, t = lane % 4;
+  float odd[2][4];
+#pragma unroll
+  for (int n = 0; n < 2; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      sc[n][e] = 0.f;
+      odd[n][e] = 0.f;
+    }
+#pragma unroll
+  for (int kk = 0; kk < 8; kk += 2)
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+      const u16* kp = ks + (k0 + 8 * n + g) * KV_STRIDE + kk * 16 + 2 * t;
+      tc_mma<E>(sc[n], qa[kk], *(const unsigned*)kp, *(const unsigned*)(kp + 8));
+      tc_mma<E>(odd[n], qa[kk + 1], *(const unsigned*)(kp + 16), *(const unsigned*)(kp + 24));
+    }
+#pragma unroll
+  for (int n = 0; n < 2; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) sc[n][e] += odd[n][e];
+}
+
 // One block's scores for this warp's keys: sc = P (probabilities, C layout of tc_qk) after
 // masking (rows that did not select the block, keys past the row's position) and the online
 // softmax update of (m, l) and of O (acc rescaled by alpha). Scores and m are in log2 units
@@ -170,7 +198,7 @@ QSA_DEVICE void ring_scores(const unsigned (&qa)[8][4], const u16* ks, long long
                             const bool (&live)[2], const int (&tok)[2], const long long (&q_pos)[2], float scale2,
                             int kw, int lane, float (&sc)[2][4], float (&m)[2], float (&l)[2], float (&acc)[16][4]) {
   const int tt = lane % 4;
-  tc_qk<E>(qa, ks, kw, lane, sc);
+  ring_qk<E>(qa, ks, kw, lane, sc);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const bool sel = live[h] && (mask >> tok[h] & 1u);
