@@ -87,9 +87,13 @@ impl FwdPath {
 }
 
 /// Slots of the ring forward unless `QSA_ATTN_STAGES` says otherwise: two whole-block slots
-/// (69,904 B at t = 16) keep three CTAs resident on the H200 (166 registers, 227 KiB shared
-/// per SM), each with one block in flight while it computes the other. Not measured yet: the
-/// sweep (slots 2 / 3 / 4, halves 4 / 6) is in H200.md.
+/// (69,904 B at t = 16) keep three CTAs resident on the H200 (168 registers, 227 KiB shared
+/// per SM), each with one block in flight while it computes the other. Measured on the H200
+/// (bench/attention_vs_torch.py --bench --prefill-only, prefill B=4, T=16K, 64 / 4 heads,
+/// 2026-12-02 03:45 UTC, /work/wt/results/attnfwd-2): block 2 slots 27.16 ms, block 3 32.40,
+/// half 4 / 5 / 6 29.60 / 36.09 / 36.58; bf16 P in two parts 26.96 (block 2, -0.7%, for up to
+/// 3.9x the gather kernel's o error on the check shapes: not taken). The first version's
+/// sweep (03:22 UTC): block 2 / 3 / 4 slots 31.02 / 38.44 / 62.71 ms (3 / 2 / 1 CTAs per SM).
 pub const RING_STAGES: usize = 2;
 /// Resident ring CTAs per multiprocessor the default dispatch asks for.
 const RING_MIN_RESIDENT: usize = 2;
