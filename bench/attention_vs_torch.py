@@ -7,7 +7,8 @@ No Rust is needed, only the `qsa` binary of the same checkout: every launch (ker
 block, shared bytes, splits, workspaces, arguments) is a plan of `qsa plan --json`, the code
 the Rust runner launches with (bench/qsa_plan.py); the kernels are loaded from the target's
 selection_attention.cubin with cupy. Variants are matrix.yaml's (auto = staged, gather);
-the staging depth and split sweeps set qsa's switches QSA_ATTN_NBUF and QSA_ATTN_SPLITS.
+the staging depth and split sweeps set qsa's switches QSA_ATTN_NBUF and QSA_ATTN_SPLITS, the
+prefill forward's kernel and ring slots QSA_ATTN_FWD and QSA_ATTN_STAGES.
 
     python3 bench/attention_vs_torch.py --qsa .h200/qsa --kernels build/kernels/sm_90 \
         [--check] [--bench] [--out DIR]
@@ -31,6 +32,8 @@ D, BLK = 128, 64  # head dim and KV block of the problem (the kernels' contract)
 # ---- our kernels: plans of `qsa plan` (this script derives no launch rule) ------------------
 SWEEP_NBUF = (1, 2)
 SWEEP_SPLITS = (1, 2, 4, 6, 8, 12, 16, 32)
+SWEEP_RING = (("block", 2, 3), ("block", 3, 3), ("half", 4, 3), ("half", 5, 3), ("half", 6, 3),
+              ("block", 2, 2), ("half", 4, 2), ("half", 5, 2))
 
 
 def shape_of(P):
@@ -43,8 +46,17 @@ class Qsa:
         self.planner = planner
         self.launcher = launcher
 
-    def plan(self, shape, backward=False, variant="auto", nbuf=None, nsplit=None, bwd=None):
+    def plan(self, shape, backward=False, variant="auto", nbuf=None, nsplit=None, bwd=None, fwd=None,
+             stages=None, slot=None, parts=None):
         sw = {}
+        if fwd is not None:
+            sw["QSA_ATTN_FWD"] = fwd  # staged | ring: the forward's kernel
+        if stages is not None:
+            sw["QSA_ATTN_STAGES"] = stages  # the ring forward's slots
+        if slot is not None:
+            sw["QSA_ATTN_RING_SLOT"] = slot  # block | half: a slot holds K and V, or K or V
+        if parts is not None:
+            sw["QSA_ATTN_RING_PARTS"] = parts  # 2 | 3: bf16 P's parts in the ring's P.V
         if nbuf is not None:
             sw["QSA_ATTN_NBUF"] = nbuf
         if nsplit is not None:
@@ -70,8 +82,9 @@ def staged_note(plan):
     """The staged launch's grid and shared bytes, as the plan gives them. A backward plan's
     call begins with zero-fills of dk / dv (steps without a grid): take the first launch."""
     launches = [s for s in plan["call"] if "grid" in s]
-    st = next((s for s in launches if "staged" in s.get("kernel", "")), launches[0])
-    return f"grid {st['grid'][0]}x{st['grid'][1]}, {st['shared_bytes']} B shared"
+    st = next((s for s in launches if any(k in s.get("kernel", "") for k in ("staged", "ring"))), launches[0])
+    name = st.get("kernel", "").removeprefix("qsa_attn_")
+    return f"{name} grid {st['grid'][0]}x{st['grid'][1]}, {st['shared_bytes']} B shared"
 
 
 def sweep(qsa, shape, base, backward=False, splits=True):
@@ -80,15 +93,28 @@ def sweep(qsa, shape, base, backward=False, splits=True):
     seen = [base["call"]]
     for nb in SWEEP_NBUF:
         for ns in (SWEEP_SPLITS if splits else (None,)):
-            p = qsa.plan(shape, backward, nbuf=nb, nsplit=ns)
+            p = qsa.plan(shape, backward, nbuf=nb, nsplit=ns, fwd="staged")
             if p["call"] not in seen:
                 seen.append(p["call"])
                 yield f"nbuf={nb}" + (f" split={ns}" if ns is not None else ""), p
 
 
+def ring_sweep(qsa, shape, base):
+    """(label, plan) of the ring forward's slots (kernels/common/attention_ring_fwd.h) whose
+    launches differ from `base`: whole-block slots and slots of K or V rows ("half")."""
+    for slot, st, parts in SWEEP_RING:
+        p = qsa.plan(shape, fwd="ring", stages=st, slot=slot, parts=parts)
+        if p["call"] != base["call"]:
+            yield f"ring {slot} stages={st} parts={parts}", p
+
+
 CHECK_VARIANTS = [("gather", "gather", {}), ("staged", "auto", {}), ("staged nbuf=1", "auto", {"nbuf": 1}),
                   ("staged split=3", "auto", {"nsplit": 3}), ("staged atomic-bwd", "auto", {"bwd": "atomic"}),
-                  ("staged kv-bwd", "auto", {"bwd": "kv"}), ("staged kvdq-bwd", "auto", {"bwd": "kvdq"})]
+                  ("staged kv-bwd", "auto", {"bwd": "kv"}), ("staged kvdq-bwd", "auto", {"bwd": "kvdq"}),
+                  ("staged fwd", "auto", {"fwd": "staged"}), ("ring", "auto", {"fwd": "ring"}),
+                  ("ring stages=4 split=3", "auto", {"fwd": "ring", "stages": 4, "nsplit": 3}),
+                  ("ring half stages=5", "auto", {"fwd": "ring", "stages": 5, "slot": "half"}),
+                  ("ring parts=2", "auto", {"fwd": "ring", "parts": 2})]
 # The prefill backward's variants (label, switches): the default, each backward path forced
 # (kvdq: the KV-block-major kernel alone, dQ by atomics), and the query-side pass with
 # double-buffered K / V (QSA_ATTN_NBUF=2) where there is one.
@@ -125,7 +151,7 @@ def planned(qsa, check=True, bench=True):
         shape = bench_shape(B, Tq, Tk, hq, hkv)
         base = qsa.plan(shape)
         yield f"{case} staged", base
-        for label, p in sweep(qsa, shape, base, splits=False):
+        for label, p in list(sweep(qsa, shape, base, splits=False)) + list(ring_sweep(qsa, shape, base)):
             yield f"{case} staged {label}", p
         for label, kw in BWD_VARIANTS:
             yield f"{case} staged bwd{label}", qsa.plan(shape, True, **kw)
@@ -381,7 +407,7 @@ def torch_index(P):
     return idx, vis.reshape(N, 1, 1, -1)
 
 
-def run_bench(qsa, out, fla):
+def run_bench(qsa, out, fla, decode=True):
     rows_md = ["| case | GQA group | kernel | median ms | min ms | max ms | vs torch | vs fla | note |",
                "|---|---|---|---|---|---|---|---|---|"]
     hbm_ceiling = 4.3e12
@@ -394,7 +420,7 @@ def run_bench(qsa, out, fla):
         print(rows_md[-1], flush=True)
 
     kv_cache = {}
-    for case, B, Tq, Tk, hq, hkv in DECODE:
+    for case, B, Tq, Tk, hq, hkv in (DECODE if decode else []):
         G = hq // hkv
         key = (B, Tk, hkv)
         P = make_problem(B, Tq, Tk, hq, hkv, 16, "bf16", seed=7, ids_kind="distinct")
@@ -480,7 +506,7 @@ def run_bench(qsa, out, fla):
     if fla is not None:
         note += f"; |o - fla| max {(o - fla_o).abs().max().item():.1e}"
     add(case, 16, "qsa staged fwd", tf, fla_ms=fla_f[0] if fla_f else None, note=note)
-    for label, p in sweep(qsa, shape, plan, splits=False):
+    for label, p in list(sweep(qsa, shape, plan, splits=False)) + list(ring_sweep(qsa, shape, plan)):
         c = qsa.fwd(P, o, lse, p)
         c.setup()
         add(case, 16, f"qsa staged fwd {label}", time_ms(c, 1, 3), fla_ms=fla_f[0] if fla_f else None,
@@ -522,6 +548,8 @@ def main():
                     help="folder of the target's code objects (selection_attention.cubin), default %(default)s")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--bench", action="store_true")
+    ap.add_argument("--prefill-only", action="store_true",
+                    help="--bench runs the prefill case only (no decode cases or sweeps)")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     qsa_plan.add_plan_args(ap)
     a = ap.parse_args()
@@ -550,7 +578,7 @@ def main():
         except Exception as e:
             print("fla does not import:", repr(e), flush=True)
             fla_mod = None
-        text = run_bench(qsa, a.out, fla_mod)
+        text = run_bench(qsa, a.out, fla_mod, decode=not a.prefill_only)
         with open(os.path.join(a.out, "bench.md"), "w") as f:
             f.write(f"# selection attention benchmark ({head})\n\n"
                     f"`python3 bench/attention_vs_torch.py --bench`; medians of CUDA-event timings after warm-up; "

@@ -20,6 +20,10 @@
 //                           CTA; double-buffered (cp.async on sm_80+) when the host passes
 //                           nbuf = 2; online softmax in f32. With splits > 1 each CTA writes
 //                           a partial (o, lse) and qsa_attn_combine merges them exactly.
+//   qsa_attn_ring_fwd_*     (common/attention_ring_fwd.h, sm_80+ CUDA) the staged forward's
+//                           geometry with a cp.async ring of K/V block slots, one barrier per
+//                           block and each warp's online softmax in registers: the prefill
+//                           forward there (src/dispatch/attention.rs, choose_forward).
 //   qsa_attn_combine        merges split partials: lse = log sum exp, o = weighted mean.
 //   qsa_attn_staged_bwd_*   dq, dk, dv with the same staging; dk / dv partials reduced over
 //                           the CTA's rows before one global atomic per element and block.
@@ -1699,6 +1703,8 @@ QSA_KERNEL void __launch_bounds__(256) qsa_attn_bwd_delta(const float* __restric
   if (qsa_lane() == 0) drow[row] = sum;
 }
 
+#include "common/attention_ring_fwd.h"
+
 // Launch shapes for the resource report (xtask/src/build/annotations.rs). The staged
 // kernels' dynamic shared memory is the single-buffered size at t = 16 ids per list, what
 // src/dispatch/attention.rs::staged_plan picks for the matrix's cases on every target.
@@ -1712,6 +1718,10 @@ QSA_KERNEL void __launch_bounds__(256) qsa_attn_bwd_delta(const float* __restric
 // qsa:block 128 for qsa_attn_staged_bwd_f16
 // qsa:dynamic_shared 48080 for qsa_attn_staged_fwd_bf16
 // qsa:dynamic_shared 48080 for qsa_attn_staged_fwd_f16
+// qsa:block 128 for qsa_attn_ring_fwd_bf16
+// qsa:block 128 for qsa_attn_ring_fwd_f16
+// qsa:dynamic_shared 69904 for qsa_attn_ring_fwd_bf16
+// qsa:dynamic_shared 69904 for qsa_attn_ring_fwd_f16
 // qsa:dynamic_shared 60880 for qsa_attn_staged_bwd_bf16
 // qsa:dynamic_shared 60880 for qsa_attn_staged_bwd_f16
 // qsa_attn_kv_bwd_bf16, qsa_attn_kv_bwd_f16, qsa_attn_kv_dq_bwd_bf16 and qsa_attn_kv_dq_bwd_f16
@@ -1775,4 +1785,10 @@ QSA_ATTN_INSTANCES(f16, F16)
 #if defined(QSA_ATTN_MMA)
 QSA_ATTN_KV_INSTANCE(bf16, Bf16)
 QSA_ATTN_KV_INSTANCE(f16, F16)
+#endif
+// qsa_attn_ring_fwd_bf16 and qsa_attn_ring_fwd_f16 (common/attention_ring_fwd.h) exist where the
+// staged kernels run on tensor cores only: sm_80+ CUDA.
+#if defined(QSA_ATTN_MMA)
+QSA_ATTN_RING_INSTANCE(bf16, Bf16)
+QSA_ATTN_RING_INSTANCE(f16, F16)
 #endif

@@ -88,10 +88,12 @@ pub fn predicted_kernel(
                             .map_err(|e| e.to_string())?
                             .name()
                             .into()
-                    } else if plan.nsplit > 1 {
-                        "staged_split".into()
                     } else {
-                        "staged".into()
+                        // "staged" / "ring", "_split" where lists are split.
+                        attention::choose_forward(&caps, &sw, &plan, s.t)
+                            .map_err(|e| e.to_string())?
+                            .name(plan.nsplit > 1)
+                            .into()
                     }
                 }
                 k => k.name().into(),

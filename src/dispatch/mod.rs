@@ -128,6 +128,22 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
         "N >= 1: CTAs per work item of the staged forward (qsa's sweep switch)",
     ),
     (
+        "QSA_ATTN_FWD",
+        "staged | ring: the staged forward's kernel; ring (cp.async ring, sm_80+ CUDA) is the default where built and lists are not split (qsa's switch)",
+    ),
+    (
+        "QSA_ATTN_STAGES",
+        "2 .. 7: slots of the ring forward (qsa's sweep switch)",
+    ),
+    (
+        "QSA_ATTN_RING_PARTS",
+        "2 | 3: bf16 P's 16-bit parts in the ring forward's P.V (qsa's sweep switch; 3 by default)",
+    ),
+    (
+        "QSA_ATTN_RING_SLOT",
+        "block | half: a ring slot holds a block's K and V rows, or its K or its V rows (qsa's sweep switch)",
+    ),
+    (
         "QSA_ATTN_BWD",
         "atomic | kv: the staged backward's dK / dV by float atomics or by the KV-block-major kernel (qsa's switch)",
     ),

@@ -6,8 +6,8 @@ use super::launch::{launch, LaunchPlan, PlanArg, PlannedCall, Role, Step};
 use super::{as_bytes, Family, GpuApi, GpuProps, LaunchDims};
 use crate::backend::{BackendError, BackendResult, Prepared};
 use crate::dispatch::attention::{
-    choose, choose_backward, kv_bwd_shared_bytes, staged_plan_for, AttnKernel, BwdPath, StagedPlan,
-    GATHER_THREADS, KV_BWD_THREADS, STAGED_THREADS,
+    choose, choose_backward, choose_forward, kv_bwd_shared_bytes, staged_plan_for, AttnKernel,
+    BwdPath, FwdPath, StagedPlan, GATHER_THREADS, KV_BWD_THREADS, STAGED_THREADS,
 };
 use crate::dispatch::{Switches, TargetCaps};
 use crate::problem::{
@@ -171,6 +171,10 @@ pub fn launch_plan(
         AttnKernel::Gather => None,
         AttnKernel::Staged => Some(staged(caps, switches, p, false)?),
     };
+    let fwd_path = match &fwd_plan {
+        Some(plan) => choose_forward(caps, switches, plan, p.t)?,
+        None => FwdPath::Staged,
+    };
     let waves = (GATHER_THREADS / props.warp_size.max(1)).max(1) as usize;
     if rows.div_ceil(waves) > MAX_GRID_X {
         return Err(shape(format!(
@@ -188,7 +192,7 @@ pub fn launch_plan(
     };
     let dispatched = match (kernel, &fwd_plan, bwd_path) {
         (_, _, Some(path)) => path.name(),
-        (AttnKernel::Staged, Some(plan), _) if plan.nsplit > 1 => "staged_split",
+        (AttnKernel::Staged, Some(plan), _) => fwd_path.name(plan.nsplit > 1),
         (k, _, _) => k.name(),
     };
     let mut lp = LaunchPlan::new(Family::Attention, dispatched);
@@ -238,14 +242,27 @@ pub fn launch_plan(
             };
             let mut args = vec![q, k, v, ids, o_dst, lse_dst];
             args.extend(dims);
-            args.extend(staged_args(plan));
+            // The ring kernel takes its slot count where the staged one takes nbuf.
+            let (name, shared, depth) = match fwd_path {
+                FwdPath::Staged => ("staged", plan.shared, plan.nbuf),
+                FwdPath::Ring { stages, shared, .. } => ("ring", shared, stages),
+            };
+            args.extend([
+                PlanArg::I32(plan.hc as i32),
+                PlanArg::I32(plan.qt as i32),
+                PlanArg::I32(depth as i32),
+            ]);
+            if let FwdPath::Ring { halves, parts, .. } = fwd_path {
+                args.push(PlanArg::I32(i32::from(halves)));
+                args.push(PlanArg::I32(parts as i32));
+            }
             let staged_dims = LaunchDims {
                 grid: (plan.items as u32, plan.nsplit as u32, 1),
                 block: (STAGED_THREADS, 1, 1),
-                shared_bytes: plan.shared,
+                shared_bytes: shared,
             };
             forward.push(launch(
-                format!("qsa_attn_staged_fwd_{sfx}"),
+                format!("qsa_attn_{name}_fwd_{sfx}"),
                 staged_dims,
                 args,
             ));
