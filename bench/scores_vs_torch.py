@@ -49,9 +49,17 @@ FORCED = [("simt:QSA_SCORES_KERNEL=simt", "simt", {"QSA_SCORES_KERNEL": "simt"})
           ("auto:QSA_SCORES_TILE=decode", "auto", {"QSA_SCORES_TILE": "decode"}),
           ("simt:QSA_SCORES_KERNEL=simt,QSA_SCORES_SIMT_DC=16", "simt",
            {"QSA_SCORES_KERNEL": "simt", "QSA_SCORES_SIMT_DC": "16"})]
+# The decode scorers' launch configurations (src/dispatch/scores/decode.rs; the default is
+# 8 warps, 4 stages, 1 CTA per SM on sm_90): ring depth, warps and persistent CTAs per SM.
+FORCED += [(f"auto:{','.join(f'{k}={v}' for k, v in sw.items())}", "auto", sw) for sw in (
+    {"QSA_SCORES_DECODE_STAGES": "3"},
+    {"QSA_SCORES_DECODE_STAGES": "5"},
+    {"QSA_SCORES_DECODE_WARPS": "4", "QSA_SCORES_DECODE_CTAS_PER_SM": "2"},
+    {"QSA_SCORES_DECODE_WARPS": "4", "QSA_SCORES_DECODE_STAGES": "6"})]
 CHECK_SHAPES = [((3, 5, 70), 1), ((5, 48, 129), 2), ((2, 200, 300), 3), ((1, 64, 1000), 4),
                 ((37, 64, 1000), 5), ((256, 64, 4096), 6), ((1, 64, 262144), 8)]
-BENCH_SHAPES = [(256, 64, 4096), (256, 64, 2048), (1, 64, 262144)]
+BENCH_SHAPES = [(256, 64, 4096), (256, 64, 2048), (1, 64, 262144), (2, 64, 262144),
+                (4, 64, 262144)]
 
 
 def plans_for(planner, shape):
@@ -66,9 +74,11 @@ def plans_for(planner, shape):
         except qsa_plan.PlanError as e:
             print(f"# variant {label} on {nq}x{heads}x{blocks}: {e}", file=sys.stderr)
             continue
-        # The same kernel and grid (a forced tile the dispatch already takes) runs once.
+        # The same launch (a forced tile the dispatch already takes, a decode switch on a
+        # shape the decode kernels do not run) runs once.
         last = p["call"][-1] if p.get("call") else {}
-        key = (p["dispatched"], str(last.get("kernel")), str(last.get("grid")))
+        key = (p["dispatched"],) + tuple(str(last.get(f)) for f in
+                                         ("kernel", "grid", "block", "shared_bytes", "args"))
         if key not in seen:
             seen.add(key)
             out.append((label, p))
@@ -227,7 +237,7 @@ def bench(sc, shapes, log):
         q, kb, w = make_inputs(nq, heads, blocks, 7)
         flop = 2.0 * nq * heads * blocks * HEAD_DIM
         nbytes = 4.0 * (blocks * HEAD_DIM + nq * heads * HEAD_DIM + nq * heads + nq * blocks)
-        decode = nq * heads <= 64
+        decode = nq * heads <= 256  # Kb-bound: judged against HBM
         s = torch.empty((nq, blocks), device="cuda")
         rows = []
         reps = 10

@@ -129,7 +129,8 @@ mod tests {
         // Targets without a matrix-core kernel are unchanged.
         assert_eq!(predict("gfx906", "bf16"), "simt");
         assert_eq!(predict("sm_75", "bf16"), "simt");
-        assert_eq!(predict("sm_90", "bf16"), "bf16");
+        // 9 queries x 7 heads: 3 decode CTA rows of 4 queries (dispatch::scores::decode).
+        assert_eq!(predict("sm_90", "bf16"), "bf16_decode");
         assert_eq!(predict("cpu", "bf16"), "simt");
     }
 }

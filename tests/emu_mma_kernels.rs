@@ -98,7 +98,13 @@ fn reference(
     (s, scale)
 }
 
-fn run_scorer(c: &TargetCaps, kernel: ScoresKernel, shape: (usize, usize, usize)) {
+/// Runs `kernel` planned for `c` (or for `plan_shared` bytes per block, when given).
+fn run_scorer(
+    c: &TargetCaps,
+    kernel: ScoresKernel,
+    shape: (usize, usize, usize),
+    plan_shared: Option<u32>,
+) {
     let (nq, heads, blocks) = shape;
     use_cache_keyed_by_block_scores();
     let api = EmuApi::new(c, Schedule::Forward).unwrap();
@@ -119,10 +125,11 @@ fn run_scorer(c: &TargetCaps, kernel: ScoresKernel, shape: (usize, usize, usize)
         buf(&vec![f32::NAN; nq * blocks]),
     );
     let tile = qsa::dispatch::scores::tc_tile(nq, heads);
-    let l = plan(kernel, tile, nq, heads, blocks, c.shared_per_block).unwrap();
+    let limit = plan_shared.unwrap_or(c.shared_per_block);
+    let l = plan(kernel, tile, nq, heads, blocks, limit).unwrap();
     let dims = LaunchDims {
         grid: l.grid,
-        block: (256, 1, 1),
+        block: (l.threads, 1, 1),
         shared_bytes: l.shared_bytes,
     };
     // tests/emu/scores_*.cu forward to the kernel the plan names (see there why).
@@ -142,6 +149,9 @@ fn run_scorer(c: &TargetCaps, kernel: ScoresKernel, shape: (usize, usize, usize)
     ];
     if !matches!(kernel, ScoresKernel::AmdMatrixBf16(_)) {
         args.push(Arg::I32((kernel == ScoresKernel::Bf16) as i32));
+    }
+    if let Some(stages) = l.stages {
+        args.push(Arg::I32(stages as i32)); // the decode kernels' ring depth
     }
     api.launch_source(&root().join("tests/emu").join(probe), entry, dims, &args)
         .unwrap_or_else(|e| panic!("{}: {}: {e}", c.name, l.kernel));
@@ -178,8 +188,11 @@ fn run_scorer(c: &TargetCaps, kernel: ScoresKernel, shape: (usize, usize, usize)
     );
 }
 
-/// Ragged shapes: heads past one m-tile, blocks past one CTA tile; decode (nq = 1).
-const SHAPES: [(usize, usize, usize); 2] = [(3, 20, 300), (1, 64, 270)];
+/// Ragged shapes: heads past one m-tile, blocks past one CTA tile. The decode kernels (the
+/// first two: 2 CTA rows of 2 queries x 2 m-tiles; 1 query x 64 heads) are planned for one
+/// multiprocessor (`plan`), so one persistent CTA walks every tile, the last one partial;
+/// heads past 64 take the wide tile.
+const SHAPES: [(usize, usize, usize); 3] = [(3, 20, 300), (1, 64, 270), (3, 80, 130)];
 
 #[test]
 fn nvidia_tensor_core_scorers_on_emulated_mma() {
@@ -189,8 +202,11 @@ fn nvidia_tensor_core_scorers_on_emulated_mma() {
     let c = caps("sm_90", Vendor::Nvidia, 32, 232_448);
     for kernel in [ScoresKernel::Tf32, ScoresKernel::Bf16] {
         for shape in SHAPES {
-            run_scorer(&c, kernel, shape);
+            run_scorer(&c, kernel, shape, None);
         }
+        // The decode kernels as sm_86's 99 KiB plans them: 4 warps (128-block tiles) and 3
+        // stages (run with sm_90's limit, which the module's static shared memory needs).
+        run_scorer(&c, kernel, SHAPES[1], Some(101_376));
     }
 }
 
@@ -203,7 +219,13 @@ fn amd_matrix_core_scorers_on_emulated_wmma_and_mfma() {
             &gfx1201,
             ScoresKernel::AmdMatrixBf16(AmdMatrix::Wmma),
             shape,
+            None,
         );
-        run_scorer(&gfx950, ScoresKernel::AmdMatrixBf16(AmdMatrix::Mfma), shape);
+        run_scorer(
+            &gfx950,
+            ScoresKernel::AmdMatrixBf16(AmdMatrix::Mfma),
+            shape,
+            None,
+        );
     }
 }

@@ -11,6 +11,8 @@ use crate::dispatch::scores::{
 use crate::dispatch::{Feature, Switches, TargetCaps};
 use crate::problem::{Output, ScoresProblem, HEAD_DIM};
 
+mod decode;
+
 /// Threads per block of every scores kernel.
 const THREADS: u32 = 256;
 /// The SIMT kernels' CTA tile (SIMT_TQ x SIMT_TB in the source), the same for every d-chunk.
@@ -36,7 +38,11 @@ pub struct ScoresLaunch {
     /// What `Prepared::dispatched` reports: the variant name, plus the tile for TC kernels.
     pub variant: String,
     pub grid: (u32, u32, u32),
+    /// Threads per block (`THREADS` but for the decode kernels).
+    pub threads: u32,
     pub shared_bytes: u32,
+    /// The decode kernels' ring depth, passed as their last argument.
+    pub stages: Option<u32>,
 }
 
 fn shape_err(msg: String) -> BackendError {
@@ -47,10 +53,8 @@ fn to_u32(x: usize, what: &str) -> BackendResult<u32> {
     u32::try_from(x).map_err(|_| shape_err(format!("{what} = {x} does not fit a launch")))
 }
 
-/// Grid and shared memory of `kernel` for `nq x heads x blocks` (all >= 1), or the limit the
-/// shape breaks; `tile` is the tensor-core kernels' CTA tile (`tc_tile_for`; the others
-/// ignore it). The SIMT kernel is planned with the default d-chunk (`with_simt_chunk` swaps
-/// it: same grid). Pure, so it is unit-tested without a device.
+/// `plan_on` for one multiprocessor without switches: the decode kernels then get their
+/// default configuration and one persistent CTA per query group.
 pub fn plan(
     kernel: ScoresKernel,
     tile: TcTile,
@@ -58,6 +62,35 @@ pub fn plan(
     heads: usize,
     blocks: usize,
     shared_limit: u32,
+) -> BackendResult<ScoresLaunch> {
+    plan_on(
+        kernel,
+        tile,
+        nq,
+        heads,
+        blocks,
+        shared_limit,
+        1,
+        &Switches::default(),
+    )
+}
+
+/// Grid and shared memory of `kernel` for `nq x heads x blocks` (all >= 1), or the limit the
+/// shape breaks; `tile` is the tensor-core kernels' CTA tile (`tc_tile_for`; the others
+/// ignore it). The SIMT kernel is planned with the default d-chunk (`with_simt_chunk` swaps
+/// it: same grid). The decode tile's kernels are persistent over `multiprocessors`, configured
+/// by `sw` (`dispatch::scores::decode::config_for`). Pure, so it is unit-tested without a
+/// device.
+#[allow(clippy::too_many_arguments)]
+pub fn plan_on(
+    kernel: ScoresKernel,
+    tile: TcTile,
+    nq: usize,
+    heads: usize,
+    blocks: usize,
+    shared_limit: u32,
+    multiprocessors: u32,
+    sw: &Switches,
 ) -> BackendResult<ScoresLaunch> {
     let too_big = |v: usize, name: &str| {
         if v > i32::MAX as usize {
@@ -86,7 +119,9 @@ pub fn plan(
                 kernel: "block_scores_warp",
                 variant: kernel.name().into(),
                 grid: (to_u32(grid, "grid.x")?, 1, 1),
+                threads: THREADS,
                 shared_bytes: 0,
+                stages: None,
             })
         }
         ScoresKernel::Simt => {
@@ -110,7 +145,9 @@ pub fn plan(
                     gy as u32,
                     1,
                 ),
+                threads: THREADS,
                 shared_bytes: 0,
+                stages: None,
             })
         }
         ScoresKernel::AmdMatrixBf16(m) => {
@@ -137,8 +174,23 @@ pub fn plan(
                 kernel: name,
                 variant: kernel.name().into(),
                 grid: (to_u32(blocks.div_ceil(per_cta), "grid.x")?, gy as u32, 1),
+                threads: THREADS,
                 shared_bytes: 0,
+                stages: None,
             })
+        }
+        ScoresKernel::Tf32 | ScoresKernel::Bf16 if tile == TcTile::Decode => {
+            let cfg = crate::dispatch::scores::decode::config_for(sw, shared_limit)
+                .map_err(BackendError::Unsupported)?;
+            decode::plan_decode(
+                kernel,
+                &cfg,
+                multiprocessors as usize,
+                nq,
+                heads,
+                blocks,
+                shared_limit,
+            )
         }
         ScoresKernel::Tf32 | ScoresKernel::Bf16 => {
             // The kernel addresses Q with 32-bit offsets.
@@ -180,7 +232,9 @@ pub fn plan(
                     gy as u32,
                     1,
                 ),
+                threads: THREADS,
                 shared_bytes: shared as u32,
+                stages: None,
             })
         }
     }
@@ -267,7 +321,8 @@ pub fn launch_plan(
     } else {
         let limit = caps.shared_per_block.min(props.max_shared_per_block);
         let tile = tc_tile_for(switches, p.nq, p.heads);
-        let l = plan(kernel, tile, p.nq, p.heads, p.blocks, limit)?;
+        let sms = props.multiprocessors;
+        let l = plan_on(kernel, tile, p.nq, p.heads, p.blocks, limit, sms, switches)?;
         Some(with_simt_chunk(l, chunk))
     };
     let variant = launch_of
@@ -291,10 +346,10 @@ pub fn launch_plan(
     let w = lp.buffer("w", p.nq * p.heads * 4, Role::Input);
     let dims = LaunchDims {
         grid: l.grid,
-        block: (THREADS, 1, 1),
+        block: (l.threads, 1, 1),
         shared_bytes: l.shared_bytes,
     };
-    let args = vec![
+    let mut args = vec![
         q,
         kb,
         w,
@@ -303,6 +358,9 @@ pub fn launch_plan(
         PlanArg::I32(p.heads as i32),
         PlanArg::I32(p.blocks as i32),
     ];
+    if let Some(stages) = l.stages {
+        args.push(PlanArg::I32(stages as i32));
+    }
     lp.call.push(launch(l.kernel, dims, args));
     Ok(lp)
 }
@@ -350,12 +408,40 @@ mod tests {
             ("block_scores_tf32", (32, 128, 1), 73_728)
         );
         let l = plan(ScoresKernel::Tf32, tc_tile(1, 64), 1, 64, 262_144, 232_448).unwrap();
+        // The decode kernel: persistent, one CTA per multiprocessor (`plan`: one).
         assert_eq!(
-            (l.kernel, l.grid, l.shared_bytes),
-            ("block_scores_tf32_decode", (1024, 1, 1), 92_160)
+            (l.kernel, l.grid, l.threads, l.shared_bytes, l.stages),
+            ("block_scores_tf32_decode", (1, 1, 1), 256, 181_248, Some(4))
         );
         assert_eq!(l.variant, "tf32_decode");
-        // sm_86's 99 KiB holds both tiles.
+        let sm90 = |sw: &Switches| {
+            plan_on(
+                ScoresKernel::Tf32,
+                TcTile::Decode,
+                1,
+                64,
+                262_144,
+                232_448,
+                132,
+                sw,
+            )
+        };
+        assert_eq!(sm90(&Switches::default()).unwrap().grid, (132, 1, 1));
+        let sw = Switches::new(
+            [
+                ("QSA_SCORES_DECODE_CTAS_PER_SM", "2"),
+                ("QSA_SCORES_DECODE_WARPS", "4"),
+            ]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        );
+        let l = sm90(&sw).unwrap();
+        assert_eq!(
+            (l.grid, l.threads, l.shared_bytes),
+            ((264, 1, 1), 128, 107_520)
+        );
+        // sm_86's 99 KiB holds both tiles (the decode one with 4 warps, 3 stages).
         assert!(plan(ScoresKernel::Bf16, tc_tile(1, 64), 1, 64, 100, 101_376).is_ok());
         assert!(matches!(
             plan(ScoresKernel::Bf16, tc_tile(1, 64), 1, 64, 100, 65_536),
