@@ -45,6 +45,7 @@
 // it (uniform over the CTA). Waiting for fewer groups than allowed is always safe.
 QSA_DEVICE void dec_wait_pending(int pending) {
   switch (pending) {
+    case 5: qsa_cp_async_wait_group<5>(); break;
     case 4: qsa_cp_async_wait_group<4>(); break;
     case 3: qsa_cp_async_wait_group<3>(); break;
     case 2: qsa_cp_async_wait_group<2>(); break;
@@ -80,21 +81,17 @@ __device__ __forceinline__ void dec_body(const float* __restrict__ q, const floa
     return slot < qpc && qq < nq && hh < heads;
   };
 
-  // Q once, rounded as the mma takes it (BF16: when the fragments are packed).
-  for (int i = tid; i < DEC_BM * (QSA_HEAD_DIM / 4); i += threads) {
+  // Q once, by cp.async in the oldest group, so its latency overlaps the ring's first
+  // chunks (zero rows are zero-filled); rounded in place once it has landed.
+  constexpr int Q4 = DEC_BM * (QSA_HEAD_DIM / 4);  // float4 pieces of Q
+  for (int i = tid; i < Q4; i += threads) {
     const int r = i / (QSA_HEAD_DIM / 4), c4 = i % (QSA_HEAD_DIM / 4);
     int qq, hh;
-    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (row_src(r, qq, hh))
-      v = reinterpret_cast<const float4*>(q + ((size_t)qq * heads + hh) * QSA_HEAD_DIM)[c4];
-    if constexpr (!BF16) {
-      v.x = __uint_as_float(qsa_cvt_tf32(v.x));
-      v.y = __uint_as_float(qsa_cvt_tf32(v.y));
-      v.z = __uint_as_float(qsa_cvt_tf32(v.z));
-      v.w = __uint_as_float(qsa_cvt_tf32(v.w));
-    }
-    *reinterpret_cast<float4*>(Qs + r * DEC_QLD + 4 * c4) = v;
+    const bool ok = row_src(r, qq, hh);
+    const float* src = ok ? q + ((size_t)qq * heads + hh) * QSA_HEAD_DIM + 4 * c4 : q;
+    qsa_cp_async16(Qs + r * DEC_QLD + 4 * c4, src, ok ? 16 : 0);
   }
+  qsa_cp_async_commit();
   // The weights of this lane's accumulator rows (16 i + g and 16 i + g + 8), fixed per CTA.
   float w_lo[DEC_MT], w_hi[DEC_MT];
 #pragma unroll
@@ -131,6 +128,18 @@ __device__ __forceinline__ void dec_body(const float* __restrict__ q, const floa
     if (c < nchunks) load_chunk(c);
     qsa_cp_async_commit();
   }
+  if constexpr (!BF16) {
+    dec_wait_pending(stages - 1);  // the Q group has landed (this thread's copies)
+    for (int i = tid; i < Q4; i += threads) {
+      float* p4 = Qs + (i / (QSA_HEAD_DIM / 4)) * DEC_QLD + 4 * (i % (QSA_HEAD_DIM / 4));
+      float4 v = *reinterpret_cast<float4*>(p4);
+      v.x = __uint_as_float(qsa_cvt_tf32(v.x));
+      v.y = __uint_as_float(qsa_cvt_tf32(v.y));
+      v.z = __uint_as_float(qsa_cvt_tf32(v.z));
+      v.w = __uint_as_float(qsa_cvt_tf32(v.w));
+      *reinterpret_cast<float4*>(p4) = v;
+    }
+  }
 
   float acc[4][4][4];
 #pragma unroll 1
@@ -152,7 +161,8 @@ __device__ __forceinline__ void dec_body(const float* __restrict__ q, const floa
       }
     }
     // Chunk c is complete for every warp, and every warp is done with chunk c - 1, whose
-    // buffer the copy below refills (Q, stored before the first chunk, is visible too).
+    // buffer the copy below refills (Q, landed and rounded before chunk 0, is visible too:
+    // its group is older than chunk 0's).
     __syncthreads();
     if (c + stages - 1 < nchunks) load_chunk(c + stages - 1);
     qsa_cp_async_commit();
