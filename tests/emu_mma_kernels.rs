@@ -189,10 +189,10 @@ fn run_scorer(
 }
 
 /// Ragged shapes: heads past one m-tile, blocks past one CTA tile. The decode kernels (the
-/// first two: 2 CTA rows of 2 queries x 2 m-tiles; 1 query x 64 heads) are planned for one
-/// multiprocessor (`plan`), so one persistent CTA walks every tile, the last one partial;
-/// heads past 64 take the wide tile.
-const SHAPES: [(usize, usize, usize); 3] = [(3, 20, 300), (1, 64, 270), (3, 80, 130)];
+/// first three: 2 CTA rows of 2 queries x 2 m-tiles; 1 query x 64 heads; 2 CTA rows of one
+/// query of 3 m-tiles and a zero one) are planned for one multiprocessor (`plan`), so one
+/// persistent CTA walks every tile, the last one partial; heads past 64 take the wide tile.
+const SHAPES: [(usize, usize, usize); 4] = [(3, 20, 300), (1, 64, 270), (2, 40, 100), (3, 80, 130)];
 
 #[test]
 fn nvidia_tensor_core_scorers_on_emulated_mma() {
