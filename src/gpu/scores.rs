@@ -414,33 +414,6 @@ mod tests {
             ("block_scores_tf32_decode", (1, 1, 1), 256, 181_248, Some(4))
         );
         assert_eq!(l.variant, "tf32_decode");
-        let sm90 = |sw: &Switches| {
-            plan_on(
-                ScoresKernel::Tf32,
-                TcTile::Decode,
-                1,
-                64,
-                262_144,
-                232_448,
-                132,
-                sw,
-            )
-        };
-        assert_eq!(sm90(&Switches::default()).unwrap().grid, (132, 1, 1));
-        let sw = Switches::new(
-            [
-                ("QSA_SCORES_DECODE_CTAS_PER_SM", "2"),
-                ("QSA_SCORES_DECODE_WARPS", "4"),
-            ]
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        );
-        let l = sm90(&sw).unwrap();
-        assert_eq!(
-            (l.grid, l.threads, l.shared_bytes),
-            ((264, 1, 1), 128, 107_520)
-        );
         // sm_86's 99 KiB holds both tiles (the decode one with 4 warps, 3 stages).
         assert!(plan(ScoresKernel::Bf16, tc_tile(1, 64), 1, 64, 100, 101_376).is_ok());
         assert!(matches!(

@@ -140,4 +140,38 @@ mod tests {
         .unwrap_err();
         assert!(e.to_string().contains("grid.y"), "{e}");
     }
+
+    /// `plan_on` (what the runner and `qsa plan` call) takes the SM count and the switches.
+    #[test]
+    fn plan_on_takes_multiprocessors_and_switches() {
+        use crate::dispatch::scores::TcTile;
+        use crate::dispatch::Switches;
+        let sm90 = |sw: &Switches| {
+            super::super::plan_on(
+                ScoresKernel::Tf32,
+                TcTile::Decode,
+                1,
+                64,
+                262_144,
+                232_448,
+                132,
+                sw,
+            )
+        };
+        assert_eq!(sm90(&Switches::default()).unwrap().grid, (132, 1, 1));
+        let sw = Switches::new(
+            [
+                ("QSA_SCORES_DECODE_CTAS_PER_SM", "2"),
+                ("QSA_SCORES_DECODE_WARPS", "4"),
+            ]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        );
+        let l = sm90(&sw).unwrap();
+        assert_eq!(
+            (l.grid, l.threads, l.shared_bytes),
+            ((264, 1, 1), 128, 107_520)
+        );
+    }
 }
