@@ -55,7 +55,9 @@ FORCED += [(f"auto:{','.join(f'{k}={v}' for k, v in sw.items())}", "auto", sw) f
     {"QSA_SCORES_DECODE_STAGES": "3"},
     {"QSA_SCORES_DECODE_STAGES": "5"},
     {"QSA_SCORES_DECODE_WARPS": "4", "QSA_SCORES_DECODE_CTAS_PER_SM": "2"},
-    {"QSA_SCORES_DECODE_WARPS": "4", "QSA_SCORES_DECODE_STAGES": "6"})]
+    {"QSA_SCORES_DECODE_WARPS": "4", "QSA_SCORES_DECODE_STAGES": "6"},
+    {"QSA_SCORES_DECODE_CTAS_PER_SM": "2", "QSA_SCORES_DECODE_STAGES": "2"},
+    {"QSA_SCORES_DECODE_L2_PREFETCH": "1"})]
 CHECK_SHAPES = [((3, 5, 70), 1), ((5, 48, 129), 2), ((2, 200, 300), 3), ((1, 64, 1000), 4),
                 ((37, 64, 1000), 5), ((256, 64, 4096), 6), ((1, 64, 262144), 8)]
 BENCH_SHAPES = [(256, 64, 4096), (256, 64, 2048), (1, 64, 262144), (2, 64, 262144),

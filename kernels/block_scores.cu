@@ -545,16 +545,16 @@ QSA_KERNEL void __launch_bounds__(256, 2)
 QSA_KERNEL void __launch_bounds__(256, 1)
     block_scores_tf32_decode(const float* __restrict__ q, const float* __restrict__ kb,
                              const float* __restrict__ w, float* __restrict__ s, int nq,
-                             int heads, int blocks, int stages) {
-  dec_body<false>(q, kb, w, s, nq, heads, blocks, stages);
+                             int heads, int blocks, int stages, int l2_prefetch) {
+  dec_body<false>(q, kb, w, s, nq, heads, blocks, stages, l2_prefetch);
 }
 // qsa:block 128
 // qsa:dynamic_shared 89088
 QSA_KERNEL void __launch_bounds__(256, 1)
     block_scores_bf16_decode(const float* __restrict__ q, const float* __restrict__ kb,
                              const float* __restrict__ w, float* __restrict__ s, int nq,
-                             int heads, int blocks, int stages) {
-  dec_body<true>(q, kb, w, s, nq, heads, blocks, stages);
+                             int heads, int blocks, int stages, int l2_prefetch) {
+  dec_body<true>(q, kb, w, s, nq, heads, blocks, stages, l2_prefetch);
 }
 // Measured on the H200 and not kept (2026-11-30, 256 x 64 x 4096): whole K resident
 // (4 stages, 1 CTA/SM) 336 us; 4-warp 128 x 64 tiles 285 us (3 stages: 354 us); the old

@@ -150,9 +150,8 @@ fn run_scorer(
     if !matches!(kernel, ScoresKernel::AmdMatrixBf16(_)) {
         args.push(Arg::I32((kernel == ScoresKernel::Bf16) as i32));
     }
-    if let Some(stages) = l.stages {
-        args.push(Arg::I32(stages as i32)); // the decode kernels' ring depth
-    }
+    // The decode kernels' ring depth and L2-prefetch flag.
+    args.extend(l.extra_args.iter().map(|&a| Arg::I32(a)));
     api.launch_source(&root().join("tests/emu").join(probe), entry, dims, &args)
         .unwrap_or_else(|e| panic!("{}: {}: {e}", c.name, l.kernel));
     let mut s = vec![0f32; nq * blocks];

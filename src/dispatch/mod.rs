@@ -121,6 +121,10 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
         "1 ..= 4: persistent decode-scorer CTAs per multiprocessor (qsa's sweep switch)",
     ),
     (
+        "QSA_SCORES_DECODE_L2_PREFETCH",
+        "0 | 1: the decode scorers' Kb copies with the L2::256B prefetch hint (qsa's sweep switch)",
+    ),
+    (
         "QSA_ATTN_KERNEL",
         "gather | staged: force one selection-attention kernel (qsa's switch)",
     ),

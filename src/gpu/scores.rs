@@ -41,8 +41,9 @@ pub struct ScoresLaunch {
     /// Threads per block (`THREADS` but for the decode kernels).
     pub threads: u32,
     pub shared_bytes: u32,
-    /// The decode kernels' ring depth, passed as their last argument.
-    pub stages: Option<u32>,
+    /// Arguments after (q, kb, w, s, nq, heads, blocks): the decode kernels' ring depth and
+    /// L2-prefetch flag; empty for the others.
+    pub extra_args: Vec<i32>,
 }
 
 fn shape_err(msg: String) -> BackendError {
@@ -121,7 +122,7 @@ pub fn plan_on(
                 grid: (to_u32(grid, "grid.x")?, 1, 1),
                 threads: THREADS,
                 shared_bytes: 0,
-                stages: None,
+                extra_args: Vec::new(),
             })
         }
         ScoresKernel::Simt => {
@@ -147,7 +148,7 @@ pub fn plan_on(
                 ),
                 threads: THREADS,
                 shared_bytes: 0,
-                stages: None,
+                extra_args: Vec::new(),
             })
         }
         ScoresKernel::AmdMatrixBf16(m) => {
@@ -176,7 +177,7 @@ pub fn plan_on(
                 grid: (to_u32(blocks.div_ceil(per_cta), "grid.x")?, gy as u32, 1),
                 threads: THREADS,
                 shared_bytes: 0,
-                stages: None,
+                extra_args: Vec::new(),
             })
         }
         ScoresKernel::Tf32 | ScoresKernel::Bf16 if tile == TcTile::Decode => {
@@ -234,7 +235,7 @@ pub fn plan_on(
                 ),
                 threads: THREADS,
                 shared_bytes: shared as u32,
-                stages: None,
+                extra_args: Vec::new(),
             })
         }
     }
@@ -358,9 +359,7 @@ pub fn launch_plan(
         PlanArg::I32(p.heads as i32),
         PlanArg::I32(p.blocks as i32),
     ];
-    if let Some(stages) = l.stages {
-        args.push(PlanArg::I32(stages as i32));
-    }
+    args.extend(l.extra_args.iter().map(|&a| PlanArg::I32(a)));
     lp.call.push(launch(l.kernel, dims, args));
     Ok(lp)
 }
@@ -410,8 +409,14 @@ mod tests {
         let l = plan(ScoresKernel::Tf32, tc_tile(1, 64), 1, 64, 262_144, 232_448).unwrap();
         // The decode kernel: persistent, one CTA per multiprocessor (`plan`: one).
         assert_eq!(
-            (l.kernel, l.grid, l.threads, l.shared_bytes, l.stages),
-            ("block_scores_tf32_decode", (1, 1, 1), 256, 181_248, Some(4))
+            (l.kernel, l.grid, l.threads, l.shared_bytes, l.extra_args),
+            (
+                "block_scores_tf32_decode",
+                (1, 1, 1),
+                256,
+                181_248,
+                vec![4, 0]
+            )
         );
         assert_eq!(l.variant, "tf32_decode");
         // sm_86's 99 KiB holds both tiles (the decode one with 4 warps, 3 stages).

@@ -12,7 +12,7 @@ QSA_KERNEL void scores_tc_wide(const float* q, const float* kb, const float* w, 
   else block_scores_tf32(q, kb, w, s, nq, heads, blocks);
 }
 QSA_KERNEL void scores_tc_decode(const float* q, const float* kb, const float* w, float* s, int nq, int heads,
-                                 int blocks, int bf16, int stages) {
-  if (bf16) block_scores_bf16_decode(q, kb, w, s, nq, heads, blocks, stages);
-  else block_scores_tf32_decode(q, kb, w, s, nq, heads, blocks, stages);
+                                 int blocks, int bf16, int stages, int l2_prefetch) {
+  if (bf16) block_scores_bf16_decode(q, kb, w, s, nq, heads, blocks, stages, l2_prefetch);
+  else block_scores_tf32_decode(q, kb, w, s, nq, heads, blocks, stages, l2_prefetch);
 }

@@ -10,6 +10,8 @@ pub const STAGES_SWITCH: &str = "QSA_SCORES_DECODE_STAGES";
 pub const WARPS_SWITCH: &str = "QSA_SCORES_DECODE_WARPS";
 /// `QSA_SCORES_DECODE_CTAS_PER_SM`: persistent CTAs per multiprocessor, 1 ..= 4.
 pub const CTAS_SWITCH: &str = "QSA_SCORES_DECODE_CTAS_PER_SM";
+/// `QSA_SCORES_DECODE_L2_PREFETCH`: 1 = Kb copies with the `L2::256B` prefetch hint.
+pub const L2_PREFETCH_SWITCH: &str = "QSA_SCORES_DECODE_L2_PREFETCH";
 
 /// 16-row m-tiles per CTA (DEC_MT): a query's heads are padded to whole m-tiles.
 pub const M_TILES: usize = 4;
@@ -38,6 +40,9 @@ pub struct DecodeConfig {
     pub stages: usize,
     /// Persistent CTAs per multiprocessor (grid.x = multiprocessors x this / query groups).
     pub ctas_per_sm: usize,
+    /// Kb copies ask L2 for the 256-byte block around each 128-byte chunk of a row (the
+    /// row's next k chunk then comes from L2). Off unless switched on: not measured yet.
+    pub l2_prefetch: bool,
 }
 
 impl DecodeConfig {
@@ -90,6 +95,7 @@ struct Forced {
     warps: Option<usize>,
     stages: Option<usize>,
     ctas_per_sm: Option<usize>,
+    l2_prefetch: Option<usize>,
 }
 
 fn forced(sw: &Switches) -> Result<Forced, String> {
@@ -97,6 +103,7 @@ fn forced(sw: &Switches) -> Result<Forced, String> {
         warps: parse(sw, WARPS_SWITCH, &[4, 8], "4 or 8")?,
         stages: parse(sw, STAGES_SWITCH, &[2, 3, 4, 5, 6], "2 to 6")?,
         ctas_per_sm: parse(sw, CTAS_SWITCH, &[1, 2, 3, 4], "1 to 4")?,
+        l2_prefetch: parse(sw, L2_PREFETCH_SWITCH, &[0, 1], "0 or 1")?,
     })
 }
 
@@ -114,6 +121,7 @@ pub fn config_for(sw: &Switches, shared_limit: u32) -> Result<DecodeConfig, Stri
         warps,
         stages,
         ctas_per_sm: ctas,
+        l2_prefetch,
     } = forced(sw)?;
     let limit = shared_limit as usize;
     let fits = |c: &DecodeConfig| c.shared_bytes() <= limit;
@@ -121,6 +129,7 @@ pub fn config_for(sw: &Switches, shared_limit: u32) -> Result<DecodeConfig, Stri
         warps,
         stages,
         ctas_per_sm: ctas.unwrap_or(1),
+        l2_prefetch: l2_prefetch == Some(1),
     };
     let warps = warps.unwrap_or(if fits(&with(8, DEFAULT_STAGES)) { 8 } else { 4 });
     let stages = stages.unwrap_or_else(|| {
@@ -155,7 +164,10 @@ mod tests {
     fn defaults_fit_each_target() {
         // sm_90 (227 KiB): 8 warps x 4 stages = 33,792 + 4 x 36,864.
         let c = config_for(&sw(&[]), 232_448).unwrap();
-        assert_eq!((c.warps, c.stages, c.ctas_per_sm), (8, 4, 1));
+        assert_eq!(
+            (c.warps, c.stages, c.ctas_per_sm, c.l2_prefetch),
+            (8, 4, 1, false)
+        );
         assert_eq!(c.shared_bytes(), 181_248);
         // sm_86 (99 KiB): 4 warps, 3 stages = 33,792 + 3 x 18,432.
         let c = config_for(&sw(&[]), 101_376).unwrap();
@@ -172,11 +184,15 @@ mod tests {
                 (STAGES_SWITCH, "6"),
                 (WARPS_SWITCH, "4"),
                 (CTAS_SWITCH, "2"),
+                (L2_PREFETCH_SWITCH, "1"),
             ]),
             232_448,
         )
         .unwrap();
-        assert_eq!((c.warps, c.stages, c.ctas_per_sm), (4, 6, 2));
+        assert_eq!(
+            (c.warps, c.stages, c.ctas_per_sm, c.l2_prefetch),
+            (4, 6, 2, true)
+        );
         let e = config_for(&sw(&[(STAGES_SWITCH, "6"), (WARPS_SWITCH, "8")]), 101_376).unwrap_err();
         assert!(
             e.contains("8 warps and 6 stages needs 254976 B") && e.contains("allows 101376"),
@@ -188,6 +204,7 @@ mod tests {
             (WARPS_SWITCH, "6", "expected 4 or 8"),
             (CTAS_SWITCH, "0", "expected 1 to 4"),
             (CTAS_SWITCH, "two", "expected 1 to 4"),
+            (L2_PREFETCH_SWITCH, "2", "expected 0 or 1"),
         ] {
             let e = check_switches(&sw(&[(k, v)])).unwrap_err();
             assert!(e.contains(&format!("{k}={v}: {want}")), "{e}");

@@ -7,7 +7,7 @@ use crate::dispatch::scores::decode::{holds_heads, query_groups, DecodeConfig, M
 use crate::dispatch::scores::ScoresKernel;
 
 /// Grid, block and shared memory of a decode scorer for `nq x heads x blocks` (all >= 1) on
-/// `multiprocessors` SMs; the kernel's last argument is `cfg.stages`.
+/// `multiprocessors` SMs; the kernel's last arguments are `cfg.stages` and `cfg.l2_prefetch`.
 pub(super) fn plan_decode(
     kernel: ScoresKernel,
     cfg: &DecodeConfig,
@@ -55,7 +55,7 @@ pub(super) fn plan_decode(
         grid: (to_u32(per_group.min(tiles), "grid.x")?, groups as u32, 1),
         threads: cfg.threads() as u32,
         shared_bytes: shared as u32,
-        stages: Some(cfg.stages as u32),
+        extra_args: vec![cfg.stages as i32, cfg.l2_prefetch as i32],
     })
 }
 
@@ -67,6 +67,7 @@ mod tests {
         warps: 8,
         stages: 4,
         ctas_per_sm: 1,
+        l2_prefetch: false,
     };
 
     #[test]
@@ -79,7 +80,7 @@ mod tests {
                 l.grid,
                 l.threads,
                 l.shared_bytes,
-                l.stages
+                l.extra_args
             ),
             (
                 "block_scores_tf32_decode",
@@ -87,7 +88,7 @@ mod tests {
                 (132, 1, 1),
                 256,
                 181_248,
-                Some(4)
+                vec![4, 0]
             )
         );
         // Two query groups share the SMs; 2 CTAs per SM double it.
