@@ -49,15 +49,14 @@ FORCED = [("simt:QSA_SCORES_KERNEL=simt", "simt", {"QSA_SCORES_KERNEL": "simt"})
           ("auto:QSA_SCORES_TILE=decode", "auto", {"QSA_SCORES_TILE": "decode"}),
           ("simt:QSA_SCORES_KERNEL=simt,QSA_SCORES_SIMT_DC=16", "simt",
            {"QSA_SCORES_KERNEL": "simt", "QSA_SCORES_SIMT_DC": "16"})]
-# The decode scorers' launch configurations (src/dispatch/scores/decode.rs; the default is
-# 8 warps, 4 stages, 1 CTA per SM on sm_90): ring depth, warps and persistent CTAs per SM.
-FORCED += [(f"auto:{','.join(f'{k}={v}' for k, v in sw.items())}", "auto", sw) for sw in (
-    {"QSA_SCORES_DECODE_STAGES": "3"},
-    {"QSA_SCORES_DECODE_STAGES": "5"},
-    {"QSA_SCORES_DECODE_WARPS": "4", "QSA_SCORES_DECODE_CTAS_PER_SM": "2"},
-    {"QSA_SCORES_DECODE_WARPS": "4", "QSA_SCORES_DECODE_STAGES": "6"},
-    {"QSA_SCORES_DECODE_CTAS_PER_SM": "2", "QSA_SCORES_DECODE_STAGES": "2"},
-    {"QSA_SCORES_DECODE_L2_PREFETCH": "1"})]
+# The decode scorers' launch configurations (src/dispatch/scores/decode.rs; the default on
+# sm_90 is 4 warps, 4 stages, 2 CTAs per SM): warps, ring depth and persistent CTAs per SM.
+FORCED += [(f"{v}:{','.join(f'{k}={x}' for k, x in sw.items())}", v, sw) for v, sw in (
+    ("auto", {"QSA_SCORES_DECODE_WARPS": "8"}),
+    ("auto", {"QSA_SCORES_DECODE_WARPS": "8", "QSA_SCORES_DECODE_STAGES": "5"}),
+    ("auto", {"QSA_SCORES_DECODE_STAGES": "3"}),
+    ("auto", {"QSA_SCORES_DECODE_CTAS_PER_SM": "3", "QSA_SCORES_DECODE_STAGES": "2"}),
+    ("bf16", {"QSA_SCORES_DECODE_WARPS": "8"}))]
 CHECK_SHAPES = [((3, 5, 70), 1), ((5, 48, 129), 2), ((2, 200, 300), 3), ((1, 64, 1000), 4),
                 ((37, 64, 1000), 5), ((256, 64, 4096), 6), ((1, 64, 262144), 8)]
 BENCH_SHAPES = [(256, 64, 4096), (256, 64, 2048), (1, 64, 262144), (2, 64, 262144),

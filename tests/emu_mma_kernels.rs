@@ -189,8 +189,9 @@ fn run_scorer(
 
 /// Ragged shapes: heads past one m-tile, blocks past one CTA tile. The decode kernels (the
 /// first three: 2 CTA rows of 2 queries x 2 m-tiles; 1 query x 64 heads; 2 CTA rows of one
-/// query of 3 m-tiles and a zero one) are planned for one multiprocessor (`plan`), so one
-/// persistent CTA walks every tile, the last one partial; heads past 64 take the wide tile.
+/// query of 3 m-tiles and a zero one) are planned for one multiprocessor (`plan`), so
+/// the persistent CTAs walk several tiles each, the last one partial; heads past 64 take
+/// the wide tile.
 const SHAPES: [(usize, usize, usize); 4] = [(3, 20, 300), (1, 64, 270), (2, 40, 100), (3, 80, 130)];
 
 #[test]
@@ -203,8 +204,9 @@ fn nvidia_tensor_core_scorers_on_emulated_mma() {
         for shape in SHAPES {
             run_scorer(&c, kernel, shape, None);
         }
-        // The decode kernels as sm_86's 99 KiB plans them: 4 warps (128-block tiles) and 3
-        // stages (run with sm_90's limit, which the module's static shared memory needs).
+        // The decode kernels as sm_86's 99 KiB plans them: 4 warps (128-block tiles), 3
+        // stages, one CTA per SM (run with sm_90's limit, which the module's static shared
+        // memory needs).
         run_scorer(&c, kernel, SHAPES[1], Some(101_376));
     }
 }

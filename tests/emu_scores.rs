@@ -215,10 +215,10 @@ fn an_unemulated_instruction_is_unsupported_and_named() {
 }
 
 /// The decode scorers' persistent CTAs (src/gpu/scores/decode.rs): planned for one
-/// multiprocessor, one CTA per query group walks every tile of the call through its cp.async
-/// ring (2 groups of one query of 3 m-tiles, 600 blocks: 3 tiles of 256 on sm_90, the last
-/// partial; 5 tiles of 128 on sm_86), under the race check's schedules, within the
-/// tensor-core limits of FP64 (the same limits as above).
+/// multiprocessor, one or two CTAs per query group walk every tile of the call through their
+/// cp.async ring (2 groups of one query of 3 m-tiles, 600 blocks: 5 tiles of 128 with the
+/// default 4 warps, the last partial; 3 tiles of 256 with 8 warps), under the race check's
+/// schedules, within the tensor-core limits of FP64 (the same limits as above).
 #[test]
 fn decode_scorers_walk_every_tile_under_the_race_check() {
     let m = matrix();
@@ -242,6 +242,12 @@ fn decode_scorers_walk_every_tile_under_the_race_check() {
     let bf16 = switches(&[("STRATA_BF16_TC", "1")]);
     for (target, sw, kernel, limit) in [
         ("sm_90", &switches(&[]), "tf32_decode", 1.5e-3),
+        (
+            "sm_90",
+            &switches(&[("QSA_SCORES_DECODE_WARPS", "8")]),
+            "tf32_decode",
+            1.5e-3,
+        ),
         ("sm_86", &switches(&[]), "tf32_decode", 1.5e-3),
         ("sm_90", &bf16, "bf16_decode", 1.5e-2),
     ] {

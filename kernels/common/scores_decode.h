@@ -23,8 +23,9 @@
 // (r / 16 % mtq) * 16 + r % 16); rows past `heads`, past QPC queries or past nq are zeros
 // with weight 0. The host never launches it with heads > 64.
 //
-// Rounding: TF32 as cvt.rna (Q when it is staged, each Kb chunk in place by the thread that
-// copied it, once per element), BF16 as cvt.rn when fragments are packed; f32 accumulation.
+// Rounding: TF32 as cvt.rna (Q in place once it has landed; Kb in registers as fragments are
+// loaded: each block's elements are read by one warp, once), BF16 as cvt.rn when fragments
+// are packed; f32 accumulation.
 // Epilogue per tile, in registers: v = w * relu(acc) per row, the 16 rows of each m-tile
 // summed by the shuffle transpose of tc_body (3 steps), then a query's m-tiles added in
 // ascending order by the lane that holds the block; one store per (query, block).
@@ -151,22 +152,8 @@ __device__ __forceinline__ void dec_body(const float* __restrict__ q, const floa
 #pragma unroll 1
   for (int c = 0; c < nchunks; ++c) {
     dec_wait_pending(stages - 2);  // chunk c has landed (this thread's copies)
-    float* Bs = ring + (c % stages) * stage_floats;
-    if constexpr (!BF16) {
-      // Round this thread's own copies to TF32 in place: once per element, not per warp.
-#pragma unroll
-      for (int k = 0; k < CPT; ++k) {
-        const int i = tid + k * threads;
-        float* p4 = Bs + (i / CPT) * TC_LD + (i % CPT) * 4;
-        float4 v = *reinterpret_cast<float4*>(p4);
-        v.x = __uint_as_float(qsa_cvt_tf32(v.x));
-        v.y = __uint_as_float(qsa_cvt_tf32(v.y));
-        v.z = __uint_as_float(qsa_cvt_tf32(v.z));
-        v.w = __uint_as_float(qsa_cvt_tf32(v.w));
-        *reinterpret_cast<float4*>(p4) = v;
-      }
-    }
-    // Chunk c is complete for every warp, and every warp is done with chunk c - 1, whose
+    const float* Bs = ring + (c % stages) * stage_floats;
+    // Chunk c is complete for every thread, and every warp is done with chunk c - 1, whose
     // buffer the copy below refills (Q, landed and rounded before chunk 0, is visible too:
     // its group is older than chunk 0's).
     __syncthreads();
@@ -183,13 +170,24 @@ __device__ __forceinline__ void dec_body(const float* __restrict__ q, const floa
           for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
     }
     const float* As = Qs + kc * TC_BK;
-#pragma unroll 1
+    // Both halves unrolled: the second half's fragment loads are issued during the first
+    // half's MMAs (8 warps per SM leave little else to hide the shared-memory latency).
+#pragma unroll
     for (int half = 0; half < 2; ++half) {
+      // This warp alone reads these blocks (each B element is loaded once per CTA), so TF32
+      // rounds them here, in registers: no pass over the ring before the barrier.
       float4 bf[4];
 #pragma unroll
-      for (int j = 0; j < 4; ++j)
+      for (int j = 0; j < 4; ++j) {
         bf[j] = *reinterpret_cast<const float4*>(Bs + (warp * 32 + j * 8 + g) * TC_LD + 8 * t +
                                                  4 * half);
+        if constexpr (!BF16) {
+          bf[j].x = __uint_as_float(qsa_cvt_tf32(bf[j].x));
+          bf[j].y = __uint_as_float(qsa_cvt_tf32(bf[j].y));
+          bf[j].z = __uint_as_float(qsa_cvt_tf32(bf[j].z));
+          bf[j].w = __uint_as_float(qsa_cvt_tf32(bf[j].w));
+        }
+      }
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const int r = i * 16 + g;

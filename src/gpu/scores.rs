@@ -407,14 +407,14 @@ mod tests {
             ("block_scores_tf32", (32, 128, 1), 73_728)
         );
         let l = plan(ScoresKernel::Tf32, tc_tile(1, 64), 1, 64, 262_144, 232_448).unwrap();
-        // The decode kernel: persistent, one CTA per multiprocessor (`plan`: one).
+        // The decode kernel: persistent, 2 CTAs of 4 warps per multiprocessor (`plan`: one).
         assert_eq!(
             (l.kernel, l.grid, l.threads, l.shared_bytes, l.extra_args),
             (
                 "block_scores_tf32_decode",
-                (1, 1, 1),
-                256,
-                181_248,
+                (2, 1, 1),
+                128,
+                107_520,
                 vec![4, 0]
             )
         );

@@ -22,8 +22,10 @@ const RING_ROW_BYTES: usize = 36 * 4;
 /// DEC_MAX_STAGES: the kernel's wait takes at most `stages - 2` = 4 pending groups.
 pub const MAX_STAGES: usize = 6;
 /// The ring depth when no switch says otherwise (shrunk to what the target's shared memory
-/// holds). Not measured yet against 3, 5 or 6: the sweep in H200.md does.
+/// holds; measured in `config_for`).
 pub const DEFAULT_STAGES: usize = 4;
+/// Warps per CTA when no switch says otherwise (see `config_for`).
+pub const DEFAULT_WARPS: usize = 4;
 /// Most query groups (grid.y: each group's CTAs stream all of Kb) the dispatch sends to the
 /// decode tile instead of the wide one: up to 4 queries of 64 heads, 16 of 16 or fewer.
 /// A guess (2026-12-02): a group costs one more pass of the MMAs and of Kb through L2,
@@ -112,10 +114,14 @@ pub fn check_switches(sw: &Switches) -> Result<(), String> {
     forced(sw).map(|_| ())
 }
 
-/// The configuration for a target allowing `shared_limit` bytes per block: 8 warps where
-/// they fit with `DEFAULT_STAGES` (sm_90), else 4; the deepest ring up to `DEFAULT_STAGES`
-/// that fits; one CTA per multiprocessor; each overridden by its switch. A forced
-/// configuration the target cannot hold is an error naming bytes, limit and switches.
+/// The configuration for a target allowing `shared_limit` bytes per block: 4 warps, the
+/// deepest ring up to `DEFAULT_STAGES` that fits, and as many CTAs per multiprocessor (up to
+/// 2) as the block limit holds (sm_90: 2 x 107,520 B; sm_86: 1 x 89,088 B); each overridden
+/// by its switch. A forced configuration the target cannot hold is an error naming bytes,
+/// limit and switches. Chosen from the H200 sweep of 2026-12-02 03:16 UTC (1 x 64 x
+/// 262,144, tf32, bench/scores_vs_torch.py): 4 warps x 2 CTAs/SM 69.8 us; 8 warps x 1 CTA
+/// with 3 / 4 / 5 stages 73.9 / 73.5 / 71.7 us; 8 warps x 2 CTAs x 2 stages 76.2 us; 4 warps x
+/// 1 CTA x 6 stages 102.8 us; the L2::256B prefetch 74.7 us (against 73.5).
 pub fn config_for(sw: &Switches, shared_limit: u32) -> Result<DecodeConfig, String> {
     let Forced {
         warps,
@@ -128,17 +134,18 @@ pub fn config_for(sw: &Switches, shared_limit: u32) -> Result<DecodeConfig, Stri
     let with = |warps, stages| DecodeConfig {
         warps,
         stages,
-        ctas_per_sm: ctas.unwrap_or(1),
+        ctas_per_sm: 1,
         l2_prefetch: l2_prefetch == Some(1),
     };
-    let warps = warps.unwrap_or(if fits(&with(8, DEFAULT_STAGES)) { 8 } else { 4 });
+    let warps = warps.unwrap_or(DEFAULT_WARPS);
     let stages = stages.unwrap_or_else(|| {
         (2..=DEFAULT_STAGES)
             .rev()
             .find(|&s| fits(&with(warps, s)))
             .unwrap_or(2)
     });
-    let c = with(warps, stages);
+    let mut c = with(warps, stages);
+    c.ctas_per_sm = ctas.unwrap_or_else(|| (limit / c.shared_bytes()).clamp(1, 2));
     if !fits(&c) {
         return Err(format!(
             "decode scorer with {warps} warps and {stages} stages needs {} B of shared memory per block, the target allows {limit}; lower {STAGES_SWITCH} or {WARPS_SWITCH}",
@@ -162,16 +169,19 @@ mod tests {
 
     #[test]
     fn defaults_fit_each_target() {
-        // sm_90 (227 KiB): 8 warps x 4 stages = 33,792 + 4 x 36,864.
+        // sm_90 (227 KiB): 4 warps x 4 stages = 33,792 + 4 x 18,432, twice per SM.
         let c = config_for(&sw(&[]), 232_448).unwrap();
         assert_eq!(
             (c.warps, c.stages, c.ctas_per_sm, c.l2_prefetch),
-            (8, 4, 1, false)
+            (4, 4, 2, false)
         );
-        assert_eq!(c.shared_bytes(), 181_248);
+        assert_eq!(c.shared_bytes(), 107_520);
+        // 8 warps: 4 stages, one CTA per SM.
+        let c = config_for(&sw(&[(WARPS_SWITCH, "8")]), 232_448).unwrap();
+        assert_eq!((c.stages, c.ctas_per_sm, c.shared_bytes()), (4, 1, 181_248));
         // sm_86 (99 KiB): 4 warps, 3 stages = 33,792 + 3 x 18,432.
         let c = config_for(&sw(&[]), 101_376).unwrap();
-        assert_eq!((c.warps, c.stages), (4, 3));
+        assert_eq!((c.warps, c.stages, c.ctas_per_sm), (4, 3, 1));
         assert_eq!(c.shared_bytes(), 89_088);
         // The kernel's declared launch shape (block 128, 89,088 B) is sm_86's default.
         assert_eq!(c.threads(), 128);

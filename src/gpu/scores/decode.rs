@@ -159,11 +159,11 @@ mod tests {
                 sw,
             )
         };
-        assert_eq!(sm90(&Switches::default()).unwrap().grid, (132, 1, 1));
+        assert_eq!(sm90(&Switches::default()).unwrap().grid, (264, 1, 1));
         let sw = Switches::new(
             [
-                ("QSA_SCORES_DECODE_CTAS_PER_SM", "2"),
-                ("QSA_SCORES_DECODE_WARPS", "4"),
+                ("QSA_SCORES_DECODE_CTAS_PER_SM", "1"),
+                ("QSA_SCORES_DECODE_WARPS", "8"),
             ]
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -172,7 +172,7 @@ mod tests {
         let l = sm90(&sw).unwrap();
         assert_eq!(
             (l.grid, l.threads, l.shared_bytes),
-            ((264, 1, 1), 128, 107_520)
+            ((132, 1, 1), 256, 181_248)
         );
     }
 }
