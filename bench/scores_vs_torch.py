@@ -43,7 +43,8 @@ PEAK = {"fp32": 67e12, "tf32": 494e12, "bf16": 989e12, "hbm": 4.3e12}
 
 # matrix.yaml's scores variants, baseline first: the switches that pick each kernel. Then
 # (label, variant, qsa switches) for kernels and tiles the dispatch leaves out on a shape.
-VARIANTS = ["warp", "simt", "auto", "bf16"]
+# tf32_mma / bf16_mma: the mma.sync kernels where sm_90a's wgmma ones run (side by side).
+VARIANTS = ["warp", "simt", "auto", "bf16", "tf32_mma", "bf16_mma"]
 FORCED = [("simt:QSA_SCORES_KERNEL=simt", "simt", {"QSA_SCORES_KERNEL": "simt"}),
           ("auto:QSA_SCORES_TILE=wide", "auto", {"QSA_SCORES_TILE": "wide"}),
           ("auto:QSA_SCORES_TILE=decode", "auto", {"QSA_SCORES_TILE": "decode"}),
@@ -57,6 +58,9 @@ FORCED += [(f"{v}:{','.join(f'{k}={x}' for k, x in sw.items())}", v, sw) for v, 
     ("auto", {"QSA_SCORES_DECODE_STAGES": "3"}),
     ("auto", {"QSA_SCORES_DECODE_CTAS_PER_SM": "3", "QSA_SCORES_DECODE_STAGES": "2"}),
     ("bf16", {"QSA_SCORES_DECODE_WARPS": "8"}))]
+# The wgmma kernels' units per CTA (sm_90a; elsewhere the same plan as the variant's, run once).
+FORCED += [(f"{v}:QSA_SCORES_WG_UPC={u}", v, {"QSA_SCORES_WG_UPC": str(u)})
+           for v in ("auto", "bf16") for u in (1, 2, 4, 8, 16)]
 CHECK_SHAPES = [((3, 5, 70), 1), ((5, 48, 129), 2), ((2, 200, 300), 3), ((1, 64, 1000), 4),
                 ((37, 64, 1000), 5), ((256, 64, 4096), 6), ((1, 64, 262144), 8)]
 BENCH_SHAPES = [(256, 64, 4096), (256, 64, 2048), (1, 64, 262144), (2, 64, 262144),
@@ -171,6 +175,7 @@ def check(sc, shapes, log):
         q, kb, w = make_inputs(nq, heads, blocks, seed)
         ref = reference_f64(q, kb, w)
         base = None
+        rmse_of = {}  # dispatched kernel -> RMSE, for the wgmma / mma.sync comparison
         plans = plans_for(sc.planner, (nq, heads, blocks))
         for v, plan in plans:
             k = plan["dispatched"]
@@ -189,6 +194,16 @@ def check(sc, shapes, log):
             log(f"| {nq}x{heads}x{blocks} | {k} | {rmse:.3e} | {mx:.3e} | {r1:.2f} | {r2:.2f} | "
                 f"{float(ref.abs().max()):.1f} |")
             if k == "simt" and (r1 > 4 or r2 > 4):
+                ok = False
+            rmse_of[k] = rmse
+        # A wgmma kernel rounds its inputs as its mma.sync twin does (tf32: cvt.rna, bf16:
+        # cvt.rn) and differs only in summation order, so its RMSE must stay near the twin's;
+        # a descriptor / fragment layout error gives O(1) errors. 2x is far above order noise
+        # (emulated scores_ragged: tf32_wgmma 2.38039e-4 vs tf32 2.38045e-4, 2026-12-02).
+        for k, r in rmse_of.items():
+            twin = k[: -len("_wgmma")] if k.endswith("_wgmma") else None
+            if twin in rmse_of and r > 2 * rmse_of[twin]:
+                log(f"| {nq}x{heads}x{blocks} | {k} | RMSE {r:.3e} > 2x {twin}'s {rmse_of[twin]:.3e}: FAIL | | | | |")
                 ok = False
         # Bit-exact order check on small shapes.
         if nq * heads * blocks <= 64 * 1024:

@@ -57,6 +57,17 @@ pub fn predicted_kernel(
                 {
                     format!("{}_decode", k.name())
                 }
+                // sm_90a's prefill TF32 / BF16: "tf32_wgmma", "bf16_wgmma".
+                (false, k)
+                    if k.tensor_cores()
+                        && scores::tc_engine(
+                            &caps,
+                            &sw,
+                            scores::tc_tile_for(&sw, s.queries, s.heads),
+                        ) == scores::TcEngine::Wgmma =>
+                {
+                    format!("{}_wgmma", k.name())
+                }
                 (false, k) => k.name().into(),
             })
         }
@@ -129,8 +140,13 @@ mod tests {
         // Targets without a matrix-core kernel are unchanged.
         assert_eq!(predict("gfx906", "bf16"), "simt");
         assert_eq!(predict("sm_75", "bf16"), "simt");
-        // 9 queries x 7 heads: 3 decode CTA rows of 4 queries (dispatch::scores::decode).
-        assert_eq!(predict("sm_90", "bf16"), "bf16_decode");
+        // sm_90 (built as sm_90a) takes wgmma for the prefill tile; the forced mma.sync
+        // kernels stay reachable; sm_86 has no wgmma.
+        assert_eq!(predict("sm_90", "bf16"), "bf16_wgmma");
+        assert_eq!(predict("sm_90", "auto"), "tf32_wgmma");
+        assert_eq!(predict("sm_90", "bf16_mma"), "bf16");
+        assert_eq!(predict("sm_90", "tf32_mma"), "tf32");
+        assert_eq!(predict("sm_86", "bf16"), "bf16");
         assert_eq!(predict("cpu", "bf16"), "simt");
     }
 }

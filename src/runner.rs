@@ -68,6 +68,11 @@ fn open_cuda(target: &Target, dir: &Path, allow_ptx: bool) -> Result<Box<dyn Bac
     Ok(match mode {
         Mode::Native => Box::new(GpuBackend::new(api, caps).with_driver(driver)),
         Mode::Ptx(run) => {
+            // The fatbin's PTX is plain compute_XX: sm_90a's wgmma scorers exist as SASS only
+            // (xtask's nvidia_flags), so dispatch must not pick them on another card.
+            let mut caps = caps;
+            caps.features
+                .retain(|f| *f != crate::dispatch::Feature::Wgmma);
             api.run_as_ptx(&run.target, run.shared_limit);
             // The driver compiles the PTX at load: a driver too old for it says so here.
             api.load_all().map_err(|e| NoDevice(e.to_string()))?;

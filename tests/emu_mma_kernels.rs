@@ -7,11 +7,11 @@
 //! The primitives themselves are tested in tests/emu_mma.rs.
 
 use half::bf16;
-use qsa::dispatch::scores::{AmdMatrix, ScoresKernel};
+use qsa::dispatch::scores::{AmdMatrix, ScoresKernel, TcEngine};
 use qsa::dispatch::{TargetCaps, Vendor};
 use qsa::emu::api::EmuApi;
 use qsa::emu::Schedule;
-use qsa::gpu::scores::plan;
+use qsa::gpu::scores::plan_engine;
 use qsa::gpu::{as_bytes, as_bytes_mut, Arg, GpuApi, LaunchDims};
 use std::path::PathBuf;
 
@@ -98,10 +98,24 @@ fn reference(
     (s, scale)
 }
 
-/// Runs `kernel` planned for `c` (or for `plan_shared` bytes per block, when given).
-fn run_scorer(
+fn run_scorer(c: &TargetCaps, kernel: ScoresKernel, shape: (usize, usize, usize)) {
+    run_scorer_on(c, kernel, TcEngine::MmaSync, shape)
+}
+
+fn run_scorer_on(
     c: &TargetCaps,
     kernel: ScoresKernel,
+    engine: TcEngine,
+    shape: (usize, usize, usize),
+) {
+    run_scorer_planned(c, kernel, engine, shape, None)
+}
+
+/// Runs `kernel` planned for `c` (or for `plan_shared` bytes per block, when given).
+fn run_scorer_planned(
+    c: &TargetCaps,
+    kernel: ScoresKernel,
+    engine: TcEngine,
     shape: (usize, usize, usize),
     plan_shared: Option<u32>,
 ) {
@@ -126,15 +140,16 @@ fn run_scorer(
     );
     let tile = qsa::dispatch::scores::tc_tile(nq, heads);
     let limit = plan_shared.unwrap_or(c.shared_per_block);
-    let l = plan(kernel, tile, nq, heads, blocks, limit).unwrap();
+    let l = plan_engine(kernel, tile, engine, nq, heads, blocks, limit).unwrap();
     let dims = LaunchDims {
         grid: l.grid,
-        block: (l.threads, 1, 1),
+        block: (l.block, 1, 1),
         shared_bytes: l.shared_bytes,
     };
     // tests/emu/scores_*.cu forward to the kernel the plan names (see there why).
     let (probe, entry) = match (kernel, l.kernel.ends_with("_decode")) {
         (ScoresKernel::AmdMatrixBf16(_), _) => ("scores_amd_matrix.cu", "scores_amd_matrix"),
+        _ if l.kernel.ends_with("_wgmma") => ("scores_tc_nvidia.cu", "scores_tc_wgmma"),
         (_, false) => ("scores_tc_nvidia.cu", "scores_tc_wide"),
         (_, true) => ("scores_tc_nvidia.cu", "scores_tc_decode"),
     };
@@ -188,11 +203,17 @@ fn run_scorer(
 }
 
 /// Ragged shapes: heads past one m-tile, blocks past one CTA tile. The decode kernels (the
-/// first three: 2 CTA rows of 2 queries x 2 m-tiles; 1 query x 64 heads; 2 CTA rows of one
-/// query of 3 m-tiles and a zero one) are planned for one multiprocessor (`plan`), so
-/// the persistent CTAs walk several tiles each, the last one partial; heads past 64 take
-/// the wide tile.
-const SHAPES: [(usize, usize, usize); 4] = [(3, 20, 300), (1, 64, 270), (2, 40, 100), (3, 80, 130)];
+/// first three: 2 queries x 2 m-tiles; 1 query x 64 heads; one query of 3 m-tiles and a
+/// zero one) are planned for one multiprocessor (`plan`), so the persistent CTAs walk
+/// several tiles each, the last one partial; 3 queries of 20 heads (2 CTA rows) and heads
+/// past 64 take the wide tile.
+const SHAPES: [(usize, usize, usize); 5] = [
+    (2, 20, 300),
+    (1, 64, 270),
+    (1, 40, 100),
+    (3, 20, 300),
+    (3, 80, 130),
+];
 
 #[test]
 fn nvidia_tensor_core_scorers_on_emulated_mma() {
@@ -202,12 +223,32 @@ fn nvidia_tensor_core_scorers_on_emulated_mma() {
     let c = caps("sm_90", Vendor::Nvidia, 32, 232_448);
     for kernel in [ScoresKernel::Tf32, ScoresKernel::Bf16] {
         for shape in SHAPES {
-            run_scorer(&c, kernel, shape, None);
+            run_scorer(&c, kernel, shape);
         }
         // The decode kernels as sm_86's 99 KiB plans them: 4 warps (128-block tiles), 3
         // stages, one CTA per SM (run with sm_90's limit, which the module's static shared
         // memory needs).
-        run_scorer(&c, kernel, SHAPES[1], Some(101_376));
+        run_scorer_planned(&c, kernel, TcEngine::MmaSync, SHAPES[1], Some(101_376));
+    }
+}
+
+/// sm_90a's wgmma scorers (the wide tile's engine there): queries packed 4 / 2 / 1 per
+/// 64-row unit (7, 20, 48 heads), two passes (80 heads), blocks past one CTA, units past one
+/// CTA (9 queries of 7 heads: 3 units).
+#[test]
+fn nvidia_wgmma_scorers_on_emulated_wgmma() {
+    let mut c = caps("sm_90", Vendor::Nvidia, 32, 232_448);
+    c.features = vec![qsa::dispatch::Feature::Wgmma];
+    for kernel in [ScoresKernel::Tf32, ScoresKernel::Bf16] {
+        for shape in [
+            (9, 7, 77),
+            (3, 20, 300),
+            (5, 48, 129),
+            (2, 80, 270),
+            (17, 16, 40),
+        ] {
+            run_scorer_on(&c, kernel, TcEngine::Wgmma, shape);
+        }
     }
 }
 
@@ -220,13 +261,7 @@ fn amd_matrix_core_scorers_on_emulated_wmma_and_mfma() {
             &gfx1201,
             ScoresKernel::AmdMatrixBf16(AmdMatrix::Wmma),
             shape,
-            None,
         );
-        run_scorer(
-            &gfx950,
-            ScoresKernel::AmdMatrixBf16(AmdMatrix::Mfma),
-            shape,
-            None,
-        );
+        run_scorer(&gfx950, ScoresKernel::AmdMatrixBf16(AmdMatrix::Mfma), shape);
     }
 }

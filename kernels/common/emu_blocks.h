@@ -86,6 +86,41 @@ inline const void* cluster_map(const void* p, unsigned rank) {
   return p;
 }
 
+// wgmma's shared addresses (emu_mma.h): the block's shared window starts at the lowest of
+// the launch's shared ranges (offsets from the TLS anchor), and a shared address is the
+// offset from there, as a card's shared state space starts at the block's first byte.
+inline long long shared_window_start() {
+  const qsa_emu_launch_t& d = *cur_launch->desc;
+  long long lo = 0;
+  for (int i = 0; i < d.n_shared_ranges; ++i)
+    if (i == 0 || d.shared_ranges[2 * i] < lo) lo = d.shared_ranges[2 * i];
+  return lo;
+}
+inline void fail_launch(const std::string& what) {
+  cur_launch->fail(block_name(cur_launch->kernel, cur_block.idx) + ": " + what);
+}
+inline unsigned shared_address(const void* p) {
+  const long long off = (long long)((const unsigned char*)p - &tls_anchor) - shared_window_start();
+  if (off < 0 || off >= (1ll << 18)) {
+    fail_launch("qsa_smem_addr of an address outside the block's shared memory");
+    return 0;
+  }
+  return (unsigned)off;
+}
+// The bytes at shared address `addr`, which must lie inside one of the block's shared ranges.
+inline const unsigned char* shared_at(unsigned addr, unsigned bytes) {
+  static const unsigned char zeros[16] = {0};
+  const qsa_emu_launch_t& d = *cur_launch->desc;
+  const long long off = shared_window_start() + addr;
+  for (int i = 0; i < d.n_shared_ranges; ++i) {
+    const long long start = d.shared_ranges[2 * i], len = d.shared_ranges[2 * i + 1];
+    if (off >= start && off + bytes <= start + len) return &tls_anchor + off;
+  }
+  fail_launch("a wgmma operand at shared address " + std::to_string(addr) +
+              " lies outside the block's shared memory (a wrong descriptor start, LBO or SBO?)");
+  return zeros;
+}
+
 // Run block `br`'s fibers until it finishes or every live thread waits at the cluster
 // barrier. An error is recorded in `L` (status Failed).
 inline BlockStatus step_block(Launch& L, FiberPool& pool, BlockRun& br, std::vector<unsigned>& ready) {

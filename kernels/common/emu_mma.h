@@ -308,3 +308,110 @@ inline qsa_f32x4 qsa_mfma_f32_16x16x32_bf16(qsa_bf16x8 a, qsa_bf16x8 b, qsa_f32x
   return d;
 }
 #endif
+
+// ---- wgmma (sm_90a; mma.h's QSA_WGMMA) ----------------------------------------------------
+// The simplest correct model: synchronous. At the call each thread computes its own D
+// fragment elements straight from the block's shared memory through the two descriptors,
+// decoded as mma.h's comment (the PTX ISA) says; wgmma.fence / commit_group / wait_group are
+// ordering no-ops here (the call has finished reading when it returns). Products exact,
+// summed in f64 in k order, D added, one rounding to f32: the mma.sync model above.
+// Not modelled, so not checked here: that the 128 threads of the warpgroup all make the same
+// call (the hardware's .sync.aligned), a missing fence.proxy.async after st.shared (the
+// generic and async proxies are one memory here), and shared stores racing an in-flight
+// wgmma before its wait_group (the call has already read). The race check still sees a
+// missing barrier between the stores and the call. A shared address is an offset into the
+// block's shared window (emu_blocks.h: its shared ranges from the lowest); swizzled layouts
+// and a nonzero base offset are refused by name.
+#if defined(QSA_WGMMA) && QSA_WAVE == 32 && !defined(QSA_EMU_HIP)
+namespace qsa_emu {
+
+// emu_blocks.h (they need the running launch).
+inline unsigned shared_address(const void* p);
+inline const unsigned char* shared_at(unsigned addr, unsigned bytes);
+inline void fail_launch(const std::string& what);
+
+struct WgmmaDesc {
+  unsigned start, lbo, sbo, base_offset, swizzle;
+};
+
+// PTX ISA, matrix descriptor: 14-bit fields hold byte values >> 4.
+inline WgmmaDesc decode_wgmma_desc(unsigned long long d) {
+  return WgmmaDesc{(unsigned)(d & 0x3fffu) << 4, (unsigned)((d >> 16) & 0x3fffu) << 4,
+                   (unsigned)((d >> 32) & 0x3fffu) << 4, (unsigned)((d >> 49) & 7u),
+                   (unsigned)((d >> 62) & 3u)};
+}
+
+// Element (row, k) of a K-major no-swizzle operand of ES-byte elements.
+template <int ES> inline double wgmma_operand(const WgmmaDesc& d, int row, int k) {
+  const unsigned c = (unsigned)k * ES;
+  const unsigned addr = d.start + (unsigned)(row / 8) * d.sbo + (c / 16) * d.lbo +
+                        (unsigned)(row % 8) * 16 + c % 16;
+  const unsigned char* p = shared_at(addr, ES);
+  if (ES == 4) {
+    unsigned u;
+    memcpy(&u, p, 4);
+    return tf32_value(u);
+  }
+  unsigned short h;
+  memcpy(&h, p, 2);
+  return bf16_value(h);
+}
+
+// d (N / 2 floats of this thread) = A (64 x K) B^T (N x K) (+ d when scale_d != 0).
+template <int N, int K, int ES>
+inline void wgmma_m64(float* d, unsigned long long desc_a, unsigned long long desc_b, int scale_d,
+                      const char* name) {
+  const WgmmaDesc da = decode_wgmma_desc(desc_a), db = decode_wgmma_desc(desc_b);
+  for (const WgmmaDesc* x : {&da, &db}) {
+    if (x->swizzle != 0 || x->base_offset != 0) {
+      fail_launch(std::string(name) + ": a swizzled descriptor (mode " + std::to_string(x->swizzle) +
+                  ", base offset " + std::to_string(x->base_offset) +
+                  ") is unsupported in emulation (only the no-swizzle canonical layout is modelled)");
+      return;
+    }
+  }
+  if (blockDim.x % 128 != 0 || blockDim.y != 1 || blockDim.z != 1) {
+    fail_launch(std::string(name) + ": needs a 1-D block of whole warpgroups (128 threads)");
+    return;
+  }
+  const int w = (int)((threadIdx.x / 32) % 4), lane = (int)(threadIdx.x % 32);
+  const int g = lane / 4, t = lane % 4;
+  double A[2][K];
+  for (int h = 0; h < 2; ++h)
+    for (int k = 0; k < K; ++k) A[h][k] = wgmma_operand<ES>(da, 16 * w + g + 8 * h, k);
+  for (int j = 0; j < N / 8; ++j) {
+    for (int c = 0; c < 2; ++c) {
+      const int col = 8 * j + 2 * t + c;
+      double B[K];
+      for (int k = 0; k < K; ++k) B[k] = wgmma_operand<ES>(db, col, k);
+      for (int h = 0; h < 2; ++h) {
+        double s = 0.0;
+        for (int k = 0; k < K; ++k) s += A[h][k] * B[k];
+        float& out = d[4 * j + 2 * h + c];
+        out = (float)((scale_d ? (double)out : 0.0) + s);
+      }
+    }
+  }
+}
+
+}  // namespace qsa_emu
+
+inline unsigned qsa_smem_addr(const void* p) { return qsa_emu::shared_address(p); }
+inline void qsa_wgmma_fence() {}
+inline void qsa_wgmma_commit() {}
+template <int N> inline void qsa_wgmma_wait() { static_assert(N >= 0, "a group count"); }
+inline void qsa_fence_proxy_async() {}
+template <int N> inline void qsa_wgmma_fence_regs(float (&)[N]) {}
+inline void qsa_wgmma_m64n128k8_tf32(float (&d)[64], unsigned long long da, unsigned long long db, int scale_d) {
+  qsa_emu::wgmma_m64<128, 8, 4>(d, da, db, scale_d, "wgmma.m64n128k8.tf32");
+}
+inline void qsa_wgmma_m64n256k8_tf32(float (&d)[128], unsigned long long da, unsigned long long db, int scale_d) {
+  qsa_emu::wgmma_m64<256, 8, 4>(d, da, db, scale_d, "wgmma.m64n256k8.tf32");
+}
+inline void qsa_wgmma_m64n128k16_bf16(float (&d)[64], unsigned long long da, unsigned long long db, int scale_d) {
+  qsa_emu::wgmma_m64<128, 16, 2>(d, da, db, scale_d, "wgmma.m64n128k16.bf16");
+}
+inline void qsa_wgmma_m64n256k16_bf16(float (&d)[128], unsigned long long da, unsigned long long db, int scale_d) {
+  qsa_emu::wgmma_m64<256, 16, 2>(d, da, db, scale_d, "wgmma.m64n256k16.bf16");
+}
+#endif  // QSA_WGMMA

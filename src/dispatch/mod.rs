@@ -36,6 +36,9 @@ pub enum Feature {
     Mfma,
     /// Thread-block clusters with distributed shared memory (NVIDIA sm_90+).
     Clusters,
+    /// Hopper warpgroup MMA (`wgmma`, sm_90a): the target's code object is built for the
+    /// arch-specific sm_90a (xtask's nvidia_flags) and holds the wgmma scorers.
+    Wgmma,
 }
 
 /// What dispatch needs to know about a target.
@@ -98,11 +101,15 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
     ),
     (
         "QSA_SCORES_KERNEL",
-        "warp | simt | tf32 | bf16: force one scorer where the target has it, SIMT even below 8 queries (qsa's switch, for benches)",
+        "warp | simt | tf32 | bf16 | tf32_mma | bf16_mma: force one scorer where the target has it, SIMT even below 8 queries; *_mma: mma.sync where sm_90a's wgmma kernel would run (qsa's switch, for benches)",
     ),
     (
         "QSA_SCORES_TILE",
         "wide | decode: force the tensor-core scorers' CTA tile (qsa's sweep switch)",
+    ),
+    (
+        "QSA_SCORES_WG_UPC",
+        "1 | 2 | 4 | 8 | 16: 64-row units per CTA of the wgmma scorers, default 4 (qsa's sweep switch)",
     ),
     (
         "QSA_SCORES_SIMT_DC",

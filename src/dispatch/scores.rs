@@ -7,6 +7,11 @@
 use super::{Feature, Switches, TargetCaps, Vendor};
 
 pub mod decode;
+mod engine;
+pub use engine::{
+    auto_units_per_cta, check_wg_upc, tc_engine, wgmma_built, wgmma_units_per_cta, TcEngine,
+    FORCE_MMA_SYNC, WG_UPC_DEFAULT, WG_UPC_SWITCH,
+};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ScoresKernel {
@@ -70,7 +75,9 @@ impl ScoresKernel {
 }
 
 /// qsa's forcing switches for the scorers (for benches and tests; the engine never sets
-/// them): `QSA_SCORES_KERNEL` names a kernel, `QSA_SCORES_TILE` a tensor-core CTA tile.
+/// them): `QSA_SCORES_KERNEL` names a kernel (`tf32_mma` / `bf16_mma`: the TF32 / BF16
+/// kernel on mma.sync where wgmma would run, `engine.rs`), `QSA_SCORES_TILE` a tensor-core
+/// CTA tile.
 pub const KERNEL_SWITCH: &str = "QSA_SCORES_KERNEL";
 pub const TILE_SWITCH: &str = "QSA_SCORES_TILE";
 /// `QSA_SCORES_SIMT_DC` forces the SIMT kernel's d-chunk (`SimtChunk`), to sweep it on a card.
@@ -80,10 +87,10 @@ pub const SIMT_CHUNK_SWITCH: &str = "QSA_SCORES_SIMT_DC";
 /// lists the known ones.
 pub fn check_switches(sw: &Switches) -> Result<(), String> {
     match sw.get(KERNEL_SWITCH) {
-        None | Some("warp" | "simt" | "tf32" | "bf16") => {}
+        None | Some("warp" | "simt" | "tf32" | "bf16" | "tf32_mma" | "bf16_mma") => {}
         Some(other) => {
             return Err(format!(
-                "{KERNEL_SWITCH}={other}: expected warp, simt, tf32 or bf16"
+                "{KERNEL_SWITCH}={other}: expected warp, simt, tf32, bf16, tf32_mma or bf16_mma (the last two: mma.sync where wgmma would run)"
             ))
         }
     }
@@ -91,6 +98,7 @@ pub fn check_switches(sw: &Switches) -> Result<(), String> {
         None | Some("wide" | "decode") => {}
         Some(other) => return Err(format!("{TILE_SWITCH}={other}: expected wide or decode")),
     }
+    check_wg_upc(sw)?;
     match sw.get(SIMT_CHUNK_SWITCH) {
         None | Some("8" | "16") => {}
         Some(other) => return Err(format!("{SIMT_CHUNK_SWITCH}={other}: expected 8 or 16")),
@@ -105,8 +113,8 @@ fn forced(caps: &TargetCaps, sw: &Switches) -> Option<ScoresKernel> {
     match sw.get(KERNEL_SWITCH)? {
         "warp" => Some(ScoresKernel::Warp),
         "simt" => Some(ScoresKernel::Simt),
-        "tf32" if nvidia && caps.has(Feature::Tf32Tc) => Some(ScoresKernel::Tf32),
-        "bf16" if nvidia && caps.has(Feature::Bf16Tc) => Some(ScoresKernel::Bf16),
+        "tf32" | "tf32_mma" if nvidia && caps.has(Feature::Tf32Tc) => Some(ScoresKernel::Tf32),
+        "bf16" | "bf16_mma" if nvidia && caps.has(Feature::Bf16Tc) => Some(ScoresKernel::Bf16),
         "bf16" => amd_matrix(caps).map(ScoresKernel::AmdMatrixBf16),
         _ => None,
     }
@@ -231,7 +239,7 @@ pub fn tc_tile_for(sw: &Switches, nq: usize, heads: usize) -> TcTile {
 
 /// Each query's heads are padded to whole 16-row m-tiles; the decode tile is taken for at
 /// most 64 heads when the queries fill at most `decode::MAX_GROUPS` decode CTAs' 4 m-tiles
-/// (1 to 4 queries of 64 heads, up to 16 of 16).
+/// (one: 1 query of 64 heads, up to 4 of 16).
 pub fn tc_tile(nq: usize, heads: usize) -> TcTile {
     if decode::takes(nq, heads) {
         TcTile::Decode
@@ -354,12 +362,11 @@ mod tests {
     }
 
     #[test]
-    fn decode_tile_only_for_few_query_groups_of_at_most_64_heads() {
+    fn decode_tile_only_when_all_rows_fit_one_cta() {
         assert_eq!(tc_tile(1, 64), TcTile::Decode);
-        assert_eq!(tc_tile(4, 64), TcTile::Decode);
-        assert_eq!(tc_tile(5, 64), TcTile::Wide);
-        assert_eq!(tc_tile(16, 16), TcTile::Decode);
-        assert_eq!(tc_tile(9, 7), TcTile::Decode);
+        assert_eq!(tc_tile(2, 64), TcTile::Wide);
+        assert_eq!(tc_tile(4, 16), TcTile::Decode);
+        assert_eq!(tc_tile(9, 7), TcTile::Wide);
         assert_eq!(tc_tile(1, 65), TcTile::Wide);
         assert_eq!(tc_tile(256, 64), TcTile::Wide);
     }
@@ -393,7 +400,10 @@ mod tests {
         );
         assert!(check_switches(&simt).is_ok());
         let e = check_switches(&sw(&[(KERNEL_SWITCH, "fast")])).unwrap_err();
-        assert!(e.contains("expected warp, simt, tf32 or bf16"), "{e}");
+        assert!(
+            e.contains("expected warp, simt, tf32, bf16, tf32_mma or bf16_mma"),
+            "{e}"
+        );
         let e = check_switches(&sw(&[(TILE_SWITCH, "tall")])).unwrap_err();
         assert!(e.contains("expected wide or decode"), "{e}");
         // The SIMT d-chunk: 8 unless forced to 16; anything else refused.

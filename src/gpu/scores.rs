@@ -5,16 +5,21 @@ use super::launch::{launch, LaunchPlan, PlanArg, PlannedCall, Role, Step};
 use super::{as_bytes, Family, GpuApi, GpuProps, LaunchDims};
 use crate::backend::{BackendError, BackendResult, Prepared};
 use crate::dispatch::scores::{
-    amd_matrix, check_switches, choose_for, simt_chunk_for, simt_d16_built, tc_tile_for, AmdMatrix,
-    ScoresKernel, SimtChunk, TcTile,
+    amd_matrix, auto_units_per_cta, check_switches, choose_for, simt_chunk_for, simt_d16_built,
+    tc_engine, tc_tile_for, wgmma_units_per_cta, AmdMatrix, ScoresKernel, SimtChunk, TcEngine,
+    TcTile, WG_UPC_DEFAULT,
 };
+
 use crate::dispatch::{Feature, Switches, TargetCaps};
 use crate::problem::{Output, ScoresProblem, HEAD_DIM};
 
 mod decode;
 
-/// Threads per block of every scores kernel.
+/// Threads per block of every scores kernel but the wgmma ones (one warpgroup, `WG_THREADS`).
 const THREADS: u32 = 256;
+/// The wgmma kernels (kernels/block_scores.cu, `wg_body`): one warpgroup per CTA; BN blocks
+/// per CTA (128 TF32, 256 BF16); 64-row units per CTA from grid.y (`with_wgmma_units`).
+const WG_THREADS: u32 = 128;
 /// The SIMT kernels' CTA tile (SIMT_TQ x SIMT_TB in the source), the same for every d-chunk.
 const SIMT_QUERIES: usize = 16;
 const SIMT_BLOCKS: usize = 128;
@@ -38,8 +43,8 @@ pub struct ScoresLaunch {
     /// What `Prepared::dispatched` reports: the variant name, plus the tile for TC kernels.
     pub variant: String,
     pub grid: (u32, u32, u32),
-    /// Threads per block (`THREADS` but for the decode kernels).
-    pub threads: u32,
+    /// Threads per block (x).
+    pub block: u32,
     pub shared_bytes: u32,
     /// Arguments after (q, kb, w, s, nq, heads, blocks): the decode kernels' ring depth and
     /// L2-prefetch flag; empty for the others.
@@ -54,8 +59,11 @@ fn to_u32(x: usize, what: &str) -> BackendResult<u32> {
     u32::try_from(x).map_err(|_| shape_err(format!("{what} = {x} does not fit a launch")))
 }
 
-/// `plan_on` for one multiprocessor without switches: the decode kernels then get their
-/// default configuration and one persistent CTA per query group.
+/// Grid and shared memory of `kernel` for `nq x heads x blocks` (all >= 1), or the limit the
+/// shape breaks; `tile` is the tensor-core kernels' CTA tile (`tc_tile_for`; the others
+/// ignore it). The SIMT kernel is planned with the default d-chunk (`with_simt_chunk` swaps
+/// it: same grid). Pure, so it is unit-tested without a device. TF32 / BF16 run on mma.sync
+/// here; `plan_engine` plans either engine.
 pub fn plan(
     kernel: ScoresKernel,
     tile: TcTile,
@@ -64,31 +72,48 @@ pub fn plan(
     blocks: usize,
     shared_limit: u32,
 ) -> BackendResult<ScoresLaunch> {
-    plan_on(
+    plan_engine(
         kernel,
         tile,
+        TcEngine::MmaSync,
         nq,
         heads,
         blocks,
         shared_limit,
-        1,
-        &Switches::default(),
     )
 }
 
-/// Grid and shared memory of `kernel` for `nq x heads x blocks` (all >= 1), or the limit the
-/// shape breaks; `tile` is the tensor-core kernels' CTA tile (`tc_tile_for`; the others
-/// ignore it). The SIMT kernel is planned with the default d-chunk (`with_simt_chunk` swaps
-/// it: same grid). The decode tile's kernels are persistent over `multiprocessors`, configured
-/// by `sw` (`dispatch::scores::decode::config_for`). Pure, so it is unit-tested without a
-/// device.
-#[allow(clippy::too_many_arguments)]
-pub fn plan_on(
+/// `plan` with the TF32 / BF16 kernels' engine (`tc_engine`); other kernels ignore it. The
+/// decode kernels get their default configuration for one multiprocessor (`plan_on`).
+pub fn plan_engine(
     kernel: ScoresKernel,
     tile: TcTile,
+    engine: TcEngine,
     nq: usize,
     heads: usize,
     blocks: usize,
+    shared_limit: u32,
+) -> BackendResult<ScoresLaunch> {
+    let sw = Switches::default();
+    plan_on(
+        kernel,
+        tile,
+        engine,
+        (nq, heads, blocks),
+        shared_limit,
+        1,
+        &sw,
+    )
+}
+
+/// `plan_engine` on `multiprocessors` SMs with the call's switches: the decode tile's
+/// kernels are persistent over the SMs and configured by `sw`
+/// (`dispatch::scores::decode::config_for`). What the runner and `qsa plan` launch.
+pub fn plan_on(
+    kernel: ScoresKernel,
+    tile: TcTile,
+    engine: TcEngine,
+    (nq, heads, blocks): (usize, usize, usize),
     shared_limit: u32,
     multiprocessors: u32,
     sw: &Switches,
@@ -120,7 +145,7 @@ pub fn plan_on(
                 kernel: "block_scores_warp",
                 variant: kernel.name().into(),
                 grid: (to_u32(grid, "grid.x")?, 1, 1),
-                threads: THREADS,
+                block: THREADS,
                 shared_bytes: 0,
                 extra_args: Vec::new(),
             })
@@ -146,7 +171,7 @@ pub fn plan_on(
                     gy as u32,
                     1,
                 ),
-                threads: THREADS,
+                block: THREADS,
                 shared_bytes: 0,
                 extra_args: Vec::new(),
             })
@@ -175,7 +200,7 @@ pub fn plan_on(
                 kernel: name,
                 variant: kernel.name().into(),
                 grid: (to_u32(blocks.div_ceil(per_cta), "grid.x")?, gy as u32, 1),
-                threads: THREADS,
+                block: THREADS,
                 shared_bytes: 0,
                 extra_args: Vec::new(),
             })
@@ -183,16 +208,15 @@ pub fn plan_on(
         ScoresKernel::Tf32 | ScoresKernel::Bf16 if tile == TcTile::Decode => {
             let cfg = crate::dispatch::scores::decode::config_for(sw, shared_limit)
                 .map_err(BackendError::Unsupported)?;
-            decode::plan_decode(
-                kernel,
-                &cfg,
-                multiprocessors as usize,
-                nq,
-                heads,
-                blocks,
-                shared_limit,
-            )
+            let sms = multiprocessors as usize;
+            decode::plan_decode(kernel, &cfg, sms, nq, heads, blocks, shared_limit)
         }
+        ScoresKernel::Tf32 | ScoresKernel::Bf16 if engine == TcEngine::Wgmma => plan_wgmma(
+            kernel == ScoresKernel::Bf16,
+            (nq, heads, blocks),
+            WG_UPC_DEFAULT,
+            shared_limit,
+        ),
         ScoresKernel::Tf32 | ScoresKernel::Bf16 => {
             // The kernel addresses Q with 32-bit offsets.
             let q_floats = nq * heads * HEAD_DIM;
@@ -233,11 +257,71 @@ pub fn plan_on(
                     gy as u32,
                     1,
                 ),
-                threads: THREADS,
+                block: THREADS,
                 shared_bytes: shared as u32,
                 extra_args: Vec::new(),
             })
         }
+    }
+}
+
+/// The wgmma kernels' launch (kernels/block_scores.cu, `wg_body`): each query's heads padded
+/// to 16-row m-tiles (mtq), 4 / mtq queries per 64-row unit (one query, ceil(mtq / 4) passes,
+/// above 64 heads), about `upc` units (the kernel derives its count from grid.y) and BN
+/// blocks per CTA.
+fn plan_wgmma(
+    bf16: bool,
+    (nq, heads, blocks): (usize, usize, usize),
+    upc: usize,
+    shared_limit: u32,
+) -> BackendResult<ScoresLaunch> {
+    let (name, variant, bn, elem) = if bf16 {
+        ("block_scores_bf16_wgmma", "bf16_wgmma", 256, 2)
+    } else {
+        ("block_scores_tf32_wgmma", "tf32_wgmma", 128, 4)
+    };
+    // The kernel's block indices are ints up to blocks + BN - 1.
+    if blocks > i32::MAX as usize - bn {
+        return Err(shape_err(format!(
+            "{variant} kernel: blocks = {blocks} exceeds 2^31 - 1 - {bn}; split the blocks"
+        )));
+    }
+    let mtq = heads.div_ceil(16);
+    let qpu = if mtq <= 4 { 4 / mtq } else { 1 };
+    let gy = nq.div_ceil(qpu).div_ceil(upc);
+    if gy > MAX_GRID_Y {
+        return Err(shape_err(format!(
+            "{variant} kernel: nq = {nq} needs grid.y = {gy} > {MAX_GRID_Y}; split the queries"
+        )));
+    }
+    let shared = (bn + 64) * HEAD_DIM * elem + 4 * bn * 4;
+    if shared > shared_limit as usize {
+        return Err(BackendError::Unsupported(format!(
+            "{variant} kernel needs {shared} B of shared memory per block, the target allows {shared_limit}"
+        )));
+    }
+    Ok(ScoresLaunch {
+        kernel: name,
+        variant: variant.into(),
+        grid: (to_u32(blocks.div_ceil(bn), "grid.x")?, gy as u32, 1),
+        block: WG_THREADS,
+        shared_bytes: shared as u32,
+        extra_args: Vec::new(),
+    })
+}
+
+/// `l` with about `upc` units per CTA if it is a wgmma launch (grid.y recomputed, the rest
+/// unchanged); any other launch unchanged.
+pub fn with_wgmma_units(
+    l: ScoresLaunch,
+    upc: usize,
+    (nq, heads, blocks): (usize, usize, usize),
+    shared_limit: u32,
+) -> BackendResult<ScoresLaunch> {
+    match l.kernel {
+        "block_scores_tf32_wgmma" => plan_wgmma(false, (nq, heads, blocks), upc, shared_limit),
+        "block_scores_bf16_wgmma" => plan_wgmma(true, (nq, heads, blocks), upc, shared_limit),
+        _ => Ok(l),
     }
 }
 
@@ -283,7 +367,8 @@ pub fn launch_plan(
 ) -> BackendResult<LaunchPlan> {
     check_switches(switches).map_err(BackendError::Input)?;
     let kernel = choose_for(caps, switches, p.nq);
-    // Defence in depth: the TC kernels are absent from code objects below sm_80 and on AMD.
+    // Defence in depth: the TC kernels are absent from code objects below sm_80 and on AMD
+    // (the wgmma ones from all but sm_90a: `tc_engine` checks `wgmma_built`).
     let need = match kernel {
         ScoresKernel::Tf32 => Some(Feature::Tf32Tc),
         ScoresKernel::Bf16 => Some(Feature::Bf16Tc),
@@ -322,8 +407,17 @@ pub fn launch_plan(
     } else {
         let limit = caps.shared_per_block.min(props.max_shared_per_block);
         let tile = tc_tile_for(switches, p.nq, p.heads);
-        let sms = props.multiprocessors;
-        let l = plan_on(kernel, tile, p.nq, p.heads, p.blocks, limit, sms, switches)?;
+        let engine = tc_engine(caps, switches, tile);
+        let (shape, sms) = ((p.nq, p.heads, p.blocks), props.multiprocessors);
+        let l = plan_on(kernel, tile, engine, shape, limit, sms, switches)?;
+        let upc = wgmma_units_per_cta(switches).unwrap_or_else(|| {
+            // The units and CTA columns of the launch planned above.
+            let mtq = p.heads.div_ceil(16);
+            let units = p.nq.div_ceil(if mtq <= 4 { 4 / mtq } else { 1 });
+            let sms = caps.multiprocessors.max(1) as usize;
+            auto_units_per_cta(units, l.grid.0 as usize, sms)
+        });
+        let l = with_wgmma_units(l, upc, (p.nq, p.heads, p.blocks), limit)?;
         Some(with_simt_chunk(l, chunk))
     };
     let variant = launch_of
@@ -347,7 +441,7 @@ pub fn launch_plan(
     let w = lp.buffer("w", p.nq * p.heads * 4, Role::Input);
     let dims = LaunchDims {
         grid: l.grid,
-        block: (l.threads, 1, 1),
+        block: (l.block, 1, 1),
         shared_bytes: l.shared_bytes,
     };
     let mut args = vec![
@@ -409,7 +503,7 @@ mod tests {
         let l = plan(ScoresKernel::Tf32, tc_tile(1, 64), 1, 64, 262_144, 232_448).unwrap();
         // The decode kernel: persistent, 2 CTAs of 4 warps per multiprocessor (`plan`: one).
         assert_eq!(
-            (l.kernel, l.grid, l.threads, l.shared_bytes, l.extra_args),
+            (l.kernel, l.grid, l.block, l.shared_bytes, l.extra_args),
             (
                 "block_scores_tf32_decode",
                 (2, 1, 1),
@@ -441,6 +535,79 @@ mod tests {
         assert_eq!(with_simt_chunk(warp.clone(), SimtChunk::D16), warp);
         let l = plan(ScoresKernel::Warp, tc_tile(3, 5), 3, 5, 70, 0).unwrap();
         assert_eq!(l.grid, (27, 1, 1));
+    }
+
+    #[test]
+    fn wgmma_plans_cover_every_unit() {
+        let tf32 = |nq, heads, blocks| {
+            plan_engine(
+                ScoresKernel::Tf32,
+                TcTile::Wide,
+                TcEngine::Wgmma,
+                nq,
+                heads,
+                blocks,
+                232_448,
+            )
+            .unwrap()
+        };
+        // 256 queries of 64 heads: 256 units, 4 per CTA; 128 blocks per CTA.
+        let l = tf32(256, 64, 4096);
+        assert_eq!(
+            (
+                l.kernel,
+                l.variant.as_str(),
+                l.grid,
+                l.block,
+                l.shared_bytes
+            ),
+            (
+                "block_scores_tf32_wgmma",
+                "tf32_wgmma",
+                (32, 64, 1),
+                128,
+                100_352
+            )
+        );
+        // Ragged 9 x 7 x 77: 4 queries per unit, 3 units, one CTA.
+        assert_eq!(tf32(9, 7, 77).grid, (1, 1, 1));
+        // 200 heads: one query per unit (4 passes), 2 queries.
+        assert_eq!(tf32(2, 200, 300).grid, (3, 1, 1));
+        let bf = plan_engine(
+            ScoresKernel::Bf16,
+            TcTile::Wide,
+            TcEngine::Wgmma,
+            256,
+            64,
+            4096,
+            232_448,
+        )
+        .unwrap();
+        assert_eq!(
+            (bf.kernel, bf.grid, bf.shared_bytes),
+            ("block_scores_bf16_wgmma", (16, 64, 1), 86_016)
+        );
+        // Units per CTA from the switch: grid.y follows; other launches unchanged.
+        let l16 = with_wgmma_units(bf, 16, (256, 64, 4096), 232_448).unwrap();
+        assert_eq!(l16.grid, (16, 16, 1));
+        let simt = plan(ScoresKernel::Simt, TcTile::Wide, 37, 64, 1000, 0).unwrap();
+        assert_eq!(
+            with_wgmma_units(simt.clone(), 16, (37, 64, 1000), 0).unwrap(),
+            simt
+        );
+        // sm_86's 99 KiB would not hold the TF32 tile: a clear refusal, not a launch.
+        assert!(matches!(
+            plan_engine(
+                ScoresKernel::Tf32,
+                TcTile::Wide,
+                TcEngine::Wgmma,
+                1,
+                64,
+                1,
+                99_000
+            ),
+            Err(BackendError::Unsupported(_))
+        ));
     }
 
     #[test]

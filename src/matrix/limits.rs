@@ -95,12 +95,12 @@ pub fn check(m: &Matrix, c: &Case) -> Result<(), Broken> {
                 let caps = t.caps();
                 let kernel = crate::dispatch::scores::choose_for(&caps, &sw, s.queries);
                 let shared = caps.shared_per_block;
+                let tile = crate::dispatch::scores::tc_tile_for(&sw, s.queries, s.heads);
                 if let Err(e) = crate::gpu::scores::plan_on(
                     kernel,
-                    crate::dispatch::scores::tc_tile_for(&sw, s.queries, s.heads),
-                    s.queries,
-                    s.heads,
-                    s.blocks,
+                    tile,
+                    crate::dispatch::scores::tc_engine(&caps, &sw, tile),
+                    (s.queries, s.heads, s.blocks),
                     shared,
                     caps.multiprocessors,
                     &sw,

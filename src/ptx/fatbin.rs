@@ -9,12 +9,22 @@
 //! u64}`, then entries `{kind u16 (1 PTX, 2 ELF), version u16, header_size u32,
 //! padded_payload_size u64, ..., arch u32 at offset 28}` each followed by its payload.
 //! A file may hold several containers back to back.
+//!
+//! Arch-specific PTX (`compute_90a`, what sm_90's wgmma kernels need) runs on no other
+//! architecture, so it cannot stand for the target on a newer card: such entries are left
+//! out. nvcc 13.0.88 marks them with bit 0x0010_0000 of the u32 at entry offset 40 (flags
+//! 0x0010_8011 against 0x0000_8011: kernels/probe.cu built `-gencode
+//! arch=compute_90,code=compute_90` and `..._90a..._90a` differ there and in the payload
+//! size only, 2026-12-02).
 
 /// The magic number that opens every fatbin container.
 pub const MAGIC: u32 = 0xBA55_ED50;
 const CONTAINER_HEADER: usize = 16;
 /// The entry header reaches at least past its arch field (offset 28, 4 bytes).
 const ENTRY_HEADER_MIN: usize = 32;
+/// Where the arch-specific ("a") mark of an entry is, and its bit.
+const ARCH_SPECIFIC_AT: usize = 40;
+const ARCH_SPECIFIC_BIT: u32 = 0x0010_0000;
 
 /// What one fatbin entry holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,7 +94,10 @@ pub fn entries(bytes: &[u8]) -> Result<Vec<Entry>, String> {
                     "fatbin entry at byte {e} claims a {eh}-byte header"
                 ));
             }
+            let arch_specific = eh >= ARCH_SPECIFIC_AT + 4
+                && u32_at(bytes, e + ARCH_SPECIFIC_AT).is_some_and(|f| f & ARCH_SPECIFIC_BIT != 0);
             let kind = match kind {
+                1 if arch_specific => None, // compute_XXa: JIT-compiles for XX only
                 1 => Some(Kind::Ptx),
                 2 => Some(Kind::Sass),
                 _ => None, // other kinds (none seen from nvcc 13): not code we can use
@@ -139,6 +152,18 @@ pub fn synthetic(entries: &[(Kind, u32, usize)]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn arch_specific_ptx_is_not_portable_ptx() {
+        // synthetic's 64-byte entry header, with the "a" mark set on the PTX.
+        let mut f = synthetic(&[(Kind::Ptx, 90, 16)]);
+        let e = CONTAINER_HEADER;
+        f[e + ARCH_SPECIFIC_AT..e + ARCH_SPECIFIC_AT + 4]
+            .copy_from_slice(&ARCH_SPECIFIC_BIT.to_le_bytes());
+        assert_eq!(ptx_archs(&f).unwrap(), Vec::<u32>::new());
+        f[e + ARCH_SPECIFIC_AT..e + ARCH_SPECIFIC_AT + 4].copy_from_slice(&0u32.to_le_bytes());
+        assert_eq!(ptx_archs(&f).unwrap(), vec![90]);
+    }
 
     #[test]
     fn sass_and_ptx_entries_with_their_archs() {

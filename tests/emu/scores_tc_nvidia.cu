@@ -16,3 +16,11 @@ QSA_KERNEL void scores_tc_decode(const float* q, const float* kb, const float* w
   if (bf16) block_scores_bf16_decode(q, kb, w, s, nq, heads, blocks, stages, l2_prefetch);
   else block_scores_tf32_decode(q, kb, w, s, nq, heads, blocks, stages, l2_prefetch);
 }
+// sm_90a's wgmma scorers (QSA_WGMMA: the emulated sm_90 stands for that build).
+#if defined(QSA_WGMMA)
+QSA_KERNEL void scores_tc_wgmma(const float* q, const float* kb, const float* w, float* s, int nq, int heads,
+                                int blocks, int bf16) {
+  if (bf16) block_scores_bf16_wgmma(q, kb, w, s, nq, heads, blocks);
+  else block_scores_tf32_wgmma(q, kb, w, s, nq, heads, blocks);
+}
+#endif

@@ -27,11 +27,12 @@ pub const DEFAULT_STAGES: usize = 4;
 /// Warps per CTA when no switch says otherwise (see `config_for`).
 pub const DEFAULT_WARPS: usize = 4;
 /// Most query groups (grid.y: each group's CTAs stream all of Kb) the dispatch sends to the
-/// decode tile instead of the wide one: up to 4 queries of 64 heads, 16 of 16 or fewer.
-/// A guess (2026-12-02): a group costs one more pass of the MMAs and of Kb through L2,
-/// the wide tile's own decode figure was 1.5x the old decode tile's (112.5 against 75.6 us
-/// at 1 x 64 x 262,144, H200); bench shapes 2 x 64 and 4 x 64 in H200.md measure it.
-pub const MAX_GROUPS: usize = 4;
+/// decode tile instead of the wide one: one, i.e. every row of the call in one CTA's 64 (1
+/// query of 64 heads, up to 4 of 16). Measured on the H200 (2026-12-02 03:16 UTC,
+/// bench/scores_vs_torch.py, 262,144 blocks): 2 x 64 decode 141.0 us against the wide
+/// mma.sync tile's 115.1, 4 x 64 269.0 against 219.0 (each group redoes the MMAs on Kb:
+/// the kernel is MMA-bound, not HBM-bound). `QSA_SCORES_TILE=decode` still forces more.
+pub const MAX_GROUPS: usize = 1;
 
 /// One launch configuration of the decode scorers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -222,12 +223,12 @@ mod tests {
     }
 
     #[test]
-    fn decode_takes_few_query_groups_of_at_most_64_heads() {
+    fn decode_takes_calls_whose_rows_fit_one_cta() {
         assert_eq!(query_groups(1, 64), 1);
         assert_eq!(query_groups(2, 64), 2);
         assert_eq!(query_groups(9, 7), 3); // 4 queries of one m-tile per CTA
         assert_eq!(query_groups(5, 48), 5); // 3 m-tiles: one query per CTA
-        assert!(takes(1, 64) && takes(4, 64) && takes(16, 16) && takes(9, 7));
-        assert!(!takes(5, 64) && !takes(17, 16) && !takes(1, 65) && !takes(1, 0));
+        assert!(takes(1, 64) && takes(4, 16) && takes(2, 20) && takes(1, 40));
+        assert!(!takes(2, 64) && !takes(5, 16) && !takes(9, 7) && !takes(1, 65) && !takes(1, 0));
     }
 }

@@ -53,7 +53,7 @@ pub(super) fn plan_decode(
         kernel: name,
         variant: variant.into(),
         grid: (to_u32(per_group.min(tiles), "grid.x")?, groups as u32, 1),
-        threads: cfg.threads() as u32,
+        block: cfg.threads() as u32,
         shared_bytes: shared as u32,
         extra_args: vec![cfg.stages as i32, cfg.l2_prefetch as i32],
     })
@@ -78,7 +78,7 @@ mod tests {
                 l.kernel,
                 l.variant.as_str(),
                 l.grid,
-                l.threads,
+                l.block,
                 l.shared_bytes,
                 l.extra_args
             ),
@@ -151,9 +151,8 @@ mod tests {
             super::super::plan_on(
                 ScoresKernel::Tf32,
                 TcTile::Decode,
-                1,
-                64,
-                262_144,
+                crate::dispatch::scores::TcEngine::MmaSync,
+                (1, 64, 262_144),
                 232_448,
                 132,
                 sw,
@@ -171,7 +170,7 @@ mod tests {
         );
         let l = sm90(&sw).unwrap();
         assert_eq!(
-            (l.grid, l.threads, l.shared_bytes),
+            (l.grid, l.block, l.shared_bytes),
             ((132, 1, 1), 256, 181_248)
         );
     }

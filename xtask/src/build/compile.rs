@@ -5,7 +5,7 @@ use super::resources::{self, KernelReport};
 use super::toolchain::{ensure_hip_shim, isa_version, ToolchainInfo};
 use super::{annotations, stamp};
 use anyhow::{anyhow, bail, Context, Result};
-use qsa::dispatch::Vendor;
+use qsa::dispatch::{Feature, Vendor};
 use qsa::matrix::Target;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -169,18 +169,34 @@ fn nvidia_flags(job: &Job) -> Result<(Vec<String>, Vec<PathBuf>, Vec<PathBuf>)> 
         .name
         .strip_prefix("sm_")
         .ok_or_else(|| anyhow!("CUDA target {} is not named sm_XX", job.target.name))?;
-    let flags = [
-        "-fatbin".to_string(),
-        "-gencode".into(),
-        format!("arch=compute_{sm},code=[sm_{sm},compute_{sm}]"),
+    // Feature `wgmma` (sm_90): the SASS is built for the arch-specific sm_90a, whose wgmma
+    // kernels (QSA_WGMMA in kernels/common/mma.h) run only on sm_90 cards; the fatbin's PTX
+    // stays plain compute_90 (no wgmma kernels), which newer cards can JIT: there dispatch
+    // must not pick a wgmma kernel. compute_90a PTX would run on no other card.
+    let gencode = if job.target.features.contains(&Feature::Wgmma) {
+        vec![
+            "-gencode".to_string(),
+            format!("arch=compute_{sm}a,code=sm_{sm}a"),
+            "-gencode".into(),
+            format!("arch=compute_{sm},code=compute_{sm}"),
+        ]
+    } else {
+        vec![
+            "-gencode".to_string(),
+            format!("arch=compute_{sm},code=[sm_{sm},compute_{sm}]"),
+        ]
+    };
+    let mut flags = vec!["-fatbin".to_string()];
+    flags.extend(gencode);
+    flags.extend([
         "-O3".into(),
         "-Ikernels".into(),
         "-Werror".into(),
         "all-warnings".into(),
         "--resource-usage".into(),
-    ];
+    ]);
     let outputs = vec![job.out("cubin"), job.out("fatbin"), job.out("ptxas.log")];
-    Ok((flags.to_vec(), outputs, Vec::new()))
+    Ok((flags, outputs, Vec::new()))
 }
 
 fn compile_nvidia(sh: &Shell, job: &Job, flags: &[String]) -> Result<()> {
@@ -215,7 +231,13 @@ fn compile_nvidia(sh: &Shell, job: &Job, flags: &[String]) -> Result<()> {
         let _ = sh.remove_path(&tmp);
         return Err(e);
     }
-    let sm = job.target.name.as_str();
+    // nvcc --keep names the cubin after the SASS arch, or for sm_90a (feature `wgmma`) after
+    // its virtual arch: compute_90a (nvcc 13.0.88).
+    let sm = if job.target.features.contains(&Feature::Wgmma) {
+        format!("compute_{}a", &job.target.name[3..])
+    } else {
+        job.target.name.clone()
+    };
     let kept = tmp.join(format!("{}.{sm}.cubin", job.stem));
     sh.copy_file(&kept, job.out("cubin"))
         .with_context(|| format!("nvcc --keep left no {}", kept.display()))?;
@@ -234,8 +256,15 @@ fn check_ptx(job: &Job, fatbin: &Path) -> Result<()> {
     let found =
         qsa::ptx::fatbin::ptx_archs(&bytes).map_err(|e| anyhow!("{}: {e}", fatbin.display()))?;
     if !found.contains(&want) {
+        // Arch-specific PTX (compute_90a) is not counted (qsa::ptx::fatbin): it runs on no
+        // newer card.
+        let keep = if job.target.features.contains(&Feature::Wgmma) {
+            format!("arch=compute_{want},code=compute_{want}` (portable PTX, beside the sm_{want}a SASS)")
+        } else {
+            format!("arch=compute_{want},code=[sm_{want},compute_{want}]`")
+        };
         bail!(
-            "{} carries no compute_{want} PTX (found: {found:?}): keep `-gencode arch=compute_{want},code=[sm_{want},compute_{want}]` in nvidia_flags; newer cards run {} through it",
+            "{} carries no compute_{want} PTX (found: {found:?}; arch-specific PTX not counted): keep `-gencode {keep} in nvidia_flags; newer cards run {} through it",
             fatbin.display(),
             job.target.name
         );

@@ -1,0 +1,151 @@
+//! Which tensor-core instructions run the prefill (wide-tile) TF32 / BF16 scorers: Hopper's
+//! warpgroup MMA (`wgmma`, operands in shared memory, asynchronous) where the target's code
+//! object has it, warp-level `mma.sync` elsewhere, for the decode tile, and when forced.
+//! The decode tile (`TcTile::Decode`) always keeps its mma.sync kernels.
+
+use super::{TcTile, KERNEL_SWITCH};
+use crate::dispatch::{Feature, Switches, TargetCaps, Vendor};
+
+/// The instruction family of a TF32 / BF16 tensor-core launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TcEngine {
+    /// `mma.sync` m16n8k8 / m16n8k16: `block_scores_{tf32,bf16}[_decode]` (sm_80+).
+    MmaSync,
+    /// `wgmma.mma_async` m64nNk8 / k16: `block_scores_{tf32,bf16}_wgmma` (sm_90a only).
+    Wgmma,
+}
+
+/// `QSA_SCORES_KERNEL` values that force the mma.sync kernels where wgmma would run.
+pub const FORCE_MMA_SYNC: [&str; 2] = ["tf32_mma", "bf16_mma"];
+
+/// `QSA_SCORES_WG_UPC` sets how many 64-row units (one query of 64 heads each) a wgmma CTA
+/// computes against its staged B tile: more units stage B fewer times, fewer give more CTAs.
+pub const WG_UPC_SWITCH: &str = "QSA_SCORES_WG_UPC";
+/// What `gpu::scores::plan_engine` plans with when it is not told (`auto_units_per_cta` is
+/// the dispatch's choice).
+pub const WG_UPC_DEFAULT: usize = 4;
+
+/// `QSA_SCORES_WG_UPC`, if set (checked by `check_wg_upc`).
+pub fn wgmma_units_per_cta(sw: &Switches) -> Option<usize> {
+    sw.get(WG_UPC_SWITCH).and_then(|v| v.parse().ok())
+}
+
+/// Units per CTA for a call of `units` 64-row units and `ctas_x` CTA columns (blocks / BN):
+/// the largest of 16, 8, 4, 2, 1 that still gives every multiprocessor a CTA. Staging B
+/// costs each CTA a fixed time, so more units per CTA pay until the grid no longer fills the
+/// card. Measured on the H200 (2026-12-02, bench/scores_vs_torch.py, 132 SMs, median us for
+/// UPC = 1 / 2 / 4 / 8 / 16): 256 x 64 x 4096 TF32 343 / 257 / 205 / 180 / 167, BF16
+/// 235 / 158 / 122 / 101 / 91; 256 x 64 x 2048 TF32 177 / 132 / 105 / 93 / 88, BF16
+/// 121 / 84 / 64 / 55 / 66 (16 leaves 128 CTAs for 132 SMs): this rule picks the fastest in
+/// all four.
+pub fn auto_units_per_cta(units: usize, ctas_x: usize, multiprocessors: usize) -> usize {
+    [16, 8, 4, 2]
+        .into_iter()
+        .find(|&u| units.div_ceil(u) * ctas_x >= multiprocessors)
+        .unwrap_or(1)
+}
+
+/// `QSA_SCORES_WG_UPC`'s value, before any work: 1, 2, 4, 8 or 16.
+pub fn check_wg_upc(sw: &Switches) -> Result<(), String> {
+    match sw.get(WG_UPC_SWITCH) {
+        None | Some("1" | "2" | "4" | "8" | "16") => Ok(()),
+        Some(other) => Err(format!(
+            "{WG_UPC_SWITCH}={other}: expected 1, 2, 4, 8 or 16"
+        )),
+    }
+}
+
+/// Whether `caps`'s code object holds the wgmma scorers: the `#if defined(QSA_WGMMA)` around
+/// them in kernels/block_scores.cu, which xtask builds where matrix.yaml lists `wgmma`
+/// (sm_90 as sm_90a). Both must change together. A newer card running sm_90 through its PTX
+/// (plain compute_90) lacks them.
+pub fn wgmma_built(caps: &TargetCaps) -> bool {
+    caps.vendor == Vendor::Nvidia && caps.has(Feature::Wgmma)
+}
+
+/// The engine of a TF32 / BF16 launch with CTA tile `tile`: wgmma for the wide (prefill)
+/// tile where it is built, unless `QSA_SCORES_KERNEL=tf32_mma` / `bf16_mma` forces mma.sync.
+pub fn tc_engine(caps: &TargetCaps, sw: &Switches, tile: TcTile) -> TcEngine {
+    let forced_mma = sw
+        .get(KERNEL_SWITCH)
+        .is_some_and(|k| FORCE_MMA_SYNC.contains(&k));
+    if wgmma_built(caps) && tile == TcTile::Wide && !forced_mma {
+        TcEngine::Wgmma
+    } else {
+        TcEngine::MmaSync
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nvidia(features: Vec<Feature>) -> TargetCaps {
+        TargetCaps {
+            name: "t".into(),
+            vendor: Vendor::Nvidia,
+            wave: 32,
+            shared_per_block: 232_448,
+            multiprocessors: 1,
+            features,
+        }
+    }
+    fn sw(kv: &[(&str, &str)]) -> Switches {
+        Switches::new(
+            kv.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn wgmma_for_the_wide_tile_where_built_unless_forced_off() {
+        let hopper = nvidia(vec![Feature::Tf32Tc, Feature::Bf16Tc, Feature::Wgmma]);
+        let ampere = nvidia(vec![Feature::Tf32Tc, Feature::Bf16Tc]);
+        assert_eq!(tc_engine(&hopper, &sw(&[]), TcTile::Wide), TcEngine::Wgmma);
+        assert_eq!(
+            tc_engine(&hopper, &sw(&[]), TcTile::Decode),
+            TcEngine::MmaSync
+        );
+        assert_eq!(
+            tc_engine(&ampere, &sw(&[]), TcTile::Wide),
+            TcEngine::MmaSync
+        );
+        for k in FORCE_MMA_SYNC {
+            let forced = sw(&[(KERNEL_SWITCH, k)]);
+            assert_eq!(tc_engine(&hopper, &forced, TcTile::Wide), TcEngine::MmaSync);
+        }
+        let tf32 = sw(&[(KERNEL_SWITCH, "tf32")]);
+        assert_eq!(tc_engine(&hopper, &tf32, TcTile::Wide), TcEngine::Wgmma);
+        // The feature on another vendor means nothing.
+        let amd = TargetCaps {
+            vendor: Vendor::Amd,
+            ..hopper.clone()
+        };
+        assert!(!wgmma_built(&amd));
+    }
+
+    #[test]
+    fn units_per_cta_default_and_forced_values_checked() {
+        assert_eq!(wgmma_units_per_cta(&sw(&[])), None);
+        let eight = sw(&[(WG_UPC_SWITCH, "8")]);
+        assert_eq!(wgmma_units_per_cta(&eight), Some(8));
+        assert!(check_wg_upc(&eight).is_ok());
+        let e = check_wg_upc(&sw(&[(WG_UPC_SWITCH, "3")])).unwrap_err();
+        assert!(
+            e.contains("QSA_SCORES_WG_UPC=3: expected 1, 2, 4, 8 or 16"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn auto_units_per_cta_picks_the_measured_best() {
+        // The four H200 measurements: 256 queries of 64 heads = 256 units; BN 128 / 256.
+        assert_eq!(auto_units_per_cta(256, 4096 / 128, 132), 16);
+        assert_eq!(auto_units_per_cta(256, 4096 / 256, 132), 16);
+        assert_eq!(auto_units_per_cta(256, 2048 / 128, 132), 16);
+        assert_eq!(auto_units_per_cta(256, 2048 / 256, 132), 8);
+        // Few units or few blocks: one unit per CTA.
+        assert_eq!(auto_units_per_cta(3, 1, 132), 1);
+    }
+}
