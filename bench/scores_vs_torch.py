@@ -51,13 +51,13 @@ FORCED = [("simt:QSA_SCORES_KERNEL=simt", "simt", {"QSA_SCORES_KERNEL": "simt"})
           ("simt:QSA_SCORES_KERNEL=simt,QSA_SCORES_SIMT_DC=16", "simt",
            {"QSA_SCORES_KERNEL": "simt", "QSA_SCORES_SIMT_DC": "16"})]
 # The decode scorers' launch configurations (src/dispatch/scores/decode.rs; the default on
-# sm_90 is 4 warps, 4 stages, 2 CTAs per SM): warps, ring depth and persistent CTAs per SM.
+# sm_90 is 4 warps, 2 stages, 3 CTAs per SM): warps, ring depth and persistent CTAs per SM.
 FORCED += [(f"{v}:{','.join(f'{k}={x}' for k, x in sw.items())}", v, sw) for v, sw in (
     ("auto", {"QSA_SCORES_DECODE_WARPS": "8"}),
-    ("auto", {"QSA_SCORES_DECODE_WARPS": "8", "QSA_SCORES_DECODE_STAGES": "5"}),
     ("auto", {"QSA_SCORES_DECODE_STAGES": "3"}),
-    ("auto", {"QSA_SCORES_DECODE_CTAS_PER_SM": "3", "QSA_SCORES_DECODE_STAGES": "2"}),
-    ("bf16", {"QSA_SCORES_DECODE_WARPS": "8"}))]
+    ("auto", {"QSA_SCORES_DECODE_STAGES": "4", "QSA_SCORES_DECODE_CTAS_PER_SM": "2"}),
+    ("bf16", {"QSA_SCORES_DECODE_WARPS": "8"}),
+    ("bf16", {"QSA_SCORES_DECODE_STAGES": "3"}))]
 # The wgmma kernels' units per CTA (sm_90a; elsewhere the same plan as the variant's, run once).
 FORCED += [(f"{v}:QSA_SCORES_WG_UPC={u}", v, {"QSA_SCORES_WG_UPC": str(u)})
            for v in ("auto", "bf16") for u in (1, 2, 4, 8, 16)]

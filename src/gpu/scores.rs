@@ -501,15 +501,15 @@ mod tests {
             ("block_scores_tf32", (32, 128, 1), 73_728)
         );
         let l = plan(ScoresKernel::Tf32, tc_tile(1, 64), 1, 64, 262_144, 232_448).unwrap();
-        // The decode kernel: persistent, 2 CTAs of 4 warps per multiprocessor (`plan`: one).
+        // The decode kernel: persistent, 3 CTAs of 4 warps per multiprocessor (`plan`: one).
         assert_eq!(
             (l.kernel, l.grid, l.block, l.shared_bytes, l.extra_args),
             (
                 "block_scores_tf32_decode",
-                (2, 1, 1),
+                (3, 1, 1),
                 128,
-                107_520,
-                vec![4, 0]
+                70_656,
+                vec![2, 0]
             )
         );
         assert_eq!(l.variant, "tf32_decode");

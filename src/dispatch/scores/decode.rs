@@ -115,14 +115,16 @@ pub fn check_switches(sw: &Switches) -> Result<(), String> {
     forced(sw).map(|_| ())
 }
 
-/// The configuration for a target allowing `shared_limit` bytes per block: 4 warps, the
-/// deepest ring up to `DEFAULT_STAGES` that fits, and as many CTAs per multiprocessor (up to
-/// 2) as the block limit holds (sm_90: 2 x 107,520 B; sm_86: 1 x 89,088 B); each overridden
+/// The configuration for a target allowing `shared_limit` bytes per block: 4 warps; 2
+/// stages where 3 CTAs of them fit the block limit (sm_90: 3 x 70,656 B), else the deepest
+/// ring up to `DEFAULT_STAGES` that fits (sm_86: 3); as many CTAs per multiprocessor (up to
+/// 3) as the block limit holds (the limit stands in for the SM's capacity); each overridden
 /// by its switch. A forced configuration the target cannot hold is an error naming bytes,
-/// limit and switches. Chosen from the H200 sweep of 2026-12-02 03:16 UTC (1 x 64 x
-/// 262,144, tf32, bench/scores_vs_torch.py): 4 warps x 2 CTAs/SM 69.8 us; 8 warps x 1 CTA
-/// with 3 / 4 / 5 stages 73.9 / 73.5 / 71.7 us; 8 warps x 2 CTAs x 2 stages 76.2 us; 4 warps x
-/// 1 CTA x 6 stages 102.8 us; the L2::256B prefetch 74.7 us (against 73.5).
+/// limit and switches. Measured on the H200 (1 x 64 x 262,144, tf32, bench/scores_vs_torch.py,
+/// median us): call B (2026-12-02 ~03:47 UTC, registers-rounded Kb): 4 warps x 2 stages x 3
+/// CTAs/SM 56.7; 4 x 3 x 2 59.2; 4 x 4 x 2 65.0; 8 x 4 x 1 63.6; 8 x 5 x 1 63.5. Call A
+/// (03:16, the first kernel): 4 x 4 x 2 69.8; 8 x 3 / 4 / 5 x 1 73.9 / 73.5 / 71.7; 8 x 2 x 2
+/// 76.2; 4 x 6 x 1 102.8; the L2::256B prefetch 74.7 against 73.5.
 pub fn config_for(sw: &Switches, shared_limit: u32) -> Result<DecodeConfig, String> {
     let Forced {
         warps,
@@ -140,13 +142,16 @@ pub fn config_for(sw: &Switches, shared_limit: u32) -> Result<DecodeConfig, Stri
     };
     let warps = warps.unwrap_or(DEFAULT_WARPS);
     let stages = stages.unwrap_or_else(|| {
+        if 3 * with(warps, 2).shared_bytes() <= limit {
+            return 2;
+        }
         (2..=DEFAULT_STAGES)
             .rev()
             .find(|&s| fits(&with(warps, s)))
             .unwrap_or(2)
     });
     let mut c = with(warps, stages);
-    c.ctas_per_sm = ctas.unwrap_or_else(|| (limit / c.shared_bytes()).clamp(1, 2));
+    c.ctas_per_sm = ctas.unwrap_or_else(|| (limit / c.shared_bytes()).clamp(1, 3));
     if !fits(&c) {
         return Err(format!(
             "decode scorer with {warps} warps and {stages} stages needs {} B of shared memory per block, the target allows {limit}; lower {STAGES_SWITCH} or {WARPS_SWITCH}",
@@ -170,13 +175,16 @@ mod tests {
 
     #[test]
     fn defaults_fit_each_target() {
-        // sm_90 (227 KiB): 4 warps x 4 stages = 33,792 + 4 x 18,432, twice per SM.
+        // sm_90 (227 KiB): 4 warps x 2 stages = 33,792 + 2 x 18,432, three per SM.
         let c = config_for(&sw(&[]), 232_448).unwrap();
         assert_eq!(
             (c.warps, c.stages, c.ctas_per_sm, c.l2_prefetch),
-            (4, 4, 2, false)
+            (4, 2, 3, false)
         );
-        assert_eq!(c.shared_bytes(), 107_520);
+        assert_eq!(c.shared_bytes(), 70_656);
+        // 3 stages: two per SM.
+        let c = config_for(&sw(&[(STAGES_SWITCH, "3")]), 232_448).unwrap();
+        assert_eq!((c.ctas_per_sm, c.shared_bytes()), (2, 89_088));
         // 8 warps: 4 stages, one CTA per SM.
         let c = config_for(&sw(&[(WARPS_SWITCH, "8")]), 232_448).unwrap();
         assert_eq!((c.stages, c.ctas_per_sm, c.shared_bytes()), (4, 1, 181_248));

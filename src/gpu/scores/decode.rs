@@ -158,7 +158,7 @@ mod tests {
                 sw,
             )
         };
-        assert_eq!(sm90(&Switches::default()).unwrap().grid, (264, 1, 1));
+        assert_eq!(sm90(&Switches::default()).unwrap().grid, (396, 1, 1));
         let sw = Switches::new(
             [
                 ("QSA_SCORES_DECODE_CTAS_PER_SM", "1"),
