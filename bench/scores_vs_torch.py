@@ -50,12 +50,21 @@ FORCED = [("simt:QSA_SCORES_KERNEL=simt", "simt", {"QSA_SCORES_KERNEL": "simt"})
           ("auto:QSA_SCORES_TILE=decode", "auto", {"QSA_SCORES_TILE": "decode"}),
           ("simt:QSA_SCORES_KERNEL=simt,QSA_SCORES_SIMT_DC=16", "simt",
            {"QSA_SCORES_KERNEL": "simt", "QSA_SCORES_SIMT_DC": "16"})]
+# The decode scorers' launch configurations (src/dispatch/scores/decode.rs; the default on
+# sm_90 is 4 warps, 2 stages, 3 CTAs per SM): warps, ring depth and persistent CTAs per SM.
+FORCED += [(f"{v}:{','.join(f'{k}={x}' for k, x in sw.items())}", v, sw) for v, sw in (
+    ("auto", {"QSA_SCORES_DECODE_WARPS": "8"}),
+    ("auto", {"QSA_SCORES_DECODE_STAGES": "3"}),
+    ("auto", {"QSA_SCORES_DECODE_STAGES": "4", "QSA_SCORES_DECODE_CTAS_PER_SM": "2"}),
+    ("bf16", {"QSA_SCORES_DECODE_WARPS": "8"}),
+    ("bf16", {"QSA_SCORES_DECODE_STAGES": "3"}))]
 # The wgmma kernels' units per CTA (sm_90a; elsewhere the same plan as the variant's, run once).
 FORCED += [(f"{v}:QSA_SCORES_WG_UPC={u}", v, {"QSA_SCORES_WG_UPC": str(u)})
            for v in ("auto", "bf16") for u in (1, 2, 4, 8, 16)]
 CHECK_SHAPES = [((3, 5, 70), 1), ((5, 48, 129), 2), ((2, 200, 300), 3), ((1, 64, 1000), 4),
                 ((37, 64, 1000), 5), ((256, 64, 4096), 6), ((1, 64, 262144), 8)]
-BENCH_SHAPES = [(256, 64, 4096), (256, 64, 2048), (1, 64, 262144)]
+BENCH_SHAPES = [(256, 64, 4096), (256, 64, 2048), (1, 64, 262144), (2, 64, 262144),
+                (4, 64, 262144)]
 
 
 def plans_for(planner, shape):
@@ -70,9 +79,11 @@ def plans_for(planner, shape):
         except qsa_plan.PlanError as e:
             print(f"# variant {label} on {nq}x{heads}x{blocks}: {e}", file=sys.stderr)
             continue
-        # The same kernel and grid (a forced tile the dispatch already takes) runs once.
+        # The same launch (a forced tile the dispatch already takes, a decode switch on a
+        # shape the decode kernels do not run) runs once.
         last = p["call"][-1] if p.get("call") else {}
-        key = (p["dispatched"], str(last.get("kernel")), str(last.get("grid")))
+        key = (p["dispatched"],) + tuple(str(last.get(f)) for f in
+                                         ("kernel", "grid", "block", "shared_bytes", "args"))
         if key not in seen:
             seen.add(key)
             out.append((label, p))
@@ -242,7 +253,7 @@ def bench(sc, shapes, log):
         q, kb, w = make_inputs(nq, heads, blocks, 7)
         flop = 2.0 * nq * heads * blocks * HEAD_DIM
         nbytes = 4.0 * (blocks * HEAD_DIM + nq * heads * HEAD_DIM + nq * heads + nq * blocks)
-        decode = nq * heads <= 64
+        decode = nq * heads <= 256  # Kb-bound: judged against HBM
         s = torch.empty((nq, blocks), device="cuda")
         rows = []
         reps = 10

@@ -11,7 +11,8 @@
 //                             target. Same arithmetic as the CPU backend.
 //   block_scores_tf32         TF32 tensor cores (mma.sync m16n8k8), 128 rows x 128 blocks
 //                             per CTA. NVIDIA sm_80+ only.
-//   block_scores_tf32_decode  the same with 64 rows x 256 blocks per CTA, for few queries.
+//   block_scores_tf32_decode  decode: Q resident in shared memory, Kb streamed once by
+//                             persistent CTAs (common/scores_decode.h), heads <= 64.
 //   block_scores_bf16         BF16 tensor cores (mma.sync m16n8k16), inputs rounded to bf16
 //   block_scores_bf16_decode  in the kernel, f32 accumulation. NVIDIA sm_80+ only.
 //   block_scores_wmma_bf16    BF16 matrix cores, inputs rounded to bf16 in the kernel, f32
@@ -529,15 +530,6 @@ QSA_KERNEL void __launch_bounds__(256, 2)
                       int blocks) {
   tc_body<2, 4, 2, false>(q, kb, w, s, nq, heads, blocks);
 }
-// Decode tile: 64 rows (1 query of 64 heads) x 256 blocks, 8 warps, 92,160 B shared.
-// qsa:block 256
-// qsa:dynamic_shared 92160
-QSA_KERNEL void __launch_bounds__(256, 2)
-    block_scores_tf32_decode(const float* __restrict__ q, const float* __restrict__ kb,
-                             const float* __restrict__ w, float* __restrict__ s, int nq,
-                             int heads, int blocks) {
-  tc_body<1, 8, 2, false>(q, kb, w, s, nq, heads, blocks);
-}
 // qsa:block 256
 // qsa:dynamic_shared 73728
 QSA_KERNEL void __launch_bounds__(256, 2)
@@ -546,17 +538,31 @@ QSA_KERNEL void __launch_bounds__(256, 2)
                       int blocks) {
   tc_body<2, 4, 2, true>(q, kb, w, s, nq, heads, blocks);
 }
-// qsa:block 256
-// qsa:dynamic_shared 92160
-QSA_KERNEL void __launch_bounds__(256, 2)
+// Decode scorers: Q resident, Kb streamed once through a cp.async ring by persistent CTAs
+// (common/scores_decode.h). Launch shape declared for the occupancy report: 4 warps, 3
+// stages (89,088 B: what sm_86's 99 KiB holds); sm_90 runs 8 warps x 4 stages (181,248 B,
+// one CTA per SM) unless the plan's switches say otherwise (src/gpu/scores.rs).
+#include "common/scores_decode.h"
+// qsa:block 128
+// qsa:dynamic_shared 89088
+QSA_KERNEL void __launch_bounds__(256, 1)
+    block_scores_tf32_decode(const float* __restrict__ q, const float* __restrict__ kb,
+                             const float* __restrict__ w, float* __restrict__ s, int nq,
+                             int heads, int blocks, int stages, int l2_prefetch) {
+  dec_body<false>(q, kb, w, s, nq, heads, blocks, stages, l2_prefetch);
+}
+// qsa:block 128
+// qsa:dynamic_shared 89088
+QSA_KERNEL void __launch_bounds__(256, 1)
     block_scores_bf16_decode(const float* __restrict__ q, const float* __restrict__ kb,
                              const float* __restrict__ w, float* __restrict__ s, int nq,
-                             int heads, int blocks) {
-  tc_body<1, 8, 2, true>(q, kb, w, s, nq, heads, blocks);
+                             int heads, int blocks, int stages, int l2_prefetch) {
+  dec_body<true>(q, kb, w, s, nq, heads, blocks, stages, l2_prefetch);
 }
 // Measured on the H200 and not kept (2026-11-30, 256 x 64 x 4096): whole K resident
-// (4 stages, 1 CTA/SM) 336 us; 4-warp 128 x 64 tiles 285 us (3 stages: 354 us); decode
-// tile with 3 stages 101 us, with 4 warps 86 us. The kept tiles: 216 us and 73 us.
+// (4 stages, 1 CTA/SM) 336 us; 4-warp 128 x 64 tiles 285 us (3 stages: 354 us); the old
+// decode tile (tc_body<1, 8, 2>, 1 x 64 x 262,144) with 3 stages 101 us, with 4 warps 86 us,
+// as kept 73-75.6 us (2026-12-02): replaced by the streaming kernel above.
 
 #endif  // QSA_CUDA && __CUDA_ARCH__ >= 800
 

@@ -108,6 +108,17 @@ fn run_scorer_on(
     engine: TcEngine,
     shape: (usize, usize, usize),
 ) {
+    run_scorer_planned(c, kernel, engine, shape, None)
+}
+
+/// Runs `kernel` planned for `c` (or for `plan_shared` bytes per block, when given).
+fn run_scorer_planned(
+    c: &TargetCaps,
+    kernel: ScoresKernel,
+    engine: TcEngine,
+    shape: (usize, usize, usize),
+    plan_shared: Option<u32>,
+) {
     let (nq, heads, blocks) = shape;
     use_cache_keyed_by_block_scores();
     let api = EmuApi::new(c, Schedule::Forward).unwrap();
@@ -128,7 +139,8 @@ fn run_scorer_on(
         buf(&vec![f32::NAN; nq * blocks]),
     );
     let tile = qsa::dispatch::scores::tc_tile(nq, heads);
-    let l = plan_engine(kernel, tile, engine, nq, heads, blocks, c.shared_per_block).unwrap();
+    let limit = plan_shared.unwrap_or(c.shared_per_block);
+    let l = plan_engine(kernel, tile, engine, nq, heads, blocks, limit).unwrap();
     let dims = LaunchDims {
         grid: l.grid,
         block: (l.block, 1, 1),
@@ -153,6 +165,8 @@ fn run_scorer_on(
     if !matches!(kernel, ScoresKernel::AmdMatrixBf16(_)) {
         args.push(Arg::I32((kernel == ScoresKernel::Bf16) as i32));
     }
+    // The decode kernels' ring depth and L2-prefetch flag.
+    args.extend(l.extra_args.iter().map(|&a| Arg::I32(a)));
     api.launch_source(&root().join("tests/emu").join(probe), entry, dims, &args)
         .unwrap_or_else(|e| panic!("{}: {}: {e}", c.name, l.kernel));
     let mut s = vec![0f32; nq * blocks];
@@ -188,8 +202,18 @@ fn run_scorer_on(
     );
 }
 
-/// Ragged shapes: heads past one m-tile, blocks past one CTA tile; decode (nq = 1).
-const SHAPES: [(usize, usize, usize); 2] = [(3, 20, 300), (1, 64, 270)];
+/// Ragged shapes: heads past one m-tile, blocks past one CTA tile. The decode kernels (the
+/// first three: 2 queries x 2 m-tiles; 1 query x 64 heads; one query of 3 m-tiles and a
+/// zero one) are planned for one multiprocessor (`plan`), so the persistent CTAs walk
+/// several tiles each, the last one partial; 3 queries of 20 heads (2 CTA rows) and heads
+/// past 64 take the wide tile.
+const SHAPES: [(usize, usize, usize); 5] = [
+    (2, 20, 300),
+    (1, 64, 270),
+    (1, 40, 100),
+    (3, 20, 300),
+    (3, 80, 130),
+];
 
 #[test]
 fn nvidia_tensor_core_scorers_on_emulated_mma() {
@@ -201,6 +225,10 @@ fn nvidia_tensor_core_scorers_on_emulated_mma() {
         for shape in SHAPES {
             run_scorer(&c, kernel, shape);
         }
+        // The decode kernels as sm_86's 99 KiB plans them: 4 warps (128-block tiles), 3
+        // stages, one CTA per SM (run with sm_90's limit, which the module's static shared
+        // memory needs).
+        run_scorer_planned(&c, kernel, TcEngine::MmaSync, SHAPES[1], Some(101_376));
     }
 }
 

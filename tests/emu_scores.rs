@@ -213,3 +213,62 @@ fn an_unemulated_instruction_is_unsupported_and_named() {
         "{msg}"
     );
 }
+
+/// The decode scorers' persistent CTAs (src/gpu/scores/decode.rs): planned for one
+/// multiprocessor, one or two CTAs per query group walk every tile of the call through their
+/// cp.async ring (2 groups of one query of 3 m-tiles, forced: the dispatch takes one group
+/// only; 600 blocks: 5 tiles of 128 with the default 4 warps, the last partial; 3 tiles of
+/// 256 with 8 warps), under the race check's schedules, within the tensor-core limits of
+/// FP64 (the same limits as above).
+#[test]
+fn decode_scorers_walk_every_tile_under_the_race_check() {
+    let m = matrix();
+    let mut c = m
+        .cases
+        .iter()
+        .find(|c| c.name == "scores_emu_decode")
+        .unwrap()
+        .clone();
+    c.scores = Some(qsa::matrix::ScoresShape {
+        queries: 2,
+        heads: 40,
+        blocks: 600,
+    });
+    let p = Problem::Scores(qsa::cases::scores_problem(m.seed, &c, "normal").unwrap());
+    let Problem::Scores(sp) = &p else {
+        unreachable!()
+    };
+    let want = scores_f64(sp);
+    let scale = want.iter().fold(0f64, |a, x| a.max(x.abs()));
+    let tile = ("QSA_SCORES_TILE", "decode");
+    let bf16 = switches(&[("STRATA_BF16_TC", "1"), tile]);
+    for (target, sw, kernel, limit) in [
+        ("sm_90", &switches(&[tile]), "tf32_decode", 1.5e-3),
+        (
+            "sm_90",
+            &switches(&[tile, ("QSA_SCORES_DECODE_WARPS", "8")]),
+            "tf32_decode",
+            1.5e-3,
+        ),
+        ("sm_86", &switches(&[tile]), "tf32_decode", 1.5e-3),
+        ("sm_90", &bf16, "bf16_decode", 1.5e-2),
+    ] {
+        let mut one_sm = caps(&m, target);
+        one_sm.multiprocessors = 1;
+        let run = race::check(&one_sm, sw, &p, &Schedule::RACE_CHECK)
+            .unwrap_or_else(|e| panic!("{target} {kernel}: {e}"));
+        assert_eq!(run.dispatched, kernel, "{target}");
+        let Output::Scores(got) = run.output else {
+            panic!("scores gave no scores")
+        };
+        let worst = got
+            .iter()
+            .zip(&want)
+            .map(|(g, w)| (*g as f64 - w).abs() / scale)
+            .fold(0f64, f64::max);
+        assert!(
+            worst <= limit,
+            "{target} {kernel}: relative max error {worst:e} past {limit:e}"
+        );
+    }
+}

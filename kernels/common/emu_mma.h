@@ -218,6 +218,10 @@ inline void qsa_cp_async16(void* dst, const void* src, int src_bytes) {
   if (n > 0) memcpy(tmp, src, (size_t)n);
   memcpy(dst, tmp, 16);
 }
+// The L2 prefetch size is a hint with no effect on the copied bytes.
+inline void qsa_cp_async16_l2_256(void* dst, const void* src, int src_bytes) {
+  qsa_cp_async16(dst, src, src_bytes);
+}
 inline void qsa_cp_async_commit() {}
 template <int N> inline void qsa_cp_async_wait_group() { static_assert(N >= 0, "a group count"); }
 

@@ -116,6 +116,22 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
         "8 | 16: the SIMT scorer's d per shared-memory stage (qsa's sweep switch)",
     ),
     (
+        "QSA_SCORES_DECODE_STAGES",
+        "2 ..= 6: cp.async ring depth of the decode scorers (qsa's sweep switch)",
+    ),
+    (
+        "QSA_SCORES_DECODE_WARPS",
+        "4 | 8: warps per CTA of the decode scorers, 32 blocks each (qsa's sweep switch)",
+    ),
+    (
+        "QSA_SCORES_DECODE_CTAS_PER_SM",
+        "1 ..= 4: persistent decode-scorer CTAs per multiprocessor (qsa's sweep switch)",
+    ),
+    (
+        "QSA_SCORES_DECODE_L2_PREFETCH",
+        "0 | 1: the decode scorers' Kb copies with the L2::256B prefetch hint (qsa's sweep switch)",
+    ),
+    (
         "QSA_ATTN_KERNEL",
         "gather | staged: force one selection-attention kernel (qsa's switch)",
     ),

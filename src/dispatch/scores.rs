@@ -6,6 +6,7 @@
 
 use super::{Feature, Switches, TargetCaps, Vendor};
 
+pub mod decode;
 mod engine;
 pub use engine::{
     auto_units_per_cta, check_wg_upc, tc_engine, wgmma_built, wgmma_units_per_cta, TcEngine,
@@ -99,9 +100,10 @@ pub fn check_switches(sw: &Switches) -> Result<(), String> {
     }
     check_wg_upc(sw)?;
     match sw.get(SIMT_CHUNK_SWITCH) {
-        None | Some("8" | "16") => Ok(()),
-        Some(other) => Err(format!("{SIMT_CHUNK_SWITCH}={other}: expected 8 or 16")),
+        None | Some("8" | "16") => {}
+        Some(other) => return Err(format!("{SIMT_CHUNK_SWITCH}={other}: expected 8 or 16")),
     }
+    decode::check_switches(sw)
 }
 
 /// The kernel `QSA_SCORES_KERNEL` forces, where the target has it (a forced kernel the target
@@ -203,8 +205,8 @@ pub fn simt_chunk_for(sw: &Switches) -> SimtChunk {
 pub enum TcTile {
     /// 128 rows (8 m-tiles of 16 heads) x 128 blocks: prefill.
     Wide,
-    /// 64 rows (4 m-tiles) x 256 blocks: when every row of the call fits in 64 (decode), so
-    /// no CTA computes a half tile of zero rows and Kb is streamed once by wide CTAs.
+    /// The streaming decode kernels (`decode`): 64 rows (4 m-tiles) resident per CTA, Kb
+    /// streamed once per query group by persistent CTAs; heads <= 64, few query groups.
     Decode,
 }
 
@@ -216,7 +218,8 @@ impl TcTile {
             TcTile::Decode => 4,
         }
     }
-    /// Blocks per CTA.
+    /// Blocks per CTA tile of the wide kernels (the decode kernels' tile is
+    /// `decode::DecodeConfig::blocks_per_tile`).
     pub fn blocks(self) -> usize {
         match self {
             TcTile::Wide => 128,
@@ -234,10 +237,11 @@ pub fn tc_tile_for(sw: &Switches, nq: usize, heads: usize) -> TcTile {
     }
 }
 
-/// Each query's heads are padded to whole 16-row m-tiles; the decode tile is taken when the
-/// padded rows of all queries fit one decode CTA's 4 m-tiles (e.g. 1 query x 64 heads).
+/// Each query's heads are padded to whole 16-row m-tiles; the decode tile is taken for at
+/// most 64 heads when the queries fill at most `decode::MAX_GROUPS` decode CTAs' 4 m-tiles
+/// (one: 1 query of 64 heads, up to 4 of 16).
 pub fn tc_tile(nq: usize, heads: usize) -> TcTile {
-    if nq * heads.div_ceil(16) <= TcTile::Decode.m_tiles() {
+    if decode::takes(nq, heads) {
         TcTile::Decode
     } else {
         TcTile::Wide
@@ -362,6 +366,7 @@ mod tests {
         assert_eq!(tc_tile(1, 64), TcTile::Decode);
         assert_eq!(tc_tile(2, 64), TcTile::Wide);
         assert_eq!(tc_tile(4, 16), TcTile::Decode);
+        assert_eq!(tc_tile(9, 7), TcTile::Wide);
         assert_eq!(tc_tile(1, 65), TcTile::Wide);
         assert_eq!(tc_tile(256, 64), TcTile::Wide);
     }

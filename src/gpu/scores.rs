@@ -13,6 +13,8 @@ use crate::dispatch::scores::{
 use crate::dispatch::{Feature, Switches, TargetCaps};
 use crate::problem::{Output, ScoresProblem, HEAD_DIM};
 
+mod decode;
+
 /// Threads per block of every scores kernel but the wgmma ones (one warpgroup, `WG_THREADS`).
 const THREADS: u32 = 256;
 /// The wgmma kernels (kernels/block_scores.cu, `wg_body`): one warpgroup per CTA; BN blocks
@@ -44,6 +46,9 @@ pub struct ScoresLaunch {
     /// Threads per block (x).
     pub block: u32,
     pub shared_bytes: u32,
+    /// Arguments after (q, kb, w, s, nq, heads, blocks): the decode kernels' ring depth and
+    /// L2-prefetch flag; empty for the others.
+    pub extra_args: Vec<i32>,
 }
 
 fn shape_err(msg: String) -> BackendError {
@@ -78,7 +83,8 @@ pub fn plan(
     )
 }
 
-/// `plan` with the TF32 / BF16 kernels' engine (`tc_engine`); other kernels ignore it.
+/// `plan` with the TF32 / BF16 kernels' engine (`tc_engine`); other kernels ignore it. The
+/// decode kernels get their default configuration for one multiprocessor (`plan_on`).
 pub fn plan_engine(
     kernel: ScoresKernel,
     tile: TcTile,
@@ -87,6 +93,30 @@ pub fn plan_engine(
     heads: usize,
     blocks: usize,
     shared_limit: u32,
+) -> BackendResult<ScoresLaunch> {
+    let sw = Switches::default();
+    plan_on(
+        kernel,
+        tile,
+        engine,
+        (nq, heads, blocks),
+        shared_limit,
+        1,
+        &sw,
+    )
+}
+
+/// `plan_engine` on `multiprocessors` SMs with the call's switches: the decode tile's
+/// kernels are persistent over the SMs and configured by `sw`
+/// (`dispatch::scores::decode::config_for`). What the runner and `qsa plan` launch.
+pub fn plan_on(
+    kernel: ScoresKernel,
+    tile: TcTile,
+    engine: TcEngine,
+    (nq, heads, blocks): (usize, usize, usize),
+    shared_limit: u32,
+    multiprocessors: u32,
+    sw: &Switches,
 ) -> BackendResult<ScoresLaunch> {
     let too_big = |v: usize, name: &str| {
         if v > i32::MAX as usize {
@@ -117,6 +147,7 @@ pub fn plan_engine(
                 grid: (to_u32(grid, "grid.x")?, 1, 1),
                 block: THREADS,
                 shared_bytes: 0,
+                extra_args: Vec::new(),
             })
         }
         ScoresKernel::Simt => {
@@ -142,6 +173,7 @@ pub fn plan_engine(
                 ),
                 block: THREADS,
                 shared_bytes: 0,
+                extra_args: Vec::new(),
             })
         }
         ScoresKernel::AmdMatrixBf16(m) => {
@@ -170,7 +202,14 @@ pub fn plan_engine(
                 grid: (to_u32(blocks.div_ceil(per_cta), "grid.x")?, gy as u32, 1),
                 block: THREADS,
                 shared_bytes: 0,
+                extra_args: Vec::new(),
             })
+        }
+        ScoresKernel::Tf32 | ScoresKernel::Bf16 if tile == TcTile::Decode => {
+            let cfg = crate::dispatch::scores::decode::config_for(sw, shared_limit)
+                .map_err(BackendError::Unsupported)?;
+            let sms = multiprocessors as usize;
+            decode::plan_decode(kernel, &cfg, sms, nq, heads, blocks, shared_limit)
         }
         ScoresKernel::Tf32 | ScoresKernel::Bf16 if engine == TcEngine::Wgmma => plan_wgmma(
             kernel == ScoresKernel::Bf16,
@@ -220,6 +259,7 @@ pub fn plan_engine(
                 ),
                 block: THREADS,
                 shared_bytes: shared as u32,
+                extra_args: Vec::new(),
             })
         }
     }
@@ -266,6 +306,7 @@ fn plan_wgmma(
         grid: (to_u32(blocks.div_ceil(bn), "grid.x")?, gy as u32, 1),
         block: WG_THREADS,
         shared_bytes: shared as u32,
+        extra_args: Vec::new(),
     })
 }
 
@@ -367,7 +408,8 @@ pub fn launch_plan(
         let limit = caps.shared_per_block.min(props.max_shared_per_block);
         let tile = tc_tile_for(switches, p.nq, p.heads);
         let engine = tc_engine(caps, switches, tile);
-        let l = plan_engine(kernel, tile, engine, p.nq, p.heads, p.blocks, limit)?;
+        let (shape, sms) = ((p.nq, p.heads, p.blocks), props.multiprocessors);
+        let l = plan_on(kernel, tile, engine, shape, limit, sms, switches)?;
         let upc = wgmma_units_per_cta(switches).unwrap_or_else(|| {
             // The units and CTA columns of the launch planned above.
             let mtq = p.heads.div_ceil(16);
@@ -402,7 +444,7 @@ pub fn launch_plan(
         block: (l.block, 1, 1),
         shared_bytes: l.shared_bytes,
     };
-    let args = vec![
+    let mut args = vec![
         q,
         kb,
         w,
@@ -411,6 +453,7 @@ pub fn launch_plan(
         PlanArg::I32(p.heads as i32),
         PlanArg::I32(p.blocks as i32),
     ];
+    args.extend(l.extra_args.iter().map(|&a| PlanArg::I32(a)));
     lp.call.push(launch(l.kernel, dims, args));
     Ok(lp)
 }
@@ -458,12 +501,19 @@ mod tests {
             ("block_scores_tf32", (32, 128, 1), 73_728)
         );
         let l = plan(ScoresKernel::Tf32, tc_tile(1, 64), 1, 64, 262_144, 232_448).unwrap();
+        // The decode kernel: persistent, 3 CTAs of 4 warps per multiprocessor (`plan`: one).
         assert_eq!(
-            (l.kernel, l.grid, l.shared_bytes),
-            ("block_scores_tf32_decode", (1024, 1, 1), 92_160)
+            (l.kernel, l.grid, l.block, l.shared_bytes, l.extra_args),
+            (
+                "block_scores_tf32_decode",
+                (3, 1, 1),
+                128,
+                70_656,
+                vec![2, 0]
+            )
         );
         assert_eq!(l.variant, "tf32_decode");
-        // sm_86's 99 KiB holds both tiles.
+        // sm_86's 99 KiB holds both tiles (the decode one with 4 warps, 3 stages).
         assert!(plan(ScoresKernel::Bf16, tc_tile(1, 64), 1, 64, 100, 101_376).is_ok());
         assert!(matches!(
             plan(ScoresKernel::Bf16, tc_tile(1, 64), 1, 64, 100, 65_536),

@@ -1,5 +1,5 @@
 //! A case's shape against the kernels' limits, at parse time: the same pure dispatch and
-//! launch-planning functions the backends call (src/dispatch, src/gpu/scores.rs `plan`),
+//! launch-planning functions the backends call (src/dispatch, src/gpu/scores.rs `plan_on`),
 //! for every target the case runs on and every variant it lists, so a shape no kernel takes
 //! is an error naming the field before any work, not a failed check for each target.
 
@@ -96,14 +96,14 @@ pub fn check(m: &Matrix, c: &Case) -> Result<(), Broken> {
                 let kernel = crate::dispatch::scores::choose_for(&caps, &sw, s.queries);
                 let shared = caps.shared_per_block;
                 let tile = crate::dispatch::scores::tc_tile_for(&sw, s.queries, s.heads);
-                if let Err(e) = crate::gpu::scores::plan_engine(
+                if let Err(e) = crate::gpu::scores::plan_on(
                     kernel,
                     tile,
                     crate::dispatch::scores::tc_engine(&caps, &sw, tile),
-                    s.queries,
-                    s.heads,
-                    s.blocks,
+                    (s.queries, s.heads, s.blocks),
                     shared,
+                    caps.multiprocessors,
+                    &sw,
                 ) {
                     return broken(
                         "scores",
