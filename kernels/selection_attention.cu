@@ -1496,3 +1496,14 @@ QSA_KERNEL void __launch_bounds__(ATT_D) qsa_attn_combine(const float* __restric
 
 QSA_ATTN_INSTANCES(bf16, Bf16)
 QSA_ATTN_INSTANCES(f16, F16)
+
+// The decode forward (kernels/common/attention_decode.h), in this family's code object.
+// Resource report shape: 4 warps x 1 stage, the smallest plan (src/dispatch/attention_decode.rs
+// sizes the ring per target; every target's 64 KiB must hold the declared figure).
+// qsa:block 128 for qsa_attn_dec_fwd_bf16
+// qsa:block 128 for qsa_attn_dec_fwd_f16
+// qsa:dynamic_shared 34816 for qsa_attn_dec_fwd_bf16
+// qsa:dynamic_shared 34816 for qsa_attn_dec_fwd_f16
+#include "common/attention_decode.h"
+QSA_ATTN_DECODE_INSTANCES(bf16, DecBf16)
+QSA_ATTN_DECODE_INSTANCES(f16, DecF16)

@@ -1,0 +1,466 @@
+// NSA selection-attention DECODE forward (sm_80+ CUDA tensor cores): the device code of
+// qsa_attn_dec_fwd_{bf16,f16}, instantiated at the end of kernels/selection_attention.cu (one
+// code object per family: the runner, the emulator and the benches load kernels by family).
+// Self-contained: it shares no helper with the staged kernels, so either side can change.
+//
+// Semantics: those of selection_attention.cu's header (the contract of
+// src/reference/attention.rs): de-duplicated ids, -1 = no block, key j visible iff
+// j <= q_pos = kv_len - q_len + i, a query that sees no key gets o = 0, lse = -inf.
+//
+// Why a decode kernel: at decode the staged kernel's CTA walks its blocks with three CTA
+// barriers per block and one 32 KB copy in flight, so the GPU waits on copy latency (H200,
+// 16 q x 8 KV heads at 262K: 41 us for 67 MB, 38% of HBM; 1 query: 17 us for 4 MB).
+// Here every WARP is an independent flash-decoding worker:
+//   - work item = (b, query token i, kv head g, chunk of 16 query heads): M = 16 rows;
+//   - its de-duplicated visible blocks are cut into sub-tiles of 16 keys ("units"; a block's
+//     units stop at the causal edge), and the units are dealt out contiguously to the
+//     grid.y splits of the item, then to the warps of each CTA;
+//   - each warp streams its units through its own cp.async ring of `stages` sub-tiles (K and
+//     V, 8.5 KB a stage), so up to warps x stages x 8.5 KB per CTA are in flight, with no CTA
+//     barrier in the loop (only __syncwarp);
+//   - q stays in registers as mma A fragments; S = q K^T and O += P V run on mma.sync
+//     m16n8k16 with the scores' C fragments reused as P's A fragments (no shared memory for
+//     P); P is split into 16-bit parts that sum back to it (bf16 hi + mid + lo, f16 hi +
+//     lo scaled by 2^12), the precision rule of the staged kernel's tc_pv;
+//   - the warps of a CTA merge (m, l, O) in shared memory (one barrier); with one split the
+//     CTA writes (o, lse); with several it writes a partial (o, lse) in qsa_attn_combine's
+//     layout and then either a second launch (qsa_attn_combine) merges, or (merge = 1) the
+//     item's last CTA to finish (ticket in `done`, reset by that CTA) merges in the kernel.
+// Preconditions the host checks (src/dispatch/attention_decode.rs): t <= 32 (one id per
+// lane), blockDim.x = 32 x warps, dynamic shared = warps x stages x DEC_STAGE_BYTES,
+// 1 <= stages <= 4.
+#pragma once
+#include "portable.h"
+
+#define DEC_D 128
+#define DEC_BLK 64
+#define DEC_ROWS 16
+// Keys per unit (one mma n-pair, one P A-fragment).
+#define DEC_KEYS 16
+// Staged K / V rows in u16: 128 + 8 (16-byte rows, lane (g, t) of a B-fragment read hits
+// bank 4g + t: conflict free).
+#define DEC_STRIDE 136
+#define DEC_TILE (DEC_KEYS * DEC_STRIDE)  // u16 of one K or V sub-tile
+#define DEC_STAGE_BYTES (2 * DEC_TILE * 2)
+#define DEC_MAX_STAGES 4
+#define DEC_LO_SCALE 4096.f
+
+typedef unsigned short dec_u16;
+
+#if defined(QSA_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define QSA_DEC_MMA 1
+#endif
+
+QSA_DEVICE float dec_neg_inf() { return __uint_as_float(0xff800000u); }
+
+struct DecBf16 {
+  static constexpr bool is_bf16 = true;
+  static __device__ __forceinline__ float lo(unsigned w) { return qsa_bf16x2_lo(w); }
+  static __device__ __forceinline__ float hi(unsigned w) { return qsa_bf16x2_hi(w); }
+  static __device__ __forceinline__ float one(dec_u16 b) { return qsa_bf16_to_f32(b); }
+};
+
+struct DecF16 {
+  static constexpr bool is_bf16 = false;
+  static __device__ __forceinline__ float lo(unsigned w) { return qsa_f16_to_f32((dec_u16)(w & 0xffffu)); }
+  static __device__ __forceinline__ float hi(unsigned w) { return qsa_f16_to_f32((dec_u16)(w >> 16)); }
+  static __device__ __forceinline__ float one(dec_u16 b) { return qsa_f16_to_f32(b); }
+};
+
+// The geometry of one work item, decoded from blockIdx.x.
+struct DecItem {
+  int b, i, g, chunk;
+  int group;
+  long long q_pos;
+  int rows;  // valid rows (query heads) of the chunk: min(16, group - 16 chunk)
+};
+
+QSA_DEVICE DecItem dec_item(int q_len, int kv_len, int hq, int hkv) {
+  DecItem it;
+  it.group = hq / hkv;
+  const int nchunk = (it.group + DEC_ROWS - 1) / DEC_ROWS;
+  long long x = blockIdx.x;
+  it.chunk = (int)(x % nchunk);
+  x /= nchunk;
+  it.g = (int)(x % hkv);
+  x /= hkv;
+  it.i = (int)(x % q_len);
+  it.b = (int)(x / q_len);
+  it.q_pos = (long long)kv_len - q_len + it.i;
+  const int left = it.group - DEC_ROWS * it.chunk;
+  it.rows = left < DEC_ROWS ? left : DEC_ROWS;
+  return it;
+}
+
+#if defined(QSA_DEC_MMA)
+// A load that bypasses L1 (another CTA's partial, published by its fence and ticket); through
+// the u32 form, which the emulator's __ldcg takes.
+QSA_DEVICE float dec_ldcg(const float* p) { return __uint_as_float(__ldcg((const unsigned*)p)); }
+
+// The item's unit list, one id slot per lane: `id` the slot's block, `nsub` its units (0 for
+// -1, an invisible id or a repeat of an earlier slot), `incl` the inclusive prefix of nsub over
+// the lanes; the item's unit count is lane 31's incl.
+struct DecList {
+  int id, nsub, incl, total;
+};
+
+QSA_DEVICE DecList dec_list(const int* __restrict__ ids, const DecItem& it, int q_len, int hkv, int t) {
+  const int lane = qsa_lane();
+  DecList L;
+  L.id = -1;
+  if (lane < t) L.id = ids[(((long long)it.b * q_len + it.i) * hkv + it.g) * t + lane];
+  bool dup = false;
+  for (int u = 0; u < 31; ++u) {  // a repeat of an earlier slot counts once
+    const int other = qsa_shfl(L.id, u);
+    dup |= u < lane && other == L.id;
+  }
+  const long long base = (long long)L.id * DEC_BLK;
+  const bool ok = L.id >= 0 && base <= it.q_pos && !dup;
+  long long n = ok ? (it.q_pos - base) / DEC_KEYS + 1 : 0;
+  L.nsub = (int)(n < DEC_BLK / DEC_KEYS ? n : DEC_BLK / DEC_KEYS);
+  int incl = L.nsub;
+#pragma unroll
+  for (int off = 1; off < 32; off <<= 1) {
+    const int y = qsa_shfl(incl, lane >= off ? lane - off : lane);
+    if (lane >= off) incl += y;
+  }
+  L.incl = incl;
+  L.total = qsa_shfl(incl, 31);
+  return L;
+}
+
+// First key of unit u (u < total): the block of the first lane whose prefix passes u.
+QSA_DEVICE long long dec_unit_key(const DecList& L, int u) {
+  const unsigned above = qsa_ballot(L.incl > u);
+  const int src = __ffs(above) - 1;
+  const int id = qsa_shfl(L.id, src);
+  const int excl = qsa_shfl(L.incl - L.nsub, src);
+  return (long long)id * DEC_BLK + (long long)(u - excl) * DEC_KEYS;
+}
+
+// Issue unit `u`'s K and V sub-tiles (16 keys x 256 bytes each) into `stage`; keys past the
+// causal edge are zero-filled (p = 0 there, and 0 x a stale NaN would not be 0).
+QSA_DEVICE void dec_issue(dec_u16* stage, const dec_u16* __restrict__ k, const dec_u16* __restrict__ v,
+                          const DecItem& it, long long key0, int kv_len, int hkv) {
+  const int lane = qsa_lane();
+#pragma unroll
+  for (int c = 0; c < DEC_KEYS * (DEC_D / 8) / 32; ++c) {
+    const int e = c * 32 + lane;
+    const int r = e / (DEC_D / 8), ch = e % (DEC_D / 8);
+    const long long j = key0 + r;
+    const bool valid = j <= it.q_pos;
+    const long long off = valid ? ((((long long)it.b * kv_len + j) * hkv + it.g) * DEC_D + ch * 8) : 0;
+    qsa_cp_async16(stage + r * DEC_STRIDE + ch * 8, k + off, valid ? 16 : 0);
+    qsa_cp_async16(stage + DEC_TILE + r * DEC_STRIDE + ch * 8, v + off, valid ? 16 : 0);
+  }
+  qsa_cp_async_commit();
+}
+
+// Wait until at most `pending` committed groups of this thread are still in flight.
+QSA_DEVICE void dec_wait(int pending) {
+  switch (pending) {
+    case 0: qsa_cp_async_wait_group<0>(); break;
+    case 1: qsa_cp_async_wait_group<1>(); break;
+    case 2: qsa_cp_async_wait_group<2>(); break;
+    default: qsa_cp_async_wait_group<3>(); break;
+  }
+}
+
+template <typename E>
+QSA_DEVICE unsigned dec_pack(float lo, float hi) {  // lo -> low half (the lower index)
+  return E::is_bf16 ? qsa_pack_bf16x2(lo, hi) : qsa_pack_f16x2(lo, hi);
+}
+
+template <typename E>
+QSA_DEVICE void dec_mma(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  if (E::is_bf16) qsa_mma_m16n8k16_bf16(c, a, b0, b1);
+  else qsa_mma_m16n8k16_f16(c, a, b0, b1);
+}
+
+// A fragments of the item's 16 query rows (rows past `rows` are zero), 8 k-steps of 16 dims,
+// read straight from global memory (exact: q is E data).
+template <typename E>
+QSA_DEVICE void dec_load_q(const dec_u16* __restrict__ q, const DecItem& it, int q_len, int hq,
+                           unsigned (&qa)[8][4]) {
+  const int lane = qsa_lane(), tg = lane / 4, tt = lane % 4;
+  const dec_u16* rowp[2];
+  bool ok[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = tg + 8 * h;
+    ok[h] = r < it.rows;
+    const int head = it.g * it.group + it.chunk * DEC_ROWS + (ok[h] ? r : 0);
+    rowp[h] = q + (((long long)it.b * q_len + it.i) * hq + head) * DEC_D;
+  }
+#pragma unroll
+  for (int ks = 0; ks < 8; ++ks)
+#pragma unroll
+    for (int hd = 0; hd < 2; ++hd)  // dims +0 / +8
+#pragma unroll
+      for (int h = 0; h < 2; ++h)  // rows g / g + 8
+        qa[ks][2 * hd + h] = ok[h] ? *(const unsigned*)(rowp[h] + ks * 16 + 8 * hd + 2 * tt) : 0u;
+}
+
+// The CTA's merge area, over the rings after the loop: per warp m[16], l[16], O[16][128].
+#define DEC_MERGE_FLOATS (2 * DEC_ROWS + DEC_ROWS * DEC_D)
+
+template <typename E>
+QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict__ k,
+                        const dec_u16* __restrict__ v, const int* __restrict__ ids, float* __restrict__ o,
+                        float* __restrict__ lse, float* __restrict__ o_part, float* __restrict__ lse_part,
+                        unsigned* __restrict__ done, int batch, int q_len, int kv_len, int hq, int hkv, int t,
+                        float scale, int stages, int merge) {
+  QSA_DYNAMIC_SHARED(smem_raw);
+  __shared__ int last_flag;
+  const int lane = qsa_lane(), warp = threadIdx.x / 32, nwarp = blockDim.x / 32;
+  const int tg = lane / 4, tt = lane % 4;
+  const DecItem it = dec_item(q_len, kv_len, hq, hkv);
+  const int split = blockIdx.y, nsplit = gridDim.y;
+  const long long rows_total = (long long)batch * q_len * hq;
+
+  // This warp's units: the split's contiguous share, then the warp's.
+  const DecList L = dec_list(ids, it, q_len, hkv, t);
+  const int per_split = (L.total + nsplit - 1) / nsplit;
+  const int s_beg = min(L.total, split * per_split), s_end = min(L.total, s_beg + per_split);
+  const int per_warp = (s_end - s_beg + nwarp - 1) / nwarp;
+  const int beg = min(s_end, s_beg + warp * per_warp), end = min(s_end, beg + per_warp);
+  const int n = end - beg;
+  dec_u16* ring = (dec_u16*)smem_raw + (long long)warp * stages * (2 * DEC_TILE);
+
+  float m[2] = {dec_neg_inf(), dec_neg_inf()};  // rows g, g + 8 (this lane's quad agrees)
+  float l[2] = {0.f, 0.f};                       // this lane's part of the row sums
+  float acc[16][4];
+#pragma unroll
+  for (int j = 0; j < 16; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[j][e] = 0.f;
+
+  float acc_lo[16][4];  // f16's scaled low part of P
+#pragma unroll
+  for (int j = 0; j < 16; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc_lo[j][e] = 0.f;
+  unsigned qa[8][4];
+  dec_load_q<E>(q, it, q_len, hq, qa);
+  const bool live[2] = {tg < it.rows, tg + 8 < it.rows};
+
+  // Prologue: `stages` groups in flight (empty groups past the warp's units keep the count).
+  for (int s = 0; s < stages; ++s) {
+    if (s < n) dec_issue(ring + s * 2 * DEC_TILE, k, v, it, dec_unit_key(L, beg + s), kv_len, hkv);
+    else qsa_cp_async_commit();
+  }
+  for (int u = 0; u < n; ++u) {
+    const long long key0 = dec_unit_key(L, beg + u);
+    dec_wait(stages - 1);
+    QSA_SYNCWARP();
+    const dec_u16* ks = ring + (u % stages) * 2 * DEC_TILE;
+    const dec_u16* vs = ks + DEC_TILE;
+    // S = q K^T: sc[n][.] for keys 8 n + 2 tt (+1), rows tg / tg + 8.
+    float sc[2][4];
+#pragma unroll
+    for (int nn = 0; nn < 2; ++nn)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) sc[nn][e] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < 8; ++kk)
+#pragma unroll
+      for (int nn = 0; nn < 2; ++nn) {
+        const dec_u16* kp = ks + (8 * nn + tg) * DEC_STRIDE + kk * 16 + 2 * tt;
+        dec_mma<E>(sc[nn], qa[kk], *(const unsigned*)kp, *(const unsigned*)(kp + 8));
+      }
+    // Mask, online softmax (row max over the quad), rescale.
+    float alpha[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float mx = dec_neg_inf();
+#pragma unroll
+      for (int nn = 0; nn < 2; ++nn)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const long long key = key0 + 8 * nn + 2 * tt + e;
+          const float s = live[h] && key <= it.q_pos ? sc[nn][2 * h + e] * scale : dec_neg_inf();
+          sc[nn][2 * h + e] = s;
+          mx = fmaxf(mx, s);
+        }
+      mx = fmaxf(mx, qsa_shfl_xor(mx, 1));
+      mx = fmaxf(mx, qsa_shfl_xor(mx, 2));
+      const float m_new = fmaxf(m[h], mx);
+      alpha[h] = m_new == dec_neg_inf() ? 1.f : expf(m[h] - m_new);  // m = -inf: alpha = 0
+      float sum = 0.f;
+#pragma unroll
+      for (int nn = 0; nn < 2; ++nn)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float p = m_new == dec_neg_inf() ? 0.f : expf(sc[nn][2 * h + e] - m_new);
+          sc[nn][2 * h + e] = p;
+          sum += p;
+        }
+      l[h] = l[h] * alpha[h] + sum;
+      m[h] = m_new;
+    }
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      acc[j][0] *= alpha[0];
+      acc[j][1] *= alpha[0];
+      acc[j][2] *= alpha[1];
+      acc[j][3] *= alpha[1];
+      acc_lo[j][0] *= alpha[0];
+      acc_lo[j][1] *= alpha[0];
+      acc_lo[j][2] *= alpha[1];
+      acc_lo[j][3] *= alpha[1];
+    }
+    // O += P V. P's A fragment is the scores' C layout: a0 (g, 2t) = n0 row g, a1 (g + 8, 2t)
+    // = n0 row g + 8, a2 (g, 2t + 8) = n1 row g, a3 = n1 row g + 8; split into parts.
+    unsigned a0[4], a1[4], a2[4];
+#pragma unroll
+    for (int h4 = 0; h4 < 4; ++h4) {
+      const int nn = h4 >> 1, h = h4 & 1;
+      const float x = sc[nn][2 * h], y = sc[nn][2 * h + 1];
+      a0[h4] = dec_pack<E>(x, y);
+      const float r0 = x - E::lo(a0[h4]), r1 = y - E::hi(a0[h4]);
+      if (E::is_bf16) {
+        a1[h4] = dec_pack<E>(r0, r1);
+        a2[h4] = dec_pack<E>(r0 - E::lo(a1[h4]), r1 - E::hi(a1[h4]));
+      } else {
+        a1[h4] = dec_pack<E>(r0 * DEC_LO_SCALE, r1 * DEC_LO_SCALE);
+        a2[h4] = 0u;
+      }
+    }
+    const int vkey = (lane & 7) + ((lane >> 3) & 1) * 8;
+#pragma unroll
+    for (int jp = 0; jp < 8; ++jp) {
+      unsigned b0, b1, b2, b3;
+      qsa_ldmatrix_x4_trans(vs + vkey * DEC_STRIDE + 16 * jp + (lane >> 4) * 8, b0, b1, b2, b3);
+      dec_mma<E>(acc[2 * jp], a0, b0, b1);
+      dec_mma<E>(acc[2 * jp + 1], a0, b2, b3);
+      if (E::is_bf16) {
+        dec_mma<E>(acc[2 * jp], a1, b0, b1);
+        dec_mma<E>(acc[2 * jp + 1], a1, b2, b3);
+        dec_mma<E>(acc[2 * jp], a2, b0, b1);
+        dec_mma<E>(acc[2 * jp + 1], a2, b2, b3);
+      } else {
+        dec_mma<E>(acc_lo[2 * jp], a1, b0, b1);
+        dec_mma<E>(acc_lo[2 * jp + 1], a1, b2, b3);
+      }
+    }
+    QSA_SYNCWARP();  // every lane is done with this stage before it is refilled
+    if (u + stages < n) {
+      dec_issue(ring + (u % stages) * 2 * DEC_TILE, k, v, it, dec_unit_key(L, beg + u + stages), kv_len, hkv);
+    } else {
+      qsa_cp_async_commit();
+    }
+  }
+  dec_wait(0);
+  if (!E::is_bf16) {
+#pragma unroll
+    for (int j = 0; j < 16; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[j][e] += acc_lo[j][e] * (1.f / DEC_LO_SCALE);
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {  // whole-row sums over the quad
+    l[h] += qsa_shfl_xor(l[h], 1);
+    l[h] += qsa_shfl_xor(l[h], 2);
+  }
+
+  // Merge the CTA's warps: each writes (m, l, O unnormalised) over its own ring.
+  QSA_SYNC();  // every warp is out of its ring (and its copies have landed)
+  float* mine = (float*)smem_raw + (long long)warp * DEC_MERGE_FLOATS;
+  if (tt == 0) {
+    mine[tg] = m[0];
+    mine[tg + 8] = m[1];
+    mine[DEC_ROWS + tg] = l[0];
+    mine[DEC_ROWS + tg + 8] = l[1];
+  }
+  float* mo = mine + 2 * DEC_ROWS;
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    *(float2*)(mo + tg * DEC_D + 8 * j + 2 * tt) = make_float2(acc[j][0], acc[j][1]);
+    *(float2*)(mo + (tg + 8) * DEC_D + 8 * j + 2 * tt) = make_float2(acc[j][2], acc[j][3]);
+  }
+  QSA_SYNC();
+  const float* all = (const float*)smem_raw;
+  float* out_o = nsplit > 1 ? o_part + (long long)split * rows_total * DEC_D : o;
+  float* out_l = nsplit > 1 ? lse_part + (long long)split * rows_total : lse;
+  const long long row0 = ((long long)it.b * q_len + it.i) * hq + it.g * it.group + it.chunk * DEC_ROWS;
+  for (int e = threadIdx.x; e < DEC_ROWS * DEC_D; e += blockDim.x) {
+    const int r = e / DEC_D, d = e % DEC_D;
+    if (r >= it.rows) continue;
+    float M = dec_neg_inf();
+    for (int w = 0; w < nwarp; ++w) M = fmaxf(M, all[w * DEC_MERGE_FLOATS + r]);
+    float sum = 0.f, val = 0.f;
+    if (M != dec_neg_inf()) {
+      for (int w = 0; w < nwarp; ++w) {
+        const float* ws = all + w * DEC_MERGE_FLOATS;
+        const float wt = expf(ws[r] - M);  // an empty warp: m = -inf, weight 0
+        sum += wt * ws[DEC_ROWS + r];
+        val += wt * ws[2 * DEC_ROWS + r * DEC_D + d];
+      }
+    }
+    const bool none = !(sum > 0.f);
+    out_o[(row0 + r) * DEC_D + d] = none ? 0.f : val / sum;
+    if (d == 0) out_l[row0 + r] = none ? dec_neg_inf() : M + logf(sum);
+  }
+  if (nsplit == 1 || merge == 0) return;
+
+  // In-kernel merge: the item's last CTA to finish combines the splits' partials
+  // (threadFenceReduction pattern; the ticket is reset for the next call).
+  __threadfence();
+  QSA_SYNC();
+  if (threadIdx.x == 0) {
+    const unsigned ticket = atomicAdd(&done[blockIdx.x], 1u);
+    last_flag = ticket == (unsigned)nsplit - 1;
+    if (last_flag) done[blockIdx.x] = 0u;
+  }
+  QSA_SYNC();
+  if (!last_flag) return;
+  __threadfence();
+  for (int e = threadIdx.x; e < DEC_ROWS * DEC_D; e += blockDim.x) {
+    const int r = e / DEC_D, d = e % DEC_D;
+    if (r >= it.rows) continue;
+    const long long row = row0 + r;
+    float M = dec_neg_inf();
+    for (int sp = 0; sp < nsplit; ++sp) M = fmaxf(M, dec_ldcg(lse_part + sp * rows_total + row));
+    float sum = 0.f, val = 0.f;
+    if (M != dec_neg_inf()) {
+      for (int sp = 0; sp < nsplit; ++sp) {
+        const float wt = expf(dec_ldcg(lse_part + sp * rows_total + row) - M);  // -inf: 0
+        sum += wt;
+        val += wt * dec_ldcg(o_part + (sp * rows_total + row) * DEC_D + d);
+      }
+    }
+    const bool none = !(sum > 0.f);
+    o[row * DEC_D + d] = none ? 0.f : val / sum;
+    if (d == 0) lse[row] = none ? dec_neg_inf() : M + logf(sum);
+  }
+}
+#else
+// Dispatched only where tensor cores are built (src/dispatch/attention_decode.rs); a launch
+// elsewhere writes NaN to the item's rows, so that a dispatch mistake fails every check.
+template <typename E>
+QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict__ k,
+                        const dec_u16* __restrict__ v, const int* __restrict__ ids, float* __restrict__ o,
+                        float* __restrict__ lse, float* __restrict__ o_part, float* __restrict__ lse_part,
+                        unsigned* __restrict__ done, int batch, int q_len, int kv_len, int hq, int hkv, int t,
+                        float scale, int stages, int merge) {
+  (void)q, (void)k, (void)v, (void)ids, (void)o_part, (void)lse_part, (void)done, (void)batch, (void)t;
+  (void)scale, (void)stages, (void)merge;
+  const DecItem it = dec_item(q_len, kv_len, hq, hkv);
+  const long long row0 = ((long long)it.b * q_len + it.i) * hq + it.g * it.group + it.chunk * DEC_ROWS;
+  for (int e = threadIdx.x; e < it.rows * DEC_D; e += blockDim.x) {
+    o[row0 * DEC_D + e] = __uint_as_float(0x7fc00000u);
+    if (e % DEC_D == 0) lse[row0 + e / DEC_D] = __uint_as_float(0x7fc00000u);
+  }
+}
+#endif
+
+// Instantiated by kernels/selection_attention.cu, so the kernels belong to its code object.
+#define QSA_ATTN_DECODE_INSTANCES(SUF, E)                                                               \
+  QSA_KERNEL void __launch_bounds__(256)                                                                \
+      qsa_attn_dec_fwd_##SUF(const dec_u16* q, const dec_u16* k, const dec_u16* v, const int* ids,    \
+                             float* o, float* lse, float* o_part, float* lse_part, unsigned* done,     \
+                             int batch, int q_len, int kv_len, int hq, int hkv, int t, float scale,    \
+                             int stages, int merge) {                                                  \
+    dec_fwd<E>(q, k, v, ids, o, lse, o_part, lse_part, done, batch, q_len, kv_len, hq, hkv, t, scale,  \
+               stages, merge);                                                                         \
+  }

@@ -1,0 +1,246 @@
+//! Selection-attention decode dispatch: when the forward takes `qsa_attn_dec_fwd_*`
+//! (kernels/common/attention_decode.h) instead of the staged kernel, and its launch plan
+//! (warps per CTA, cp.async ring depth, splits per work item, how the splits merge). Pure, so
+//! the dispatch snapshot, the runner and bench/attention_vs_torch.py (through `qsa plan`)
+//! agree on every target.
+
+use super::{Feature, Switches, TargetCaps, Vendor};
+use crate::backend::BackendError;
+
+/// Query-head rows of one work item (DEC_ROWS): one mma M tile.
+pub const DEC_ROWS: usize = 16;
+/// Bytes of one ring stage: K and V sub-tiles of 16 keys x 136 u16 (DEC_STAGE_BYTES).
+pub const DEC_STAGE_BYTES: usize = 2 * 16 * 136 * 2;
+/// Deepest ring the kernel waits on (DEC_MAX_STAGES).
+pub const DEC_MAX_STAGES: usize = 4;
+/// Keys per unit (DEC_KEYS) and units per 64-key block.
+const UNITS_PER_BLOCK: usize = 4;
+/// One id per lane: lists longer than a warp take the staged kernel.
+pub const DEC_MAX_T: usize = 32;
+/// Warps per CTA by default: four 8.5 KB streams per CTA, one CTA per SM at the 16-query shape
+/// (a guess to be swept on the H200: no measurement of this kernel exists yet).
+const DEFAULT_WARPS: usize = 4;
+/// The decode kernel takes shapes of at most this many work items per multiprocessor (beyond,
+/// the staged kernel's K/V reuse across query tokens should win). A guess, not a measurement.
+const MAX_ITEMS_PER_SM: usize = 4;
+
+/// How the partials of a split work item are merged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DecMerge {
+    /// The item's last CTA to finish merges in the kernel (one launch; a ticket per item).
+    Kernel,
+    /// A second launch, qsa_attn_combine.
+    Launch,
+}
+
+/// The decode kernel's launch plan for one shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DecodePlan {
+    /// Work items (grid.x): batch x q_len x hkv x ceil(group / 16).
+    pub items: usize,
+    /// CTAs per work item (grid.y).
+    pub nsplit: usize,
+    /// Warps per CTA (block = 32 x warps).
+    pub warps: usize,
+    /// cp.async ring stages per warp.
+    pub stages: usize,
+    pub merge: DecMerge,
+    /// Dynamic shared bytes: warps x stages x DEC_STAGE_BYTES.
+    pub shared: u32,
+}
+
+/// Where the kernel is built: NVIDIA sm_80+ (bf16 mma.sync), the kernel's QSA_DEC_MMA.
+pub fn built(caps: &TargetCaps) -> bool {
+    caps.vendor == Vendor::Nvidia && caps.has(Feature::Bf16Tc)
+}
+
+fn number(sw: &Switches, key: &str, lo: usize, hi: usize) -> Result<Option<usize>, BackendError> {
+    let Some(v) = sw.get(key) else {
+        return Ok(None);
+    };
+    match v.parse::<usize>() {
+        Ok(n) if (lo..=hi).contains(&n) => Ok(Some(n)),
+        _ => Err(BackendError::Input(format!(
+            "{key}={}: expected a whole number from {lo} to {hi}",
+            crate::echo::value(v)
+        ))),
+    }
+}
+
+/// The decode plan of a forward call, or None where the staged kernel runs: not built here,
+/// a backward, t > 32, a prefill-sized grid, or `QSA_ATTN_KERNEL=staged`. `QSA_ATTN_KERNEL=
+/// decode` forces it on any shape where it is built (elsewhere the staged kernel runs, as a
+/// forced top-k kernel falls back). Sweep switches: QSA_ATTN_DEC_WARPS, QSA_ATTN_DEC_STAGES,
+/// QSA_ATTN_DEC_SPLITS, QSA_ATTN_DEC_MERGE (kernel | launch).
+#[allow(clippy::too_many_arguments)]
+pub fn decode_plan(
+    caps: &TargetCaps,
+    sw: &Switches,
+    batch: usize,
+    q_len: usize,
+    hq: usize,
+    hkv: usize,
+    t: usize,
+    backward: bool,
+) -> Result<Option<DecodePlan>, BackendError> {
+    let forced = match sw.get("QSA_ATTN_KERNEL") {
+        Some("decode") => true,
+        Some("staged") | Some("gather") => return Ok(None),
+        _ => false,
+    };
+    let group = hq / hkv.max(1);
+    let items = batch * q_len * hkv * group.div_ceil(DEC_ROWS);
+    let sms = caps.multiprocessors.max(1) as usize;
+    if backward || !built(caps) || t > DEC_MAX_T || (!forced && items > MAX_ITEMS_PER_SM * sms) {
+        return Ok(None);
+    }
+    let limit = caps.shared_per_block as usize;
+    let warps = number(sw, "QSA_ATTN_DEC_WARPS", 1, 8)?.unwrap_or(DEFAULT_WARPS);
+    let fit = (limit / (warps * DEC_STAGE_BYTES)).min(DEC_MAX_STAGES);
+    let stages = match number(sw, "QSA_ATTN_DEC_STAGES", 1, DEC_MAX_STAGES)? {
+        Some(s) if s > fit => {
+            return Err(BackendError::Shape(format!(
+                "QSA_ATTN_DEC_STAGES={s} with {warps} warps needs {} bytes of shared memory, {} allows {limit}",
+                s * warps * DEC_STAGE_BYTES,
+                caps.name
+            )))
+        }
+        Some(s) => s,
+        None if fit == 0 => {
+            return Err(BackendError::Shape(format!(
+                "QSA_ATTN_DEC_WARPS={warps} needs {} bytes of shared memory for one stage, {} allows {limit}",
+                warps * DEC_STAGE_BYTES,
+                caps.name
+            )))
+        }
+        None => fit,
+    };
+    // Spread small grids over the multiprocessors; each CTA keeps at least one unit per warp.
+    let max_split = (UNITS_PER_BLOCK * t).div_ceil(warps).max(1);
+    let nsplit = match number(sw, "QSA_ATTN_DEC_SPLITS", 1, 65_535)? {
+        Some(n) => n,
+        None => (sms / items.max(1)).clamp(1, max_split),
+    };
+    let merge = match sw.get("QSA_ATTN_DEC_MERGE") {
+        None | Some("kernel") => DecMerge::Kernel,
+        Some("launch") => DecMerge::Launch,
+        Some(v) => {
+            return Err(BackendError::Input(format!(
+                "QSA_ATTN_DEC_MERGE={}: expected kernel or launch",
+                crate::echo::value(v)
+            )))
+        }
+    };
+    Ok(Some(DecodePlan {
+        items,
+        nsplit,
+        warps,
+        stages,
+        merge,
+        shared: (warps * stages * DEC_STAGE_BYTES) as u32,
+    }))
+}
+
+/// The dispatch name of a decode forward: `decode`, or `decode_split` (in-kernel merge) /
+/// `decode_combine` (a second launch) when the items are split.
+pub fn dispatch_name(plan: &DecodePlan) -> &'static str {
+    match (plan.nsplit > 1, plan.merge) {
+        (false, _) => "decode",
+        (true, DecMerge::Kernel) => "decode_split",
+        (true, DecMerge::Launch) => "decode_combine",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caps(name: &str, shared: u32, sms: u32, tc: bool) -> TargetCaps {
+        TargetCaps {
+            name: name.into(),
+            vendor: Vendor::Nvidia,
+            wave: 32,
+            shared_per_block: shared,
+            multiprocessors: sms,
+            features: if tc {
+                vec![Feature::Tf32Tc, Feature::Bf16Tc]
+            } else {
+                vec![]
+            },
+        }
+    }
+
+    fn sw(pairs: &[(&str, &str)]) -> Switches {
+        Switches::new(
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn h200_decode_shapes_take_the_decode_kernel() {
+        let h200 = caps("sm_90", 232_448, 132, true);
+        let none = Switches::default();
+        // 16 queries x 8 KV heads, group 16: 128 items, one CTA each, 4 warps x 4 stages.
+        let p = decode_plan(&h200, &none, 1, 16, 128, 8, 16, false).unwrap().unwrap();
+        assert_eq!((p.items, p.nsplit, p.warps, p.stages), (128, 1, 4, 4));
+        assert_eq!(p.shared, 139_264);
+        assert_eq!(dispatch_name(&p), "decode");
+        // One query: 8 items, 16 splits of one block (4 units over 4 warps), merged in-kernel.
+        let p = decode_plan(&h200, &none, 1, 1, 128, 8, 16, false).unwrap().unwrap();
+        assert_eq!((p.items, p.nsplit, p.merge), (8, 16, DecMerge::Kernel));
+        assert_eq!(dispatch_name(&p), "decode_split");
+        // Prefill and the backward keep the staged kernel.
+        assert!(decode_plan(&h200, &none, 4, 16384, 64, 4, 16, false).unwrap().is_none());
+        assert!(decode_plan(&h200, &none, 1, 16, 128, 8, 16, true).unwrap().is_none());
+        // More ids than lanes: staged.
+        assert!(decode_plan(&h200, &none, 1, 16, 128, 8, 33, false).unwrap().is_none());
+    }
+
+    #[test]
+    fn only_tensor_core_nvidia_targets_build_it() {
+        let none = Switches::default();
+        let sm75 = caps("sm_75", 65_536, 68, false);
+        assert!(decode_plan(&sm75, &none, 1, 1, 128, 8, 16, false).unwrap().is_none());
+        let forced = sw(&[("QSA_ATTN_KERNEL", "decode")]);
+        assert!(decode_plan(&sm75, &forced, 1, 1, 128, 8, 16, false).unwrap().is_none());
+        let mut gfx950 = caps("gfx950", 163_840, 256, true);
+        gfx950.vendor = Vendor::Amd;
+        assert!(decode_plan(&gfx950, &none, 1, 1, 128, 8, 16, false).unwrap().is_none());
+        // sm_86's 99 KiB: two stages of four warps.
+        let sm86 = caps("sm_86", 101_376, 82, true);
+        let p = decode_plan(&sm86, &none, 1, 16, 128, 8, 16, false).unwrap().unwrap();
+        assert_eq!((p.warps, p.stages, p.shared), (4, 2, 69_632));
+    }
+
+    #[test]
+    fn switches_sweep_and_bad_values_are_named() {
+        let h200 = caps("sm_90", 232_448, 132, true);
+        let s = sw(&[
+            ("QSA_ATTN_DEC_WARPS", "8"),
+            ("QSA_ATTN_DEC_STAGES", "3"),
+            ("QSA_ATTN_DEC_SPLITS", "2"),
+            ("QSA_ATTN_DEC_MERGE", "launch"),
+        ]);
+        let p = decode_plan(&h200, &s, 1, 16, 128, 8, 16, false).unwrap().unwrap();
+        assert_eq!((p.warps, p.stages, p.nsplit, p.merge), (8, 3, 2, DecMerge::Launch));
+        assert_eq!(dispatch_name(&p), "decode_combine");
+        let staged = sw(&[("QSA_ATTN_KERNEL", "staged")]);
+        assert!(decode_plan(&h200, &staged, 1, 1, 128, 8, 16, false).unwrap().is_none());
+        let e = decode_plan(&h200, &sw(&[("QSA_ATTN_DEC_MERGE", "x")]), 1, 1, 128, 8, 16, false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("expected kernel or launch"), "{e}");
+        let e = decode_plan(&h200, &sw(&[("QSA_ATTN_DEC_WARPS", "0")]), 1, 1, 128, 8, 16, false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("from 1 to 8"), "{e}");
+        let sm86 = caps("sm_86", 101_376, 82, true);
+        let e = decode_plan(&sm86, &sw(&[("QSA_ATTN_DEC_STAGES", "4")]), 1, 1, 128, 8, 16, false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("allows 101376"), "{e}");
+    }
+}
