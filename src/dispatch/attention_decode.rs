@@ -116,10 +116,16 @@ pub fn decode_plan(
         None => fit,
     };
     // Spread small grids over the multiprocessors; each CTA keeps at least one unit per warp.
-    let max_split = (UNITS_PER_BLOCK * t).div_ceil(warps).max(1);
+    let max_units = UNITS_PER_BLOCK * t;
     let nsplit = match number(sw, "QSA_ATTN_DEC_SPLITS", 1, 65_535)? {
         Some(n) => n,
-        None => (sms / items.max(1)).clamp(1, max_split),
+        None => (sms / items.max(1)).clamp(1, max_units.div_ceil(warps).max(1)),
+    };
+    // A ring deeper than a warp's units only costs resident CTAs (one query: one unit a warp).
+    let stages = if sw.get("QSA_ATTN_DEC_STAGES").is_some() {
+        stages
+    } else {
+        stages.min(max_units.div_ceil(nsplit).div_ceil(warps).max(1))
     };
     let merge = match sw.get("QSA_ATTN_DEC_MERGE") {
         None | Some("kernel") => DecMerge::Kernel,
@@ -184,34 +190,54 @@ mod tests {
         let h200 = caps("sm_90", 232_448, 132, true);
         let none = Switches::default();
         // 16 queries x 8 KV heads, group 16: 128 items, one CTA each, 4 warps x 4 stages.
-        let p = decode_plan(&h200, &none, 1, 16, 128, 8, 16, false).unwrap().unwrap();
+        let p = decode_plan(&h200, &none, 1, 16, 128, 8, 16, false)
+            .unwrap()
+            .unwrap();
         assert_eq!((p.items, p.nsplit, p.warps, p.stages), (128, 1, 4, 4));
         assert_eq!(p.shared, 139_264);
         assert_eq!(dispatch_name(&p), "decode");
-        // One query: 8 items, 16 splits of one block (4 units over 4 warps), merged in-kernel.
-        let p = decode_plan(&h200, &none, 1, 1, 128, 8, 16, false).unwrap().unwrap();
+        // One query: 8 items, 16 splits of one block (4 units over 4 warps, so a one-stage
+        // ring), merged in-kernel.
+        let p = decode_plan(&h200, &none, 1, 1, 128, 8, 16, false)
+            .unwrap()
+            .unwrap();
         assert_eq!((p.items, p.nsplit, p.merge), (8, 16, DecMerge::Kernel));
+        assert_eq!((p.stages, p.shared), (1, 34_816));
         assert_eq!(dispatch_name(&p), "decode_split");
         // Prefill and the backward keep the staged kernel.
-        assert!(decode_plan(&h200, &none, 4, 16384, 64, 4, 16, false).unwrap().is_none());
-        assert!(decode_plan(&h200, &none, 1, 16, 128, 8, 16, true).unwrap().is_none());
+        assert!(decode_plan(&h200, &none, 4, 16384, 64, 4, 16, false)
+            .unwrap()
+            .is_none());
+        assert!(decode_plan(&h200, &none, 1, 16, 128, 8, 16, true)
+            .unwrap()
+            .is_none());
         // More ids than lanes: staged.
-        assert!(decode_plan(&h200, &none, 1, 16, 128, 8, 33, false).unwrap().is_none());
+        assert!(decode_plan(&h200, &none, 1, 16, 128, 8, 33, false)
+            .unwrap()
+            .is_none());
     }
 
     #[test]
     fn only_tensor_core_nvidia_targets_build_it() {
         let none = Switches::default();
         let sm75 = caps("sm_75", 65_536, 68, false);
-        assert!(decode_plan(&sm75, &none, 1, 1, 128, 8, 16, false).unwrap().is_none());
+        assert!(decode_plan(&sm75, &none, 1, 1, 128, 8, 16, false)
+            .unwrap()
+            .is_none());
         let forced = sw(&[("QSA_ATTN_KERNEL", "decode")]);
-        assert!(decode_plan(&sm75, &forced, 1, 1, 128, 8, 16, false).unwrap().is_none());
+        assert!(decode_plan(&sm75, &forced, 1, 1, 128, 8, 16, false)
+            .unwrap()
+            .is_none());
         let mut gfx950 = caps("gfx950", 163_840, 256, true);
         gfx950.vendor = Vendor::Amd;
-        assert!(decode_plan(&gfx950, &none, 1, 1, 128, 8, 16, false).unwrap().is_none());
+        assert!(decode_plan(&gfx950, &none, 1, 1, 128, 8, 16, false)
+            .unwrap()
+            .is_none());
         // sm_86's 99 KiB: two stages of four warps.
         let sm86 = caps("sm_86", 101_376, 82, true);
-        let p = decode_plan(&sm86, &none, 1, 16, 128, 8, 16, false).unwrap().unwrap();
+        let p = decode_plan(&sm86, &none, 1, 16, 128, 8, 16, false)
+            .unwrap()
+            .unwrap();
         assert_eq!((p.warps, p.stages, p.shared), (4, 2, 69_632));
     }
 
@@ -224,23 +250,57 @@ mod tests {
             ("QSA_ATTN_DEC_SPLITS", "2"),
             ("QSA_ATTN_DEC_MERGE", "launch"),
         ]);
-        let p = decode_plan(&h200, &s, 1, 16, 128, 8, 16, false).unwrap().unwrap();
-        assert_eq!((p.warps, p.stages, p.nsplit, p.merge), (8, 3, 2, DecMerge::Launch));
+        let p = decode_plan(&h200, &s, 1, 16, 128, 8, 16, false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (p.warps, p.stages, p.nsplit, p.merge),
+            (8, 3, 2, DecMerge::Launch)
+        );
         assert_eq!(dispatch_name(&p), "decode_combine");
         let staged = sw(&[("QSA_ATTN_KERNEL", "staged")]);
-        assert!(decode_plan(&h200, &staged, 1, 1, 128, 8, 16, false).unwrap().is_none());
-        let e = decode_plan(&h200, &sw(&[("QSA_ATTN_DEC_MERGE", "x")]), 1, 1, 128, 8, 16, false)
-            .unwrap_err()
-            .to_string();
+        assert!(decode_plan(&h200, &staged, 1, 1, 128, 8, 16, false)
+            .unwrap()
+            .is_none());
+        let e = decode_plan(
+            &h200,
+            &sw(&[("QSA_ATTN_DEC_MERGE", "x")]),
+            1,
+            1,
+            128,
+            8,
+            16,
+            false,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("expected kernel or launch"), "{e}");
-        let e = decode_plan(&h200, &sw(&[("QSA_ATTN_DEC_WARPS", "0")]), 1, 1, 128, 8, 16, false)
-            .unwrap_err()
-            .to_string();
+        let e = decode_plan(
+            &h200,
+            &sw(&[("QSA_ATTN_DEC_WARPS", "0")]),
+            1,
+            1,
+            128,
+            8,
+            16,
+            false,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("from 1 to 8"), "{e}");
         let sm86 = caps("sm_86", 101_376, 82, true);
-        let e = decode_plan(&sm86, &sw(&[("QSA_ATTN_DEC_STAGES", "4")]), 1, 1, 128, 8, 16, false)
-            .unwrap_err()
-            .to_string();
+        let e = decode_plan(
+            &sm86,
+            &sw(&[("QSA_ATTN_DEC_STAGES", "4")]),
+            1,
+            1,
+            128,
+            8,
+            16,
+            false,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("allows 101376"), "{e}");
     }
 }

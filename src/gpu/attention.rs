@@ -172,9 +172,9 @@ pub fn launch_plan(
     // Decode shapes on sm_80+ NVIDIA take the decode kernel (src/dispatch/attention_decode.rs).
     let dec_plan = match kernel {
         AttnKernel::Gather => None,
-        AttnKernel::Staged => decode_plan(
-            caps, switches, p.batch, p.q_len, p.hq, p.hkv, p.t, backward,
-        )?,
+        AttnKernel::Staged => {
+            decode_plan(caps, switches, p.batch, p.q_len, p.hq, p.hkv, p.t, backward)?
+        }
     };
     let fwd_plan = match kernel {
         AttnKernel::Staged if dec_plan.is_none() => Some(staged(caps, switches, p, false)?),
