@@ -118,7 +118,11 @@ fn nvidia_attention_matches_fp64_forward_and_backward() {
         )
         .unwrap_or_else(|e| panic!("{target} fwd: {e}"));
         // sm_80+ forward decode shapes take the decode kernel (tests/emu_attention_decode.rs).
-        let want = if target == "sm_75" { "staged" } else { "decode" };
+        let want = if target == "sm_75" {
+            "staged"
+        } else {
+            "decode"
+        };
         assert!(
             run.dispatched.starts_with(want),
             "{target}: {}",

@@ -28,7 +28,8 @@
 //     item's last CTA to finish (ticket in `done`, reset by that CTA) merges in the kernel.
 // Preconditions the host checks (src/dispatch/attention_decode.rs): t <= 32 (one id per
 // lane), blockDim.x = 32 x warps, dynamic shared = warps x stages x DEC_STAGE_BYTES,
-// 1 <= stages <= 4.
+// 1 <= stages <= 4, and with the in-kernel merge nsplit <= DEC_MAX_MERGE_SPLITS (its weight
+// table, nsplit x 16 + 32 floats, lies over the smallest ring: 8704 bytes).
 #pragma once
 #include "portable.h"
 
@@ -44,6 +45,7 @@
 #define DEC_STAGE_BYTES (2 * DEC_TILE * 2)
 #define DEC_MAX_STAGES 4
 #define DEC_LO_SCALE 4096.f
+#define DEC_MAX_MERGE_SPLITS 128
 
 typedef unsigned short dec_u16;
 
@@ -218,6 +220,9 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
   const int split = blockIdx.y, nsplit = gridDim.y;
   const long long rows_total = (long long)batch * q_len * hq;
 
+  // q's fragments first: their loads overlap the ids' round trip.
+  unsigned qa[8][4];
+  dec_load_q<E>(q, it, q_len, hq, qa);
   // This warp's units: the split's contiguous share, then the warp's.
   const DecList L = dec_list(ids, it, q_len, hkv, t);
   const int per_split = (L.total + nsplit - 1) / nsplit;
@@ -240,8 +245,6 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
   for (int j = 0; j < 16; ++j)
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc_lo[j][e] = 0.f;
-  unsigned qa[8][4];
-  dec_load_q<E>(q, it, q_len, hq, qa);
   const bool live[2] = {tg < it.rows, tg + 8 < it.rows};
 
   // Prologue: `stages` groups in flight (empty groups past the warp's units keep the count).
@@ -415,23 +418,50 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
   QSA_SYNC();
   if (!last_flag) return;
   __threadfence();
-  for (int e = threadIdx.x; e < DEC_ROWS * DEC_D; e += blockDim.x) {
-    const int r = e / DEC_D, d = e % DEC_D;
+  // Latency first (this is the one-query path's tail): every partial lse in one round trip
+  // into a weight table over the free rings, the weights by 16 threads, then every o load of
+  // a thread independent of the others. ws[sp][r] = exp(lse - M_r); M_r, L_r after the table.
+  float* ws = (float*)smem_raw;
+  float* wm = ws + nsplit * DEC_ROWS;
+  float* wl = wm + DEC_ROWS;
+  for (int e = threadIdx.x; e < nsplit * DEC_ROWS; e += blockDim.x) {
+    const int sp = e / DEC_ROWS, r = e % DEC_ROWS;
+    ws[e] = r < it.rows ? dec_ldcg(lse_part + sp * rows_total + row0 + r) : dec_neg_inf();
+  }
+  QSA_SYNC();
+  if (threadIdx.x < DEC_ROWS) {
+    const int r = threadIdx.x;
+    float M = dec_neg_inf();
+    for (int sp = 0; sp < nsplit; ++sp) M = fmaxf(M, ws[sp * DEC_ROWS + r]);
+    float sum = 0.f;
+    for (int sp = 0; sp < nsplit; ++sp) {
+      const float w = M == dec_neg_inf() ? 0.f : expf(ws[sp * DEC_ROWS + r] - M);  // -inf: 0
+      ws[sp * DEC_ROWS + r] = w;
+      sum += w;
+    }
+    wm[r] = M;
+    wl[r] = sum;
+  }
+  QSA_SYNC();
+  for (int e = threadIdx.x; e < DEC_ROWS * (DEC_D / 4); e += blockDim.x) {
+    const int r = e / (DEC_D / 4), d = 4 * (e % (DEC_D / 4));
     if (r >= it.rows) continue;
     const long long row = row0 + r;
-    float M = dec_neg_inf();
-    for (int sp = 0; sp < nsplit; ++sp) M = fmaxf(M, dec_ldcg(lse_part + sp * rows_total + row));
-    float sum = 0.f, val = 0.f;
-    if (M != dec_neg_inf()) {
-      for (int sp = 0; sp < nsplit; ++sp) {
-        const float wt = expf(dec_ldcg(lse_part + sp * rows_total + row) - M);  // -inf: 0
-        sum += wt;
-        val += wt * dec_ldcg(o_part + (sp * rows_total + row) * DEC_D + d);
-      }
+    float4 val = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 4
+    for (int sp = 0; sp < nsplit; ++sp) {
+      const float w = ws[sp * DEC_ROWS + r];
+      const float* src = o_part + (sp * rows_total + row) * DEC_D + d;
+      val.x += w * dec_ldcg(src);
+      val.y += w * dec_ldcg(src + 1);
+      val.z += w * dec_ldcg(src + 2);
+      val.w += w * dec_ldcg(src + 3);
     }
+    const float sum = wl[r];
     const bool none = !(sum > 0.f);
-    o[row * DEC_D + d] = none ? 0.f : val / sum;
-    if (d == 0) lse[row] = none ? dec_neg_inf() : M + logf(sum);
+    const float inv = none ? 0.f : 1.f / sum;
+    *(float4*)(o + row * DEC_D + d) = make_float4(val.x * inv, val.y * inv, val.z * inv, val.w * inv);
+    if (d == 0) lse[row] = none ? dec_neg_inf() : wm[r] + logf(sum);
   }
 }
 #else

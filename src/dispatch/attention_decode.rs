@@ -15,6 +15,8 @@ pub const DEC_STAGE_BYTES: usize = 2 * 16 * 136 * 2;
 pub const DEC_MAX_STAGES: usize = 4;
 /// Keys per unit (DEC_KEYS) and units per 64-key block.
 const UNITS_PER_BLOCK: usize = 4;
+/// Splits the in-kernel merge takes (DEC_MAX_MERGE_SPLITS); more merge by a second launch.
+pub const DEC_MAX_MERGE_SPLITS: usize = 128;
 /// One id per lane: lists longer than a warp take the staged kernel.
 pub const DEC_MAX_T: usize = 32;
 /// Warps per CTA by default: four 8.5 KB streams per CTA, one CTA per SM at the 16-query shape
@@ -128,7 +130,15 @@ pub fn decode_plan(
         stages.min(max_units.div_ceil(nsplit).div_ceil(warps).max(1))
     };
     let merge = match sw.get("QSA_ATTN_DEC_MERGE") {
-        None | Some("kernel") => DecMerge::Kernel,
+        None if nsplit > DEC_MAX_MERGE_SPLITS => DecMerge::Launch,
+        None => DecMerge::Kernel,
+        Some("kernel") if nsplit > DEC_MAX_MERGE_SPLITS => {
+            return Err(BackendError::Shape(format!(
+                "QSA_ATTN_DEC_MERGE=kernel merges at most {DEC_MAX_MERGE_SPLITS} splits (its weight \
+                 table lies over the smallest ring), {nsplit} asked: fewer splits, or merge=launch"
+            )))
+        }
+        Some("kernel") => DecMerge::Kernel,
         Some("launch") => DecMerge::Launch,
         Some(v) => {
             return Err(BackendError::Input(format!(
@@ -288,6 +298,23 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("from 1 to 8"), "{e}");
+        let many = sw(&[("QSA_ATTN_DEC_SPLITS", "129")]);
+        let p = decode_plan(&h200, &many, 1, 1, 128, 8, 16, false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            p.merge,
+            DecMerge::Launch,
+            "past the merge table: a second launch"
+        );
+        let forced = sw(&[
+            ("QSA_ATTN_DEC_SPLITS", "129"),
+            ("QSA_ATTN_DEC_MERGE", "kernel"),
+        ]);
+        let e = decode_plan(&h200, &forced, 1, 1, 128, 8, 16, false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("at most 128 splits"), "{e}");
         let sm86 = caps("sm_86", 101_376, 82, true);
         let e = decode_plan(
             &sm86,
