@@ -40,8 +40,11 @@ fn rel_max(name: &str, got: &[f32], want: &[f64]) -> f64 {
         .fold(0f64, f64::max)
 }
 
+/// Switches as (key, value) pairs.
+type Pairs = &'static [(&'static str, &'static str)];
+
 /// (label, switches, the dispatch name the plan must report).
-const PLANS: [(&str, &[(&str, &str)], &str); 5] = [
+const PLANS: [(&str, Pairs, &str); 5] = [
     ("auto", &[], "decode"),
     (
         "split 3, combine launch",

@@ -46,6 +46,9 @@
 #define DEC_MAX_STAGES 4
 #define DEC_LO_SCALE 4096.f
 #define DEC_MAX_MERGE_SPLITS 128
+// The in-kernel merge's loads in flight per thread: outputs x splits (float4 each).
+#define DEC_MERGE_OUT 4
+#define DEC_MERGE_BATCH 4
 
 typedef unsigned short dec_u16;
 
@@ -98,6 +101,13 @@ QSA_DEVICE DecItem dec_item(int q_len, int kv_len, int hq, int hkv) {
 // A load that bypasses L1 (another CTA's partial, published by its fence and ticket); through
 // the u32 form, which the emulator's __ldcg takes.
 QSA_DEVICE float dec_ldcg(const float* p) { return __uint_as_float(__ldcg((const unsigned*)p)); }
+QSA_DEVICE float4 dec_ldcg4(const float* p) {  // p 16-byte aligned
+#if defined(QSA_EMU)
+  return make_float4(dec_ldcg(p), dec_ldcg(p + 1), dec_ldcg(p + 2), dec_ldcg(p + 3));
+#else
+  return __ldcg((const float4*)p);
+#endif
+}
 
 // The item's unit list, one id slot per lane: `id` the slot's block, `nsub` its units (0 for
 // -1, an invisible id or a repeat of an earlier slot), `incl` the inclusive prefix of nsub over
@@ -443,25 +453,48 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
     wl[r] = sum;
   }
   QSA_SYNC();
-  for (int e = threadIdx.x; e < DEC_ROWS * (DEC_D / 4); e += blockDim.x) {
-    const int r = e / (DEC_D / 4), d = 4 * (e % (DEC_D / 4));
-    if (r >= it.rows) continue;
-    const long long row = row0 + r;
-    float4 val = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll 4
-    for (int sp = 0; sp < nsplit; ++sp) {
-      const float w = ws[sp * DEC_ROWS + r];
-      const float* src = o_part + (sp * rows_total + row) * DEC_D + d;
-      val.x += w * dec_ldcg(src);
-      val.y += w * dec_ldcg(src + 1);
-      val.z += w * dec_ldcg(src + 2);
-      val.w += w * dec_ldcg(src + 3);
+  // Each thread owns up to DEC_MERGE_OUT float4 outputs (16 rows x 32 float4 per item) and
+  // loads DEC_MERGE_OUT x DEC_MERGE_BATCH partial float4s before it adds any: one round trip
+  // per batch of splits (one query, 16 splits, 128 threads: four).
+  for (int e0 = threadIdx.x; e0 < DEC_ROWS * (DEC_D / 4); e0 += DEC_MERGE_OUT * blockDim.x) {
+    float4 val[DEC_MERGE_OUT];
+#pragma unroll
+    for (int j = 0; j < DEC_MERGE_OUT; ++j) val[j] = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int sp0 = 0; sp0 < nsplit; sp0 += DEC_MERGE_BATCH) {
+      float4 x[DEC_MERGE_OUT][DEC_MERGE_BATCH];
+#pragma unroll
+      for (int j = 0; j < DEC_MERGE_OUT; ++j)
+#pragma unroll
+        for (int b = 0; b < DEC_MERGE_BATCH; ++b) {
+          const int e = e0 + j * blockDim.x, r = e / (DEC_D / 4), sp = sp0 + b;
+          const bool on = e < DEC_ROWS * (DEC_D / 4) && r < it.rows && sp < nsplit;
+          x[j][b] = on ? dec_ldcg4(o_part + (sp * rows_total + row0 + r) * DEC_D + 4 * (e % (DEC_D / 4)))
+                       : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+#pragma unroll
+      for (int j = 0; j < DEC_MERGE_OUT; ++j)
+#pragma unroll
+        for (int b = 0; b < DEC_MERGE_BATCH; ++b) {
+          const int e = e0 + j * blockDim.x, r = (e / (DEC_D / 4)) % DEC_ROWS, sp = sp0 + b;
+          const float w = sp < nsplit ? ws[sp * DEC_ROWS + r] : 0.f;
+          val[j].x += w * x[j][b].x;
+          val[j].y += w * x[j][b].y;
+          val[j].z += w * x[j][b].z;
+          val[j].w += w * x[j][b].w;
+        }
     }
-    const float sum = wl[r];
-    const bool none = !(sum > 0.f);
-    const float inv = none ? 0.f : 1.f / sum;
-    *(float4*)(o + row * DEC_D + d) = make_float4(val.x * inv, val.y * inv, val.z * inv, val.w * inv);
-    if (d == 0) lse[row] = none ? dec_neg_inf() : wm[r] + logf(sum);
+#pragma unroll
+    for (int j = 0; j < DEC_MERGE_OUT; ++j) {
+      const int e = e0 + j * blockDim.x, r = e / (DEC_D / 4), d = 4 * (e % (DEC_D / 4));
+      if (e >= DEC_ROWS * (DEC_D / 4) || r >= it.rows) continue;
+      const long long row = row0 + r;
+      const float sum = wl[r];
+      const bool none = !(sum > 0.f);
+      const float inv = none ? 0.f : 1.f / sum;
+      *(float4*)(o + row * DEC_D + d) =
+          make_float4(val[j].x * inv, val[j].y * inv, val[j].z * inv, val[j].w * inv);
+      if (d == 0) lse[row] = none ? dec_neg_inf() : wm[r] + logf(sum);
+    }
   }
 }
 #else
