@@ -176,9 +176,13 @@ pub fn launch_plan(
             decode_plan(caps, switches, p.batch, p.q_len, p.hq, p.hkv, p.t, backward)?
         }
     };
+    // The staged plan is made (its switches checked) even where the decode kernel runs: a bad
+    // QSA_ATTN_NBUF / QSA_ATTN_SPLITS is an error on every shape, not only on prefill ones.
     let fwd_plan = match kernel {
-        AttnKernel::Staged if dec_plan.is_none() => Some(staged(caps, switches, p, false)?),
-        _ => None,
+        AttnKernel::Staged => {
+            Some(staged(caps, switches, p, false)?).filter(|_| dec_plan.is_none())
+        }
+        AttnKernel::Gather => None,
     };
     let waves = (GATHER_THREADS / props.warp_size.max(1)).max(1) as usize;
     if rows.div_ceil(waves) > MAX_GRID_X {
