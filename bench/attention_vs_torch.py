@@ -40,6 +40,8 @@ SWEEP_SPLITS = (1, 2, 4, 6, 8, 12, 16, 32)
 DEC_WARPS_STAGES = [(w, st) for w in (2, 4, 8) for st in (2, 3, 4)]
 DEC_SPLITS = (1, 2, 4, 8, 16, 32)
 DEC_MERGES = ("kernel", "launch")
+# sm_90's cluster merge: eight splits per item (the kernel's cluster size), over warps.
+DEC_CLUSTER = [{"QSA_ATTN_DEC_MERGE": "cluster", "QSA_ATTN_DEC_WARPS": w} for w in (2, 4, 8)]
 
 
 def shape_of(P):
@@ -104,7 +106,7 @@ def is_decode(plan):
 
 def dec_note(plan):
     """The decode launch's grid, block and shared bytes, and the merge, as the plan gives them."""
-    st = next(s for s in plan["call"] if "dec_fwd" in s.get("kernel", ""))
+    st = next(s for s in plan["call"] if "fwd" in s.get("kernel", ""))
     merge = " + combine launch" if any(s.get("kernel") == "qsa_attn_combine" for s in plan["call"]) else ""
     return f"{plan['dispatched']}: grid {st['grid'][0]}x{st['grid'][1]}, block {st['block'][0]}, " \
            f"{st['shared_bytes']} B shared{merge}"
@@ -116,6 +118,7 @@ def dec_sweep(qsa, shape, base):
     seen = [base["call"]]
     tries = [{"QSA_ATTN_DEC_WARPS": w, "QSA_ATTN_DEC_STAGES": st} for w, st in DEC_WARPS_STAGES]
     tries += [{"QSA_ATTN_DEC_SPLITS": n, "QSA_ATTN_DEC_MERGE": m} for n in DEC_SPLITS for m in DEC_MERGES]
+    tries += DEC_CLUSTER
     for sw in tries:
         try:
             p = qsa.plan(shape, sw=sw)
@@ -137,7 +140,8 @@ CHECK_DECODE = [("decode", {"QSA_ATTN_KERNEL": "decode"}),
                 ("decode warps=1 stages=1", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_WARPS": 1,
                                              "QSA_ATTN_DEC_STAGES": 1}),
                 ("decode warps=8 stages=2 split=2", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_WARPS": 8,
-                                                     "QSA_ATTN_DEC_STAGES": 2, "QSA_ATTN_DEC_SPLITS": 2})]
+                                                     "QSA_ATTN_DEC_STAGES": 2, "QSA_ATTN_DEC_SPLITS": 2}),
+                ("decode merge=cluster", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_MERGE": "cluster"})]
 DECODE = [("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 128, 8),
           ("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 64, 8),
           ("decode 1 q x 8 kv heads, 262K", 1, 1, 262144, 128, 8),

@@ -1507,3 +1507,10 @@ QSA_ATTN_INSTANCES(f16, F16)
 #include "common/attention_decode.h"
 QSA_ATTN_DECODE_INSTANCES(bf16, DecBf16)
 QSA_ATTN_DECODE_INSTANCES(f16, DecF16)
+// The cluster-merge decode kernels (sm_90; a NaN-writing stand-in elsewhere), same shape.
+// qsa:block 128 for qsa_attn_dec_cl_fwd_bf16
+// qsa:block 128 for qsa_attn_dec_cl_fwd_f16
+// qsa:dynamic_shared 34816 for qsa_attn_dec_cl_fwd_bf16
+// qsa:dynamic_shared 34816 for qsa_attn_dec_cl_fwd_f16
+QSA_ATTN_DECODE_CLUSTER_INSTANCES(bf16, DecBf16)
+QSA_ATTN_DECODE_CLUSTER_INSTANCES(f16, DecF16)

@@ -1,7 +1,8 @@
 //! The decode forward (`qsa_attn_dec_fwd_*`, kernels/common/attention_decode.h) emulated on
 //! sm_90 and sm_86 through the GPU host code (src/gpu/attention_decode.rs) under the race
 //! check's schedules, in every plan shape the sweep switches reach: one CTA per item, splits
-//! merged by the item's last CTA (a ticket) or by qsa_attn_combine, one warp with a one-stage
+//! merged by the item's last CTA (a ticket), by qsa_attn_combine or through a thread-block
+//! cluster's distributed shared memory (sm_90), one warp with a one-stage
 //! ring, eight warps, uneven splits. o and lse against FP64 (src/reference/attention.rs)
 //! within the mma limit (matrix.yaml gates.error_limits.attention.mma: 5e-5), on the edge
 //! distributions: -1 and out-of-range-causal ids, repeated ids, causal edges and the partial
@@ -44,7 +45,7 @@ fn rel_max(name: &str, got: &[f32], want: &[f64]) -> f64 {
 type Pairs = &'static [(&'static str, &'static str)];
 
 /// (label, switches, the dispatch name the plan must report).
-const PLANS: [(&str, Pairs, &str); 5] = [
+const PLANS: [(&str, Pairs, &str); 6] = [
     ("auto", &[], "decode"),
     (
         "split 3, combine launch",
@@ -77,6 +78,12 @@ const PLANS: [(&str, Pairs, &str); 5] = [
         &[("QSA_ATTN_DEC_SPLITS", "1"), ("QSA_ATTN_DEC_WARPS", "8")],
         "decode",
     ),
+    // sm_90 only; sm_86 has no clusters and falls back to the ticket merge.
+    (
+        "cluster merge",
+        &[("QSA_ATTN_DEC_MERGE", "cluster")],
+        "decode_cluster",
+    ),
 ];
 
 #[test]
@@ -95,6 +102,11 @@ fn decode_forward_matches_fp64_in_every_plan_shape() {
             let p = qsa::cases::attn_problem(m.seed, c, dist).unwrap();
             let want = attn_forward_f64(&p, None).unwrap();
             for (label, sw, name) in PLANS {
+                let name = if target == "sm_86" && name == "decode_cluster" {
+                    "decode_split"
+                } else {
+                    name
+                };
                 let what = format!("{target} {case}/{dist} {label}");
                 let run = race::check(
                     &caps,

@@ -46,6 +46,11 @@
 #define DEC_MAX_STAGES 4
 #define DEC_LO_SCALE 4096.f
 #define DEC_MAX_MERGE_SPLITS 128
+// `merge` argument values: partials only (a second launch merges), the last CTA's ticket,
+// the thread-block cluster (sm_90).
+#define DEC_MERGE_LAUNCH 0
+#define DEC_MERGE_TICKET 1
+#define DEC_MERGE_CLUSTER 2
 // The in-kernel merge's loads in flight per thread: outputs x splits (float4 each).
 #define DEC_MERGE_OUT 4
 #define DEC_MERGE_BATCH 4
@@ -72,7 +77,7 @@ struct DecF16 {
   static __device__ __forceinline__ float one(dec_u16 b) { return qsa_f16_to_f32(b); }
 };
 
-// The geometry of one work item, decoded from blockIdx.x.
+// The geometry of one work item, decoded from its index.
 struct DecItem {
   int b, i, g, chunk;
   int group;
@@ -80,11 +85,11 @@ struct DecItem {
   int rows;  // valid rows (query heads) of the chunk: min(16, group - 16 chunk)
 };
 
-QSA_DEVICE DecItem dec_item(int q_len, int kv_len, int hq, int hkv) {
+QSA_DEVICE DecItem dec_item(long long item, int q_len, int kv_len, int hq, int hkv) {
   DecItem it;
   it.group = hq / hkv;
   const int nchunk = (it.group + DEC_ROWS - 1) / DEC_ROWS;
-  long long x = blockIdx.x;
+  long long x = item;
   it.chunk = (int)(x % nchunk);
   x /= nchunk;
   it.g = (int)(x % hkv);
@@ -216,18 +221,57 @@ QSA_DEVICE void dec_load_q(const dec_u16* __restrict__ q, const DecItem& it, int
 // The CTA's merge area, over the rings after the loop: per warp m[16], l[16], O[16][128].
 #define DEC_MERGE_FLOATS (2 * DEC_ROWS + DEC_ROWS * DEC_D)
 
+// The cluster merge (sm_90): the item's splits are the CTAs of one cluster, each holding its
+// (o, lse) in shared memory at `cres`; after one cluster barrier rank r merges rows r, r + n,
+// ... reading every rank's rows through distributed shared memory (no global round trip, no
+// ticket), and a second barrier keeps every CTA's shared memory alive until all have read it.
+QSA_DEVICE void dec_cluster_merge(const float* cres, float* __restrict__ o, float* __restrict__ lse,
+                                  long long row0, int rows, int split, int nsplit) {
+#if defined(QSA_HAS_CLUSTERS)
+  qsa_cluster_sync();
+  for (int e = threadIdx.x; e < DEC_ROWS * DEC_D; e += blockDim.x) {
+    const int r = e / DEC_D, d = e % DEC_D;
+    if (r % nsplit != split || r >= rows) continue;
+    float M = dec_neg_inf();
+    for (int c = 0; c < nsplit; ++c) M = fmaxf(M, qsa_cluster_map(cres, c)[DEC_ROWS * DEC_D + r]);
+    float sum = 0.f, val = 0.f;
+    if (M != dec_neg_inf()) {
+      for (int c = 0; c < nsplit; ++c) {
+        const float* rc = qsa_cluster_map(cres, c);
+        const float w = expf(rc[DEC_ROWS * DEC_D + r] - M);  // -inf: 0
+        sum += w;
+        val += w * rc[r * DEC_D + d];
+      }
+    }
+    const bool none = !(sum > 0.f);
+    o[(row0 + r) * DEC_D + d] = none ? 0.f : val / sum;
+    if (d == 0) lse[row0 + r] = none ? dec_neg_inf() : M + logf(sum);
+  }
+  qsa_cluster_sync();
+#else
+  // No clusters on this target: the kernel exists (one symbol set for every target) but is
+  // never dispatched here; a launch writes NaN to the CTA's rows so a dispatch mistake fails.
+  (void)cres;
+  for (int e = threadIdx.x; e < DEC_ROWS * DEC_D; e += blockDim.x) {
+    const int r = e / DEC_D, d = e % DEC_D;
+    if (r % nsplit != split || r >= rows) continue;
+    o[(row0 + r) * DEC_D + d] = __uint_as_float(0x7fc00000u);
+    if (d == 0) lse[row0 + r] = __uint_as_float(0x7fc00000u);
+  }
+#endif
+}
+
 template <typename E>
 QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict__ k,
                         const dec_u16* __restrict__ v, const int* __restrict__ ids, float* __restrict__ o,
                         float* __restrict__ lse, float* __restrict__ o_part, float* __restrict__ lse_part,
                         unsigned* __restrict__ done, int batch, int q_len, int kv_len, int hq, int hkv, int t,
-                        float scale, int stages, int merge) {
+                        float scale, int stages, int merge, long long item, int split, int nsplit) {
   QSA_DYNAMIC_SHARED(smem_raw);
   __shared__ int last_flag;
   const int lane = qsa_lane(), warp = threadIdx.x / 32, nwarp = blockDim.x / 32;
   const int tg = lane / 4, tt = lane % 4;
-  const DecItem it = dec_item(q_len, kv_len, hq, hkv);
-  const int split = blockIdx.y, nsplit = gridDim.y;
+  const DecItem it = dec_item(item, q_len, kv_len, hq, hkv);
   const long long rows_total = (long long)batch * q_len * hq;
 
   // q's fragments first: their loads overlap the ids' round trip.
@@ -393,6 +437,10 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
   }
   QSA_SYNC();
   const float* all = (const float*)smem_raw;
+  // The CTA's (o, lse): final with one split; a partial in the combine layout; or, with the
+  // cluster merge, in shared memory after the warps' areas ([16][128] o, then [16] lse).
+  const bool in_cluster = merge == DEC_MERGE_CLUSTER;
+  float* cres = (float*)smem_raw + nwarp * DEC_MERGE_FLOATS;
   float* out_o = nsplit > 1 ? o_part + (long long)split * rows_total * DEC_D : o;
   float* out_l = nsplit > 1 ? lse_part + (long long)split * rows_total : lse;
   const long long row0 = ((long long)it.b * q_len + it.i) * hq + it.g * it.group + it.chunk * DEC_ROWS;
@@ -411,8 +459,17 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
       }
     }
     const bool none = !(sum > 0.f);
-    out_o[(row0 + r) * DEC_D + d] = none ? 0.f : val / sum;
-    if (d == 0) out_l[row0 + r] = none ? dec_neg_inf() : M + logf(sum);
+    if (in_cluster) {
+      cres[r * DEC_D + d] = none ? 0.f : val / sum;
+      if (d == 0) cres[DEC_ROWS * DEC_D + r] = none ? dec_neg_inf() : M + logf(sum);
+    } else {
+      out_o[(row0 + r) * DEC_D + d] = none ? 0.f : val / sum;
+      if (d == 0) out_l[row0 + r] = none ? dec_neg_inf() : M + logf(sum);
+    }
+  }
+  if (in_cluster) {
+    dec_cluster_merge(cres, o, lse, row0, it.rows, split, nsplit);
+    return;
   }
   if (nsplit == 1 || merge == 0) return;
 
@@ -421,9 +478,9 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
   __threadfence();
   QSA_SYNC();
   if (threadIdx.x == 0) {
-    const unsigned ticket = atomicAdd(&done[blockIdx.x], 1u);
+    const unsigned ticket = atomicAdd(&done[item], 1u);
     last_flag = ticket == (unsigned)nsplit - 1;
-    if (last_flag) done[blockIdx.x] = 0u;
+    if (last_flag) done[item] = 0u;
   }
   QSA_SYNC();
   if (!last_flag) return;
@@ -505,10 +562,10 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
                         const dec_u16* __restrict__ v, const int* __restrict__ ids, float* __restrict__ o,
                         float* __restrict__ lse, float* __restrict__ o_part, float* __restrict__ lse_part,
                         unsigned* __restrict__ done, int batch, int q_len, int kv_len, int hq, int hkv, int t,
-                        float scale, int stages, int merge) {
+                        float scale, int stages, int merge, long long item, int split, int nsplit) {
   (void)q, (void)k, (void)v, (void)ids, (void)o_part, (void)lse_part, (void)done, (void)batch, (void)t;
-  (void)scale, (void)stages, (void)merge;
-  const DecItem it = dec_item(q_len, kv_len, hq, hkv);
+  (void)scale, (void)stages, (void)merge, (void)split, (void)nsplit;
+  const DecItem it = dec_item(item, q_len, kv_len, hq, hkv);
   const long long row0 = ((long long)it.b * q_len + it.i) * hq + it.g * it.group + it.chunk * DEC_ROWS;
   for (int e = threadIdx.x; e < it.rows * DEC_D; e += blockDim.x) {
     o[row0 * DEC_D + e] = __uint_as_float(0x7fc00000u);
@@ -525,5 +582,25 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
                              int batch, int q_len, int kv_len, int hq, int hkv, int t, float scale,    \
                              int stages, int merge) {                                                  \
     dec_fwd<E>(q, k, v, ids, o, lse, o_part, lse_part, done, batch, q_len, kv_len, hq, hkv, t, scale,  \
-               stages, merge);                                                                         \
+               stages, merge, blockIdx.x, blockIdx.y, gridDim.y);                                      \
+  }
+
+// The cluster-merge kernel (sm_90): grid (items x DEC_CLUSTER), clusters of DEC_CLUSTER along x,
+// one split per CTA; shared memory also holds the CTA's (o, lse) after the warps' areas.
+#define DEC_CLUSTER 8
+#if defined(QSA_HAS_CLUSTERS)
+#define DEC_CLUSTER_ATTR QSA_CLUSTER_DIMS(DEC_CLUSTER)
+#define DEC_CLUSTER_RANK() qsa_cluster_rank()
+#else  // the NaN-writing stand-in (dec_cluster_merge)
+#define DEC_CLUSTER_ATTR
+#define DEC_CLUSTER_RANK() (blockIdx.x % DEC_CLUSTER)
+#endif
+#define QSA_ATTN_DECODE_CLUSTER_INSTANCES(SUF, E)                                                       \
+  QSA_KERNEL DEC_CLUSTER_ATTR void __launch_bounds__(256)                                               \
+      qsa_attn_dec_cl_fwd_##SUF(const dec_u16* q, const dec_u16* k, const dec_u16* v, const int* ids, \
+                                float* o, float* lse, int batch, int q_len, int kv_len, int hq,        \
+                                int hkv, int t, float scale, int stages) {                             \
+    dec_fwd<E>(q, k, v, ids, o, lse, nullptr, nullptr, nullptr, batch, q_len, kv_len, hq, hkv, t,     \
+               scale, stages, DEC_MERGE_CLUSTER, blockIdx.x / DEC_CLUSTER, DEC_CLUSTER_RANK(),        \
+               DEC_CLUSTER);                                                                           \
   }

@@ -33,7 +33,16 @@ pub enum DecMerge {
     Kernel,
     /// A second launch, qsa_attn_combine.
     Launch,
+    /// sm_90: the item's DEC_CLUSTER splits are one thread-block cluster and merge through
+    /// distributed shared memory (`qsa_attn_dec_cl_fwd_*`, grid items x DEC_CLUSTER).
+    Cluster,
 }
+
+/// CTAs of one cluster of the cluster-merge kernel (DEC_CLUSTER): its splits per item.
+pub const DEC_CLUSTER: usize = 8;
+/// Floats of one warp's merge area (DEC_MERGE_FLOATS) and of the cluster kernel's CTA result.
+const MERGE_FLOATS: usize = 2 * DEC_ROWS + DEC_ROWS * 128;
+const CTA_RESULT_FLOATS: usize = DEC_ROWS * 128 + DEC_ROWS;
 
 /// The decode kernel's launch plan for one shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -123,13 +132,12 @@ pub fn decode_plan(
         Some(n) => n,
         None => (sms / items.max(1)).clamp(1, max_units.div_ceil(warps).max(1)),
     };
-    // A ring deeper than a warp's units only costs resident CTAs (one query: one unit a warp).
-    let stages = if sw.get("QSA_ATTN_DEC_STAGES").is_some() {
-        stages
-    } else {
-        stages.min(max_units.div_ceil(nsplit).div_ceil(warps).max(1))
-    };
+    let clusters = caps.has(Feature::Clusters);
     let merge = match sw.get("QSA_ATTN_DEC_MERGE") {
+        // Forced where there are no clusters, it falls back to the ticket merge (as a forced
+        // top-k kernel falls back), so one sweep runs on every target.
+        Some("cluster") if clusters => DecMerge::Cluster,
+        Some("cluster") => DecMerge::Kernel,
         None if nsplit > DEC_MAX_MERGE_SPLITS => DecMerge::Launch,
         None => DecMerge::Kernel,
         Some("kernel") if nsplit > DEC_MAX_MERGE_SPLITS => {
@@ -142,10 +150,44 @@ pub fn decode_plan(
         Some("launch") => DecMerge::Launch,
         Some(v) => {
             return Err(BackendError::Input(format!(
-                "QSA_ATTN_DEC_MERGE={}: expected kernel or launch",
+                "QSA_ATTN_DEC_MERGE={}: expected kernel, launch or cluster",
                 crate::echo::value(v)
             )))
         }
+    };
+    if merge == DecMerge::Cluster && nsplit != DEC_CLUSTER {
+        if sw.get("QSA_ATTN_DEC_SPLITS").is_some() {
+            return Err(BackendError::Input(format!(
+                "QSA_ATTN_DEC_MERGE=cluster runs {DEC_CLUSTER} splits per item (the kernel's \
+                 cluster size), QSA_ATTN_DEC_SPLITS={nsplit} asked: drop it or set {DEC_CLUSTER}"
+            )));
+        }
+    }
+    let nsplit = if merge == DecMerge::Cluster {
+        DEC_CLUSTER
+    } else {
+        nsplit
+    };
+    // A ring deeper than a warp's units only costs resident CTAs (one query: one unit a warp).
+    let stages = if sw.get("QSA_ATTN_DEC_STAGES").is_some() {
+        stages
+    } else {
+        stages.min(max_units.div_ceil(nsplit).div_ceil(warps).max(1))
+    };
+    let ring = warps * stages * DEC_STAGE_BYTES;
+    let shared = if merge == DecMerge::Cluster {
+        // The CTA's own (o, lse) lies after the warps' merge areas.
+        let need = (warps * MERGE_FLOATS + CTA_RESULT_FLOATS) * 4;
+        if need.max(ring) > limit {
+            return Err(BackendError::Shape(format!(
+                "the cluster merge with {warps} warps needs {} bytes of shared memory, {} allows {limit}",
+                need.max(ring),
+                caps.name
+            )));
+        }
+        need.max(ring)
+    } else {
+        ring
     };
     Ok(Some(DecodePlan {
         items,
@@ -153,7 +195,7 @@ pub fn decode_plan(
         warps,
         stages,
         merge,
-        shared: (warps * stages * DEC_STAGE_BYTES) as u32,
+        shared: shared as u32,
     }))
 }
 
@@ -164,6 +206,7 @@ pub fn dispatch_name(plan: &DecodePlan) -> &'static str {
         (false, _) => "decode",
         (true, DecMerge::Kernel) => "decode_split",
         (true, DecMerge::Launch) => "decode_combine",
+        (_, DecMerge::Cluster) => "decode_cluster",
     }
 }
 
@@ -284,7 +327,32 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(e.contains("expected kernel or launch"), "{e}");
+        assert!(e.contains("expected kernel, launch or cluster"), "{e}");
+        // The cluster merge: sm_90 only (else the ticket merge), eight splits, the CTA result
+        // after the warps' areas (4 x 8320 + 8256 bytes over a one-stage ring of 34816).
+        let cl = sw(&[("QSA_ATTN_DEC_MERGE", "cluster")]);
+        let mut h200c = h200.clone();
+        h200c.features.push(Feature::Clusters);
+        let p = decode_plan(&h200c, &cl, 1, 1, 128, 8, 16, false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (p.merge, p.nsplit, p.stages, p.shared),
+            (DecMerge::Cluster, 8, 2, 69_632)
+        );
+        assert_eq!(dispatch_name(&p), "decode_cluster");
+        let p = decode_plan(&h200, &cl, 1, 1, 128, 8, 16, false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(p.merge, DecMerge::Kernel, "no clusters: the ticket merge");
+        let bad = sw(&[
+            ("QSA_ATTN_DEC_MERGE", "cluster"),
+            ("QSA_ATTN_DEC_SPLITS", "4"),
+        ]);
+        let e = decode_plan(&h200c, &bad, 1, 1, 128, 8, 16, false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("runs 8 splits"), "{e}");
         let e = decode_plan(
             &h200,
             &sw(&[("QSA_ATTN_DEC_WARPS", "0")]),

@@ -5,7 +5,7 @@
 use super::launch::{launch, LaunchPlan, PlanArg, Role, Step};
 use super::LaunchDims;
 use crate::backend::{BackendError, BackendResult};
-use crate::dispatch::attention_decode::{DecMerge, DecodePlan};
+use crate::dispatch::attention_decode::{DecMerge, DecodePlan, DEC_CLUSTER};
 use crate::problem::HEAD_DIM;
 
 const MAX_GRID_X: usize = i32::MAX as usize;
@@ -31,6 +31,28 @@ pub fn forward_steps(
             "decode grid {} x {} exceeds the launch limits",
             plan.items, plan.nsplit
         )));
+    }
+    if plan.merge == DecMerge::Cluster {
+        // One cluster of DEC_CLUSTER CTAs per item along x; no workspace, one launch.
+        let ctas = plan.items * DEC_CLUSTER;
+        if ctas > MAX_GRID_X {
+            return Err(BackendError::Shape(format!(
+                "decode cluster grid {ctas} exceeds the launch limit"
+            )));
+        }
+        let mut args = inputs.to_vec();
+        args.extend([o, lse]);
+        args.extend(dims);
+        args.push(PlanArg::I32(plan.stages as i32));
+        return Ok(vec![launch(
+            format!("qsa_attn_dec_cl_fwd_{sfx}"),
+            LaunchDims {
+                grid: (ctas as u32, 1, 1),
+                block: (32 * plan.warps as u32, 1, 1),
+                shared_bytes: plan.shared,
+            },
+            args,
+        )]);
     }
     let split = plan.nsplit > 1;
     let (o_part, lse_part) = if split {
