@@ -155,13 +155,14 @@ pub fn decode_plan(
             )))
         }
     };
-    if merge == DecMerge::Cluster && nsplit != DEC_CLUSTER {
-        if sw.get("QSA_ATTN_DEC_SPLITS").is_some() {
-            return Err(BackendError::Input(format!(
-                "QSA_ATTN_DEC_MERGE=cluster runs {DEC_CLUSTER} splits per item (the kernel's \
-                 cluster size), QSA_ATTN_DEC_SPLITS={nsplit} asked: drop it or set {DEC_CLUSTER}"
-            )));
-        }
+    if merge == DecMerge::Cluster
+        && nsplit != DEC_CLUSTER
+        && sw.get("QSA_ATTN_DEC_SPLITS").is_some()
+    {
+        return Err(BackendError::Input(format!(
+            "QSA_ATTN_DEC_MERGE=cluster runs {DEC_CLUSTER} splits per item (the kernel's \
+             cluster size), QSA_ATTN_DEC_SPLITS={nsplit} asked: drop it or set {DEC_CLUSTER}"
+        )));
     }
     let nsplit = if merge == DecMerge::Cluster {
         DEC_CLUSTER
