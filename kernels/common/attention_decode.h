@@ -52,8 +52,8 @@
 #define DEC_MERGE_TICKET 1
 #define DEC_MERGE_CLUSTER 2
 // The in-kernel merge's loads in flight per thread: outputs x splits (float4 each).
-#define DEC_MERGE_OUT 4
-#define DEC_MERGE_BATCH 4
+#define DEC_MERGE_OUT 2
+#define DEC_MERGE_BATCH 8
 
 typedef unsigned short dec_u16;
 
@@ -313,18 +313,26 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
     const dec_u16* ks = ring + (u % stages) * 2 * DEC_TILE;
     const dec_u16* vs = ks + DEC_TILE;
     // S = q K^T: sc[n][.] for keys 8 n + 2 tt (+1), rows tg / tg + 8.
-    float sc[2][4];
+    // Four independent accumulator chains (n-tile x even / odd k-step), summed after: with one
+    // or two warps per scheduler the mma latency of one 8-deep chain is the unit's critical path
+    // (H200, 2026-12-02: stages 2-4 all 34.8 us at 4 warps, 8 warps 27.1 us).
+    float sc[2][4], sc2[2][4];
 #pragma unroll
     for (int nn = 0; nn < 2; ++nn)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) sc[nn][e] = 0.f;
+      for (int e = 0; e < 4; ++e) sc[nn][e] = sc2[nn][e] = 0.f;
 #pragma unroll
-    for (int kk = 0; kk < 8; ++kk)
+    for (int kk = 0; kk < 8; kk += 2)
 #pragma unroll
       for (int nn = 0; nn < 2; ++nn) {
         const dec_u16* kp = ks + (8 * nn + tg) * DEC_STRIDE + kk * 16 + 2 * tt;
         dec_mma<E>(sc[nn], qa[kk], *(const unsigned*)kp, *(const unsigned*)(kp + 8));
+        dec_mma<E>(sc2[nn], qa[kk + 1], *(const unsigned*)(kp + 16), *(const unsigned*)(kp + 24));
       }
+#pragma unroll
+    for (int nn = 0; nn < 2; ++nn)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) sc[nn][e] += sc2[nn][e];
     // Mask, online softmax (row max over the quad), rescale.
     float alpha[2];
 #pragma unroll
@@ -444,27 +452,39 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
   float* out_o = nsplit > 1 ? o_part + (long long)split * rows_total * DEC_D : o;
   float* out_l = nsplit > 1 ? lse_part + (long long)split * rows_total : lse;
   const long long row0 = ((long long)it.b * q_len + it.i) * hq + it.g * it.group + it.chunk * DEC_ROWS;
+  // Per row, once: warp w's weight exp(m_w - M) / L over its own m slot (read only by this
+  // thread before the barrier), the row's lse in its l slot of warp 0.
+  if (threadIdx.x < DEC_ROWS) {
+    const int r = threadIdx.x;
+    float* a = (float*)smem_raw;
+    float M = dec_neg_inf();
+    for (int w = 0; w < nwarp; ++w) M = fmaxf(M, a[w * DEC_MERGE_FLOATS + r]);
+    float sum = 0.f;
+    for (int w = 0; w < nwarp; ++w) {
+      const float wt = M == dec_neg_inf() ? 0.f : expf(a[w * DEC_MERGE_FLOATS + r] - M);  // empty: 0
+      a[w * DEC_MERGE_FLOATS + r] = wt;
+      sum += wt * a[w * DEC_MERGE_FLOATS + DEC_ROWS + r];
+    }
+    const bool none = !(sum > 0.f);
+    for (int w = 0; w < nwarp; ++w) a[w * DEC_MERGE_FLOATS + r] = none ? 0.f : a[w * DEC_MERGE_FLOATS + r] / sum;
+    a[DEC_ROWS + r] = none ? dec_neg_inf() : M + logf(sum);  // warp 0's l slot, read below
+  }
+  QSA_SYNC();
   for (int e = threadIdx.x; e < DEC_ROWS * DEC_D; e += blockDim.x) {
     const int r = e / DEC_D, d = e % DEC_D;
     if (r >= it.rows) continue;
-    float M = dec_neg_inf();
-    for (int w = 0; w < nwarp; ++w) M = fmaxf(M, all[w * DEC_MERGE_FLOATS + r]);
-    float sum = 0.f, val = 0.f;
-    if (M != dec_neg_inf()) {
-      for (int w = 0; w < nwarp; ++w) {
-        const float* ws = all + w * DEC_MERGE_FLOATS;
-        const float wt = expf(ws[r] - M);  // an empty warp: m = -inf, weight 0
-        sum += wt * ws[DEC_ROWS + r];
-        val += wt * ws[2 * DEC_ROWS + r * DEC_D + d];
-      }
+    float val = 0.f;
+    for (int w = 0; w < nwarp; ++w) {
+      const float* ws = all + w * DEC_MERGE_FLOATS;
+      val += ws[r] * ws[2 * DEC_ROWS + r * DEC_D + d];
     }
-    const bool none = !(sum > 0.f);
+    const float L = all[DEC_ROWS + r];
     if (in_cluster) {
-      cres[r * DEC_D + d] = none ? 0.f : val / sum;
-      if (d == 0) cres[DEC_ROWS * DEC_D + r] = none ? dec_neg_inf() : M + logf(sum);
+      cres[r * DEC_D + d] = val;
+      if (d == 0) cres[DEC_ROWS * DEC_D + r] = L;
     } else {
-      out_o[(row0 + r) * DEC_D + d] = none ? 0.f : val / sum;
-      if (d == 0) out_l[row0 + r] = none ? dec_neg_inf() : M + logf(sum);
+      out_o[(row0 + r) * DEC_D + d] = val;
+      if (d == 0) out_l[row0 + r] = L;
     }
   }
   if (in_cluster) {
@@ -512,7 +532,7 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
   QSA_SYNC();
   // Each thread owns up to DEC_MERGE_OUT float4 outputs (16 rows x 32 float4 per item) and
   // loads DEC_MERGE_OUT x DEC_MERGE_BATCH partial float4s before it adds any: one round trip
-  // per batch of splits (one query, 16 splits, 128 threads: four).
+  // per batch of splits (one query, 8 splits, 256 threads: one).
   for (int e0 = threadIdx.x; e0 < DEC_ROWS * (DEC_D / 4); e0 += DEC_MERGE_OUT * blockDim.x) {
     float4 val[DEC_MERGE_OUT];
 #pragma unroll

@@ -19,9 +19,13 @@ const UNITS_PER_BLOCK: usize = 4;
 pub const DEC_MAX_MERGE_SPLITS: usize = 128;
 /// One id per lane: lists longer than a warp take the staged kernel.
 pub const DEC_MAX_T: usize = 32;
-/// Warps per CTA by default: four 8.5 KB streams per CTA, one CTA per SM at the 16-query shape
-/// (a guess to be swept on the H200: no measurement of this kernel exists yet).
-const DEFAULT_WARPS: usize = 4;
+/// Warps per CTA and ring stages by default. H200, 2026-12-02 03:20 UTC
+/// (`bench/attention_vs_torch.py --bench --decode-only`, /work/wt/results/attndec-1.md), 16
+/// queries x 8 KV heads at 262K, group 16: 4 warps 34.8-35.1 us whatever the stages (2-4), 8
+/// warps x 2 stages 27.1 us, 8 x 3 29.5 us; one query: 8 x 2 (8 splits) 15.1 us against 17.6
+/// at 4 warps. One warp per scheduler leaves each unit's dependent mma / shuffle chain exposed.
+const DEFAULT_WARPS: usize = 8;
+const DEFAULT_MAX_STAGES: usize = 2;
 /// The decode kernel takes shapes of at most this many work items per multiprocessor (beyond,
 /// the staged kernel's K/V reuse across query tokens should win). A guess, not a measurement.
 const MAX_ITEMS_PER_SM: usize = 4;
@@ -124,7 +128,7 @@ pub fn decode_plan(
                 caps.name
             )))
         }
-        None => fit,
+        None => fit.min(DEFAULT_MAX_STAGES),
     };
     // Spread small grids over the multiprocessors; each CTA keeps at least one unit per warp.
     let max_units = UNITS_PER_BLOCK * t;
@@ -243,20 +247,20 @@ mod tests {
     fn h200_decode_shapes_take_the_decode_kernel() {
         let h200 = caps("sm_90", 232_448, 132, true);
         let none = Switches::default();
-        // 16 queries x 8 KV heads, group 16: 128 items, one CTA each, 4 warps x 4 stages.
+        // 16 queries x 8 KV heads, group 16: 128 items, one CTA each, 8 warps x 2 stages.
         let p = decode_plan(&h200, &none, 1, 16, 128, 8, 16, false)
             .unwrap()
             .unwrap();
-        assert_eq!((p.items, p.nsplit, p.warps, p.stages), (128, 1, 4, 4));
+        assert_eq!((p.items, p.nsplit, p.warps, p.stages), (128, 1, 8, 2));
         assert_eq!(p.shared, 139_264);
         assert_eq!(dispatch_name(&p), "decode");
-        // One query: 8 items, 16 splits of one block (4 units over 4 warps, so a one-stage
+        // One query: 8 items, 8 splits of two blocks (8 units over 8 warps, so a one-stage
         // ring), merged in-kernel.
         let p = decode_plan(&h200, &none, 1, 1, 128, 8, 16, false)
             .unwrap()
             .unwrap();
-        assert_eq!((p.items, p.nsplit, p.merge), (8, 16, DecMerge::Kernel));
-        assert_eq!((p.stages, p.shared), (1, 34_816));
+        assert_eq!((p.items, p.nsplit, p.merge), (8, 8, DecMerge::Kernel));
+        assert_eq!((p.stages, p.shared), (1, 69_632));
         assert_eq!(dispatch_name(&p), "decode_split");
         // Prefill and the backward keep the staged kernel.
         assert!(decode_plan(&h200, &none, 4, 16384, 64, 4, 16, false)
@@ -287,12 +291,12 @@ mod tests {
         assert!(decode_plan(&gfx950, &none, 1, 1, 128, 8, 16, false)
             .unwrap()
             .is_none());
-        // sm_86's 99 KiB: two stages of four warps.
+        // sm_86's 99 KiB: one stage of eight warps.
         let sm86 = caps("sm_86", 101_376, 82, true);
         let p = decode_plan(&sm86, &none, 1, 16, 128, 8, 16, false)
             .unwrap()
             .unwrap();
-        assert_eq!((p.warps, p.stages, p.shared), (4, 2, 69_632));
+        assert_eq!((p.warps, p.stages, p.shared), (8, 1, 69_632));
     }
 
     #[test]
@@ -330,7 +334,7 @@ mod tests {
         .to_string();
         assert!(e.contains("expected kernel, launch or cluster"), "{e}");
         // The cluster merge: sm_90 only (else the ticket merge), eight splits, the CTA result
-        // after the warps' areas (4 x 8320 + 8256 bytes over a one-stage ring of 34816).
+        // after the warps' areas (8 x 8320 + 8256 bytes, over a one-stage ring of 69632).
         let cl = sw(&[("QSA_ATTN_DEC_MERGE", "cluster")]);
         let mut h200c = h200.clone();
         h200c.features.push(Feature::Clusters);
@@ -339,7 +343,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             (p.merge, p.nsplit, p.stages, p.shared),
-            (DecMerge::Cluster, 8, 2, 69_632)
+            (DecMerge::Cluster, 8, 1, 74_816)
         );
         assert_eq!(dispatch_name(&p), "decode_cluster");
         let p = decode_plan(&h200, &cl, 1, 1, 128, 8, 16, false)
