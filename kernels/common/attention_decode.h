@@ -24,8 +24,10 @@
 //     lo scaled by 2^12), the precision rule of the staged kernel's tc_pv;
 //   - the warps of a CTA merge (m, l, O) in shared memory (one barrier); with one split the
 //     CTA writes (o, lse); with several it writes a partial (o, lse) in qsa_attn_combine's
-//     layout and then either a second launch (qsa_attn_combine) merges, or (merge = 1) the
-//     item's last CTA to finish (ticket in `done`, reset by that CTA) merges in the kernel.
+//     layout and then either a second launch (qsa_attn_combine) merges (DEC_MERGE_LAUNCH), or
+//     the item's last CTA to finish (ticket in `done`, reset by that CTA) merges in the kernel
+//     (DEC_MERGE_TICKET); or (qsa_attn_dec_cl_fwd_*, sm_90) the item's 8 splits are one
+//     thread-block cluster and merge through distributed shared memory (DEC_MERGE_CLUSTER).
 // Preconditions the host checks (src/dispatch/attention_decode.rs): t <= 32 (one id per
 // lane), blockDim.x = 32 x warps, dynamic shared = warps x stages x DEC_STAGE_BYTES,
 // 1 <= stages <= 4, and with the in-kernel merge nsplit <= DEC_MAX_MERGE_SPLITS (its weight

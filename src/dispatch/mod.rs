@@ -127,7 +127,7 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
     ),
     (
         "QSA_ATTN_DEC_MERGE",
-        "kernel | launch: the decode attention splits merged by the last CTA or by qsa_attn_combine (qsa's switch)",
+        "kernel | launch | cluster: the decode attention splits merged by the last CTA, by qsa_attn_combine, or through an sm_90 cluster's shared memory (qsa's switch)",
     ),
     (
         "QSA_ATTN_NBUF",
