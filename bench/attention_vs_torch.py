@@ -42,6 +42,10 @@ DEC_SPLITS = (1, 2, 4, 8, 16, 32)
 DEC_MERGES = ("kernel", "launch")
 # sm_90's cluster merge: eight splits per item (the kernel's cluster size), over warps.
 DEC_CLUSTER = [{"QSA_ATTN_DEC_MERGE": "cluster", "QSA_ATTN_DEC_WARPS": w} for w in (2, 4, 8)]
+# Two 16-key units per softmax step (bf16), over warps x stages and with the cluster merge.
+DEC_PAIR = [{"QSA_ATTN_DEC_PAIR": 1, "QSA_ATTN_DEC_WARPS": w, "QSA_ATTN_DEC_STAGES": st}
+            for w, st in ((4, 2), (4, 4), (8, 2))] + \
+           [{"QSA_ATTN_DEC_PAIR": 1, "QSA_ATTN_DEC_MERGE": "cluster", "QSA_ATTN_DEC_WARPS": 8}]
 
 
 def shape_of(P):
@@ -119,6 +123,7 @@ def dec_sweep(qsa, shape, base):
     tries = [{"QSA_ATTN_DEC_WARPS": w, "QSA_ATTN_DEC_STAGES": st} for w, st in DEC_WARPS_STAGES]
     tries += [{"QSA_ATTN_DEC_SPLITS": n, "QSA_ATTN_DEC_MERGE": m} for n in DEC_SPLITS for m in DEC_MERGES]
     tries += DEC_CLUSTER
+    tries += DEC_PAIR
     for sw in tries:
         try:
             p = qsa.plan(shape, sw=sw)
@@ -141,7 +146,9 @@ CHECK_DECODE = [("decode", {"QSA_ATTN_KERNEL": "decode"}),
                                              "QSA_ATTN_DEC_STAGES": 1}),
                 ("decode warps=8 stages=2 split=2", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_WARPS": 8,
                                                      "QSA_ATTN_DEC_STAGES": 2, "QSA_ATTN_DEC_SPLITS": 2}),
-                ("decode merge=cluster", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_MERGE": "cluster"})]
+                ("decode merge=cluster", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_MERGE": "cluster"}),
+                ("decode pair=1 split=3", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_PAIR": 1,
+                                           "QSA_ATTN_DEC_SPLITS": 3})]
 DECODE = [("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 128, 8),
           ("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 64, 8),
           ("decode 1 q x 8 kv heads, 262K", 1, 1, 262144, 128, 8),

@@ -45,7 +45,7 @@ fn rel_max(name: &str, got: &[f32], want: &[f64]) -> f64 {
 type Pairs = &'static [(&'static str, &'static str)];
 
 /// (label, switches, the dispatch name the plan must report).
-const PLANS: [(&str, Pairs, &str); 6] = [
+const PLANS: [(&str, Pairs, &str); 8] = [
     ("auto", &[], "decode"),
     (
         "split 3, combine launch",
@@ -76,6 +76,25 @@ const PLANS: [(&str, Pairs, &str); 6] = [
     (
         "eight warps, no split",
         &[("QSA_ATTN_DEC_SPLITS", "1"), ("QSA_ATTN_DEC_WARPS", "8")],
+        "decode",
+    ),
+    (
+        "pairs of units, split 3",
+        &[
+            ("QSA_ATTN_DEC_PAIR", "1"),
+            ("QSA_ATTN_DEC_SPLITS", "3"),
+            ("QSA_ATTN_DEC_WARPS", "4"), // sm_86: 8 warps x 2 stages do not fit
+        ],
+        "decode_split",
+    ),
+    (
+        "pairs of units, one warp, three stages",
+        &[
+            ("QSA_ATTN_DEC_PAIR", "1"),
+            ("QSA_ATTN_DEC_SPLITS", "1"),
+            ("QSA_ATTN_DEC_WARPS", "1"),
+            ("QSA_ATTN_DEC_STAGES", "3"),
+        ],
         "decode",
     ),
     // sm_90 only; sm_86 has no clusters and falls back to the ticket merge.

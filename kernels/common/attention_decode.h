@@ -30,7 +30,7 @@
 //     thread-block cluster and merge through distributed shared memory (DEC_MERGE_CLUSTER).
 // Preconditions the host checks (src/dispatch/attention_decode.rs): t <= 32 (one id per
 // lane), blockDim.x = 32 x warps, dynamic shared = warps x stages x DEC_STAGE_BYTES,
-// 1 <= stages <= 4, and with the in-kernel merge nsplit <= DEC_MAX_MERGE_SPLITS (its weight
+// 1 <= stages <= 4 (2 <= stages with pair = 1: two units per step), and with the in-kernel merge nsplit <= DEC_MAX_MERGE_SPLITS (its weight
 // table, nsplit x 16 + 32 floats, lies over the smallest ring: 8704 bytes).
 #pragma once
 #include "portable.h"
@@ -220,6 +220,71 @@ QSA_DEVICE void dec_load_q(const dec_u16* __restrict__ q, const DecItem& it, int
         qa[ks][2 * hd + h] = ok[h] ? *(const unsigned*)(rowp[h] + ks * 16 + 8 * hd + 2 * tt) : 0u;
 }
 
+// S = q K^T for the 16 keys of a staged sub-tile: sc[n][.] for keys 8 n + 2 tt (+1), rows tg /
+// tg + 8. Four independent accumulator chains (n-tile x even / odd k-step), summed after: with
+// one or two warps per scheduler an 8-deep mma chain is the unit's critical path (H200,
+// 2026-12-02: stages 2-4 all 34.8 us at 4 warps, 8 warps 27.1 us).
+template <typename E>
+QSA_DEVICE void dec_qk(const unsigned (&qa)[8][4], const dec_u16* ks, int tg, int tt, float (&sc)[2][4]) {
+  float sc2[2][4];
+#pragma unroll
+  for (int nn = 0; nn < 2; ++nn)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) sc[nn][e] = sc2[nn][e] = 0.f;
+#pragma unroll
+  for (int kk = 0; kk < 8; kk += 2)
+#pragma unroll
+    for (int nn = 0; nn < 2; ++nn) {
+      const dec_u16* kp = ks + (8 * nn + tg) * DEC_STRIDE + kk * 16 + 2 * tt;
+      dec_mma<E>(sc[nn], qa[kk], *(const unsigned*)kp, *(const unsigned*)(kp + 8));
+      dec_mma<E>(sc2[nn], qa[kk + 1], *(const unsigned*)(kp + 16), *(const unsigned*)(kp + 24));
+    }
+#pragma unroll
+  for (int nn = 0; nn < 2; ++nn)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) sc[nn][e] += sc2[nn][e];
+}
+
+// O += P V for one sub-tile. P's A fragment is the scores' C layout: a0 (g, 2t) = n0 row g,
+// a1 (g + 8, 2t) = n0 row g + 8, a2 (g, 2t + 8) = n1 row g, a3 = n1 row g + 8; P is split into
+// 16-bit parts that sum back to it (bf16 hi + mid + lo; f16 hi + lo x 2^12 into acc_lo).
+template <typename E>
+QSA_DEVICE void dec_pv(const float (&p)[2][4], const dec_u16* vs, int lane, float (&acc)[16][4],
+                       float (&acc_lo)[16][4]) {
+  unsigned a0[4], a1[4], a2[4];
+#pragma unroll
+  for (int h4 = 0; h4 < 4; ++h4) {
+    const int nn = h4 >> 1, h = h4 & 1;
+    const float x = p[nn][2 * h], y = p[nn][2 * h + 1];
+    a0[h4] = dec_pack<E>(x, y);
+    const float r0 = x - E::lo(a0[h4]), r1 = y - E::hi(a0[h4]);
+    if (E::is_bf16) {
+      a1[h4] = dec_pack<E>(r0, r1);
+      a2[h4] = dec_pack<E>(r0 - E::lo(a1[h4]), r1 - E::hi(a1[h4]));
+    } else {
+      a1[h4] = dec_pack<E>(r0 * DEC_LO_SCALE, r1 * DEC_LO_SCALE);
+      a2[h4] = 0u;
+    }
+  }
+  const int vkey = (lane & 7) + ((lane >> 3) & 1) * 8;
+#pragma unroll
+  for (int jp = 0; jp < 8; ++jp) {
+    unsigned b0, b1, b2, b3;
+    qsa_ldmatrix_x4_trans(vs + vkey * DEC_STRIDE + 16 * jp + (lane >> 4) * 8, b0, b1, b2, b3);
+    dec_mma<E>(acc[2 * jp], a0, b0, b1);
+    dec_mma<E>(acc[2 * jp + 1], a0, b2, b3);
+    if (E::is_bf16) {
+      dec_mma<E>(acc[2 * jp], a1, b0, b1);
+      dec_mma<E>(acc[2 * jp + 1], a1, b2, b3);
+      dec_mma<E>(acc[2 * jp], a2, b0, b1);
+      dec_mma<E>(acc[2 * jp + 1], a2, b2, b3);
+    } else {
+      dec_mma<E>(acc_lo[2 * jp], a1, b0, b1);
+      dec_mma<E>(acc_lo[2 * jp + 1], a1, b2, b3);
+    }
+  }
+}
+
 // The CTA's merge area, over the rings after the loop: per warp m[16], l[16], O[16][128].
 #define DEC_MERGE_FLOATS (2 * DEC_ROWS + DEC_ROWS * DEC_D)
 
@@ -268,7 +333,7 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
                         const dec_u16* __restrict__ v, const int* __restrict__ ids, float* __restrict__ o,
                         float* __restrict__ lse, float* __restrict__ o_part, float* __restrict__ lse_part,
                         unsigned* __restrict__ done, int batch, int q_len, int kv_len, int hq, int hkv, int t,
-                        float scale, int stages, int merge, long long item, int split, int nsplit) {
+                        float scale, int stages, int pair, int merge, long long item, int split, int nsplit) {
   QSA_DYNAMIC_SHARED(smem_raw);
   __shared__ int last_flag;
   const int lane = qsa_lane(), warp = threadIdx.x / 32, nwarp = blockDim.x / 32;
@@ -308,34 +373,23 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
     if (s < n) dec_issue(ring + s * 2 * DEC_TILE, k, v, it, dec_unit_key(L, beg + s), kv_len, hkv);
     else qsa_cp_async_commit();
   }
-  for (int u = 0; u < n; ++u) {
+  // With `pair`, two units per iteration (32 keys, one softmax step): twice the independent
+  // mma chains per warp where one or two warps per scheduler leave latency exposed. bf16 only:
+  // f16's second accumulator set leaves no registers for it (ptxas spills), so f16 ignores it.
+  const bool pairs = pair && E::is_bf16;
+  const int step = pairs ? 2 : 1;
+  for (int u = 0; u < n; u += step) {
+    const bool two = pairs && u + 1 < n;
     const long long key0 = dec_unit_key(L, beg + u);
-    dec_wait(stages - 1);
+    const long long key1 = two ? dec_unit_key(L, beg + u + 1) : key0;
+    dec_wait(stages - step);
     QSA_SYNCWARP();
-    const dec_u16* ks = ring + (u % stages) * 2 * DEC_TILE;
-    const dec_u16* vs = ks + DEC_TILE;
-    // S = q K^T: sc[n][.] for keys 8 n + 2 tt (+1), rows tg / tg + 8.
-    // Four independent accumulator chains (n-tile x even / odd k-step), summed after: with one
-    // or two warps per scheduler the mma latency of one 8-deep chain is the unit's critical path
-    // (H200, 2026-12-02: stages 2-4 all 34.8 us at 4 warps, 8 warps 27.1 us).
-    float sc[2][4], sc2[2][4];
-#pragma unroll
-    for (int nn = 0; nn < 2; ++nn)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) sc[nn][e] = sc2[nn][e] = 0.f;
-#pragma unroll
-    for (int kk = 0; kk < 8; kk += 2)
-#pragma unroll
-      for (int nn = 0; nn < 2; ++nn) {
-        const dec_u16* kp = ks + (8 * nn + tg) * DEC_STRIDE + kk * 16 + 2 * tt;
-        dec_mma<E>(sc[nn], qa[kk], *(const unsigned*)kp, *(const unsigned*)(kp + 8));
-        dec_mma<E>(sc2[nn], qa[kk + 1], *(const unsigned*)(kp + 16), *(const unsigned*)(kp + 24));
-      }
-#pragma unroll
-    for (int nn = 0; nn < 2; ++nn)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) sc[nn][e] += sc2[nn][e];
-    // Mask, online softmax (row max over the quad), rescale.
+    const dec_u16* ks0 = ring + (u % stages) * 2 * DEC_TILE;
+    const dec_u16* ks1 = ring + ((u + 1) % stages) * 2 * DEC_TILE;
+    float sc[2][4], sd[2][4];
+    dec_qk<E>(qa, ks0, tg, tt, sc);
+    if (two) dec_qk<E>(qa, ks1, tg, tt, sd);
+    // Mask, online softmax (row max over the quad and both units), rescale.
     float alpha[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -344,10 +398,12 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
       for (int nn = 0; nn < 2; ++nn)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const long long key = key0 + 8 * nn + 2 * tt + e;
-          const float s = live[h] && key <= it.q_pos ? sc[nn][2 * h + e] * scale : dec_neg_inf();
-          sc[nn][2 * h + e] = s;
-          mx = fmaxf(mx, s);
+          const int off = 8 * nn + 2 * tt + e;
+          const float s0 = live[h] && key0 + off <= it.q_pos ? sc[nn][2 * h + e] * scale : dec_neg_inf();
+          const float s1 = two && live[h] && key1 + off <= it.q_pos ? sd[nn][2 * h + e] * scale : dec_neg_inf();
+          sc[nn][2 * h + e] = s0;
+          sd[nn][2 * h + e] = s1;
+          mx = fmaxf(mx, fmaxf(s0, s1));
         }
       mx = fmaxf(mx, qsa_shfl_xor(mx, 1));
       mx = fmaxf(mx, qsa_shfl_xor(mx, 2));
@@ -358,9 +414,11 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
       for (int nn = 0; nn < 2; ++nn)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const float p = m_new == dec_neg_inf() ? 0.f : expf(sc[nn][2 * h + e] - m_new);
-          sc[nn][2 * h + e] = p;
-          sum += p;
+          const float p0 = m_new == dec_neg_inf() ? 0.f : expf(sc[nn][2 * h + e] - m_new);
+          const float p1 = m_new == dec_neg_inf() ? 0.f : expf(sd[nn][2 * h + e] - m_new);
+          sc[nn][2 * h + e] = p0;
+          sd[nn][2 * h + e] = p1;
+          sum += p0 + p1;
         }
       l[h] = l[h] * alpha[h] + sum;
       m[h] = m_new;
@@ -376,45 +434,16 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
       acc_lo[j][2] *= alpha[1];
       acc_lo[j][3] *= alpha[1];
     }
-    // O += P V. P's A fragment is the scores' C layout: a0 (g, 2t) = n0 row g, a1 (g + 8, 2t)
-    // = n0 row g + 8, a2 (g, 2t + 8) = n1 row g, a3 = n1 row g + 8; split into parts.
-    unsigned a0[4], a1[4], a2[4];
-#pragma unroll
-    for (int h4 = 0; h4 < 4; ++h4) {
-      const int nn = h4 >> 1, h = h4 & 1;
-      const float x = sc[nn][2 * h], y = sc[nn][2 * h + 1];
-      a0[h4] = dec_pack<E>(x, y);
-      const float r0 = x - E::lo(a0[h4]), r1 = y - E::hi(a0[h4]);
-      if (E::is_bf16) {
-        a1[h4] = dec_pack<E>(r0, r1);
-        a2[h4] = dec_pack<E>(r0 - E::lo(a1[h4]), r1 - E::hi(a1[h4]));
+    dec_pv<E>(sc, ks0 + DEC_TILE, lane, acc, acc_lo);
+    if (two) dec_pv<E>(sd, ks1 + DEC_TILE, lane, acc, acc_lo);
+    QSA_SYNCWARP();  // every lane is done with these stages before they are refilled
+    for (int x = 0; x < step; ++x) {
+      const int w = u + x;
+      if (w < n && w + stages < n) {
+        dec_issue(ring + (w % stages) * 2 * DEC_TILE, k, v, it, dec_unit_key(L, beg + w + stages), kv_len, hkv);
       } else {
-        a1[h4] = dec_pack<E>(r0 * DEC_LO_SCALE, r1 * DEC_LO_SCALE);
-        a2[h4] = 0u;
+        qsa_cp_async_commit();
       }
-    }
-    const int vkey = (lane & 7) + ((lane >> 3) & 1) * 8;
-#pragma unroll
-    for (int jp = 0; jp < 8; ++jp) {
-      unsigned b0, b1, b2, b3;
-      qsa_ldmatrix_x4_trans(vs + vkey * DEC_STRIDE + 16 * jp + (lane >> 4) * 8, b0, b1, b2, b3);
-      dec_mma<E>(acc[2 * jp], a0, b0, b1);
-      dec_mma<E>(acc[2 * jp + 1], a0, b2, b3);
-      if (E::is_bf16) {
-        dec_mma<E>(acc[2 * jp], a1, b0, b1);
-        dec_mma<E>(acc[2 * jp + 1], a1, b2, b3);
-        dec_mma<E>(acc[2 * jp], a2, b0, b1);
-        dec_mma<E>(acc[2 * jp + 1], a2, b2, b3);
-      } else {
-        dec_mma<E>(acc_lo[2 * jp], a1, b0, b1);
-        dec_mma<E>(acc_lo[2 * jp + 1], a1, b2, b3);
-      }
-    }
-    QSA_SYNCWARP();  // every lane is done with this stage before it is refilled
-    if (u + stages < n) {
-      dec_issue(ring + (u % stages) * 2 * DEC_TILE, k, v, it, dec_unit_key(L, beg + u + stages), kv_len, hkv);
-    } else {
-      qsa_cp_async_commit();
     }
   }
   dec_wait(0);
@@ -584,9 +613,9 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
                         const dec_u16* __restrict__ v, const int* __restrict__ ids, float* __restrict__ o,
                         float* __restrict__ lse, float* __restrict__ o_part, float* __restrict__ lse_part,
                         unsigned* __restrict__ done, int batch, int q_len, int kv_len, int hq, int hkv, int t,
-                        float scale, int stages, int merge, long long item, int split, int nsplit) {
+                        float scale, int stages, int pair, int merge, long long item, int split, int nsplit) {
   (void)q, (void)k, (void)v, (void)ids, (void)o_part, (void)lse_part, (void)done, (void)batch, (void)t;
-  (void)scale, (void)stages, (void)merge, (void)split, (void)nsplit;
+  (void)scale, (void)stages, (void)pair, (void)merge, (void)split, (void)nsplit;
   const DecItem it = dec_item(item, q_len, kv_len, hq, hkv);
   const long long row0 = ((long long)it.b * q_len + it.i) * hq + it.g * it.group + it.chunk * DEC_ROWS;
   for (int e = threadIdx.x; e < it.rows * DEC_D; e += blockDim.x) {
@@ -602,9 +631,9 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
       qsa_attn_dec_fwd_##SUF(const dec_u16* q, const dec_u16* k, const dec_u16* v, const int* ids,    \
                              float* o, float* lse, float* o_part, float* lse_part, unsigned* done,     \
                              int batch, int q_len, int kv_len, int hq, int hkv, int t, float scale,    \
-                             int stages, int merge) {                                                  \
+                             int stages, int pair, int merge) {                                        \
     dec_fwd<E>(q, k, v, ids, o, lse, o_part, lse_part, done, batch, q_len, kv_len, hq, hkv, t, scale,  \
-               stages, merge, blockIdx.x, blockIdx.y, gridDim.y);                                      \
+               stages, pair, merge, blockIdx.x, blockIdx.y, gridDim.y);                                \
   }
 
 // The cluster-merge kernel (sm_90): grid (items x DEC_CLUSTER), clusters of DEC_CLUSTER along x,
@@ -621,8 +650,8 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
   QSA_KERNEL DEC_CLUSTER_ATTR void __launch_bounds__(256)                                               \
       qsa_attn_dec_cl_fwd_##SUF(const dec_u16* q, const dec_u16* k, const dec_u16* v, const int* ids, \
                                 float* o, float* lse, int batch, int q_len, int kv_len, int hq,        \
-                                int hkv, int t, float scale, int stages) {                             \
+                                int hkv, int t, float scale, int stages, int pair) {                   \
     dec_fwd<E>(q, k, v, ids, o, lse, nullptr, nullptr, nullptr, batch, q_len, kv_len, hq, hkv, t,     \
-               scale, stages, DEC_MERGE_CLUSTER, blockIdx.x / DEC_CLUSTER, DEC_CLUSTER_RANK(),        \
+               scale, stages, pair, DEC_MERGE_CLUSTER, blockIdx.x / DEC_CLUSTER, DEC_CLUSTER_RANK(),  \
                DEC_CLUSTER);                                                                           \
   }

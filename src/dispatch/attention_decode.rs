@@ -59,6 +59,8 @@ pub struct DecodePlan {
     pub warps: usize,
     /// cp.async ring stages per warp.
     pub stages: usize,
+    /// Two units (32 keys) per softmax step (bf16; the f16 kernel ignores it).
+    pub pair: bool,
     pub merge: DecMerge,
     /// Dynamic shared bytes: warps x stages x DEC_STAGE_BYTES.
     pub shared: u32,
@@ -179,6 +181,17 @@ pub fn decode_plan(
     } else {
         stages.min(max_units.div_ceil(nsplit).div_ceil(warps).max(1))
     };
+    // QSA_ATTN_DEC_PAIR=1: two units per step, which needs two ring stages (off by default:
+    // not yet measured).
+    let pair = number(sw, "QSA_ATTN_DEC_PAIR", 0, 1)? == Some(1);
+    let stages = if pair { stages.max(2) } else { stages };
+    if stages > fit.max(1) {
+        return Err(BackendError::Shape(format!(
+            "QSA_ATTN_DEC_PAIR=1 needs two ring stages: {} bytes of shared memory with {warps} warps, {} allows {limit}",
+            warps * stages * DEC_STAGE_BYTES,
+            caps.name
+        )));
+    }
     let ring = warps * stages * DEC_STAGE_BYTES;
     let shared = if merge == DecMerge::Cluster {
         // The CTA's own (o, lse) lies after the warps' merge areas.
@@ -199,6 +212,7 @@ pub fn decode_plan(
         nsplit,
         warps,
         stages,
+        pair,
         merge,
         shared: shared as u32,
     }))
@@ -316,6 +330,14 @@ mod tests {
             (8, 3, 2, DecMerge::Launch)
         );
         assert_eq!(dispatch_name(&p), "decode_combine");
+        assert!(!p.pair);
+        // Pairs of units: at least two stages.
+        let pr = sw(&[("QSA_ATTN_DEC_PAIR", "1"), ("QSA_ATTN_DEC_STAGES", "1")]);
+        let p = decode_plan(&h200, &pr, 1, 1, 128, 8, 16, false)
+            .unwrap()
+            .unwrap();
+        assert!(p.pair);
+        assert_eq!(p.stages, 2);
         let staged = sw(&[("QSA_ATTN_KERNEL", "staged")]);
         assert!(decode_plan(&h200, &staged, 1, 1, 128, 8, 16, false)
             .unwrap()

@@ -122,6 +122,10 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
         "1-4: cp.async ring stages per warp of the decode attention kernel (qsa's sweep switch)",
     ),
     (
+        "QSA_ATTN_DEC_PAIR",
+        "0 | 1: the decode attention kernel takes two 16-key units per softmax step (bf16; qsa's sweep switch)",
+    ),
+    (
         "QSA_ATTN_DEC_SPLITS",
         "N >= 1: CTAs per work item of the decode attention kernel (qsa's sweep switch)",
     ),
