@@ -144,6 +144,13 @@ pub fn decode_plan(
         // top-k kernel falls back), so one sweep runs on every target.
         Some("cluster") if clusters => DecMerge::Cluster,
         Some("cluster") => DecMerge::Kernel,
+        // Split items on sm_90 merge through a cluster: H200, 2026-12-02 03:47 UTC
+        // (/work/wt/results/attndec-2/bench/bench.md), one query x 8 KV heads at 262K: group 16
+        // 12.0 us against the ticket merge's 13.6, group 8 10.6 against 12.6.
+        // (Not where QSA_ATTN_DEC_SPLITS sets another split count.)
+        None if clusters && nsplit > 1 && sw.get("QSA_ATTN_DEC_SPLITS").is_none() => {
+            DecMerge::Cluster
+        }
         None if nsplit > DEC_MAX_MERGE_SPLITS => DecMerge::Launch,
         None => DecMerge::Kernel,
         Some("kernel") if nsplit > DEC_MAX_MERGE_SPLITS => {
