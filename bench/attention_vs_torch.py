@@ -6,12 +6,15 @@ fla's parallel_nsa (when fla-core imports), on the same inputs in one run.
 No Rust is needed, only the `qsa` binary of the same checkout: every launch (kernel, grid,
 block, shared bytes, splits, workspaces, arguments) is a plan of `qsa plan --json`, the code
 the Rust runner launches with (bench/qsa_plan.py); the kernels are loaded from the target's
-selection_attention.cubin with cupy. Variants are matrix.yaml's (auto = staged, gather);
-the staging depth and split sweeps set qsa's switches QSA_ATTN_NBUF and QSA_ATTN_SPLITS, the
-prefill forward's kernel and ring slots QSA_ATTN_FWD and QSA_ATTN_STAGES.
+selection_attention.cubin with cupy. Variants are matrix.yaml's (auto: the decode kernel on
+sm_80+ decode shapes, the ring forward on sm_90's prefill, else staged; gather); the staged
+kernel's staging depth and split sweeps set QSA_ATTN_KERNEL=staged with QSA_ATTN_NBUF and
+QSA_ATTN_SPLITS, the ring forward's QSA_ATTN_FWD / QSA_ATTN_STAGES / QSA_ATTN_RING_SLOT /
+QSA_ATTN_RING_PARTS, the decode kernel's QSA_ATTN_DEC_WARPS / _STAGES / _SPLITS / _MERGE.
+--decode-only skips the prefill case and the staged sweep; --prefill-only skips the decode cases.
 
     python3 bench/attention_vs_torch.py --qsa .h200/qsa --kernels build/kernels/sm_90 \
-        [--check] [--bench] [--out DIR]
+        [--check] [--bench] [--decode-only] [--out DIR]
     python3 bench/attention_vs_torch.py --qsa target/debug/qsa --plan-only   # no GPU: the launches, as JSON
 
 Writes check.md / bench.md (Markdown tables with date and device) under --out.
@@ -34,6 +37,18 @@ SWEEP_NBUF = (1, 2)
 SWEEP_SPLITS = (1, 2, 4, 6, 8, 12, 16, 32)
 SWEEP_RING = (("block", 2, 3), ("block", 3, 3), ("half", 4, 3), ("half", 5, 3), ("half", 6, 3),
               ("block", 2, 2), ("half", 4, 2), ("half", 5, 2))
+# The decode kernel's sweep, one factor group at a time around the dispatched plan: warps x ring
+# stages at its splits, then splits x merge at its warps and stages (plans that do not fit the
+# target's shared memory are refused by `qsa plan` and skipped).
+DEC_WARPS_STAGES = [(w, st) for w in (2, 4, 8) for st in (2, 3, 4)]
+DEC_SPLITS = (1, 2, 4, 8, 16, 32)
+DEC_MERGES = ("kernel", "launch")
+# sm_90's cluster merge: eight splits per item (the kernel's cluster size), over warps.
+DEC_CLUSTER = [{"QSA_ATTN_DEC_MERGE": "cluster", "QSA_ATTN_DEC_WARPS": w} for w in (2, 4, 8)]
+# Two 16-key units per softmax step (bf16), over warps x stages and with the cluster merge.
+DEC_PAIR = [{"QSA_ATTN_DEC_PAIR": 1, "QSA_ATTN_DEC_WARPS": w, "QSA_ATTN_DEC_STAGES": st}
+            for w, st in ((4, 2), (4, 4), (8, 2))] + \
+           [{"QSA_ATTN_DEC_PAIR": 1, "QSA_ATTN_DEC_MERGE": "cluster", "QSA_ATTN_DEC_WARPS": 8}]
 
 
 def shape_of(P):
@@ -47,8 +62,8 @@ class Qsa:
         self.launcher = launcher
 
     def plan(self, shape, backward=False, variant="auto", nbuf=None, nsplit=None, bwd=None, fwd=None,
-             stages=None, slot=None, parts=None):
-        sw = {}
+             stages=None, slot=None, parts=None, sw=None):
+        sw = dict(sw or {})
         if fwd is not None:
             sw["QSA_ATTN_FWD"] = fwd  # staged | ring: the forward's kernel
         if stages is not None:
@@ -87,13 +102,16 @@ def staged_note(plan):
     return f"{name} grid {st['grid'][0]}x{st['grid'][1]}, {st['shared_bytes']} B shared"
 
 
+STAGED = {"QSA_ATTN_KERNEL": "staged"}
+
+
 def sweep(qsa, shape, base, backward=False, splits=True):
-    """(label, plan) of the staging-depth (and split) sweep around `base`: the plans whose
-    launches differ from it."""
+    """(label, plan) of the staged kernel's staging-depth (and split) sweep around `base`: the
+    plans whose launches differ from it."""
     seen = [base["call"]]
     for nb in SWEEP_NBUF:
         for ns in (SWEEP_SPLITS if splits else (None,)):
-            p = qsa.plan(shape, backward, nbuf=nb, nsplit=ns, fwd="staged")
+            p = qsa.plan(shape, backward, nbuf=nb, nsplit=ns, fwd="staged", sw=STAGED)
             if p["call"] not in seen:
                 seen.append(p["call"])
                 yield f"nbuf={nb}" + (f" split={ns}" if ns is not None else ""), p
@@ -120,6 +138,51 @@ CHECK_VARIANTS = [("gather", "gather", {}), ("staged", "auto", {}), ("staged nbu
 # double-buffered K / V (QSA_ATTN_NBUF=2) where there is one.
 BWD_VARIANTS = [("", {}), (" atomic", {"bwd": "atomic"}), (" kv", {"bwd": "kv"}), (" kvdq", {"bwd": "kvdq"}),
                 (" atomic nbuf=2", {"bwd": "atomic", "nbuf": 2}), (" kv nbuf=2", {"bwd": "kv", "nbuf": 2})]
+
+
+def is_decode(plan):
+    return plan["dispatched"].startswith("decode")
+
+
+def dec_note(plan):
+    """The decode launch's grid, block and shared bytes, and the merge, as the plan gives them."""
+    st = next(s for s in plan["call"] if "fwd" in s.get("kernel", ""))
+    merge = " + combine launch" if any(s.get("kernel") == "qsa_attn_combine" for s in plan["call"]) else ""
+    return f"{plan['dispatched']}: grid {st['grid'][0]}x{st['grid'][1]}, block {st['block'][0]}, " \
+           f"{st['shared_bytes']} B shared{merge}"
+
+
+def dec_sweep(qsa, shape, base):
+    """(label, plan) of the decode kernel's sweep around `base` (a decode plan): the plans
+    whose launches differ from it and from each other."""
+    seen = [base["call"]]
+    tries = [{"QSA_ATTN_DEC_WARPS": w, "QSA_ATTN_DEC_STAGES": st} for w, st in DEC_WARPS_STAGES]
+    tries += [{"QSA_ATTN_DEC_SPLITS": n, "QSA_ATTN_DEC_MERGE": m} for n in DEC_SPLITS for m in DEC_MERGES]
+    tries += DEC_CLUSTER
+    tries += DEC_PAIR
+    for sw in tries:
+        try:
+            p = qsa.plan(shape, sw=sw)
+        except qsa_plan.PlanError:  # e.g. a ring that does not fit this target's shared memory
+            continue
+        if is_decode(p) and p["call"] not in seen:
+            seen.append(p["call"])
+            yield " ".join(f"{k.removeprefix('QSA_ATTN_DEC_').lower()}={v}" for k, v in sw.items()), p
+
+
+# Forward-only checks of the decode kernel (forced on every check shape; the backward's own
+# forward stays staged): its in-kernel and second-launch merges, and few / many warps.
+CHECK_DECODE = [("decode", {"QSA_ATTN_KERNEL": "decode"}),
+                ("decode split=3 merge=kernel", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_SPLITS": 3}),
+                ("decode split=3 merge=launch", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_SPLITS": 3,
+                                                 "QSA_ATTN_DEC_MERGE": "launch"}),
+                ("decode warps=1 stages=1", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_WARPS": 1,
+                                             "QSA_ATTN_DEC_STAGES": 1}),
+                ("decode warps=8 stages=2 split=2", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_WARPS": 8,
+                                                     "QSA_ATTN_DEC_STAGES": 2, "QSA_ATTN_DEC_SPLITS": 2}),
+                ("decode merge=cluster", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_MERGE": "cluster"}),
+                ("decode pair=1 split=3", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_PAIR": 1,
+                                           "QSA_ATTN_DEC_SPLITS": 3})]
 DECODE = [("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 128, 8),
           ("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 64, 8),
           ("decode 1 q x 8 kv heads, 262K", 1, 1, 262144, 128, 8),
@@ -132,21 +195,35 @@ def bench_shape(B, Tq, Tk, hq, hkv):
     return dict(batch=B, q_len=Tq, kv_len=Tk, hq=hq, hkv=hkv, t=16, dtype="bf16", scale=repr(SCALE))
 
 
-def planned(qsa, check=True, bench=True):
+def planned(qsa, check=True, bench=True, decode_only=False):
     """(label, plan) of every call this script launches."""
     if check:
         for name, B, Tq, Tk, hq, hkv, t, dt in CHECK_CASES:
             shape = dict(batch=B, q_len=Tq, kv_len=Tk, hq=hq, hkv=hkv, t=t, dtype=dt, scale=repr(SCALE))
             for vname, variant, kw in CHECK_VARIANTS:
                 yield f"check {name} {vname} bwd", qsa.plan(shape, True, variant, **kw)
+            for vname, sw in CHECK_DECODE:
+                p = qsa.plan(shape, sw=sw)
+                if is_decode(p):
+                    yield f"check {name} {vname} fwd", p
     if bench:
         for case, B, Tq, Tk, hq, hkv in DECODE:
             shape = bench_shape(B, Tq, Tk, hq, hkv)
             base = qsa.plan(shape)
-            yield f"{case} g{hq // hkv} staged", base
+            yield f"{case} g{hq // hkv} {base['dispatched']}", base
             yield f"{case} g{hq // hkv} gather", qsa.plan(shape, variant="gather")
-            for label, p in sweep(qsa, shape, base):
+            staged = qsa.plan(shape, sw=STAGED)
+            if staged["call"] != base["call"]:
+                yield f"{case} g{hq // hkv} staged", staged
+            if is_decode(base):
+                for label, p in dec_sweep(qsa, shape, base):
+                    yield f"{case} g{hq // hkv} decode {label}", p
+            if decode_only:
+                continue
+            for label, p in sweep(qsa, shape, staged):
                 yield f"{case} g{hq // hkv} staged {label}", p
+        if decode_only:
+            return
         case, B, Tq, Tk, hq, hkv = PREFILL
         shape = bench_shape(B, Tq, Tk, hq, hkv)
         base = qsa.plan(shape)
@@ -297,6 +374,26 @@ def run_check(qsa, out):
             f = lambda n: f"{r[n][0]:.2e} / {r[n][1]:.2e}"
             lines.append(f"| {name} | {dt} | {vname} | {f('o')} | {r['lse'][0]:.2e} | {f('dq')} | {f('dk')} | "
                          f"{f('dv')} | {', '.join(f'{x:.2f}' for x in ratios)} | {'pass' if gate else 'FAIL'} |")
+        # The decode forward (forced on this shape where built): o and lse, same gate.
+        for vname, sw in CHECK_DECODE:
+            plan = qsa.plan(shape, sw=sw)
+            if not is_decode(plan):
+                continue
+            o = torch.full((rows * D,), float("nan"), device="cuda")
+            lse = torch.full((rows,), float("nan"), device="cuda")
+            call = qsa.fwd(P, o, lse, plan)
+            call.setup()
+            call()
+            call()  # twice: the in-kernel merge's tickets must be reset by the first call
+            torch.cuda.synchronize()
+            eo, el = err(o, R["o"]), err(lse, R["lse"])
+            gm = res["gather"]["o"][0]
+            gate = eo[0] <= 4 * gm + floor and eo[2] and el[2] and math.isfinite(eo[0])
+            ok_all &= gate
+            lines.append(f"| {name} | {dt} | {vname} fwd ({dec_note(plan)}) | {eo[0]:.2e} / {eo[1]:.2e} | "
+                         f"{el[0]:.2e} | - | - | - | {eo[0] / gm if gm > 0 else 1.0:.2f} | "
+                         f"{'pass' if gate else 'FAIL'} |")
+            del call
         del P, R
     text = "\n".join(lines)
     print(text)
@@ -407,7 +504,7 @@ def torch_index(P):
     return idx, vis.reshape(N, 1, 1, -1)
 
 
-def run_bench(qsa, out, fla, decode=True):
+def run_bench(qsa, out, fla, decode=True, decode_only=False):
     rows_md = ["| case | GQA group | kernel | median ms | min ms | max ms | vs torch | vs fla | note |",
                "|---|---|---|---|---|---|---|---|---|"]
     hbm_ceiling = 4.3e12
@@ -432,7 +529,9 @@ def run_bench(qsa, out, fla, decode=True):
         o = torch.empty(rows * D, device="cuda")
         lse = torch.empty(rows, device="cuda")
         shape = bench_shape(B, Tq, Tk, hq, hkv)
-        plan = qsa.plan(shape)
+        plan = qsa.plan(shape)  # auto: the decode kernel where built, else staged
+        auto_name = plan["dispatched"]
+        auto_note = dec_note(plan) if is_decode(plan) else staged_note(plan)
         staged = qsa.fwd(P, o, lse, plan)
         staged.setup()
         gather = qsa.fwd(P, o, lse, qsa.plan(shape, variant="gather"))
@@ -446,16 +545,34 @@ def run_bench(qsa, out, fla, decode=True):
         ts = time_graph(staged)
         staged()
         by = Tq * hkv * 16 * BLK * D * 2 * 2
-        add(case, G, "qsa staged fwd", ts, tt[0],
-            note=f"{staged_note(plan)}; K/V {by / 1e6:.0f} MB = "
+        add(case, G, f"qsa {auto_name} fwd (auto)", ts, tt[0],
+            note=f"{auto_note}; K/V {by / 1e6:.0f} MB = "
                  f"{by / hbm_ceiling * 1e3:.4f} ms at 4.3 TB/s; |o - torch| {(o - o_t).abs().max().item():.1e}")
         tc = time_graph(staged, cold=True)
-        add(case, G, "qsa staged fwd, L2 cold", tc, note="256 MB write before each call, its time subtracted")
+        add(case, G, f"qsa {auto_name} fwd, L2 cold", tc, note="256 MB write before each call, its time subtracted")
         tcg = time_graph(lambda: torch_sel_attn(P, idx, mask), cold=True)
         add(case, G, "torch gather+sdpa, L2 cold", tcg)
+        splan = qsa.plan(shape, sw=STAGED)
+        if splan["call"] != plan["call"]:
+            c = qsa.fwd(P, o, lse, splan)
+            c.setup()
+            add(case, G, "qsa staged fwd (forced)", time_graph(c), tt[0], note=staged_note(splan))
+            del c
+        # The decode kernel's sweep (warps x ring stages, splits x merge), each checked
+        # against torch after its timing.
+        if is_decode(plan):
+            for label, p in dec_sweep(qsa, shape, plan):
+                c = qsa.fwd(P, o, lse, p)
+                c.setup()
+                tm = time_graph(c)
+                o.fill_(float("nan"))
+                c()
+                d = (o - o_t).abs().max().item()
+                add(case, G, f"qsa decode fwd {label}", tm, tt[0], note=f"{dec_note(p)}; |o - torch| {d:.1e}")
+                del c
         # Staging depth and split sweep: decode is latency / occupancy bound, and the best
         # split moves with the per-block cost (tensor cores vs FP32).
-        for label, p in sweep(qsa, shape, plan):
+        for label, p in ([] if decode_only else sweep(qsa, shape, splan)):
             c = qsa.fwd(P, o, lse, p)
             c.setup()
             add(case, G, f"qsa staged fwd {label}", time_graph(c), tt[0], note=staged_note(p))
@@ -463,6 +580,8 @@ def run_bench(qsa, out, fla, decode=True):
         del P, idx, mask, staged, gather
     kv_cache.clear()
     torch.cuda.empty_cache()
+    if decode_only:
+        return "\n".join(rows_md)
 
     # Prefill: B=4, T=16K, 64 q heads, 4 kv heads (group 16), 16 blocks.
     case = PREFILL[0]
@@ -550,13 +669,15 @@ def main():
     ap.add_argument("--bench", action="store_true")
     ap.add_argument("--prefill-only", action="store_true",
                     help="--bench runs the prefill case only (no decode cases or sweeps)")
+    ap.add_argument("--decode-only", action="store_true",
+                    help="bench: the decode shapes only, without the staged kernel's sweep (a short run)")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     qsa_plan.add_plan_args(ap)
     a = ap.parse_args()
     planner = qsa_plan.Planner(a.qsa, a.target, a.matrix)
     if a.plan_only:
-        return qsa_plan.plan_only(planned(Qsa(planner, None), a.check or not a.bench, a.bench or not a.check),
-                                  sys.stdout)
+        return qsa_plan.plan_only(planned(Qsa(planner, None), a.check or not a.bench, a.bench or not a.check,
+                                          a.decode_only), sys.stdout)
     global torch
     import torch
 
@@ -578,7 +699,7 @@ def main():
         except Exception as e:
             print("fla does not import:", repr(e), flush=True)
             fla_mod = None
-        text = run_bench(qsa, a.out, fla_mod, decode=not a.prefill_only)
+        text = run_bench(qsa, a.out, fla_mod, decode=not a.prefill_only, decode_only=a.decode_only)
         with open(os.path.join(a.out, "bench.md"), "w") as f:
             f.write(f"# selection attention benchmark ({head})\n\n"
                     f"`python3 bench/attention_vs_torch.py --bench`; medians of CUDA-event timings after warm-up; "

@@ -76,7 +76,15 @@ pub fn predicted_kernel(
                 return Ok("gather".into());
             }
             let s = case.attention.as_ref().expect("family");
+            let decode = crate::dispatch::attention_decode::decode_plan(
+                &caps, &sw, s.batch, s.q_len, s.hq, s.hkv, s.t, backward,
+            )
+            .map_err(|e| e.to_string())?;
             Ok(match attention::choose(&caps, &sw) {
+                attention::AttnKernel::Staged if decode.is_some() => {
+                    crate::dispatch::attention_decode::dispatch_name(&decode.expect("checked"))
+                        .into()
+                }
                 attention::AttnKernel::Staged => {
                     let plan = attention::staged_plan_for(
                         &caps, &sw, s.batch, s.q_len, s.hq, s.hkv, s.t, backward,

@@ -6,6 +6,7 @@
 //! computed on any machine, and the GPU host code calls the very same functions.
 
 pub mod attention;
+pub mod attention_decode;
 pub mod scores;
 pub mod topk;
 
@@ -133,7 +134,27 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
     ),
     (
         "QSA_ATTN_KERNEL",
-        "gather | staged: force one selection-attention kernel (qsa's switch)",
+        "gather | staged | decode: force one selection-attention kernel (qsa's switch; decode where built, sm_80+ NVIDIA, else staged)",
+    ),
+    (
+        "QSA_ATTN_DEC_WARPS",
+        "1-8: warps per CTA of the decode attention kernel (qsa's sweep switch)",
+    ),
+    (
+        "QSA_ATTN_DEC_STAGES",
+        "1-4: cp.async ring stages per warp of the decode attention kernel (qsa's sweep switch)",
+    ),
+    (
+        "QSA_ATTN_DEC_PAIR",
+        "0 | 1: the decode attention kernel takes two 16-key units per softmax step (bf16; qsa's sweep switch)",
+    ),
+    (
+        "QSA_ATTN_DEC_SPLITS",
+        "N >= 1: CTAs per work item of the decode attention kernel (qsa's sweep switch)",
+    ),
+    (
+        "QSA_ATTN_DEC_MERGE",
+        "kernel | launch | cluster: the decode attention splits merged by the last CTA, by qsa_attn_combine, or through an sm_90 cluster's shared memory (qsa's switch)",
     ),
     (
         "QSA_ATTN_NBUF",

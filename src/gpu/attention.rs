@@ -2,6 +2,7 @@
 //! (see gpu/mod.rs and gpu/launch.rs). Launch rules mirror kernels/selection_attention.cu;
 //! bench/attention_vs_torch.py takes them from here through `qsa plan`.
 
+use super::attention_decode::forward_steps;
 use super::launch::{launch, LaunchPlan, PlanArg, PlannedCall, Role, Step};
 use super::{as_bytes, Family, GpuApi, GpuProps, LaunchDims};
 use crate::backend::{BackendError, BackendResult, Prepared};
@@ -9,6 +10,7 @@ use crate::dispatch::attention::{
     choose, choose_backward, choose_forward, kv_bwd_shared_bytes, staged_plan_for, AttnKernel,
     BwdPath, FwdPath, StagedPlan, GATHER_THREADS, KV_BWD_THREADS, STAGED_THREADS,
 };
+use crate::dispatch::attention_decode::{decode_plan, dispatch_name};
 use crate::dispatch::{Switches, TargetCaps};
 use crate::problem::{
     AttnBackward, AttnDtype, AttnForward, AttnProblem, Output, ATTN_BLOCK, HEAD_DIM,
@@ -167,9 +169,20 @@ pub fn launch_plan(
     validate_shape(p)?;
     let kernel = choose(caps, switches);
     let rows = p.batch * p.q_len * p.hq;
-    let fwd_plan = match kernel {
+    // Decode shapes on sm_80+ NVIDIA take the decode kernel (src/dispatch/attention_decode.rs).
+    let dec_plan = match kernel {
         AttnKernel::Gather => None,
-        AttnKernel::Staged => Some(staged(caps, switches, p, false)?),
+        AttnKernel::Staged => {
+            decode_plan(caps, switches, p.batch, p.q_len, p.hq, p.hkv, p.t, backward)?
+        }
+    };
+    // The staged plan is made (its switches checked) even where the decode kernel runs: a bad
+    // QSA_ATTN_NBUF / QSA_ATTN_SPLITS is an error on every shape, not only on prefill ones.
+    let fwd_plan = match kernel {
+        AttnKernel::Staged => {
+            Some(staged(caps, switches, p, false)?).filter(|_| dec_plan.is_none())
+        }
+        AttnKernel::Gather => None,
     };
     let fwd_path = match &fwd_plan {
         Some(plan) => choose_forward(caps, switches, plan, p.t)?,
@@ -192,6 +205,7 @@ pub fn launch_plan(
     };
     let dispatched = match (kernel, &fwd_plan, bwd_path) {
         (_, _, Some(path)) => path.name(),
+        _ if dec_plan.is_some() => dec_plan.as_ref().map_or("decode", dispatch_name),
         (AttnKernel::Staged, Some(plan), _) => fwd_path.name(plan.nsplit > 1),
         (k, _, _) => k.name(),
     };
@@ -221,6 +235,10 @@ pub fn launch_plan(
     let sfx = p.dtype.name();
     let mut forward = Vec::new();
     match &fwd_plan {
+        None if dec_plan.is_some() => {
+            let plan = dec_plan.as_ref().expect("checked");
+            forward = forward_steps(&mut lp, plan, [q, k, v, ids], o, lse, rows, dims, sfx)?;
+        }
         None => {
             let mut args = vec![q, k, v, ids, o, lse];
             args.extend(dims);

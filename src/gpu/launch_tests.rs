@@ -227,7 +227,8 @@ fn the_runner_launches_exactly_the_plan() {
     };
     let shape = crate::gpu::attention::AttnCall::of(&attn);
     for backward in [false, true] {
-        let sw = switches(&[("QSA_ATTN_SPLITS", "3")]);
+        // The staged kernel forced: sm_80+ decode shapes take the decode kernel otherwise.
+        let sw = switches(&[("QSA_ATTN_SPLITS", "3"), ("QSA_ATTN_KERNEL", "staged")]);
         let problem = if backward {
             Problem::AttnBackward(attn.clone())
         } else {
@@ -241,6 +242,31 @@ fn the_runner_launches_exactly_the_plan() {
                 .iter()
                 .chain(&plan.call)
                 .any(|s| matches!(s, Step::Launch { kernel, .. } if kernel == "qsa_attn_combine")));
+            plan
+        });
+    }
+    // The decode forward: splits merged in-kernel (a zeroed ticket workspace in the setup) and
+    // by qsa_attn_combine.
+    for (merge, combine) in [("kernel", false), ("launch", true)] {
+        let sw = switches(&[("QSA_ATTN_DEC_SPLITS", "3"), ("QSA_ATTN_DEC_MERGE", merge)]);
+        check(Problem::AttnForward(attn.clone()), sw.clone(), |props| {
+            let plan =
+                crate::gpu::attention::launch_plan(&caps, props, &sw, &shape, false).unwrap();
+            let has = |k: &str| {
+                plan.call
+                    .iter()
+                    .any(|s| matches!(s, Step::Launch { kernel, .. } if kernel == k))
+            };
+            assert!(has("qsa_attn_dec_fwd_bf16"), "{merge}: {:?}", plan.call);
+            assert_eq!(has("qsa_attn_combine"), combine, "{merge}: {:?}", plan.call);
+            assert_eq!(
+                plan.setup
+                    .iter()
+                    .any(|s| matches!(s, Step::Zero { buffer: "done" })),
+                !combine,
+                "{merge}: {:?}",
+                plan.setup
+            );
             plan
         });
     }

@@ -103,6 +103,7 @@ pub fn as_bytes_mut<T: Copy>(v: &mut [T]) -> &mut [u8] {
 }
 
 pub mod attention;
+pub mod attention_decode;
 pub mod backend;
 pub mod launch;
 pub mod scores;

@@ -1,0 +1,435 @@
+//! Selection-attention decode dispatch: when the forward takes `qsa_attn_dec_fwd_*`
+//! (kernels/common/attention_decode.h) instead of the staged kernel, and its launch plan
+//! (warps per CTA, cp.async ring depth, splits per work item, how the splits merge). Pure, so
+//! the dispatch snapshot, the runner and bench/attention_vs_torch.py (through `qsa plan`)
+//! agree on every target.
+
+use super::{Feature, Switches, TargetCaps, Vendor};
+use crate::backend::BackendError;
+
+/// Query-head rows of one work item (DEC_ROWS): one mma M tile.
+pub const DEC_ROWS: usize = 16;
+/// Bytes of one ring stage: K and V sub-tiles of 16 keys x 136 u16 (DEC_STAGE_BYTES).
+pub const DEC_STAGE_BYTES: usize = 2 * 16 * 136 * 2;
+/// Deepest ring the kernel waits on (DEC_MAX_STAGES).
+pub const DEC_MAX_STAGES: usize = 4;
+/// Keys per unit (DEC_KEYS) and units per 64-key block.
+const UNITS_PER_BLOCK: usize = 4;
+/// Splits the in-kernel merge takes (DEC_MAX_MERGE_SPLITS); more merge by a second launch.
+pub const DEC_MAX_MERGE_SPLITS: usize = 128;
+/// One id per lane: lists longer than a warp take the staged kernel.
+pub const DEC_MAX_T: usize = 32;
+/// Warps per CTA and ring stages by default. H200, 2026-12-02 03:20 UTC
+/// (`bench/attention_vs_torch.py --bench --decode-only`, /work/wt/results/attndec-1.md), 16
+/// queries x 8 KV heads at 262K, group 16: 4 warps 34.8-35.1 us whatever the stages (2-4), 8
+/// warps x 2 stages 27.1 us, 8 x 3 29.5 us; one query: 8 x 2 (8 splits) 15.1 us against 17.6
+/// at 4 warps. One warp per scheduler leaves each unit's dependent mma / shuffle chain exposed.
+const DEFAULT_WARPS: usize = 8;
+const DEFAULT_MAX_STAGES: usize = 2;
+/// The decode kernel takes shapes of at most this many work items per multiprocessor (beyond,
+/// the staged kernel's K/V reuse across query tokens should win). A guess, not a measurement.
+const MAX_ITEMS_PER_SM: usize = 4;
+
+/// How the partials of a split work item are merged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DecMerge {
+    /// The item's last CTA to finish merges in the kernel (one launch; a ticket per item).
+    Kernel,
+    /// A second launch, qsa_attn_combine.
+    Launch,
+    /// sm_90: the item's DEC_CLUSTER splits are one thread-block cluster and merge through
+    /// distributed shared memory (`qsa_attn_dec_cl_fwd_*`, grid items x DEC_CLUSTER).
+    Cluster,
+}
+
+/// CTAs of one cluster of the cluster-merge kernel (DEC_CLUSTER): its splits per item.
+pub const DEC_CLUSTER: usize = 8;
+/// Floats of one warp's merge area (DEC_MERGE_FLOATS) and of the cluster kernel's CTA result.
+const MERGE_FLOATS: usize = 2 * DEC_ROWS + DEC_ROWS * 128;
+const CTA_RESULT_FLOATS: usize = DEC_ROWS * 128 + DEC_ROWS;
+
+/// The decode kernel's launch plan for one shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DecodePlan {
+    /// Work items (grid.x): batch x q_len x hkv x ceil(group / 16).
+    pub items: usize,
+    /// CTAs per work item (grid.y).
+    pub nsplit: usize,
+    /// Warps per CTA (block = 32 x warps).
+    pub warps: usize,
+    /// cp.async ring stages per warp.
+    pub stages: usize,
+    /// Two units (32 keys) per softmax step (bf16; the f16 kernel ignores it).
+    pub pair: bool,
+    pub merge: DecMerge,
+    /// Dynamic shared bytes: warps x stages x DEC_STAGE_BYTES.
+    pub shared: u32,
+}
+
+/// Where the kernel is built: NVIDIA sm_80+ (bf16 mma.sync), the kernel's QSA_DEC_MMA.
+pub fn built(caps: &TargetCaps) -> bool {
+    caps.vendor == Vendor::Nvidia && caps.has(Feature::Bf16Tc)
+}
+
+fn number(sw: &Switches, key: &str, lo: usize, hi: usize) -> Result<Option<usize>, BackendError> {
+    let Some(v) = sw.get(key) else {
+        return Ok(None);
+    };
+    match v.parse::<usize>() {
+        Ok(n) if (lo..=hi).contains(&n) => Ok(Some(n)),
+        _ => Err(BackendError::Input(format!(
+            "{key}={}: expected a whole number from {lo} to {hi}",
+            crate::echo::value(v)
+        ))),
+    }
+}
+
+/// The decode plan of a forward call, or None where the staged kernel runs: not built here,
+/// a backward, t > 32, a prefill-sized grid, or `QSA_ATTN_KERNEL=staged`. `QSA_ATTN_KERNEL=
+/// decode` forces it on any shape where it is built (elsewhere the staged kernel runs, as a
+/// forced top-k kernel falls back). Sweep switches: QSA_ATTN_DEC_WARPS, QSA_ATTN_DEC_STAGES,
+/// QSA_ATTN_DEC_SPLITS, QSA_ATTN_DEC_MERGE (kernel | launch).
+#[allow(clippy::too_many_arguments)]
+pub fn decode_plan(
+    caps: &TargetCaps,
+    sw: &Switches,
+    batch: usize,
+    q_len: usize,
+    hq: usize,
+    hkv: usize,
+    t: usize,
+    backward: bool,
+) -> Result<Option<DecodePlan>, BackendError> {
+    let forced = match sw.get("QSA_ATTN_KERNEL") {
+        Some("decode") => true,
+        Some("staged") | Some("gather") => return Ok(None),
+        _ => false,
+    };
+    let group = hq / hkv.max(1);
+    let items = batch * q_len * hkv * group.div_ceil(DEC_ROWS);
+    let sms = caps.multiprocessors.max(1) as usize;
+    if backward || !built(caps) || t > DEC_MAX_T || (!forced && items > MAX_ITEMS_PER_SM * sms) {
+        return Ok(None);
+    }
+    let limit = caps.shared_per_block as usize;
+    let warps = number(sw, "QSA_ATTN_DEC_WARPS", 1, 8)?.unwrap_or(DEFAULT_WARPS);
+    let fit = (limit / (warps * DEC_STAGE_BYTES)).min(DEC_MAX_STAGES);
+    let stages = match number(sw, "QSA_ATTN_DEC_STAGES", 1, DEC_MAX_STAGES)? {
+        Some(s) if s > fit => {
+            return Err(BackendError::Shape(format!(
+                "QSA_ATTN_DEC_STAGES={s} with {warps} warps needs {} bytes of shared memory, {} allows {limit}",
+                s * warps * DEC_STAGE_BYTES,
+                caps.name
+            )))
+        }
+        Some(s) => s,
+        None if fit == 0 => {
+            return Err(BackendError::Shape(format!(
+                "QSA_ATTN_DEC_WARPS={warps} needs {} bytes of shared memory for one stage, {} allows {limit}",
+                warps * DEC_STAGE_BYTES,
+                caps.name
+            )))
+        }
+        None => fit.min(DEFAULT_MAX_STAGES),
+    };
+    // Spread small grids over the multiprocessors; each CTA keeps at least one unit per warp.
+    let max_units = UNITS_PER_BLOCK * t;
+    let nsplit = match number(sw, "QSA_ATTN_DEC_SPLITS", 1, 65_535)? {
+        Some(n) => n,
+        None => (sms / items.max(1)).clamp(1, max_units.div_ceil(warps).max(1)),
+    };
+    let clusters = caps.has(Feature::Clusters);
+    let merge = match sw.get("QSA_ATTN_DEC_MERGE") {
+        // Forced where there are no clusters, it falls back to the ticket merge (as a forced
+        // top-k kernel falls back), so one sweep runs on every target.
+        Some("cluster") if clusters => DecMerge::Cluster,
+        Some("cluster") => DecMerge::Kernel,
+        // Split items on sm_90 merge through a cluster: H200, 2026-12-02 03:47 UTC
+        // (/work/wt/results/attndec-2/bench/bench.md), one query x 8 KV heads at 262K: group 16
+        // 12.0 us against the ticket merge's 13.6, group 8 10.6 against 12.6.
+        // (Not where QSA_ATTN_DEC_SPLITS sets another split count.)
+        None if clusters && nsplit > 1 && sw.get("QSA_ATTN_DEC_SPLITS").is_none() => {
+            DecMerge::Cluster
+        }
+        None if nsplit > DEC_MAX_MERGE_SPLITS => DecMerge::Launch,
+        None => DecMerge::Kernel,
+        Some("kernel") if nsplit > DEC_MAX_MERGE_SPLITS => {
+            return Err(BackendError::Shape(format!(
+                "QSA_ATTN_DEC_MERGE=kernel merges at most {DEC_MAX_MERGE_SPLITS} splits (its weight \
+                 table lies over the smallest ring), {nsplit} asked: fewer splits, or merge=launch"
+            )))
+        }
+        Some("kernel") => DecMerge::Kernel,
+        Some("launch") => DecMerge::Launch,
+        Some(v) => {
+            return Err(BackendError::Input(format!(
+                "QSA_ATTN_DEC_MERGE={}: expected kernel, launch or cluster",
+                crate::echo::value(v)
+            )))
+        }
+    };
+    if merge == DecMerge::Cluster
+        && nsplit != DEC_CLUSTER
+        && sw.get("QSA_ATTN_DEC_SPLITS").is_some()
+    {
+        return Err(BackendError::Input(format!(
+            "QSA_ATTN_DEC_MERGE=cluster runs {DEC_CLUSTER} splits per item (the kernel's \
+             cluster size), QSA_ATTN_DEC_SPLITS={nsplit} asked: drop it or set {DEC_CLUSTER}"
+        )));
+    }
+    let nsplit = if merge == DecMerge::Cluster {
+        DEC_CLUSTER
+    } else {
+        nsplit
+    };
+    // A ring deeper than a warp's units only costs resident CTAs (one query: one unit a warp).
+    let stages = if sw.get("QSA_ATTN_DEC_STAGES").is_some() {
+        stages
+    } else {
+        stages.min(max_units.div_ceil(nsplit).div_ceil(warps).max(1))
+    };
+    // QSA_ATTN_DEC_PAIR=1: two units per step, which needs two ring stages (off by default:
+    // not yet measured).
+    let pair = number(sw, "QSA_ATTN_DEC_PAIR", 0, 1)? == Some(1);
+    let stages = if pair { stages.max(2) } else { stages };
+    if stages > fit.max(1) {
+        return Err(BackendError::Shape(format!(
+            "QSA_ATTN_DEC_PAIR=1 needs two ring stages: {} bytes of shared memory with {warps} warps, {} allows {limit}",
+            warps * stages * DEC_STAGE_BYTES,
+            caps.name
+        )));
+    }
+    let ring = warps * stages * DEC_STAGE_BYTES;
+    let shared = if merge == DecMerge::Cluster {
+        // The CTA's own (o, lse) lies after the warps' merge areas.
+        let need = (warps * MERGE_FLOATS + CTA_RESULT_FLOATS) * 4;
+        if need.max(ring) > limit {
+            return Err(BackendError::Shape(format!(
+                "the cluster merge with {warps} warps needs {} bytes of shared memory, {} allows {limit}",
+                need.max(ring),
+                caps.name
+            )));
+        }
+        need.max(ring)
+    } else {
+        ring
+    };
+    Ok(Some(DecodePlan {
+        items,
+        nsplit,
+        warps,
+        stages,
+        pair,
+        merge,
+        shared: shared as u32,
+    }))
+}
+
+/// The dispatch name of a decode forward: `decode`, or `decode_split` (in-kernel merge) /
+/// `decode_combine` (a second launch) when the items are split.
+pub fn dispatch_name(plan: &DecodePlan) -> &'static str {
+    match (plan.nsplit > 1, plan.merge) {
+        (false, _) => "decode",
+        (true, DecMerge::Kernel) => "decode_split",
+        (true, DecMerge::Launch) => "decode_combine",
+        (_, DecMerge::Cluster) => "decode_cluster",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caps(name: &str, shared: u32, sms: u32, tc: bool) -> TargetCaps {
+        TargetCaps {
+            name: name.into(),
+            vendor: Vendor::Nvidia,
+            wave: 32,
+            shared_per_block: shared,
+            multiprocessors: sms,
+            features: if tc {
+                vec![Feature::Tf32Tc, Feature::Bf16Tc]
+            } else {
+                vec![]
+            },
+        }
+    }
+
+    fn sw(pairs: &[(&str, &str)]) -> Switches {
+        Switches::new(
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn h200_decode_shapes_take_the_decode_kernel() {
+        let h200 = caps("sm_90", 232_448, 132, true);
+        let none = Switches::default();
+        // 16 queries x 8 KV heads, group 16: 128 items, one CTA each, 8 warps x 2 stages.
+        let p = decode_plan(&h200, &none, 1, 16, 128, 8, 16, false)
+            .unwrap()
+            .unwrap();
+        assert_eq!((p.items, p.nsplit, p.warps, p.stages), (128, 1, 8, 2));
+        assert_eq!(p.shared, 139_264);
+        assert_eq!(dispatch_name(&p), "decode");
+        // One query: 8 items, 8 splits of two blocks (8 units over 8 warps, so a one-stage
+        // ring), merged in-kernel.
+        let p = decode_plan(&h200, &none, 1, 1, 128, 8, 16, false)
+            .unwrap()
+            .unwrap();
+        assert_eq!((p.items, p.nsplit, p.merge), (8, 8, DecMerge::Kernel));
+        assert_eq!((p.stages, p.shared), (1, 69_632));
+        assert_eq!(dispatch_name(&p), "decode_split");
+        // Prefill and the backward keep the staged kernel.
+        assert!(decode_plan(&h200, &none, 4, 16384, 64, 4, 16, false)
+            .unwrap()
+            .is_none());
+        assert!(decode_plan(&h200, &none, 1, 16, 128, 8, 16, true)
+            .unwrap()
+            .is_none());
+        // More ids than lanes: staged.
+        assert!(decode_plan(&h200, &none, 1, 16, 128, 8, 33, false)
+            .unwrap()
+            .is_none());
+    }
+
+    #[test]
+    fn only_tensor_core_nvidia_targets_build_it() {
+        let none = Switches::default();
+        let sm75 = caps("sm_75", 65_536, 68, false);
+        assert!(decode_plan(&sm75, &none, 1, 1, 128, 8, 16, false)
+            .unwrap()
+            .is_none());
+        let forced = sw(&[("QSA_ATTN_KERNEL", "decode")]);
+        assert!(decode_plan(&sm75, &forced, 1, 1, 128, 8, 16, false)
+            .unwrap()
+            .is_none());
+        let mut gfx950 = caps("gfx950", 163_840, 256, true);
+        gfx950.vendor = Vendor::Amd;
+        assert!(decode_plan(&gfx950, &none, 1, 1, 128, 8, 16, false)
+            .unwrap()
+            .is_none());
+        // sm_86's 99 KiB: one stage of eight warps.
+        let sm86 = caps("sm_86", 101_376, 82, true);
+        let p = decode_plan(&sm86, &none, 1, 16, 128, 8, 16, false)
+            .unwrap()
+            .unwrap();
+        assert_eq!((p.warps, p.stages, p.shared), (8, 1, 69_632));
+    }
+
+    #[test]
+    fn switches_sweep_and_bad_values_are_named() {
+        let h200 = caps("sm_90", 232_448, 132, true);
+        let s = sw(&[
+            ("QSA_ATTN_DEC_WARPS", "8"),
+            ("QSA_ATTN_DEC_STAGES", "3"),
+            ("QSA_ATTN_DEC_SPLITS", "2"),
+            ("QSA_ATTN_DEC_MERGE", "launch"),
+        ]);
+        let p = decode_plan(&h200, &s, 1, 16, 128, 8, 16, false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (p.warps, p.stages, p.nsplit, p.merge),
+            (8, 3, 2, DecMerge::Launch)
+        );
+        assert_eq!(dispatch_name(&p), "decode_combine");
+        assert!(!p.pair);
+        // Pairs of units: at least two stages.
+        let pr = sw(&[("QSA_ATTN_DEC_PAIR", "1"), ("QSA_ATTN_DEC_STAGES", "1")]);
+        let p = decode_plan(&h200, &pr, 1, 1, 128, 8, 16, false)
+            .unwrap()
+            .unwrap();
+        assert!(p.pair);
+        assert_eq!(p.stages, 2);
+        let staged = sw(&[("QSA_ATTN_KERNEL", "staged")]);
+        assert!(decode_plan(&h200, &staged, 1, 1, 128, 8, 16, false)
+            .unwrap()
+            .is_none());
+        let e = decode_plan(
+            &h200,
+            &sw(&[("QSA_ATTN_DEC_MERGE", "x")]),
+            1,
+            1,
+            128,
+            8,
+            16,
+            false,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("expected kernel, launch or cluster"), "{e}");
+        // The cluster merge: sm_90 only (else the ticket merge), eight splits, the CTA result
+        // after the warps' areas (8 x 8320 + 8256 bytes, over a one-stage ring of 69632).
+        let cl = sw(&[("QSA_ATTN_DEC_MERGE", "cluster")]);
+        let mut h200c = h200.clone();
+        h200c.features.push(Feature::Clusters);
+        let p = decode_plan(&h200c, &cl, 1, 1, 128, 8, 16, false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (p.merge, p.nsplit, p.stages, p.shared),
+            (DecMerge::Cluster, 8, 1, 74_816)
+        );
+        assert_eq!(dispatch_name(&p), "decode_cluster");
+        let p = decode_plan(&h200, &cl, 1, 1, 128, 8, 16, false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(p.merge, DecMerge::Kernel, "no clusters: the ticket merge");
+        let bad = sw(&[
+            ("QSA_ATTN_DEC_MERGE", "cluster"),
+            ("QSA_ATTN_DEC_SPLITS", "4"),
+        ]);
+        let e = decode_plan(&h200c, &bad, 1, 1, 128, 8, 16, false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("runs 8 splits"), "{e}");
+        let e = decode_plan(
+            &h200,
+            &sw(&[("QSA_ATTN_DEC_WARPS", "0")]),
+            1,
+            1,
+            128,
+            8,
+            16,
+            false,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("from 1 to 8"), "{e}");
+        let many = sw(&[("QSA_ATTN_DEC_SPLITS", "129")]);
+        let p = decode_plan(&h200, &many, 1, 1, 128, 8, 16, false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            p.merge,
+            DecMerge::Launch,
+            "past the merge table: a second launch"
+        );
+        let forced = sw(&[
+            ("QSA_ATTN_DEC_SPLITS", "129"),
+            ("QSA_ATTN_DEC_MERGE", "kernel"),
+        ]);
+        let e = decode_plan(&h200, &forced, 1, 1, 128, 8, 16, false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("at most 128 splits"), "{e}");
+        let sm86 = caps("sm_86", 101_376, 82, true);
+        let e = decode_plan(
+            &sm86,
+            &sw(&[("QSA_ATTN_DEC_STAGES", "4")]),
+            1,
+            1,
+            128,
+            8,
+            16,
+            false,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("allows 101376"), "{e}");
+    }
+}

@@ -1,0 +1,155 @@
+//! The decode forward (`qsa_attn_dec_fwd_*`, kernels/common/attention_decode.h) emulated on
+//! sm_90 and sm_86 through the GPU host code (src/gpu/attention_decode.rs) under the race
+//! check's schedules, in every plan shape the sweep switches reach: one CTA per item, splits
+//! merged by the item's last CTA (a ticket), by qsa_attn_combine or through a thread-block
+//! cluster's distributed shared memory (sm_90), one warp with a one-stage
+//! ring, eight warps, uneven splits. o and lse against FP64 (src/reference/attention.rs)
+//! within the mma limit (matrix.yaml gates.error_limits.attention.mma: 5e-5), on the edge
+//! distributions: -1 and out-of-range-causal ids, repeated ids, causal edges and the partial
+//! last block (kv_len 300 and 200 are not multiples of 64), bf16 and f16.
+
+mod emu_matrix;
+
+use emu_matrix::{caps, matrix, switches};
+
+use qsa::emu::{race, Schedule};
+use qsa::problem::{Output, Problem};
+use qsa::reference::attention::attn_forward_f64;
+
+/// matrix.yaml gates.error_limits.attention.mma.limit.
+const MMA_LIMIT: f64 = 5e-5;
+
+/// max |got - want| / max |want| over finite entries; a -inf (no visible key) must match.
+fn rel_max(name: &str, got: &[f32], want: &[f64]) -> f64 {
+    assert_eq!(got.len(), want.len(), "{name}: length");
+    let scale = want
+        .iter()
+        .filter(|x| x.is_finite())
+        .fold(0f64, |a, x| a.max(x.abs()))
+        .max(f64::MIN_POSITIVE);
+    got.iter()
+        .zip(want)
+        .map(|(&g, &w)| {
+            if w.is_finite() {
+                (g as f64 - w).abs() / scale
+            } else if (g as f64) == w {
+                0.0
+            } else {
+                f64::INFINITY
+            }
+        })
+        .fold(0f64, f64::max)
+}
+
+/// Switches as (key, value) pairs.
+type Pairs = &'static [(&'static str, &'static str)];
+
+/// (label, switches, the dispatch name the plan must report).
+const PLANS: [(&str, Pairs, &str); 8] = [
+    ("auto", &[], "decode"),
+    (
+        "split 3, combine launch",
+        &[
+            ("QSA_ATTN_DEC_SPLITS", "3"),
+            ("QSA_ATTN_DEC_MERGE", "launch"),
+        ],
+        "decode_combine",
+    ),
+    (
+        "split 5, in-kernel merge, 2 warps x 2 stages",
+        &[
+            ("QSA_ATTN_DEC_SPLITS", "5"),
+            ("QSA_ATTN_DEC_WARPS", "2"),
+            ("QSA_ATTN_DEC_STAGES", "2"),
+        ],
+        "decode_split",
+    ),
+    (
+        "one warp, one stage, no split",
+        &[
+            ("QSA_ATTN_DEC_SPLITS", "1"),
+            ("QSA_ATTN_DEC_WARPS", "1"),
+            ("QSA_ATTN_DEC_STAGES", "1"),
+        ],
+        "decode",
+    ),
+    (
+        "eight warps, no split",
+        &[("QSA_ATTN_DEC_SPLITS", "1"), ("QSA_ATTN_DEC_WARPS", "8")],
+        "decode",
+    ),
+    (
+        "pairs of units, split 3",
+        &[
+            ("QSA_ATTN_DEC_PAIR", "1"),
+            ("QSA_ATTN_DEC_SPLITS", "3"),
+            ("QSA_ATTN_DEC_WARPS", "4"), // sm_86: 8 warps x 2 stages do not fit
+        ],
+        "decode_split",
+    ),
+    (
+        "pairs of units, one warp, three stages",
+        &[
+            ("QSA_ATTN_DEC_PAIR", "1"),
+            ("QSA_ATTN_DEC_SPLITS", "1"),
+            ("QSA_ATTN_DEC_WARPS", "1"),
+            ("QSA_ATTN_DEC_STAGES", "3"),
+        ],
+        "decode",
+    ),
+    // sm_90 only; sm_86 has no clusters and falls back to the ticket merge.
+    (
+        "cluster merge",
+        &[("QSA_ATTN_DEC_MERGE", "cluster")],
+        "decode_cluster",
+    ),
+];
+
+#[test]
+fn decode_forward_matches_fp64_in_every_plan_shape() {
+    let m = matrix();
+    for target in ["sm_90", "sm_86"] {
+        let caps = caps(&m, target);
+        for (case, dist) in [
+            ("attn_emu_g4", "repeat_ids"),
+            ("attn_emu_g4", "invalid_ids"),
+            ("attn_emu_g4", "causal_edge"),
+            ("attn_emu_g8_f16", "causal_edge"),
+            ("attn_emu_g8_f16", "invalid_ids"),
+        ] {
+            let c = m.cases.iter().find(|c| c.name == case).unwrap();
+            let p = qsa::cases::attn_problem(m.seed, c, dist).unwrap();
+            let want = attn_forward_f64(&p, None).unwrap();
+            for (label, sw, name) in PLANS {
+                let name = if target == "sm_86" && name == "decode_cluster" {
+                    "decode_split"
+                } else {
+                    name
+                };
+                let what = format!("{target} {case}/{dist} {label}");
+                let run = race::check(
+                    &caps,
+                    &switches(sw),
+                    &Problem::AttnForward(p.clone()),
+                    &Schedule::RACE_CHECK,
+                )
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert!(
+                    run.dispatched.starts_with(name),
+                    "{what}: dispatched {} (want {name})",
+                    run.dispatched
+                );
+                let Output::AttnForward(o) = run.output else {
+                    panic!("{what}: no forward output")
+                };
+                for (n, got, w) in [("o", &o.o, &want.o), ("lse", &o.lse, &want.lse)] {
+                    let e = rel_max(n, got, w);
+                    assert!(
+                        e <= MMA_LIMIT,
+                        "decode forward {what} {n}: relative max error {e:e} past {MMA_LIMIT:e}"
+                    );
+                }
+            }
+        }
+    }
+}
