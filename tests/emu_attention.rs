@@ -8,7 +8,7 @@
 
 mod emu_matrix;
 
-use emu_matrix::{caps, matrix, switches};
+use emu_matrix::{caps, matrix, rel_max, switches};
 
 use qsa::emu::{race, Schedule};
 use qsa::problem::{Output, Problem};
@@ -16,27 +16,6 @@ use qsa::reference::attention::{attn_backward_f64, attn_forward_f64};
 
 /// The matrix's f32 attention limit (gates.error_limits.attention.f32.limit).
 const F32_LIMIT: f64 = 8e-6;
-
-fn rel_max(name: &str, got: &[f32], want: &[f64]) -> f64 {
-    assert_eq!(got.len(), want.len(), "{name}: length");
-    let scale = want
-        .iter()
-        .filter(|x| x.is_finite())
-        .fold(0f64, |a, x| a.max(x.abs()))
-        .max(f64::MIN_POSITIVE);
-    got.iter()
-        .zip(want)
-        .map(|(&g, &w)| {
-            if w.is_finite() {
-                (g as f64 - w).abs() / scale
-            } else if (g as f64) == w {
-                0.0
-            } else {
-                f64::INFINITY
-            }
-        })
-        .fold(0f64, f64::max)
-}
 
 #[test]
 fn gather_and_staged_match_fp64_forward_and_backward_on_amd() {

@@ -10,7 +10,7 @@
 
 mod emu_matrix;
 
-use emu_matrix::{caps, matrix, switches};
+use emu_matrix::{caps, matrix, rel_max, switches};
 
 use qsa::emu::{race, Schedule};
 use qsa::problem::{Output, Problem};
@@ -18,28 +18,6 @@ use qsa::reference::attention::attn_forward_f64;
 
 /// matrix.yaml gates.error_limits.attention.mma.limit.
 const MMA_LIMIT: f64 = 5e-5;
-
-/// max |got - want| / max |want| over finite entries; a -inf (no visible key) must match.
-fn rel_max(name: &str, got: &[f32], want: &[f64]) -> f64 {
-    assert_eq!(got.len(), want.len(), "{name}: length");
-    let scale = want
-        .iter()
-        .filter(|x| x.is_finite())
-        .fold(0f64, |a, x| a.max(x.abs()))
-        .max(f64::MIN_POSITIVE);
-    got.iter()
-        .zip(want)
-        .map(|(&g, &w)| {
-            if w.is_finite() {
-                (g as f64 - w).abs() / scale
-            } else if (g as f64) == w {
-                0.0
-            } else {
-                f64::INFINITY
-            }
-        })
-        .fold(0f64, f64::max)
-}
 
 /// Switches as (key, value) pairs.
 type Pairs = &'static [(&'static str, &'static str)];

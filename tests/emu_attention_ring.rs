@@ -10,7 +10,7 @@
 
 mod emu_matrix;
 
-use emu_matrix::{caps, matrix, switches};
+use emu_matrix::{caps, matrix, rel_max, switches};
 
 use qsa::emu::{race, Schedule};
 use qsa::problem::{AttnProblem, Output, Problem};
@@ -18,23 +18,6 @@ use qsa::reference::attention::attn_forward_f64;
 
 /// gates.error_limits.attention.mma (floor = limit).
 const MMA_LIMIT: f64 = 5e-5;
-
-fn rel_max(got: &[f32], want: &[f64]) -> f64 {
-    assert_eq!(got.len(), want.len());
-    let scale = want
-        .iter()
-        .filter(|x| x.is_finite())
-        .fold(0f64, |a, x| a.max(x.abs()))
-        .max(f64::MIN_POSITIVE);
-    got.iter()
-        .zip(want)
-        .map(|(&g, &w)| match (w.is_finite(), g as f64 == w) {
-            (true, _) => (g as f64 - w).abs() / scale,
-            (false, true) => 0.0,
-            (false, false) => f64::INFINITY,
-        })
-        .fold(0f64, f64::max)
-}
 
 /// (o, lse) errors of one forward run, its dispatch name checked.
 fn forward_errors(
@@ -68,7 +51,10 @@ fn forward_errors(
     let Output::AttnForward(o) = run.output else {
         panic!("{target}: no forward output")
     };
-    (rel_max(&o.o, &want.o), rel_max(&o.lse, &want.lse))
+    (
+        rel_max("o", &o.o, &want.o),
+        rel_max("lse", &o.lse, &want.lse),
+    )
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! What the emulator's family tests share: the repository's matrix.yaml, a target's caps
-//! from it, and switches from (key, value) pairs.
+//! from it, switches from (key, value) pairs, and the relative error the attention tests
+//! judge against FP64.
 #![allow(dead_code)] // each test binary uses its own subset
 
 use qsa::dispatch::{Switches, TargetCaps};
@@ -22,4 +23,27 @@ pub fn switches(pairs: &[(&str, &str)]) -> Switches {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect::<BTreeMap<_, _>>(),
     )
+}
+
+/// max |got - want| / max |want| over finite entries; a non-finite reference (a -inf lse:
+/// no visible key) must be matched exactly.
+pub fn rel_max(name: &str, got: &[f32], want: &[f64]) -> f64 {
+    assert_eq!(got.len(), want.len(), "{name}: length");
+    let scale = want
+        .iter()
+        .filter(|x| x.is_finite())
+        .fold(0f64, |a, x| a.max(x.abs()))
+        .max(f64::MIN_POSITIVE);
+    got.iter()
+        .zip(want)
+        .map(|(&g, &w)| {
+            if w.is_finite() {
+                (g as f64 - w).abs() / scale
+            } else if (g as f64) == w {
+                0.0
+            } else {
+                f64::INFINITY
+            }
+        })
+        .fold(0f64, f64::max)
 }
