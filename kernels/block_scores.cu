@@ -33,6 +33,7 @@
 //   wmma_bf16 / mfma_bf16: matrix-core order, heads summed per lane in ascending order
 //         then across lane groups; deterministic run to run, not equal to the above.
 #include "common/portable.h"
+#include "common/tile_reduce.h"
 
 #define QSA_HEAD_DIM 128
 
@@ -479,24 +480,7 @@ __device__ __forceinline__ void tc_body(const float* __restrict__ q, const float
           v[2 * j + c] = fmaf(w_hi, qsa_relu(acc[i][j][2 + c]), w_lo * qsa_relu(acc[i][j][c]));
       // Transpose-reduce over g (lane bits 2..4): after the three steps lane (g, t) holds
       // u = g summed over all 16 rows.
-      const bool u4 = (g & 4) != 0, u2 = (g & 2) != 0, u1 = (g & 1) != 0;
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        const float send = u4 ? v[k] : v[k + 4];
-        const float keep = u4 ? v[k + 4] : v[k];
-        v[k] = keep + qsa_shfl_xor(send, 16);
-      }
-#pragma unroll
-      for (int k = 0; k < 2; ++k) {
-        const float send = u2 ? v[k] : v[k + 2];
-        const float keep = u2 ? v[k + 2] : v[k];
-        v[k] = keep + qsa_shfl_xor(send, 8);
-      }
-      {
-        const float send = u1 ? v[0] : v[1];
-        const float keep = u1 ? v[1] : v[0];
-        v[0] = keep + qsa_shfl_xor(send, 4);
-      }
+      v[0] = qsa_tile_rows16_sum(v, g);
       const int col = wn * 32 + 8 * (g >> 1) + 2 * t + (g & 1);
       part[(wm * 4 + i) * BN + col] = v[0];
     }
@@ -829,7 +813,6 @@ __device__ __forceinline__ void wg_body(const float* __restrict__ q, const float
 
       // This warp's m-tile (rows 16 warp .. +15): part[warp][col] = sum of w * relu(acc).
       {
-        const bool u4 = (g & 4) != 0, u2 = (g & 2) != 0, u1b = (g & 1) != 0;
 #pragma unroll
         for (int G = 0; G < BN / 32; ++G) {
           float v[8];  // 2 jj + c  <->  column 32 G + 8 jj + 2 t + c
@@ -840,23 +823,7 @@ __device__ __forceinline__ void wg_body(const float* __restrict__ q, const float
               const int j = 4 * G + jj;
               v[2 * jj + c] = fmaf(w_hi, qsa_relu(acc[4 * j + 2 + c]), w_lo * qsa_relu(acc[4 * j + c]));
             }
-#pragma unroll
-          for (int k = 0; k < 4; ++k) {
-            const float send = u4 ? v[k] : v[k + 4];
-            const float keep = u4 ? v[k + 4] : v[k];
-            v[k] = keep + qsa_shfl_xor(send, 16);
-          }
-#pragma unroll
-          for (int k = 0; k < 2; ++k) {
-            const float send = u2 ? v[k] : v[k + 2];
-            const float keep = u2 ? v[k + 2] : v[k];
-            v[k] = keep + qsa_shfl_xor(send, 8);
-          }
-          {
-            const float send = u1b ? v[0] : v[1];
-            const float keep = u1b ? v[1] : v[0];
-            v[0] = keep + qsa_shfl_xor(send, 4);
-          }
+          v[0] = qsa_tile_rows16_sum(v, g);
           part[warp * BN + 32 * G + 8 * (g >> 1) + 2 * t + (g & 1)] = v[0];
         }
       }

@@ -233,24 +233,7 @@ __device__ __forceinline__ void dec_body(const float* __restrict__ q, const floa
           v[2 * j + e] =
               fmaf(w_hi[i], qsa_relu(acc[i][j][2 + e]), w_lo[i] * qsa_relu(acc[i][j][e]));
       // Transpose-reduce over g (lane bits 2..4): lane (g, t) ends with u = g over 16 rows.
-      const bool u4 = (g & 4) != 0, u2 = (g & 2) != 0, u1 = (g & 1) != 0;
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        const float send = u4 ? v[k] : v[k + 4];
-        const float keep = u4 ? v[k + 4] : v[k];
-        v[k] = keep + qsa_shfl_xor(send, 16);
-      }
-#pragma unroll
-      for (int k = 0; k < 2; ++k) {
-        const float send = u2 ? v[k] : v[k + 2];
-        const float keep = u2 ? v[k + 2] : v[k];
-        v[k] = keep + qsa_shfl_xor(send, 8);
-      }
-      {
-        const float send = u1 ? v[0] : v[1];
-        const float keep = u1 ? v[1] : v[0];
-        v[0] = keep + qsa_shfl_xor(send, 4);
-      }
+      v[0] = qsa_tile_rows16_sum(v, g);
       part[i] = v[0];
     }
     const int b = tile_b0(c) + warp * 32 + 8 * (g >> 1) + 2 * t + (g & 1);
