@@ -17,7 +17,7 @@ mod decode;
 
 /// Threads per block of every scores kernel but the wgmma ones (one warpgroup, `WG_THREADS`).
 const THREADS: u32 = 256;
-/// The wgmma kernels (kernels/block_scores.cu, `wg_body`): one warpgroup per CTA; BN blocks
+/// The wgmma kernels (kernels/common/scores_wgmma.h, `wg_body`): one warpgroup per CTA; BN blocks
 /// per CTA (128 TF32, 256 BF16); 64-row units per CTA from grid.y (`with_wgmma_units`).
 const WG_THREADS: u32 = 128;
 /// The SIMT kernels' CTA tile (SIMT_TQ x SIMT_TB in the source), the same for every d-chunk.
@@ -26,9 +26,9 @@ const SIMT_BLOCKS: usize = 128;
 /// Tensor-core kernels: K chunk rows are 36 floats in shared memory, 2 pipeline stages.
 const TC_ROW_FLOATS: usize = 36;
 const TC_STAGES: usize = 2;
-/// AMD matrix-core kernels (AMC_NT, AMC_QPC in the source): n-tiles of 16 blocks per wave
-/// (their B fragments stay in registers) and queries per CTA. A CTA of 256 threads is 8
-/// waves on gfx12 (wave32) and 4 on gfx950 (wave64).
+/// AMD matrix-core kernels (AMC_NT, AMC_QPC in kernels/common/scores_amd_mc.h): n-tiles of
+/// 16 blocks per wave (their B fragments stay in registers) and queries per CTA. A CTA of
+/// 256 threads is 8 waves on gfx12 (wave32) and 4 on gfx950 (wave64).
 const AMC_WMMA_NT: usize = 2;
 const AMC_MFMA_NT: usize = 4;
 const AMC_QPC: usize = 8;
@@ -265,7 +265,7 @@ pub fn plan_on(
     }
 }
 
-/// The wgmma kernels' launch (kernels/block_scores.cu, `wg_body`): each query's heads padded
+/// The wgmma kernels' launch (kernels/common/scores_wgmma.h, `wg_body`): each query's heads padded
 /// to 16-row m-tiles (mtq), 4 / mtq queries per 64-row unit (one query, ceil(mtq / 4) passes,
 /// above 64 heads), about `upc` units (the kernel derives its count from grid.y) and BN
 /// blocks per CTA.
