@@ -42,6 +42,38 @@ pub enum DecMerge {
     Cluster,
 }
 
+/// What a probe launch leaves out (the kernel's DEC_PROBE_*): timed next to the full kernel, the
+/// differences split its time into launch, K/V traffic and math (bench/attention_vs_torch.py's
+/// `probe=` rows). The output of a probe is not the attention.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DecProbe {
+    /// Every CTA returns at once: the floor of a launch of the same grid, block, shared bytes
+    /// and cluster shape.
+    Launch,
+    /// No K/V copies: q, the id list, the math on whatever the ring holds, the merges.
+    NoKv,
+    /// The K/V copies without the math (o = 0, lse = -inf).
+    NoMath,
+}
+
+impl DecProbe {
+    /// The kernel's DEC_PROBE_* value.
+    fn code(self) -> i32 {
+        match self {
+            DecProbe::Launch => 1,
+            DecProbe::NoKv => 2,
+            DecProbe::NoMath => 3,
+        }
+    }
+}
+
+impl DecodePlan {
+    /// The kernel's `opts` argument: bit 0 DEC_OPT_PAIR, bits 1-2 the probe (DEC_PROBE_SHIFT).
+    pub fn opts(&self) -> i32 {
+        i32::from(self.pair) | self.probe.map_or(0, DecProbe::code) << 1
+    }
+}
+
 /// CTAs of one cluster of the cluster-merge kernel (DEC_CLUSTER): its splits per item.
 pub const DEC_CLUSTER: usize = 8;
 /// Floats of one warp's merge area (DEC_MERGE_FLOATS) and of the cluster kernel's CTA result.
@@ -62,6 +94,9 @@ pub struct DecodePlan {
     /// Two units (32 keys) per softmax step (bf16; the f16 kernel ignores it).
     pub pair: bool,
     pub merge: DecMerge,
+    /// A development ablation (QSA_ATTN_DEC_PROBE): the launch runs, its output is not the
+    /// attention. None in every plan the dispatch makes by itself.
+    pub probe: Option<DecProbe>,
     /// Dynamic shared bytes: warps x stages x DEC_STAGE_BYTES.
     pub shared: u32,
 }
@@ -88,7 +123,8 @@ fn number(sw: &Switches, key: &str, lo: usize, hi: usize) -> Result<Option<usize
 /// a backward, t > 32, a prefill-sized grid, or `QSA_ATTN_KERNEL=staged`. `QSA_ATTN_KERNEL=
 /// decode` forces it on any shape where it is built (elsewhere the staged kernel runs, as a
 /// forced top-k kernel falls back). Sweep switches: QSA_ATTN_DEC_WARPS, QSA_ATTN_DEC_STAGES,
-/// QSA_ATTN_DEC_SPLITS, QSA_ATTN_DEC_MERGE (kernel | launch).
+/// QSA_ATTN_DEC_SPLITS, QSA_ATTN_DEC_MERGE (kernel | launch | cluster), QSA_ATTN_DEC_PAIR; the
+/// ablation QSA_ATTN_DEC_PROBE (launch | no_kv | no_math: the output is then NOT the attention).
 #[allow(clippy::too_many_arguments)]
 pub fn decode_plan(
     caps: &TargetCaps,
@@ -199,6 +235,19 @@ pub fn decode_plan(
             caps.name
         )));
     }
+    let probe = match sw.get("QSA_ATTN_DEC_PROBE") {
+        None => None,
+        Some("launch") => Some(DecProbe::Launch),
+        Some("no_kv") => Some(DecProbe::NoKv),
+        Some("no_math") => Some(DecProbe::NoMath),
+        Some(v) => {
+            return Err(BackendError::Input(format!(
+                "QSA_ATTN_DEC_PROBE={}: expected launch, no_kv or no_math (a timing ablation whose \
+                 output is not the attention; leave it unset for the real kernel)",
+                crate::echo::value(v)
+            )))
+        }
+    };
     let ring = warps * stages * DEC_STAGE_BYTES;
     let shared = if merge == DecMerge::Cluster {
         // The CTA's own (o, lse) lies after the warps' merge areas.
@@ -221,6 +270,7 @@ pub fn decode_plan(
         stages,
         pair,
         merge,
+        probe,
         shared: shared as u32,
     }))
 }
@@ -253,6 +303,10 @@ mod tests {
                 vec![]
             },
         }
+    }
+
+    fn none_sw() -> Switches {
+        Switches::default()
     }
 
     fn sw(pairs: &[(&str, &str)]) -> Switches {
@@ -417,6 +471,35 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("at most 128 splits"), "{e}");
+        // Probes: opts bits 1-2 (the kernel's DEC_PROBE_SHIFT / DEC_PROBE_*), next to pair's bit 0.
+        let p = decode_plan(&h200, &none_sw(), 1, 1, 128, 8, 16, false)
+            .unwrap()
+            .unwrap();
+        assert_eq!((p.probe, p.opts()), (None, 0));
+        for (v, probe, opts) in [
+            ("launch", DecProbe::Launch, 2),
+            ("no_kv", DecProbe::NoKv, 4),
+            ("no_math", DecProbe::NoMath, 6),
+        ] {
+            let s = sw(&[("QSA_ATTN_DEC_PROBE", v), ("QSA_ATTN_DEC_PAIR", "1")]);
+            let p = decode_plan(&h200, &s, 1, 1, 128, 8, 16, false)
+                .unwrap()
+                .unwrap();
+            assert_eq!((p.probe, p.opts()), (Some(probe), opts | 1), "{v}");
+        }
+        let e = decode_plan(
+            &h200,
+            &sw(&[("QSA_ATTN_DEC_PROBE", "fast")]),
+            1,
+            1,
+            128,
+            8,
+            16,
+            false,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("expected launch, no_kv or no_math"), "{e}");
         let sm86 = caps("sm_86", 101_376, 82, true);
         let e = decode_plan(
             &sm86,

@@ -44,7 +44,7 @@ pub fn forward_steps(
         args.extend([o, lse]);
         args.extend(dims);
         args.push(PlanArg::I32(plan.stages as i32));
-        args.push(PlanArg::I32(i32::from(plan.pair)));
+        args.push(PlanArg::I32(plan.opts()));
         return Ok(vec![launch(
             format!("qsa_attn_dec_cl_fwd_{sfx}"),
             LaunchDims {
@@ -76,7 +76,7 @@ pub fn forward_steps(
     args.extend([o, lse, o_part, lse_part, done]);
     args.extend(dims);
     args.push(PlanArg::I32(plan.stages as i32));
-    args.push(PlanArg::I32(i32::from(plan.pair)));
+    args.push(PlanArg::I32(plan.opts()));
     args.push(PlanArg::I32(i32::from(in_kernel)));
     let mut steps = vec![launch(
         format!("qsa_attn_dec_fwd_{sfx}"),
