@@ -51,6 +51,10 @@
 #define DEC_PROBE_LAUNCH 1
 #define DEC_PROBE_NO_KV 2
 #define DEC_PROBE_NO_MATH 3
+// CTAs of one cluster of qsa_attn_dec_cl_fwd_* (its splits per item).
+#define DEC_CLUSTER 8
+// The lazy rescale's slack (log2 units): p <= 2^8 between rescales.
+#define DEC_RESCALE_SLACK 8.f
 
 #if defined(QSA_DEC_MMA)
 template <typename E>
@@ -83,8 +87,8 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
   const long long row = (long long)hkv * DEC_D, lane_off = dec_lane_offset(it, kv_len, hkv);
 
   // The softmax runs in base 2 (exp2f is one MUFU.EX2; expf adds a range reduction): s2 = s x
-  // scale x log2(e), m2 the running max of s2, exp2f(s2 - m2) = exp(s - m); m goes back to
-  // natural-log units before the merges.
+  // scale x log2(e), m2 the max p are taken against, exp2f(s2 - m2) = exp(s - m); m goes back
+  // to natural-log units before the merges.
   const float scale2 = scale * 1.4426950408889634f;
   float m[2] = {dec_neg_inf(), dec_neg_inf()};  // rows g, g + 8 (this lane's quad agrees)
   float l[2] = {0.f, 0.f};                       // this lane's part of the row sums
@@ -126,28 +130,57 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
       float sc[2][4], sd[2][4];
       dec_qk<E>(qa, ks0, tg, tt, sc);
       if (two) dec_qk<E>(qa, ks1, tg, tt, sd);
-      // Mask, online softmax (row max over the quad and both units), rescale. A row with no
-      // visible key yet keeps m = -inf and subtracts 0 instead (every exp2 is then of -inf: 0).
-      float alpha[2];
+      // Mask: rows past the chunk's, keys past the causal edge (key0 + off > q_pos, compared as
+      // off > lim, 32-bit: only a block's last units can cross the edge), the absent second unit.
+      const int lim0 = (int)min(it.q_pos - key0, (long long)DEC_KEYS);
+      const int lim1 = two ? (int)min(it.q_pos - key1, (long long)DEC_KEYS) : -1;
+      float mx[2];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        float mx = dec_neg_inf();
+        mx[h] = dec_neg_inf();
 #pragma unroll
         for (int nn = 0; nn < 2; ++nn)
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             const int off = 8 * nn + 2 * tt + e;
-            const float s0 = live[h] && key0 + off <= it.q_pos ? sc[nn][2 * h + e] * scale2 : dec_neg_inf();
-            const float s1 = two && live[h] && key1 + off <= it.q_pos ? sd[nn][2 * h + e] * scale2 : dec_neg_inf();
+            const float s0 = live[h] && off <= lim0 ? sc[nn][2 * h + e] * scale2 : dec_neg_inf();
+            const float s1 = live[h] && off <= lim1 ? sd[nn][2 * h + e] * scale2 : dec_neg_inf();
             sc[nn][2 * h + e] = s0;
             sd[nn][2 * h + e] = s1;
-            mx = fmaxf(mx, fmaxf(s0, s1));
+            mx[h] = fmaxf(mx[h], fmaxf(s0, s1));
           }
-        mx = fmaxf(mx, qsa_shfl_xor(mx, 1));
-        mx = fmaxf(mx, qsa_shfl_xor(mx, 2));
-        const float m_new = fmaxf(m[h], mx);
-        const float m_use = m_new == dec_neg_inf() ? 0.f : m_new;
-        alpha[h] = exp2f(m[h] - m_use);  // m = -inf: 0
+        mx[h] = fmaxf(mx[h], qsa_shfl_xor(mx[h], 1));
+        mx[h] = fmaxf(mx[h], qsa_shfl_xor(mx[h], 2));
+      }
+      // Online softmax with a lazy rescale: the running max m a row's p are taken against moves
+      // only when a new score passes it by more than DEC_RESCALE_SLACK (p <= 2^slack otherwise,
+      // exact in fp32 and in P's 16-bit parts, whose split is relative), so most units skip the
+      // O rescale (64 FMULs, two exp2). The final (m, l, O) are consistent whatever m is.
+      const bool grow = fmaxf(mx[0] - m[0], mx[1] - m[1]) > DEC_RESCALE_SLACK;  // m = -inf: inf
+      if (qsa_ballot(grow) != 0) {
+        float alpha[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const float m_new = fmaxf(m[h], mx[h]);
+          alpha[h] = m_new == dec_neg_inf() ? 1.f : exp2f(m[h] - m_new);  // m = -inf: 0
+          l[h] *= alpha[h];
+          m[h] = m_new;
+        }
+#pragma unroll
+        for (int j = 0; j < 16; ++j) {
+          acc[j][0] *= alpha[0];
+          acc[j][1] *= alpha[0];
+          acc[j][2] *= alpha[1];
+          acc[j][3] *= alpha[1];
+          acc_lo[j][0] *= alpha[0];
+          acc_lo[j][1] *= alpha[0];
+          acc_lo[j][2] *= alpha[1];
+          acc_lo[j][3] *= alpha[1];
+        }
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float m_use = m[h] == dec_neg_inf() ? 0.f : m[h];  // no key yet: every s is -inf
         float sum = 0.f;
 #pragma unroll
         for (int nn = 0; nn < 2; ++nn)
@@ -159,19 +192,7 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
             sd[nn][2 * h + e] = p1;
             sum += p0 + p1;
           }
-        l[h] = l[h] * alpha[h] + sum;
-        m[h] = m_new;
-      }
-#pragma unroll
-      for (int j = 0; j < 16; ++j) {
-        acc[j][0] *= alpha[0];
-        acc[j][1] *= alpha[0];
-        acc[j][2] *= alpha[1];
-        acc[j][3] *= alpha[1];
-        acc_lo[j][0] *= alpha[0];
-        acc_lo[j][1] *= alpha[0];
-        acc_lo[j][2] *= alpha[1];
-        acc_lo[j][3] *= alpha[1];
+        l[h] += sum;
       }
       dec_pv<E>(sc, ks0 + DEC_TILE, lane, acc, acc_lo);
       if (two) dec_pv<E>(sd, ks1 + DEC_TILE, lane, acc, acc_lo);
@@ -213,7 +234,7 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
   const long long row0 = ((long long)it.b * q_len + it.i) * hq + it.g * it.group + it.chunk * DEC_ROWS;
   dec_cta_merge(smem, m, l, acc, it.rows, out_o, out_l, row0, cres);
   if (in_cluster) {
-    dec_cluster_merge(cres, o, lse, row0, it.rows, split, nsplit);
+    dec_cluster_merge<DEC_CLUSTER>(cres, o, lse, row0, it.rows, split);
     return;
   }
   if (nsplit == 1 || merge == DEC_MERGE_LAUNCH) return;
@@ -252,7 +273,6 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
 
 // The cluster-merge kernel (sm_90): grid (items x DEC_CLUSTER), clusters of DEC_CLUSTER along x,
 // one split per CTA; shared memory also holds the CTA's (o, lse) after the warps' areas.
-#define DEC_CLUSTER 8
 #if defined(QSA_HAS_CLUSTERS)
 #define DEC_CLUSTER_ATTR QSA_CLUSTER_DIMS(DEC_CLUSTER)
 #define DEC_CLUSTER_RANK() qsa_cluster_rank()

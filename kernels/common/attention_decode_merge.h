@@ -9,26 +9,38 @@
 // The CTA's merge area, over the rings after the loop: per warp m[16], l[16], O[16][128].
 #define DEC_MERGE_FLOATS (2 * DEC_ROWS + DEC_ROWS * DEC_D)
 
-// The cluster merge (sm_90): the item's splits are the CTAs of one cluster, each holding its
-// (o, lse) in shared memory at `cres`; after one cluster barrier rank r merges rows r, r + n,
-// ... reading every rank's rows through distributed shared memory (no global round trip, no
-// ticket), and a second barrier keeps every CTA's shared memory alive until all have read it.
+// The cluster merge (sm_90): the item's NS splits are the CTAs of one cluster, each holding its
+// (o, lse) in shared memory at `cres`; after one cluster barrier rank r merges rows r, r + NS,
+// ... reading every rank's values through distributed shared memory (no global round trip, no
+// ticket), all NS ranks' (lse, o) of an output in one round trip (a loop over a runtime split
+// count made them 2 x NS dependent remote loads); a second barrier keeps every CTA's shared
+// memory alive until all have read it.
+template <int NS>
 QSA_DEVICE void dec_cluster_merge(const float* cres, float* __restrict__ o, float* __restrict__ lse,
-                                  long long row0, int rows, int split, int nsplit) {
+                                  long long row0, int rows, int split) {
+  static_assert(DEC_ROWS % NS == 0, "each rank merges DEC_ROWS / NS rows");
 #if defined(QSA_HAS_CLUSTERS)
   qsa_cluster_sync();
-  for (int e = threadIdx.x; e < DEC_ROWS * DEC_D; e += blockDim.x) {
-    const int r = e / DEC_D, d = e % DEC_D;
-    if (r % nsplit != split || r >= rows) continue;
+  for (int e = threadIdx.x; e < DEC_ROWS / NS * DEC_D; e += blockDim.x) {
+    const int r = split + NS * (e / DEC_D), d = e % DEC_D;
+    if (r >= rows) continue;
+    float lv[NS], ov[NS];
+#pragma unroll
+    for (int c = 0; c < NS; ++c) {
+      const float* rc = qsa_cluster_map(cres, c);
+      lv[c] = rc[DEC_ROWS * DEC_D + r];
+      ov[c] = rc[r * DEC_D + d];
+    }
     float M = dec_neg_inf();
-    for (int c = 0; c < nsplit; ++c) M = fmaxf(M, qsa_cluster_map(cres, c)[DEC_ROWS * DEC_D + r]);
+#pragma unroll
+    for (int c = 0; c < NS; ++c) M = fmaxf(M, lv[c]);
     float sum = 0.f, val = 0.f;
     if (M != dec_neg_inf()) {
-      for (int c = 0; c < nsplit; ++c) {
-        const float* rc = qsa_cluster_map(cres, c);
-        const float w = expf(rc[DEC_ROWS * DEC_D + r] - M);  // -inf: 0
+#pragma unroll
+      for (int c = 0; c < NS; ++c) {
+        const float w = expf(lv[c] - M);  // -inf: 0
         sum += w;
-        val += w * rc[r * DEC_D + d];
+        val += w * ov[c];
       }
     }
     const bool none = !(sum > 0.f);
@@ -40,9 +52,9 @@ QSA_DEVICE void dec_cluster_merge(const float* cres, float* __restrict__ o, floa
   // No clusters on this target: the kernel exists (one symbol set for every target) but is
   // never dispatched here; a launch writes NaN to the CTA's rows so a dispatch mistake fails.
   (void)cres;
-  for (int e = threadIdx.x; e < DEC_ROWS * DEC_D; e += blockDim.x) {
-    const int r = e / DEC_D, d = e % DEC_D;
-    if (r % nsplit != split || r >= rows) continue;
+  for (int e = threadIdx.x; e < DEC_ROWS / NS * DEC_D; e += blockDim.x) {
+    const int r = split + NS * (e / DEC_D), d = e % DEC_D;
+    if (r >= rows) continue;
     o[(row0 + r) * DEC_D + d] = __uint_as_float(0x7fc00000u);
     if (d == 0) lse[row0 + r] = __uint_as_float(0x7fc00000u);
   }
@@ -74,22 +86,27 @@ QSA_DEVICE void dec_cta_merge(float* smem, const float (&m)[2], const float (&l)
   }
   QSA_SYNC();
   const float* all = smem;
-  // Per row, once: warp w's weight exp(m_w - M) / L over its own m slot (read only by this
-  // thread before the barrier), the row's lse in its l slot of warp 0.
-  if (threadIdx.x < DEC_ROWS) {
-    const int r = threadIdx.x;
-    float* a = smem;
-    float M = dec_neg_inf();
-    for (int w = 0; w < nwarp; ++w) M = fmaxf(M, a[w * DEC_MERGE_FLOATS + r]);
-    float sum = 0.f;
-    for (int w = 0; w < nwarp; ++w) {
-      const float wt = M == dec_neg_inf() ? 0.f : expf(a[w * DEC_MERGE_FLOATS + r] - M);  // empty: 0
-      a[w * DEC_MERGE_FLOATS + r] = wt;
-      sum += wt * a[w * DEC_MERGE_FLOATS + DEC_ROWS + r];
-    }
+  // Per row, once: warp w's weight exp(m_w - M) / L over its own m slot, the row's lse in warp
+  // 0's l slot; eight lanes per row (lane w: warp w), reduced by shuffles, where one thread per
+  // row looped over the warps (each slot is read and written by its own lane only).
+  for (int x = threadIdx.x; x < DEC_ROWS * 8; x += blockDim.x) {  // whole warps: 128 % 32 == 0
+    const int r = x / 8, w = x % 8;
+    const bool on = w < nwarp;
+    float* a = smem + w * DEC_MERGE_FLOATS;
+    const float mw = on ? a[r] : dec_neg_inf();
+    const float lw = on ? a[DEC_ROWS + r] : 0.f;
+    float M = mw;
+    M = fmaxf(M, qsa_shfl_xor(M, 1));
+    M = fmaxf(M, qsa_shfl_xor(M, 2));
+    M = fmaxf(M, qsa_shfl_xor(M, 4));
+    const float wt = M == dec_neg_inf() ? 0.f : expf(mw - M);  // empty warp: 0
+    float sum = wt * lw;
+    sum += qsa_shfl_xor(sum, 1);
+    sum += qsa_shfl_xor(sum, 2);
+    sum += qsa_shfl_xor(sum, 4);
     const bool none = !(sum > 0.f);
-    for (int w = 0; w < nwarp; ++w) a[w * DEC_MERGE_FLOATS + r] = none ? 0.f : a[w * DEC_MERGE_FLOATS + r] / sum;
-    a[DEC_ROWS + r] = none ? dec_neg_inf() : M + logf(sum);  // warp 0's l slot, read below
+    if (on) a[r] = none ? 0.f : wt / sum;
+    if (w == 0) a[DEC_ROWS + r] = none ? dec_neg_inf() : M + logf(sum);  // read below
   }
   QSA_SYNC();
   for (int e = threadIdx.x; e < DEC_ROWS * DEC_D; e += blockDim.x) {
