@@ -41,13 +41,12 @@
 #pragma once
 #include "attention_decode_merge.h"
 
-// `opts` (src/dispatch/attention_decode.rs, DecodePlan::opts): bit 0 two units per softmax step
-// (bf16); bits 1-2 a probe, a development ablation whose output is NOT the attention (the bench's
-// probe rows, never a dispatch default): return at once (the launch floor of the same grid, block,
-// shared bytes and cluster shape), no K/V copies (the math on whatever the ring holds), or the
-// copies without the math (o = 0, lse = -inf).
-#define DEC_OPT_PAIR 1
-#define DEC_PROBE_SHIFT 1
+// `opts` (src/dispatch/attention_decode.rs, DecodePlan::opts): bits 0-1 a probe, a development
+// ablation whose output is NOT the attention (the bench's probe rows, never a dispatch default):
+// return at once (the launch floor of the same grid, block, shared bytes and cluster shape), no
+// K/V copies (the math on whatever the ring holds), or the copies without the math (o = 0,
+// lse = -inf).
+#define DEC_PROBE_MASK 3
 #define DEC_PROBE_LAUNCH 1
 #define DEC_PROBE_NO_KV 2
 #define DEC_PROBE_NO_MATH 3
@@ -57,7 +56,10 @@
 #define DEC_RESCALE_SLACK 8.f
 
 #if defined(QSA_DEC_MMA)
-template <typename E>
+// PAIR: two units (32 keys) per softmax step (the *_pair_bf16 kernels). A template, not a
+// runtime flag: its second score and P set cost ~10 registers, which keep the one-unit kernel
+// from three 4-warp CTAs per SM (sm_90: 166 registers without, 175 with; three need <= 170).
+template <typename E, bool PAIR>
 QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict__ k,
                         const dec_u16* __restrict__ v, const int* __restrict__ ids, float* __restrict__ o,
                         float* __restrict__ lse, float* __restrict__ o_part, float* __restrict__ lse_part,
@@ -65,7 +67,7 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
                         float scale, int stages, int opts, int merge, long long item, int split, int nsplit) {
   QSA_DYNAMIC_SHARED(smem_raw);
   __shared__ int last_flag;
-  const int probe = (opts >> DEC_PROBE_SHIFT) & 3;
+  const int probe = opts & DEC_PROBE_MASK;
   if (probe == DEC_PROBE_LAUNCH) return;
   const bool copy_kv = probe != DEC_PROBE_NO_KV, math = probe != DEC_PROBE_NO_MATH;
   const int lane = qsa_lane(), warp = threadIdx.x / 32, nwarp = blockDim.x / 32;
@@ -110,11 +112,10 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
     if (s < n && copy_kv) dec_issue(ring + s * 2 * DEC_TILE, k, v, lane_off, row, dec_unit_key(L, beg + s), it.q_pos);
     else qsa_cp_async_commit();
   }
-  // With DEC_OPT_PAIR, two units per iteration (32 keys, one softmax step): twice the
-  // independent mma chains per warp where one or two warps per scheduler leave latency exposed.
-  // bf16 only: f16's second accumulator set leaves no registers for it (ptxas spills), so f16
-  // ignores it.
-  const bool pairs = (opts & DEC_OPT_PAIR) && E::is_bf16;
+  // With PAIR, two units per iteration (32 keys, one softmax step): twice the independent mma
+  // chains per warp where one or two warps per scheduler leave latency exposed. bf16 only:
+  // f16's second accumulator set leaves no registers for it (ptxas spills).
+  const bool pairs = PAIR && E::is_bf16;
   const int step = pairs ? 2 : 1;
   int slot = 0;  // unit u's ring stage (u mod stages, without the division)
   for (int u = 0; u < n; u += step) {
@@ -243,7 +244,7 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
 #else
 // Dispatched only where tensor cores are built (src/dispatch/attention_decode.rs); a launch
 // elsewhere writes NaN to the item's rows, so that a dispatch mistake fails every check.
-template <typename E>
+template <typename E, bool PAIR>
 QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict__ k,
                         const dec_u16* __restrict__ v, const int* __restrict__ ids, float* __restrict__ o,
                         float* __restrict__ lse, float* __restrict__ o_part, float* __restrict__ lse_part,
@@ -261,14 +262,14 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
 #endif
 
 // Instantiated by kernels/selection_attention.cu, so the kernels belong to its code object.
-#define QSA_ATTN_DECODE_INSTANCES(SUF, E)                                                               \
+// NAME: the kernel's symbol; PAIR: dec_fwd's (two units per softmax step, bf16).
+#define QSA_ATTN_DECODE_INSTANCE(NAME, E, PAIR)                                                         \
   QSA_KERNEL void __launch_bounds__(256)                                                                \
-      qsa_attn_dec_fwd_##SUF(const dec_u16* q, const dec_u16* k, const dec_u16* v, const int* ids,    \
-                             float* o, float* lse, float* o_part, float* lse_part, unsigned* done,     \
-                             int batch, int q_len, int kv_len, int hq, int hkv, int t, float scale,    \
-                             int stages, int opts, int merge) {                                        \
-    dec_fwd<E>(q, k, v, ids, o, lse, o_part, lse_part, done, batch, q_len, kv_len, hq, hkv, t, scale,  \
-               stages, opts, merge, blockIdx.x, blockIdx.y, gridDim.y);                                \
+      NAME(const dec_u16* q, const dec_u16* k, const dec_u16* v, const int* ids, float* o, float* lse,  \
+           float* o_part, float* lse_part, unsigned* done, int batch, int q_len, int kv_len, int hq,     \
+           int hkv, int t, float scale, int stages, int opts, int merge) {                              \
+    dec_fwd<E, PAIR>(q, k, v, ids, o, lse, o_part, lse_part, done, batch, q_len, kv_len, hq, hkv, t,    \
+                     scale, stages, opts, merge, blockIdx.x, blockIdx.y, gridDim.y);                    \
   }
 
 // The cluster-merge kernel (sm_90): grid (items x DEC_CLUSTER), clusters of DEC_CLUSTER along x,
@@ -280,12 +281,12 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
 #define DEC_CLUSTER_ATTR
 #define DEC_CLUSTER_RANK() (blockIdx.x % DEC_CLUSTER)
 #endif
-#define QSA_ATTN_DECODE_CLUSTER_INSTANCES(SUF, E)                                                       \
+#define QSA_ATTN_DECODE_CLUSTER_INSTANCE(NAME, E, PAIR)                                                 \
   QSA_KERNEL DEC_CLUSTER_ATTR void __launch_bounds__(256)                                               \
-      qsa_attn_dec_cl_fwd_##SUF(const dec_u16* q, const dec_u16* k, const dec_u16* v, const int* ids, \
-                                float* o, float* lse, int batch, int q_len, int kv_len, int hq,        \
-                                int hkv, int t, float scale, int stages, int opts) {                   \
-    dec_fwd<E>(q, k, v, ids, o, lse, nullptr, nullptr, nullptr, batch, q_len, kv_len, hq, hkv, t,     \
-               scale, stages, opts, DEC_MERGE_CLUSTER, blockIdx.x / DEC_CLUSTER, DEC_CLUSTER_RANK(),  \
-               DEC_CLUSTER);                                                                           \
+      NAME(const dec_u16* q, const dec_u16* k, const dec_u16* v, const int* ids, float* o, float* lse,  \
+           int batch, int q_len, int kv_len, int hq, int hkv, int t, float scale, int stages,           \
+           int opts) {                                                                                  \
+    dec_fwd<E, PAIR>(q, k, v, ids, o, lse, nullptr, nullptr, nullptr, batch, q_len, kv_len, hq, hkv, t, \
+                     scale, stages, opts, DEC_MERGE_CLUSTER, blockIdx.x / DEC_CLUSTER,                  \
+                     DEC_CLUSTER_RANK(), DEC_CLUSTER);                                                  \
   }

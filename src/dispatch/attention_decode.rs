@@ -68,9 +68,23 @@ impl DecProbe {
 }
 
 impl DecodePlan {
-    /// The kernel's `opts` argument: bit 0 DEC_OPT_PAIR, bits 1-2 the probe (DEC_PROBE_SHIFT).
+    /// The kernel's `opts` argument: the probe (DEC_PROBE_MASK), 0 for the attention.
     pub fn opts(&self) -> i32 {
-        i32::from(self.pair) | self.probe.map_or(0, DecProbe::code) << 1
+        self.probe.map_or(0, DecProbe::code)
+    }
+
+    /// The kernel of a `bf16` / `f16` call: two units per step (`pair`) is its own bf16
+    /// kernel (`_pair_`, ~10 more registers); f16 has none and takes the one-unit kernel.
+    pub fn kernel(&self, sfx: &str) -> String {
+        let pair = if self.pair && sfx == "bf16" {
+            "pair_"
+        } else {
+            ""
+        };
+        match self.merge {
+            DecMerge::Cluster => format!("qsa_attn_dec_cl_fwd_{pair}{sfx}"),
+            _ => format!("qsa_attn_dec_fwd_{pair}{sfx}"),
+        }
     }
 }
 
@@ -91,7 +105,7 @@ pub struct DecodePlan {
     pub warps: usize,
     /// cp.async ring stages per warp.
     pub stages: usize,
-    /// Two units (32 keys) per softmax step (bf16; the f16 kernel ignores it).
+    /// Two units (32 keys) per softmax step: bf16's `_pair_` kernel (f16 takes the one-unit one).
     pub pair: bool,
     pub merge: DecMerge,
     /// A development ablation (QSA_ATTN_DEC_PROBE): the launch runs, its output is not the
@@ -471,21 +485,28 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("at most 128 splits"), "{e}");
-        // Probes: opts bits 1-2 (the kernel's DEC_PROBE_SHIFT / DEC_PROBE_*), next to pair's bit 0.
+        // Probes: opts (the kernel's DEC_PROBE_*); pairs pick their own bf16 kernel.
         let p = decode_plan(&h200, &none_sw(), 1, 1, 128, 8, 16, false)
             .unwrap()
             .unwrap();
         assert_eq!((p.probe, p.opts()), (None, 0));
+        assert_eq!(p.kernel("bf16"), "qsa_attn_dec_fwd_bf16");
         for (v, probe, opts) in [
-            ("launch", DecProbe::Launch, 2),
-            ("no_kv", DecProbe::NoKv, 4),
-            ("no_math", DecProbe::NoMath, 6),
+            ("launch", DecProbe::Launch, 1),
+            ("no_kv", DecProbe::NoKv, 2),
+            ("no_math", DecProbe::NoMath, 3),
         ] {
             let s = sw(&[("QSA_ATTN_DEC_PROBE", v), ("QSA_ATTN_DEC_PAIR", "1")]);
             let p = decode_plan(&h200, &s, 1, 1, 128, 8, 16, false)
                 .unwrap()
                 .unwrap();
-            assert_eq!((p.probe, p.opts()), (Some(probe), opts | 1), "{v}");
+            assert_eq!((p.probe, p.opts()), (Some(probe), opts), "{v}");
+            assert_eq!(p.kernel("bf16"), "qsa_attn_dec_fwd_pair_bf16");
+            assert_eq!(
+                p.kernel("f16"),
+                "qsa_attn_dec_fwd_f16",
+                "f16 has no pair kernel"
+            );
         }
         let e = decode_plan(
             &h200,
