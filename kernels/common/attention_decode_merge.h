@@ -8,6 +8,14 @@
 #if defined(QSA_DEC_MMA)
 // The CTA's merge area, over the rings after the loop: per warp m[16], l[16], O[16][128].
 #define DEC_MERGE_FLOATS (2 * DEC_ROWS + DEC_ROWS * DEC_D)
+// Warps per CTA at most (blockDim.x <= 256, the kernels' launch bounds).
+#define DEC_MAX_WARPS 8
+
+// Column of element (r, d) in a warp's O area: 8-float groups XOR-swizzled by r mod 8, so the
+// lane quads' float2 stores of rows tg = 0..7 (one 8-float group each) hit distinct banks (two
+// wavefronts a store, where the plain layout took eight: H200 profile of 2026-12-02, 6.9-way
+// conflicts on 73% of the merge's shared-store wavefronts); 4-aligned runs of d stay contiguous.
+QSA_DEVICE int dec_swizzle(int r, int d) { return d ^ ((r & 7) * 8); }
 
 // The cluster merge (sm_90): the item's NS splits are the CTAs of one cluster, each holding its
 // (o, lse) in shared memory at `cres`; after one cluster barrier rank r merges rows r, r + NS,
@@ -80,12 +88,12 @@ QSA_DEVICE void dec_cta_merge(float* smem, const float (&m)[2], const float (&l)
   }
   float* mo = mine + 2 * DEC_ROWS;
 #pragma unroll
-  for (int j = 0; j < 16; ++j) {
-    *(float2*)(mo + tg * DEC_D + 8 * j + 2 * tt) = make_float2(acc[j][0], acc[j][1]);
-    *(float2*)(mo + (tg + 8) * DEC_D + 8 * j + 2 * tt) = make_float2(acc[j][2], acc[j][3]);
+  for (int j = 0; j < 16; ++j) {  // rows tg and tg + 8 share the swizzle (dec_swizzle)
+    const int c = dec_swizzle(tg, 8 * j) + 2 * tt;
+    *(float2*)(mo + tg * DEC_D + c) = make_float2(acc[j][0], acc[j][1]);
+    *(float2*)(mo + (tg + 8) * DEC_D + c) = make_float2(acc[j][2], acc[j][3]);
   }
   QSA_SYNC();
-  const float* all = smem;
   // Per row, once: warp w's weight exp(m_w - M) / L over its own m slot, the row's lse in warp
   // 0's l slot; eight lanes per row (lane w: warp w), reduced by shuffles, where one thread per
   // row looped over the warps (each slot is read and written by its own lane only).
@@ -109,20 +117,31 @@ QSA_DEVICE void dec_cta_merge(float* smem, const float (&m)[2], const float (&l)
     if (w == 0) a[DEC_ROWS + r] = none ? dec_neg_inf() : M + logf(sum);  // read below
   }
   QSA_SYNC();
-  for (int e = threadIdx.x; e < DEC_ROWS * DEC_D; e += blockDim.x) {
-    const int r = e / DEC_D, d = e % DEC_D;
+  // O: four dims of a row per thread, every warp's float4 of them in flight together (the warp
+  // loop unrolled to its bound, DEC_MAX_WARPS).
+  for (int e = threadIdx.x; e < DEC_ROWS * DEC_D / 4; e += blockDim.x) {
+    const int r = e / (DEC_D / 4), d = 4 * (e % (DEC_D / 4));
     if (r >= rows) continue;
-    float val = 0.f;
-    for (int w = 0; w < nwarp; ++w) {
-      const float* ws = all + w * DEC_MERGE_FLOATS;
-      val += ws[r] * ws[2 * DEC_ROWS + r * DEC_D + d];
+    const int c = dec_swizzle(r, d);
+    float4 val = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+    for (int w = 0; w < DEC_MAX_WARPS; ++w) {
+      if (w < nwarp) {
+        const float* ws = smem + w * DEC_MERGE_FLOATS;
+        const float wt = ws[r];
+        const float4 x = *(const float4*)(ws + 2 * DEC_ROWS + r * DEC_D + c);
+        val.x += wt * x.x;
+        val.y += wt * x.y;
+        val.z += wt * x.z;
+        val.w += wt * x.w;
+      }
     }
-    const float L = all[DEC_ROWS + r];
+    const float L = smem[DEC_ROWS + r];
     if (cres) {
-      cres[r * DEC_D + d] = val;
+      *(float4*)(cres + r * DEC_D + d) = val;
       if (d == 0) cres[DEC_ROWS * DEC_D + r] = L;
     } else {
-      out_o[(row0 + r) * DEC_D + d] = val;
+      *(float4*)(out_o + (row0 + r) * DEC_D + d) = val;
       if (d == 0) out_l[row0 + r] = L;
     }
   }
