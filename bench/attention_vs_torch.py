@@ -55,10 +55,11 @@ DEC_PAIR = [{"QSA_ATTN_DEC_PAIR": 1, "QSA_ATTN_DEC_WARPS": w, "QSA_ATTN_DEC_STAG
            [{"QSA_ATTN_DEC_PAIR": 1, "QSA_ATTN_DEC_MERGE": "cluster", "QSA_ATTN_DEC_WARPS": 8}]
 # Fewer warps per CTA, more CTAs per item: the one-unit bf16 kernel's 166 registers (sm_90) fit
 # three 4-warp or six 2-warp CTAs per SM (12 warps, where one 8-warp CTA gives 8), so 16 q x 8
-# KV heads (128 items) at 3 splits of 4 warps (or 6 of 2) keeps 12 warps on every SM.
+# KV heads (128 items) at 3 splits of 4 warps (or 6 of 2) keeps 12 warps on every SM; one query
+# (8 items) at 16 splits of 4 warps: 128 CTAs with one unit per warp, a 4-warp CTA merge.
 DEC_WARPS_SPLITS = [{"QSA_ATTN_DEC_WARPS": w, "QSA_ATTN_DEC_SPLITS": n, "QSA_ATTN_DEC_MERGE": m}
                     for w, n, m in ((4, 2, "kernel"), (4, 3, "kernel"), (4, 3, "launch"), (2, 4, "kernel"),
-                                    (2, 6, "kernel"))]
+                                    (2, 6, "kernel"), (4, 16, "kernel"), (4, 16, "launch"))]
 # Ablations (QSA_ATTN_DEC_PROBE; the output of a probe is NOT the attention, so its rows are not
 # checked): the launch alone, the kernel without its K/V copies, the copies without the math; at
 # the dispatched plan, and the copies alone with deeper rings (is the K/V traffic itself the bound?).
