@@ -21,8 +21,8 @@ QSA_DEVICE int dec_swizzle(int r, int d) { return d ^ ((r & 7) * 8); }
 // (o, lse) in shared memory at `cres`; after one cluster barrier rank r merges rows r, r + NS,
 // ... reading every rank's values through distributed shared memory (no global round trip, no
 // ticket), all NS ranks' (lse, o) of an output in one round trip (a loop over a runtime split
-// count made them 2 x NS dependent remote loads); a second barrier keeps every CTA's shared
-// memory alive until all have read it.
+// count made them 2 x NS dependent remote loads); a second, relaxed barrier keeps every CTA's
+// shared memory alive until all have read it.
 template <int NS>
 QSA_DEVICE void dec_cluster_merge(const float* cres, float* __restrict__ o, float* __restrict__ lse,
                                   long long row0, int rows, int split) {
@@ -55,7 +55,9 @@ QSA_DEVICE void dec_cluster_merge(const float* cres, float* __restrict__ o, floa
     o[(row0 + r) * DEC_D + d] = none ? 0.f : val / sum;
     if (d == 0) lse[row0 + r] = none ? dec_neg_inf() : M + logf(sum);
   }
-  qsa_cluster_sync();
+  // Only keeps this CTA's shared memory alive for the others' reads (each thread's have returned
+  // their values, used above): no release, so no GPU-scope fence waiting on the o stores.
+  qsa_cluster_sync_relaxed();
 #else
   // No clusters on this target: the kernel exists (one symbol set for every target) but is
   // never dispatched here; a launch writes NaN to the CTA's rows so a dispatch mistake fails.
