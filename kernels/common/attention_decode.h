@@ -86,10 +86,11 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
   const int beg = min(s_end, s_beg + warp * per_warp), end = min(s_end, beg + per_warp);
   const int n = end - beg;
   dec_u16* ring = (dec_u16*)smem_raw + (long long)warp * stages * (2 * DEC_TILE);
-  const long long row = (long long)hkv * DEC_D, lane_off = dec_lane_offset(it, kv_len, hkv);
+  const int row = hkv * DEC_D;  // elements between consecutive keys (the host bounds hkv)
+  const long long lane_off = dec_lane_offset(it, kv_len, hkv);
 
   // The softmax runs in base 2 (exp2f is one MUFU.EX2; expf adds a range reduction): s2 = s x
-  // scale x log2(e), m2 the max p are taken against, exp2f(s2 - m2) = exp(s - m); m goes back
+  // scale x log2(e), m2 the max p are taken against, qsa_ex2_ftz(s2 - m2) = exp(s - m); m goes back
   // to natural-log units before the merges.
   const float scale2 = scale * 1.4426950408889634f;
   float m[2] = {dec_neg_inf(), dec_neg_inf()};  // rows g, g + 8 (this lane's quad agrees)
@@ -128,7 +129,7 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
     const dec_u16* ks0 = ring + slot * 2 * DEC_TILE;
     const dec_u16* ks1 = ring + slot1 * 2 * DEC_TILE;
     if (math) {
-      float sc[2][4], sd[2][4];
+      float sc[2][4], sd[2][4] = {};
       dec_qk<E>(qa, ks0, tg, tt, sc);
       if (two) dec_qk<E>(qa, ks1, tg, tt, sd);
       // Mask: rows past the chunk's, keys past the causal edge (key0 + off > q_pos, compared as
@@ -145,10 +146,13 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
           for (int e = 0; e < 2; ++e) {
             const int off = 8 * nn + 2 * tt + e;
             const float s0 = live[h] && off <= lim0 ? sc[nn][2 * h + e] * scale2 : dec_neg_inf();
-            const float s1 = live[h] && off <= lim1 ? sd[nn][2 * h + e] * scale2 : dec_neg_inf();
             sc[nn][2 * h + e] = s0;
-            sd[nn][2 * h + e] = s1;
-            mx[h] = fmaxf(mx[h], fmaxf(s0, s1));
+            mx[h] = fmaxf(mx[h], s0);
+            if (pairs) {  // compile time: the one-unit kernel has no second set at all
+              const float s1 = live[h] && off <= lim1 ? sd[nn][2 * h + e] * scale2 : dec_neg_inf();
+              sd[nn][2 * h + e] = s1;
+              mx[h] = fmaxf(mx[h], s1);
+            }
           }
         mx[h] = fmaxf(mx[h], qsa_shfl_xor(mx[h], 1));
         mx[h] = fmaxf(mx[h], qsa_shfl_xor(mx[h], 2));
@@ -163,7 +167,7 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const float m_new = fmaxf(m[h], mx[h]);
-          alpha[h] = m_new == dec_neg_inf() ? 1.f : exp2f(m[h] - m_new);  // m = -inf: 0
+          alpha[h] = m_new == dec_neg_inf() ? 1.f : qsa_ex2_ftz(m[h] - m_new);  // m = -inf: 0
           l[h] *= alpha[h];
           m[h] = m_new;
         }
@@ -187,11 +191,14 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
         for (int nn = 0; nn < 2; ++nn)
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
-            const float p0 = exp2f(sc[nn][2 * h + e] - m_use);
-            const float p1 = exp2f(sd[nn][2 * h + e] - m_use);
+            const float p0 = qsa_ex2_ftz(sc[nn][2 * h + e] - m_use);
             sc[nn][2 * h + e] = p0;
-            sd[nn][2 * h + e] = p1;
-            sum += p0 + p1;
+            sum += p0;
+            if (pairs) {
+              const float p1 = qsa_ex2_ftz(sd[nn][2 * h + e] - m_use);
+              sd[nn][2 * h + e] = p1;
+              sum += p1;
+            }
           }
         l[h] += sum;
       }
