@@ -19,16 +19,25 @@ const UNITS_PER_BLOCK: usize = 4;
 pub const DEC_MAX_MERGE_SPLITS: usize = 128;
 /// One id per lane: lists longer than a warp take the staged kernel.
 pub const DEC_MAX_T: usize = 32;
-/// Warps per CTA and ring stages by default. H200, 2026-12-02 03:20 UTC
+/// Warps per CTA and ring stages by default. H200, 2026-12-02 06:12 UTC (this kernel: 16 q x 8
+/// KV heads, group 16, 262K): 8 x 2 22.8 us, 4 x 3 22.4, 4 x 2 22.9, 8 x 3 23.2, 2 x 2 35.7;
+/// 12 warps per SM (4 warps x 3 splits) 28.5; the K/V copies alone (probe no_math) 21.2 us, so
+/// this shape is at its traffic's floor and the warp count no longer matters from 4 up.
+/// Session 6's kernel, H200, 2026-12-02 03:20 UTC
 /// (`bench/attention_vs_torch.py --bench --decode-only`, /work/wt/results/attndec-1.md), 16
 /// queries x 8 KV heads at 262K, group 16: 4 warps 34.8-35.1 us whatever the stages (2-4), 8
 /// warps x 2 stages 27.1 us, 8 x 3 29.5 us; one query: 8 x 2 (8 splits) 15.1 us against 17.6
 /// at 4 warps. One warp per scheduler leaves each unit's dependent mma / shuffle chain exposed.
 const DEFAULT_WARPS: usize = 8;
 const DEFAULT_MAX_STAGES: usize = 2;
-/// The decode kernel takes shapes of at most this many work items per multiprocessor (beyond,
-/// the staged kernel's K/V reuse across query tokens should win). A guess, not a measurement.
-const MAX_ITEMS_PER_SM: usize = 4;
+/// The decode kernel takes shapes of at most this many work items per multiprocessor; beyond,
+/// the staged (sm_90: ring) forward wins. H200, 2026-12-02 06:12 UTC (/work/wt/results/
+/// attndec-1.md, `bench/attention_vs_torch.py --bench --decode-only`, group 16, 8 KV heads,
+/// 262K, both forced): 1.9 items / SM decode 43.9 us vs 81.1 (1.85x), 3.9: 83.7 vs 117.5
+/// (1.41x), 7.8: 161.7 vs 158.7 (0.98x), 15.5: 318.4 vs 300.2 (0.94x). The ratio falls through
+/// 1.0 near 7.5 items per SM (linear between the measured 3.9 and 7.8); 6 keeps a margin (an
+/// interpolated ~1.2x there, not measured).
+const MAX_ITEMS_PER_SM: usize = 6;
 
 /// How the partials of a split work item are merged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -351,6 +360,14 @@ mod tests {
         assert_eq!((p.items, p.nsplit, p.merge), (8, 8, DecMerge::Kernel));
         assert_eq!((p.stages, p.shared), (1, 69_632));
         assert_eq!(dispatch_name(&p), "decode_split");
+        // Up to MAX_ITEMS_PER_SM (6) items per SM (792 on 132 SMs: 99 queries x 8 KV heads)
+        // take the decode kernel, one item more the staged (measured crossover ~7.5).
+        assert!(decode_plan(&h200, &none, 1, 99, 128, 8, 16, false)
+            .unwrap()
+            .is_some());
+        assert!(decode_plan(&h200, &none, 1, 100, 128, 8, 16, false)
+            .unwrap()
+            .is_none());
         // Prefill and the backward keep the staged kernel.
         assert!(decode_plan(&h200, &none, 4, 16384, 64, 4, 16, false)
             .unwrap()
