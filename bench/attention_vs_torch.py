@@ -10,8 +10,12 @@ selection_attention.cubin with cupy. Variants are matrix.yaml's (auto: the decod
 sm_80+ decode shapes, the ring forward on sm_90's prefill, else staged; gather); the staged
 kernel's staging depth and split sweeps set QSA_ATTN_KERNEL=staged with QSA_ATTN_NBUF and
 QSA_ATTN_SPLITS, the ring forward's QSA_ATTN_FWD / QSA_ATTN_STAGES / QSA_ATTN_RING_SLOT /
-QSA_ATTN_RING_PARTS, the decode kernel's QSA_ATTN_DEC_WARPS / _STAGES / _SPLITS / _MERGE.
---decode-only skips the prefill case and the staged sweep; --prefill-only skips the decode cases.
+QSA_ATTN_RING_PARTS, the decode kernel's QSA_ATTN_DEC_WARPS / _STAGES / _SPLITS / _MERGE /
+_PAIR, and its ablations QSA_ATTN_DEC_PROBE=launch|no_kv|no_math (`probe=` rows: the launch
+alone, no K/V copies, no math; their output is not the attention and is not checked). The
+decode shapes end with the decode kernel against the staged kernel at 32-256 query tokens (the
+dispatch's items-per-SM rule). --decode-only skips the prefill case and the staged sweep;
+--prefill-only skips the decode cases.
 
     python3 bench/attention_vs_torch.py --qsa .h200/qsa --kernels build/kernels/sm_90 \
         [--check] [--bench] [--decode-only] [--out DIR]
@@ -41,7 +45,7 @@ SWEEP_RING = (("block", 2, 3), ("block", 3, 3), ("half", 4, 3), ("half", 5, 3), 
 # stages at its splits, then splits x merge at its warps and stages (plans that do not fit the
 # target's shared memory are refused by `qsa plan` and skipped).
 DEC_WARPS_STAGES = [(w, st) for w in (2, 4, 8) for st in (2, 3, 4)]
-DEC_SPLITS = (1, 2, 4, 8, 16, 32)
+DEC_SPLITS = (1, 2, 4, 8, 16)
 DEC_MERGES = ("kernel", "launch")
 # sm_90's cluster merge: eight splits per item (the kernel's cluster size), over warps.
 DEC_CLUSTER = [{"QSA_ATTN_DEC_MERGE": "cluster", "QSA_ATTN_DEC_WARPS": w} for w in (2, 4, 8)]
@@ -49,6 +53,22 @@ DEC_CLUSTER = [{"QSA_ATTN_DEC_MERGE": "cluster", "QSA_ATTN_DEC_WARPS": w} for w 
 DEC_PAIR = [{"QSA_ATTN_DEC_PAIR": 1, "QSA_ATTN_DEC_WARPS": w, "QSA_ATTN_DEC_STAGES": st}
             for w, st in ((4, 2), (4, 4), (8, 2))] + \
            [{"QSA_ATTN_DEC_PAIR": 1, "QSA_ATTN_DEC_MERGE": "cluster", "QSA_ATTN_DEC_WARPS": 8}]
+# Fewer warps per CTA, more CTAs per item: the one-unit bf16 kernel's 166 registers (sm_90) fit
+# three 4-warp or six 2-warp CTAs per SM (12 warps, where one 8-warp CTA gives 8), so 16 q x 8
+# KV heads (128 items) at 3 splits of 4 warps (or 6 of 2) keeps 12 warps on every SM; one query
+# (8 items) at 16 splits of 4 warps: 128 CTAs with one unit per warp, a 4-warp CTA merge.
+DEC_WARPS_SPLITS = [{"QSA_ATTN_DEC_WARPS": w, "QSA_ATTN_DEC_SPLITS": n, "QSA_ATTN_DEC_MERGE": m}
+                    for w, n, m in ((4, 2, "kernel"), (4, 3, "kernel"), (4, 3, "launch"), (2, 4, "kernel"),
+                                    (2, 6, "kernel"), (4, 16, "kernel"), (4, 16, "launch"))]
+# Ablations (QSA_ATTN_DEC_PROBE; the output of a probe is NOT the attention, so its rows are not
+# checked): the launch alone, the kernel without its K/V copies, the copies without the math; at
+# the dispatched plan, and the copies alone with deeper rings (is the K/V traffic itself the bound?).
+DEC_PROBES = [{"QSA_ATTN_DEC_PROBE": p} for p in ("launch", "no_kv", "no_math")] + \
+             [{"QSA_ATTN_DEC_PROBE": "no_math", "QSA_ATTN_DEC_WARPS": w, "QSA_ATTN_DEC_STAGES": st}
+              for w, st in ((4, 4), (8, 3))]
+# The decode kernel against the staged kernel as work items per SM grow (group 16, 8 KV heads,
+# 262K; 8 items per query token): where the dispatch's MAX_ITEMS_PER_SM should switch.
+DECODE_ITEMS = [(f"decode {tq} q x 8 kv heads, 262K", 1, tq, 262144, 128, 8) for tq in (32, 64, 128, 256)]
 
 
 def shape_of(P):
@@ -103,6 +123,7 @@ def staged_note(plan):
 
 
 STAGED = {"QSA_ATTN_KERNEL": "staged"}
+DECODE_FORCED = {"QSA_ATTN_KERNEL": "decode"}
 
 
 def sweep(qsa, shape, base, backward=False, splits=True):
@@ -152,6 +173,10 @@ def dec_note(plan):
            f"{st['shared_bytes']} B shared{merge}"
 
 
+def is_probe(label):
+    return "probe=" in label
+
+
 def dec_sweep(qsa, shape, base):
     """(label, plan) of the decode kernel's sweep around `base` (a decode plan): the plans
     whose launches differ from it and from each other."""
@@ -160,6 +185,8 @@ def dec_sweep(qsa, shape, base):
     tries += [{"QSA_ATTN_DEC_SPLITS": n, "QSA_ATTN_DEC_MERGE": m} for n in DEC_SPLITS for m in DEC_MERGES]
     tries += DEC_CLUSTER
     tries += DEC_PAIR
+    tries += DEC_WARPS_SPLITS
+    tries += DEC_PROBES
     for sw in tries:
         try:
             p = qsa.plan(shape, sw=sw)
@@ -181,6 +208,8 @@ CHECK_DECODE = [("decode", {"QSA_ATTN_KERNEL": "decode"}),
                 ("decode warps=8 stages=2 split=2", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_WARPS": 8,
                                                      "QSA_ATTN_DEC_STAGES": 2, "QSA_ATTN_DEC_SPLITS": 2}),
                 ("decode merge=cluster", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_MERGE": "cluster"}),
+                ("decode warps=4 split=3", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_WARPS": 4,
+                                            "QSA_ATTN_DEC_SPLITS": 3}),
                 ("decode pair=1 split=3", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_PAIR": 1,
                                            "QSA_ATTN_DEC_SPLITS": 3})]
 DECODE = [("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 128, 8),
@@ -222,6 +251,10 @@ def planned(qsa, check=True, bench=True, decode_only=False):
                 continue
             for label, p in sweep(qsa, shape, staged):
                 yield f"{case} g{hq // hkv} staged {label}", p
+        for case, B, Tq, Tk, hq, hkv in DECODE_ITEMS:
+            shape = bench_shape(B, Tq, Tk, hq, hkv)
+            yield f"{case} decode", qsa.plan(shape, sw=DECODE_FORCED)
+            yield f"{case} staged", qsa.plan(shape, sw=STAGED)
         if decode_only:
             return
         case, B, Tq, Tk, hq, hkv = PREFILL
@@ -565,6 +598,11 @@ def run_bench(qsa, out, fla, decode=True, decode_only=False):
                 c = qsa.fwd(P, o, lse, p)
                 c.setup()
                 tm = time_graph(c)
+                if is_probe(label):
+                    add(case, G, f"qsa decode fwd {label}", tm, tt[0],
+                        note=f"{dec_note(p)}; ablation: output not the attention, not checked")
+                    del c
+                    continue
                 o.fill_(float("nan"))
                 c()
                 d = (o - o_t).abs().max().item()
@@ -578,6 +616,32 @@ def run_bench(qsa, out, fla, decode=True, decode_only=False):
             add(case, G, f"qsa staged fwd {label}", time_graph(c), tt[0], note=staged_note(p))
             del c
         del P, idx, mask, staged, gather
+    # Work items per SM: the decode kernel (forced) against the staged kernel (forced), both
+    # outputs compared (|o_decode - o_staged|: the two kernels share no code).
+    for case, B, Tq, Tk, hq, hkv in (DECODE_ITEMS if decode else []):
+        G = hq // hkv
+        P = make_problem(B, Tq, Tk, hq, hkv, 16, "bf16", seed=11, ids_kind="distinct")
+        key = (B, Tk, hkv)
+        if key in kv_cache:
+            P["k"], P["v"] = kv_cache[key]
+        rows = B * Tq * hq
+        o_d = torch.empty(rows * D, device="cuda")
+        o_s = torch.empty(rows * D, device="cuda")
+        lse = torch.empty(rows, device="cuda")
+        shape = bench_shape(B, Tq, Tk, hq, hkv)
+        pd, ps = qsa.plan(shape, sw=DECODE_FORCED), qsa.plan(shape, sw=STAGED)
+        cd, cs = qsa.fwd(P, o_d, lse, pd), qsa.fwd(P, o_s, lse, ps)
+        cd.setup()
+        cs.setup()
+        td, ts = time_graph(cd), time_graph(cs)
+        cd()
+        cs()
+        d = (o_d - o_s).abs().max().item()
+        items = B * Tq * hkv * ((G + 15) // 16)
+        add(case, G, "qsa decode fwd (forced)", td, note=f"{dec_note(pd)}; {items} items; "
+            f"{ts[0] / td[0]:.2f}x the staged kernel; |o - staged| {d:.1e}")
+        add(case, G, "qsa staged fwd (forced)", ts, note=staged_note(ps))
+        del P, cd, cs, o_d, o_s, lse
     kv_cache.clear()
     torch.cuda.empty_cache()
     if decode_only:

@@ -1793,20 +1793,27 @@ QSA_ATTN_RING_INSTANCE(bf16, Bf16)
 QSA_ATTN_RING_INSTANCE(f16, F16)
 #endif
 
-// The decode forward (kernels/common/attention_decode.h), in this family's code object.
+// The decode forward (kernels/common/attention_decode.h), in this family's code object: one
+// unit per softmax step, and bf16's two units per step (`_pair_`; f16 has no registers for it).
 // Resource report shape: 4 warps x 1 stage, the smallest plan (src/dispatch/attention_decode.rs
 // sizes the ring per target; every target's 64 KiB must hold the declared figure).
 // qsa:block 128 for qsa_attn_dec_fwd_bf16
 // qsa:block 128 for qsa_attn_dec_fwd_f16
+// qsa:block 128 for qsa_attn_dec_fwd_pair_bf16
 // qsa:dynamic_shared 34816 for qsa_attn_dec_fwd_bf16
 // qsa:dynamic_shared 34816 for qsa_attn_dec_fwd_f16
+// qsa:dynamic_shared 34816 for qsa_attn_dec_fwd_pair_bf16
 #include "common/attention_decode.h"
-QSA_ATTN_DECODE_INSTANCES(bf16, DecBf16)
-QSA_ATTN_DECODE_INSTANCES(f16, DecF16)
+QSA_ATTN_DECODE_INSTANCE(qsa_attn_dec_fwd_bf16, DecBf16, false)
+QSA_ATTN_DECODE_INSTANCE(qsa_attn_dec_fwd_f16, DecF16, false)
+QSA_ATTN_DECODE_INSTANCE(qsa_attn_dec_fwd_pair_bf16, DecBf16, true)
 // The cluster-merge decode kernels (sm_90; a NaN-writing stand-in elsewhere), same shape.
 // qsa:block 128 for qsa_attn_dec_cl_fwd_bf16
 // qsa:block 128 for qsa_attn_dec_cl_fwd_f16
+// qsa:block 128 for qsa_attn_dec_cl_fwd_pair_bf16
 // qsa:dynamic_shared 34816 for qsa_attn_dec_cl_fwd_bf16
 // qsa:dynamic_shared 34816 for qsa_attn_dec_cl_fwd_f16
-QSA_ATTN_DECODE_CLUSTER_INSTANCES(bf16, DecBf16)
-QSA_ATTN_DECODE_CLUSTER_INSTANCES(f16, DecF16)
+// qsa:dynamic_shared 34816 for qsa_attn_dec_cl_fwd_pair_bf16
+QSA_ATTN_DECODE_CLUSTER_INSTANCE(qsa_attn_dec_cl_fwd_bf16, DecBf16, false)
+QSA_ATTN_DECODE_CLUSTER_INSTANCE(qsa_attn_dec_cl_fwd_f16, DecF16, false)
+QSA_ATTN_DECODE_CLUSTER_INSTANCE(qsa_attn_dec_cl_fwd_pair_bf16, DecBf16, true)

@@ -131,3 +131,54 @@ fn decode_forward_matches_fp64_in_every_plan_shape() {
         }
     }
 }
+
+/// A sharp softmax (scale 8 instead of 1/sqrt(128): scores ~90x wider, so a later unit's score
+/// often passes the running max by far more than the lazy rescale's slack of 2^8): the kernel's
+/// rescale of l and O runs after the first unit, which N(0,1) scores at the usual scale
+/// almost never reach; skipped, exp2 of the unrescaled scores overflows.
+#[test]
+fn decode_forward_rescales_on_a_sharp_softmax() {
+    let m = matrix();
+    for target in ["sm_90", "sm_86"] {
+        let caps = caps(&m, target);
+        for case in ["attn_emu_g4", "attn_emu_g8_f16"] {
+            let c = m.cases.iter().find(|c| c.name == case).unwrap();
+            let mut p = qsa::cases::attn_problem(m.seed, c, "random_ids").unwrap();
+            p.scale = 8.0;
+            let want = attn_forward_f64(&p, None).unwrap();
+            for (label, sw, _) in PLANS.iter().filter(|(l, _, _)| {
+                matches!(
+                    *l,
+                    "auto"
+                        | "one warp, one stage, no split"
+                        | "pairs of units, one warp, three stages"
+                )
+            }) {
+                let what = format!("{target} {case}/random_ids scale 8 {label}");
+                let run = race::check(
+                    &caps,
+                    &switches(sw),
+                    &Problem::AttnForward(p.clone()),
+                    &Schedule::RACE_CHECK,
+                )
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert!(
+                    run.dispatched.starts_with("decode"),
+                    "{what}: dispatched {}",
+                    run.dispatched
+                );
+                let Output::AttnForward(o) = run.output else {
+                    panic!("{what}: no forward output")
+                };
+                for (n, got, w) in [("o", &o.o, &want.o), ("lse", &o.lse, &want.lse)] {
+                    let e = rel_max(n, got, w);
+                    assert!(
+                        e <= MMA_LIMIT,
+                        "decode forward {what} {n}: relative max error {e:e} past {MMA_LIMIT:e} \
+                         (the online softmax's rescale)"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -10,6 +10,10 @@
 //   qsa_cluster_sync()           barrier over every thread of every CTA of the cluster;
 //                                shared-memory writes before it (release) are visible to
 //                                reads after it in any CTA of the cluster (acquire)
+//   qsa_cluster_sync_relaxed()   the same barrier without its release / acquire: only for a
+//                                barrier whose job is to keep shared memory alive (every remote
+//                                read before it has returned its value); the release one costs a
+//                                GPU-scope MEMBAR that waits for the thread's global stores
 //   qsa_cluster_map(p, rank)     the address of the shared variable at `p` in CTA `rank` of
 //                                this cluster (generic pointer; the kernels only read it)
 //   qsa_globaltimer()            the GPU's nanosecond clock (development probes only)
@@ -37,6 +41,12 @@ QSA_DEVICE void qsa_cluster_sync() {
   asm volatile(
       "barrier.cluster.arrive.release.aligned;\n"
       "barrier.cluster.wait.acquire.aligned;\n" ::
+          : "memory");
+}
+QSA_DEVICE void qsa_cluster_sync_relaxed() {
+  asm volatile(
+      "barrier.cluster.arrive.relaxed.aligned;\n"
+      "barrier.cluster.wait.aligned;\n" ::
           : "memory");
 }
 template <class T> QSA_DEVICE const T* qsa_cluster_map(const T* p, unsigned rank) {

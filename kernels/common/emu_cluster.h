@@ -27,6 +27,8 @@
 
 QSA_DEVICE unsigned qsa_cluster_rank() { return qsa_emu::cluster_rank(); }
 QSA_DEVICE void qsa_cluster_sync() { qsa_emu::yield_to_scheduler(qsa_emu::State::AtClusterBarrier); }
+// The emulator orders every memory access: relaxed is the same barrier.
+QSA_DEVICE void qsa_cluster_sync_relaxed() { qsa_cluster_sync(); }
 template <class T> QSA_DEVICE const T* qsa_cluster_map(const T* p, unsigned rank) {
   return static_cast<const T*>(qsa_emu::cluster_map(p, rank));
 }

@@ -223,6 +223,14 @@ inline void qsa_cp_async16_l2_256(void* dst, const void* src, int src_bytes) {
   qsa_cp_async16(dst, src, src_bytes);
 }
 inline void qsa_cp_async_commit() {}
+// ex2.approx.ftz.f32: 2^x exactly here (the card's is within ~2 ulp), subnormal inputs and
+// results flushed to zero as the card does.
+inline float qsa_ex2_ftz(float x) {
+  const float min_normal = 1.17549435e-38f;  // 2^-126
+  if (fabsf(x) < min_normal) x = 0.f;
+  const float r = exp2f(x);
+  return r < min_normal ? 0.f : r;
+}
 template <int N> inline void qsa_cp_async_wait_group() { static_assert(N >= 0, "a group count"); }
 
 // NaN in the NVIDIA conversions, as the H200 does it (tests/emu_mma_h200.rs, 2026-12-01,

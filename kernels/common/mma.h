@@ -13,6 +13,8 @@
 //                                          256-byte block around src            (sm_80+)
 //   qsa_cp_async_commit()                  close the current group of copies     (sm_80+)
 //   qsa_cp_async_wait_group<N>()           wait until <= N groups are in flight  (sm_80+)
+//   qsa_ex2_ftz(x)                         2^x, one MUFU.EX2 (ex2.approx.ftz.f32: ~2 ulp;
+//                                          subnormal inputs and results flush to 0)  (sm_80+)
 //   qsa_cvt_tf32(x)                        f32 -> tf32 bits, round to nearest, ties away
 //   qsa_pack_bf16x2(lo, hi), _f16x2        two f32 -> one 32-bit pair, round to nearest
 //                                          even; `lo` in the low half (the lower index)
@@ -96,6 +98,11 @@ QSA_DEVICE void qsa_cp_async16_l2_256(void* dst, const void* src, int src_bytes)
   asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(src_bytes));
 }
 QSA_DEVICE void qsa_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+QSA_DEVICE float qsa_ex2_ftz(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(x));
+  return r;
+}
 template <int N> QSA_DEVICE void qsa_cp_async_wait_group() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }

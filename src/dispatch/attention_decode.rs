@@ -19,16 +19,25 @@ const UNITS_PER_BLOCK: usize = 4;
 pub const DEC_MAX_MERGE_SPLITS: usize = 128;
 /// One id per lane: lists longer than a warp take the staged kernel.
 pub const DEC_MAX_T: usize = 32;
-/// Warps per CTA and ring stages by default. H200, 2026-12-02 03:20 UTC
+/// Warps per CTA and ring stages by default. H200, 2026-12-02 06:12 UTC (this kernel: 16 q x 8
+/// KV heads, group 16, 262K): 8 x 2 22.8 us, 4 x 3 22.4, 4 x 2 22.9, 8 x 3 23.2, 2 x 2 35.7;
+/// 12 warps per SM (4 warps x 3 splits) 28.5; the K/V copies alone (probe no_math) 21.2 us, so
+/// this shape is at its traffic's floor and the warp count no longer matters from 4 up.
+/// Session 6's kernel, H200, 2026-12-02 03:20 UTC
 /// (`bench/attention_vs_torch.py --bench --decode-only`, /work/wt/results/attndec-1.md), 16
 /// queries x 8 KV heads at 262K, group 16: 4 warps 34.8-35.1 us whatever the stages (2-4), 8
 /// warps x 2 stages 27.1 us, 8 x 3 29.5 us; one query: 8 x 2 (8 splits) 15.1 us against 17.6
 /// at 4 warps. One warp per scheduler leaves each unit's dependent mma / shuffle chain exposed.
 const DEFAULT_WARPS: usize = 8;
 const DEFAULT_MAX_STAGES: usize = 2;
-/// The decode kernel takes shapes of at most this many work items per multiprocessor (beyond,
-/// the staged kernel's K/V reuse across query tokens should win). A guess, not a measurement.
-const MAX_ITEMS_PER_SM: usize = 4;
+/// The decode kernel takes shapes of at most this many work items per multiprocessor; beyond,
+/// the staged (sm_90: ring) forward wins. H200, 2026-12-02 06:12 UTC (/work/wt/results/
+/// attndec-1.md, `bench/attention_vs_torch.py --bench --decode-only`, group 16, 8 KV heads,
+/// 262K, both forced): 1.9 items / SM decode 43.9 us vs 81.1 (1.85x), 3.9: 83.7 vs 117.5
+/// (1.41x), 7.8: 161.7 vs 158.7 (0.98x), 15.5: 318.4 vs 300.2 (0.94x). The ratio falls through
+/// 1.0 near 7.5 items per SM (linear between the measured 3.9 and 7.8); 6 keeps a margin (an
+/// interpolated ~1.2x there, not measured).
+const MAX_ITEMS_PER_SM: usize = 6;
 
 /// How the partials of a split work item are merged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,6 +49,52 @@ pub enum DecMerge {
     /// sm_90: the item's DEC_CLUSTER splits are one thread-block cluster and merge through
     /// distributed shared memory (`qsa_attn_dec_cl_fwd_*`, grid items x DEC_CLUSTER).
     Cluster,
+}
+
+/// What a probe launch leaves out (the kernel's DEC_PROBE_*): timed next to the full kernel, the
+/// differences split its time into launch, K/V traffic and math (bench/attention_vs_torch.py's
+/// `probe=` rows). The output of a probe is not the attention.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DecProbe {
+    /// Every CTA returns at once: the floor of a launch of the same grid, block, shared bytes
+    /// and cluster shape.
+    Launch,
+    /// No K/V copies: q, the id list, the math on whatever the ring holds, the merges.
+    NoKv,
+    /// The K/V copies without the math (o = 0, lse = -inf).
+    NoMath,
+}
+
+impl DecProbe {
+    /// The kernel's DEC_PROBE_* value.
+    fn code(self) -> i32 {
+        match self {
+            DecProbe::Launch => 1,
+            DecProbe::NoKv => 2,
+            DecProbe::NoMath => 3,
+        }
+    }
+}
+
+impl DecodePlan {
+    /// The kernel's `opts` argument: the probe (DEC_PROBE_MASK), 0 for the attention.
+    pub fn opts(&self) -> i32 {
+        self.probe.map_or(0, DecProbe::code)
+    }
+
+    /// The kernel of a `bf16` / `f16` call: two units per step (`pair`) is its own bf16
+    /// kernel (`_pair_`, ~10 more registers); f16 has none and takes the one-unit kernel.
+    pub fn kernel(&self, sfx: &str) -> String {
+        let pair = if self.pair && sfx == "bf16" {
+            "pair_"
+        } else {
+            ""
+        };
+        match self.merge {
+            DecMerge::Cluster => format!("qsa_attn_dec_cl_fwd_{pair}{sfx}"),
+            _ => format!("qsa_attn_dec_fwd_{pair}{sfx}"),
+        }
+    }
 }
 
 /// CTAs of one cluster of the cluster-merge kernel (DEC_CLUSTER): its splits per item.
@@ -59,9 +114,12 @@ pub struct DecodePlan {
     pub warps: usize,
     /// cp.async ring stages per warp.
     pub stages: usize,
-    /// Two units (32 keys) per softmax step (bf16; the f16 kernel ignores it).
+    /// Two units (32 keys) per softmax step: bf16's `_pair_` kernel (f16 takes the one-unit one).
     pub pair: bool,
     pub merge: DecMerge,
+    /// A development ablation (QSA_ATTN_DEC_PROBE): the launch runs, its output is not the
+    /// attention. None in every plan the dispatch makes by itself.
+    pub probe: Option<DecProbe>,
     /// Dynamic shared bytes: warps x stages x DEC_STAGE_BYTES.
     pub shared: u32,
 }
@@ -88,7 +146,8 @@ fn number(sw: &Switches, key: &str, lo: usize, hi: usize) -> Result<Option<usize
 /// a backward, t > 32, a prefill-sized grid, or `QSA_ATTN_KERNEL=staged`. `QSA_ATTN_KERNEL=
 /// decode` forces it on any shape where it is built (elsewhere the staged kernel runs, as a
 /// forced top-k kernel falls back). Sweep switches: QSA_ATTN_DEC_WARPS, QSA_ATTN_DEC_STAGES,
-/// QSA_ATTN_DEC_SPLITS, QSA_ATTN_DEC_MERGE (kernel | launch).
+/// QSA_ATTN_DEC_SPLITS, QSA_ATTN_DEC_MERGE (kernel | launch | cluster), QSA_ATTN_DEC_PAIR; the
+/// ablation QSA_ATTN_DEC_PROBE (launch | no_kv | no_math: the output is then NOT the attention).
 #[allow(clippy::too_many_arguments)]
 pub fn decode_plan(
     caps: &TargetCaps,
@@ -199,6 +258,19 @@ pub fn decode_plan(
             caps.name
         )));
     }
+    let probe = match sw.get("QSA_ATTN_DEC_PROBE") {
+        None => None,
+        Some("launch") => Some(DecProbe::Launch),
+        Some("no_kv") => Some(DecProbe::NoKv),
+        Some("no_math") => Some(DecProbe::NoMath),
+        Some(v) => {
+            return Err(BackendError::Input(format!(
+                "QSA_ATTN_DEC_PROBE={}: expected launch, no_kv or no_math (a timing ablation whose \
+                 output is not the attention; leave it unset for the real kernel)",
+                crate::echo::value(v)
+            )))
+        }
+    };
     let ring = warps * stages * DEC_STAGE_BYTES;
     let shared = if merge == DecMerge::Cluster {
         // The CTA's own (o, lse) lies after the warps' merge areas.
@@ -221,6 +293,7 @@ pub fn decode_plan(
         stages,
         pair,
         merge,
+        probe,
         shared: shared as u32,
     }))
 }
@@ -255,6 +328,10 @@ mod tests {
         }
     }
 
+    fn none_sw() -> Switches {
+        Switches::default()
+    }
+
     fn sw(pairs: &[(&str, &str)]) -> Switches {
         Switches::new(
             pairs
@@ -283,6 +360,14 @@ mod tests {
         assert_eq!((p.items, p.nsplit, p.merge), (8, 8, DecMerge::Kernel));
         assert_eq!((p.stages, p.shared), (1, 69_632));
         assert_eq!(dispatch_name(&p), "decode_split");
+        // Up to MAX_ITEMS_PER_SM (6) items per SM (792 on 132 SMs: 99 queries x 8 KV heads)
+        // take the decode kernel, one item more the staged (measured crossover ~7.5).
+        assert!(decode_plan(&h200, &none, 1, 99, 128, 8, 16, false)
+            .unwrap()
+            .is_some());
+        assert!(decode_plan(&h200, &none, 1, 100, 128, 8, 16, false)
+            .unwrap()
+            .is_none());
         // Prefill and the backward keep the staged kernel.
         assert!(decode_plan(&h200, &none, 4, 16384, 64, 4, 16, false)
             .unwrap()
@@ -417,6 +502,42 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("at most 128 splits"), "{e}");
+        // Probes: opts (the kernel's DEC_PROBE_*); pairs pick their own bf16 kernel.
+        let p = decode_plan(&h200, &none_sw(), 1, 1, 128, 8, 16, false)
+            .unwrap()
+            .unwrap();
+        assert_eq!((p.probe, p.opts()), (None, 0));
+        assert_eq!(p.kernel("bf16"), "qsa_attn_dec_fwd_bf16");
+        for (v, probe, opts) in [
+            ("launch", DecProbe::Launch, 1),
+            ("no_kv", DecProbe::NoKv, 2),
+            ("no_math", DecProbe::NoMath, 3),
+        ] {
+            let s = sw(&[("QSA_ATTN_DEC_PROBE", v), ("QSA_ATTN_DEC_PAIR", "1")]);
+            let p = decode_plan(&h200, &s, 1, 1, 128, 8, 16, false)
+                .unwrap()
+                .unwrap();
+            assert_eq!((p.probe, p.opts()), (Some(probe), opts), "{v}");
+            assert_eq!(p.kernel("bf16"), "qsa_attn_dec_fwd_pair_bf16");
+            assert_eq!(
+                p.kernel("f16"),
+                "qsa_attn_dec_fwd_f16",
+                "f16 has no pair kernel"
+            );
+        }
+        let e = decode_plan(
+            &h200,
+            &sw(&[("QSA_ATTN_DEC_PROBE", "fast")]),
+            1,
+            1,
+            128,
+            8,
+            16,
+            false,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("expected launch, no_kv or no_math"), "{e}");
         let sm86 = caps("sm_86", 101_376, 82, true);
         let e = decode_plan(
             &sm86,

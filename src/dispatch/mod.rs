@@ -157,6 +157,10 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
         "kernel | launch | cluster: the decode attention splits merged by the last CTA, by qsa_attn_combine, or through an sm_90 cluster's shared memory (qsa's switch)",
     ),
     (
+        "QSA_ATTN_DEC_PROBE",
+        "launch | no_kv | no_math: a timing ablation of the decode attention kernel (the launch alone, no K/V copies, no math); its output is NOT the attention (qsa's bench switch)",
+    ),
+    (
         "QSA_ATTN_NBUF",
         "1 | 2: staged K/V buffers of the staged attention kernel (qsa's sweep switch)",
     ),

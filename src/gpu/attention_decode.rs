@@ -44,9 +44,9 @@ pub fn forward_steps(
         args.extend([o, lse]);
         args.extend(dims);
         args.push(PlanArg::I32(plan.stages as i32));
-        args.push(PlanArg::I32(i32::from(plan.pair)));
+        args.push(PlanArg::I32(plan.opts()));
         return Ok(vec![launch(
-            format!("qsa_attn_dec_cl_fwd_{sfx}"),
+            plan.kernel(sfx),
             LaunchDims {
                 grid: (ctas as u32, 1, 1),
                 block: (32 * plan.warps as u32, 1, 1),
@@ -76,10 +76,10 @@ pub fn forward_steps(
     args.extend([o, lse, o_part, lse_part, done]);
     args.extend(dims);
     args.push(PlanArg::I32(plan.stages as i32));
-    args.push(PlanArg::I32(i32::from(plan.pair)));
+    args.push(PlanArg::I32(plan.opts()));
     args.push(PlanArg::I32(i32::from(in_kernel)));
     let mut steps = vec![launch(
-        format!("qsa_attn_dec_fwd_{sfx}"),
+        plan.kernel(sfx),
         LaunchDims {
             grid: (plan.items as u32, plan.nsplit as u32, 1),
             block: (32 * plan.warps as u32, 1, 1),

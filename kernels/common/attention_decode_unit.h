@@ -1,0 +1,271 @@
+// NSA selection-attention decode forward, part 1 of 3: one warp's unit of work (the constants,
+// a work item's geometry and unit list, the K/V copies into a warp's ring, the mma pieces of
+// S = q K^T and O += P V). Included by common/attention_decode.h (the kernel and its loop);
+// the merges are common/attention_decode_merge.h. The design is in attention_decode.h's header.
+#pragma once
+#include "portable.h"
+
+#define DEC_D 128
+#define DEC_BLK 64
+#define DEC_ROWS 16
+// Keys per unit (one mma n-pair, one P A-fragment).
+#define DEC_KEYS 16
+// Staged K / V rows in u16: 128 + 8 (16-byte rows, lane (g, t) of a B-fragment read hits
+// bank 4g + t: conflict free).
+#define DEC_STRIDE 136
+#define DEC_TILE (DEC_KEYS * DEC_STRIDE)  // u16 of one K or V sub-tile
+#define DEC_STAGE_BYTES (2 * DEC_TILE * 2)
+#define DEC_MAX_STAGES 4
+#define DEC_LO_SCALE 4096.f
+#define DEC_MAX_MERGE_SPLITS 128
+// `merge` argument values: partials only (a second launch merges), the last CTA's ticket,
+// the thread-block cluster (sm_90).
+#define DEC_MERGE_LAUNCH 0
+#define DEC_MERGE_TICKET 1
+#define DEC_MERGE_CLUSTER 2
+// The in-kernel merge's loads in flight per thread: outputs x splits (float4 each).
+#define DEC_MERGE_OUT 2
+#define DEC_MERGE_BATCH 8
+
+typedef unsigned short dec_u16;
+
+#if defined(QSA_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define QSA_DEC_MMA 1
+#endif
+
+QSA_DEVICE float dec_neg_inf() { return __uint_as_float(0xff800000u); }
+
+struct DecBf16 {
+  static constexpr bool is_bf16 = true;
+  static __device__ __forceinline__ float lo(unsigned w) { return qsa_bf16x2_lo(w); }
+  static __device__ __forceinline__ float hi(unsigned w) { return qsa_bf16x2_hi(w); }
+  static __device__ __forceinline__ float one(dec_u16 b) { return qsa_bf16_to_f32(b); }
+};
+
+struct DecF16 {
+  static constexpr bool is_bf16 = false;
+  static __device__ __forceinline__ float lo(unsigned w) { return qsa_f16_to_f32((dec_u16)(w & 0xffffu)); }
+  static __device__ __forceinline__ float hi(unsigned w) { return qsa_f16_to_f32((dec_u16)(w >> 16)); }
+  static __device__ __forceinline__ float one(dec_u16 b) { return qsa_f16_to_f32(b); }
+};
+
+// The geometry of one work item, decoded from its index.
+struct DecItem {
+  int b, i, g, chunk;
+  int group;
+  long long q_pos;
+  int rows;  // valid rows (query heads) of the chunk: min(16, group - 16 chunk)
+};
+
+QSA_DEVICE DecItem dec_item(long long item, int q_len, int kv_len, int hq, int hkv) {
+  DecItem it;
+  it.group = hq / hkv;
+  const int nchunk = (it.group + DEC_ROWS - 1) / DEC_ROWS;
+  long long x = item;
+  it.chunk = (int)(x % nchunk);
+  x /= nchunk;
+  it.g = (int)(x % hkv);
+  x /= hkv;
+  it.i = (int)(x % q_len);
+  it.b = (int)(x / q_len);
+  it.q_pos = (long long)kv_len - q_len + it.i;
+  const int left = it.group - DEC_ROWS * it.chunk;
+  it.rows = left < DEC_ROWS ? left : DEC_ROWS;
+  return it;
+}
+
+#if defined(QSA_DEC_MMA)
+// A load that bypasses L1 (another CTA's partial, published by its fence and ticket); through
+// the u32 form, which the emulator's __ldcg takes.
+QSA_DEVICE float dec_ldcg(const float* p) { return __uint_as_float(__ldcg((const unsigned*)p)); }
+QSA_DEVICE float4 dec_ldcg4(const float* p) {  // p 16-byte aligned
+#if defined(QSA_EMU)
+  return make_float4(dec_ldcg(p), dec_ldcg(p + 1), dec_ldcg(p + 2), dec_ldcg(p + 3));
+#else
+  return __ldcg((const float4*)p);
+#endif
+}
+
+// The item's unit list, one id slot per lane: `id` the slot's block, `nsub` its units (0 for
+// -1, an invisible id or a repeat of an earlier slot), `incl` the inclusive prefix of nsub over
+// the lanes; the item's unit count is lane 31's incl.
+struct DecList {
+  int id, nsub, incl, total;
+};
+
+QSA_DEVICE DecList dec_list(const int* __restrict__ ids, const DecItem& it, int q_len, int hkv, int t) {
+  const int lane = qsa_lane();
+  DecList L;
+  L.id = -1;
+  if (lane < t) L.id = ids[(((long long)it.b * q_len + it.i) * hkv + it.g) * t + lane];
+  bool dup = false;
+  for (int u = 0; u < 31; ++u) {  // a repeat of an earlier slot counts once
+    const int other = qsa_shfl(L.id, u);
+    dup |= u < lane && other == L.id;
+  }
+  const long long base = (long long)L.id * DEC_BLK;
+  const bool ok = L.id >= 0 && base <= it.q_pos && !dup;
+  long long n = ok ? (it.q_pos - base) / DEC_KEYS + 1 : 0;
+  L.nsub = (int)(n < DEC_BLK / DEC_KEYS ? n : DEC_BLK / DEC_KEYS);
+  int incl = L.nsub;
+#pragma unroll
+  for (int off = 1; off < 32; off <<= 1) {
+    const int y = qsa_shfl(incl, lane >= off ? lane - off : lane);
+    if (lane >= off) incl += y;
+  }
+  L.incl = incl;
+  L.total = qsa_shfl(incl, 31);
+  return L;
+}
+
+// First key of unit u (u < total): the block of the first lane whose prefix passes u.
+QSA_DEVICE long long dec_unit_key(const DecList& L, int u) {
+  const unsigned above = qsa_ballot(L.incl > u);
+  const int src = __ffs(above) - 1;
+  const int id = qsa_shfl(L.id, src);
+  const int excl = qsa_shfl(L.incl - L.nsub, src);
+  return (long long)id * DEC_BLK + (long long)(u - excl) * DEC_KEYS;
+}
+
+// A unit's copies: lane l copies row l / 2 of the unit's 16 keys, its 16-byte chunks 2j + l % 2
+// (j = 0..7), so each copy instruction reads one whole 32-byte sector of each of the 16 rows
+// and a lane's 8 copies of a tile are one pointer plus immediate offsets (32 j bytes). The row's
+// offset into k / v for key 0, once per warp:
+QSA_DEVICE long long dec_lane_offset(const DecItem& it, int kv_len, int hkv) {
+  return ((long long)it.b * kv_len * hkv + it.g) * DEC_D + (qsa_lane() % 2) * 8;
+}
+
+// Issue the unit at `key0`: its K and V sub-tiles (16 keys x 256 bytes each) into `stage`; rows
+// past the causal edge are zero-filled (p = 0 there, and 0 x a stale NaN would not be 0) and
+// addressed at the edge's key (src-size 0 reads nothing; the address stays in the tensor).
+// `row` = hkv x DEC_D, the distance between consecutive keys. Per unit and lane: one address,
+// one predicate, 16 copies (the per-copy 64-bit index math was ~90 of the loop's ~640
+// instructions, sm_90 SASS of 2026-12-02).
+QSA_DEVICE void dec_issue(dec_u16* stage, const dec_u16* __restrict__ k, const dec_u16* __restrict__ v,
+                          long long lane_off, int row, long long key0, long long q_pos) {
+  const int lane = qsa_lane(), r = lane / 2;
+  const long long left = q_pos - key0;  // >= 0: a unit starts at a visible key
+  const bool valid = r <= left;
+  const long long off = lane_off + (key0 + (valid ? r : left)) * row;
+  const dec_u16* ks = k + off;
+  const dec_u16* vs = v + off;
+  dec_u16* dst = stage + r * DEC_STRIDE + (lane % 2) * 8;
+  const int bytes = valid ? 16 : 0;
+#pragma unroll
+  for (int j = 0; j < DEC_D / 16; ++j) {
+    qsa_cp_async16(dst + 16 * j, ks + 16 * j, bytes);
+    qsa_cp_async16(dst + DEC_TILE + 16 * j, vs + 16 * j, bytes);
+  }
+  qsa_cp_async_commit();
+}
+
+// Wait until at most `pending` committed groups of this thread are still in flight.
+QSA_DEVICE void dec_wait(int pending) {
+  switch (pending) {
+    case 0: qsa_cp_async_wait_group<0>(); break;
+    case 1: qsa_cp_async_wait_group<1>(); break;
+    case 2: qsa_cp_async_wait_group<2>(); break;
+    default: qsa_cp_async_wait_group<3>(); break;
+  }
+}
+
+template <typename E>
+QSA_DEVICE unsigned dec_pack(float lo, float hi) {  // lo -> low half (the lower index)
+  return E::is_bf16 ? qsa_pack_bf16x2(lo, hi) : qsa_pack_f16x2(lo, hi);
+}
+
+template <typename E>
+QSA_DEVICE void dec_mma(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  if (E::is_bf16) qsa_mma_m16n8k16_bf16(c, a, b0, b1);
+  else qsa_mma_m16n8k16_f16(c, a, b0, b1);
+}
+
+// A fragments of the item's 16 query rows (rows past `rows` are zero), 8 k-steps of 16 dims,
+// read straight from global memory (exact: q is E data).
+template <typename E>
+QSA_DEVICE void dec_load_q(const dec_u16* __restrict__ q, const DecItem& it, int q_len, int hq,
+                           unsigned (&qa)[8][4]) {
+  const int lane = qsa_lane(), tg = lane / 4, tt = lane % 4;
+  const dec_u16* rowp[2];
+  bool ok[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = tg + 8 * h;
+    ok[h] = r < it.rows;
+    const int head = it.g * it.group + it.chunk * DEC_ROWS + (ok[h] ? r : 0);
+    rowp[h] = q + (((long long)it.b * q_len + it.i) * hq + head) * DEC_D;
+  }
+#pragma unroll
+  for (int ks = 0; ks < 8; ++ks)
+#pragma unroll
+    for (int hd = 0; hd < 2; ++hd)  // dims +0 / +8
+#pragma unroll
+      for (int h = 0; h < 2; ++h)  // rows g / g + 8
+        qa[ks][2 * hd + h] = ok[h] ? *(const unsigned*)(rowp[h] + ks * 16 + 8 * hd + 2 * tt) : 0u;
+}
+
+// S = q K^T for the 16 keys of a staged sub-tile: sc[n][.] for keys 8 n + 2 tt (+1), rows tg /
+// tg + 8. Four independent accumulator chains (n-tile x even / odd k-step), summed after: with
+// one or two warps per scheduler an 8-deep mma chain is the unit's critical path (H200,
+// 2026-12-02: stages 2-4 all 34.8 us at 4 warps, 8 warps 27.1 us).
+template <typename E>
+QSA_DEVICE void dec_qk(const unsigned (&qa)[8][4], const dec_u16* ks, int tg, int tt, float (&sc)[2][4]) {
+  float sc2[2][4];
+#pragma unroll
+  for (int nn = 0; nn < 2; ++nn)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) sc[nn][e] = sc2[nn][e] = 0.f;
+#pragma unroll
+  for (int kk = 0; kk < 8; kk += 2)
+#pragma unroll
+    for (int nn = 0; nn < 2; ++nn) {
+      const dec_u16* kp = ks + (8 * nn + tg) * DEC_STRIDE + kk * 16 + 2 * tt;
+      dec_mma<E>(sc[nn], qa[kk], *(const unsigned*)kp, *(const unsigned*)(kp + 8));
+      dec_mma<E>(sc2[nn], qa[kk + 1], *(const unsigned*)(kp + 16), *(const unsigned*)(kp + 24));
+    }
+#pragma unroll
+  for (int nn = 0; nn < 2; ++nn)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) sc[nn][e] += sc2[nn][e];
+}
+
+// O += P V for one sub-tile. P's A fragment is the scores' C layout: a0 (g, 2t) = n0 row g,
+// a1 (g + 8, 2t) = n0 row g + 8, a2 (g, 2t + 8) = n1 row g, a3 = n1 row g + 8; P is split into
+// 16-bit parts that sum back to it (bf16 hi + mid + lo; f16 hi + lo x 2^12 into acc_lo).
+template <typename E>
+QSA_DEVICE void dec_pv(const float (&p)[2][4], const dec_u16* vs, int lane, float (&acc)[16][4],
+                       float (&acc_lo)[16][4]) {
+  unsigned a0[4], a1[4], a2[4];
+#pragma unroll
+  for (int h4 = 0; h4 < 4; ++h4) {
+    const int nn = h4 >> 1, h = h4 & 1;
+    const float x = p[nn][2 * h], y = p[nn][2 * h + 1];
+    a0[h4] = dec_pack<E>(x, y);
+    const float r0 = x - E::lo(a0[h4]), r1 = y - E::hi(a0[h4]);
+    if (E::is_bf16) {
+      a1[h4] = dec_pack<E>(r0, r1);
+      a2[h4] = dec_pack<E>(r0 - E::lo(a1[h4]), r1 - E::hi(a1[h4]));
+    } else {
+      a1[h4] = dec_pack<E>(r0 * DEC_LO_SCALE, r1 * DEC_LO_SCALE);
+      a2[h4] = 0u;
+    }
+  }
+  const int vkey = (lane & 7) + ((lane >> 3) & 1) * 8;
+#pragma unroll
+  for (int jp = 0; jp < 8; ++jp) {
+    unsigned b0, b1, b2, b3;
+    qsa_ldmatrix_x4_trans(vs + vkey * DEC_STRIDE + 16 * jp + (lane >> 4) * 8, b0, b1, b2, b3);
+    dec_mma<E>(acc[2 * jp], a0, b0, b1);
+    dec_mma<E>(acc[2 * jp + 1], a0, b2, b3);
+    if (E::is_bf16) {
+      dec_mma<E>(acc[2 * jp], a1, b0, b1);
+      dec_mma<E>(acc[2 * jp + 1], a1, b2, b3);
+      dec_mma<E>(acc[2 * jp], a2, b0, b1);
+      dec_mma<E>(acc[2 * jp + 1], a2, b2, b3);
+    } else {
+      dec_mma<E>(acc_lo[2 * jp], a1, b0, b1);
+      dec_mma<E>(acc_lo[2 * jp + 1], a1, b2, b3);
+    }
+  }
+}
+#endif  // QSA_DEC_MMA
