@@ -149,6 +149,7 @@ fn run_scorer_planned(
     // tests/emu/scores_*.cu forward to the kernel the plan names (see there why).
     let (probe, entry) = match (kernel, l.kernel.ends_with("_decode")) {
         (ScoresKernel::AmdMatrixBf16(_), _) => ("scores_amd_matrix.cu", "scores_amd_matrix"),
+        _ if l.kernel.ends_with("_decode_wg") => ("scores_tc_nvidia.cu", "scores_tc_decode_wg"),
         _ if l.kernel.ends_with("_wgmma") => ("scores_tc_nvidia.cu", "scores_tc_wgmma"),
         (_, false) => ("scores_tc_nvidia.cu", "scores_tc_wide"),
         (_, true) => ("scores_tc_nvidia.cu", "scores_tc_decode"),
@@ -165,7 +166,7 @@ fn run_scorer_planned(
     if !matches!(kernel, ScoresKernel::AmdMatrixBf16(_)) {
         args.push(Arg::I32((kernel == ScoresKernel::Bf16) as i32));
     }
-    // The decode kernels' ring depth and L2-prefetch flag.
+    // The mma.sync decode kernels' ring depth.
     args.extend(l.extra_args.iter().map(|&a| Arg::I32(a)));
     api.launch_source(&root().join("tests/emu").join(probe), entry, dims, &args)
         .unwrap_or_else(|e| panic!("{}: {}: {e}", c.name, l.kernel));
@@ -247,6 +248,21 @@ fn nvidia_wgmma_scorers_on_emulated_wgmma() {
             (2, 80, 270),
             (17, 16, 40),
         ] {
+            run_scorer_on(&c, kernel, TcEngine::Wgmma, shape);
+        }
+    }
+}
+
+/// sm_90a's wgmma decode scorers (Kb tiles as register A, Q resident as B), planned for one
+/// multiprocessor (two persistent CTAs walk the tiles of 64 blocks, the last partial): one
+/// query of 64 heads, 4 queries of 7 heads (4 per CTA row), 2 of 20 (2 m-tiles each), one of
+/// 40 (3 m-tiles). Two query groups (grid.y = 2): tests/emu_scores.rs.
+#[test]
+fn nvidia_wgmma_decode_scorers_on_emulated_wgmma() {
+    let mut c = caps("sm_90", Vendor::Nvidia, 32, 232_448);
+    c.features = vec![qsa::dispatch::Feature::Wgmma];
+    for kernel in [ScoresKernel::Tf32, ScoresKernel::Bf16] {
+        for shape in [(1, 64, 270), (4, 7, 77), (2, 20, 300), (1, 40, 100)] {
             run_scorer_on(&c, kernel, TcEngine::Wgmma, shape);
         }
     }

@@ -7,6 +7,7 @@
 use super::{Feature, Switches, TargetCaps, Vendor};
 
 pub mod decode;
+pub mod decode_wg;
 mod engine;
 pub use engine::{
     auto_units_per_cta, check_wg_upc, tc_engine, wgmma_built, wgmma_units_per_cta, TcEngine,
