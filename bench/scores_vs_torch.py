@@ -53,8 +53,9 @@ FORCED = [("simt:QSA_SCORES_KERNEL=simt", "simt", {"QSA_SCORES_KERNEL": "simt"})
 # The decode scorers' launch configurations (src/dispatch/scores/decode.rs; the default on
 # sm_90 is 4 warps, 2 stages, 3 CTAs per SM): warps, ring depth and persistent CTAs per SM of
 # the mma.sync kernels (ENGINE=mma: the ring switches are theirs), then sm_90a's wgmma decode
-# kernels (src/dispatch/scores/decode_wg.rs: default 2 CTAs per SM; elsewhere ENGINE=wgmma
-# falls back to mma.sync and the row is the same launch as another, run once).
+# kernels (src/dispatch/scores/decode_wg.rs: default 2 CTAs per SM, two whole tiles of A in
+# registers; WG_RING=halves: four half tiles; elsewhere ENGINE=wgmma falls back to mma.sync
+# and the row is the same launch as another, run once).
 MMA, WG = {"QSA_SCORES_DECODE_ENGINE": "mma"}, {"QSA_SCORES_DECODE_ENGINE": "wgmma"}
 FORCED += [(f"{v}:{','.join(f'{k}={x}' for k, x in sw.items())}", v, sw) for v, sw in (
     ("auto", {**MMA, "QSA_SCORES_DECODE_WARPS": "8"}),
@@ -68,7 +69,10 @@ FORCED += [(f"{v}:{','.join(f'{k}={x}' for k, x in sw.items())}", v, sw) for v, 
     ("auto", {**WG, "QSA_SCORES_DECODE_CTAS_PER_SM": "1"}),
     ("auto", {**WG, "QSA_SCORES_DECODE_CTAS_PER_SM": "3"}),
     ("bf16", {**WG}),
-    ("bf16", {**WG, "QSA_SCORES_DECODE_CTAS_PER_SM": "1"}))]
+    ("bf16", {**WG, "QSA_SCORES_DECODE_CTAS_PER_SM": "1"}),
+    ("auto", {**WG, "QSA_SCORES_DECODE_WG_RING": "halves"}),
+    ("auto", {**WG, "QSA_SCORES_DECODE_WG_RING": "halves", "QSA_SCORES_DECODE_CTAS_PER_SM": "1"}),
+    ("bf16", {**WG, "QSA_SCORES_DECODE_WG_RING": "halves"}))]
 # The wgmma kernels' units per CTA (sm_90a; elsewhere the same plan as the variant's, run once).
 FORCED += [(f"{v}:QSA_SCORES_WG_UPC={u}", v, {"QSA_SCORES_WG_UPC": str(u)})
            for v in ("auto", "bf16") for u in (1, 2, 4, 8, 16)]

@@ -8,10 +8,11 @@
 
 use half::bf16;
 use qsa::dispatch::scores::{AmdMatrix, ScoresKernel, TcEngine};
+use qsa::dispatch::Switches;
 use qsa::dispatch::{TargetCaps, Vendor};
 use qsa::emu::api::EmuApi;
 use qsa::emu::Schedule;
-use qsa::gpu::scores::plan_engine;
+use qsa::gpu::scores::plan_on;
 use qsa::gpu::{as_bytes, as_bytes_mut, Arg, GpuApi, LaunchDims};
 use std::path::PathBuf;
 
@@ -119,6 +120,18 @@ fn run_scorer_planned(
     shape: (usize, usize, usize),
     plan_shared: Option<u32>,
 ) {
+    run_scorer_switched(c, kernel, engine, shape, plan_shared, &Switches::default())
+}
+
+/// `run_scorer_planned` with the plan's switches (`plan_on` on one multiprocessor).
+fn run_scorer_switched(
+    c: &TargetCaps,
+    kernel: ScoresKernel,
+    engine: TcEngine,
+    shape: (usize, usize, usize),
+    plan_shared: Option<u32>,
+    sw: &Switches,
+) {
     let (nq, heads, blocks) = shape;
     use_cache_keyed_by_block_scores();
     let api = EmuApi::new(c, Schedule::Forward).unwrap();
@@ -140,7 +153,7 @@ fn run_scorer_planned(
     );
     let tile = qsa::dispatch::scores::tc_tile(nq, heads);
     let limit = plan_shared.unwrap_or(c.shared_per_block);
-    let l = plan_engine(kernel, tile, engine, nq, heads, blocks, limit).unwrap();
+    let l = plan_on(kernel, tile, engine, (nq, heads, blocks), limit, 1, sw).unwrap();
     let dims = LaunchDims {
         grid: l.grid,
         block: (l.block, 1, 1),
@@ -150,6 +163,7 @@ fn run_scorer_planned(
     let (probe, entry) = match (kernel, l.kernel.ends_with("_decode")) {
         (ScoresKernel::AmdMatrixBf16(_), _) => ("scores_amd_matrix.cu", "scores_amd_matrix"),
         _ if l.kernel.ends_with("_decode_wg") => ("scores_tc_nvidia.cu", "scores_tc_decode_wg"),
+        _ if l.kernel.ends_with("_decode_wgh") => ("scores_tc_nvidia.cu", "scores_tc_decode_wgh"),
         _ if l.kernel.ends_with("_wgmma") => ("scores_tc_nvidia.cu", "scores_tc_wgmma"),
         (_, false) => ("scores_tc_nvidia.cu", "scores_tc_wide"),
         (_, true) => ("scores_tc_nvidia.cu", "scores_tc_decode"),
@@ -256,14 +270,27 @@ fn nvidia_wgmma_scorers_on_emulated_wgmma() {
 /// sm_90a's wgmma decode scorers (Kb tiles as register A, Q resident as B), planned for one
 /// multiprocessor (two persistent CTAs walk the tiles of 64 blocks, the last partial): one
 /// query of 64 heads, 4 queries of 7 heads (4 per CTA row), 2 of 20 (2 m-tiles each), one of
-/// 40 (3 m-tiles). Two query groups (grid.y = 2): tests/emu_scores.rs.
+/// 40 (3 m-tiles); then the ring of half tiles (`QSA_SCORES_DECODE_WG_RING=halves`). Two
+/// query groups (grid.y = 2): tests/emu_scores.rs.
 #[test]
 fn nvidia_wgmma_decode_scorers_on_emulated_wgmma() {
     let mut c = caps("sm_90", Vendor::Nvidia, 32, 232_448);
     c.features = vec![qsa::dispatch::Feature::Wgmma];
+    let halves = Switches::new(
+        [(
+            "QSA_SCORES_DECODE_WG_RING".to_string(),
+            "halves".to_string(),
+        )]
+        .into_iter()
+        .collect(),
+    );
     for kernel in [ScoresKernel::Tf32, ScoresKernel::Bf16] {
         for shape in [(1, 64, 270), (4, 7, 77), (2, 20, 300), (1, 40, 100)] {
             run_scorer_on(&c, kernel, TcEngine::Wgmma, shape);
+        }
+        // The ring of half tiles (block_scores_*_decode_wgh): 5 and 2 tiles per CTA.
+        for shape in [(1, 64, 600), (4, 7, 200)] {
+            run_scorer_switched(&c, kernel, TcEngine::Wgmma, shape, None, &halves);
         }
     }
 }

@@ -11,6 +11,11 @@ use super::decode::{ctas_per_sm, mma_only_switch, CTAS_SWITCH};
 /// the target lacks does).
 pub const ENGINE_SWITCH: &str = "QSA_SCORES_DECODE_ENGINE";
 
+/// `QSA_SCORES_DECODE_WG_RING`: `tiles` (two whole tiles of A in registers, one in flight
+/// while the other is multiplied: `block_scores_*_decode_wg`) or `halves` (a ring of four
+/// half tiles, three in flight: `block_scores_*_decode_wgh`).
+pub const RING_SWITCH: &str = "QSA_SCORES_DECODE_WG_RING";
+
 /// Whether a decode call on a target with the wgmma kernels takes them when no switch says:
 /// not yet. Nothing has measured them on a card (2026-12-02): the sm_90 default stays the
 /// mma.sync decode kernel until the H200 says the wgmma one is faster.
@@ -31,6 +36,10 @@ pub fn check_engine(sw: &Switches) -> Result<(), String> {
     match sw.get(ENGINE_SWITCH) {
         None | Some("mma" | "wgmma") => Ok(()),
         Some(other) => Err(format!("{ENGINE_SWITCH}={other}: expected mma or wgmma")),
+    }?;
+    match sw.get(RING_SWITCH) {
+        None | Some("tiles" | "halves") => Ok(()),
+        Some(other) => Err(format!("{RING_SWITCH}={other}: expected tiles or halves")),
     }
 }
 
@@ -48,6 +57,8 @@ pub fn wanted(sw: &Switches) -> bool {
 pub struct WgDecodeConfig {
     /// Persistent CTAs per multiprocessor (grid.x = multiprocessors x this / query groups).
     pub ctas_per_sm: usize,
+    /// A ring of four half tiles in registers (`_decode_wgh`) instead of two whole tiles.
+    pub halves: bool,
 }
 
 impl WgDecodeConfig {
@@ -59,7 +70,7 @@ impl WgDecodeConfig {
 }
 
 /// The configuration from the switches: CTAs per SM (`QSA_SCORES_DECODE_CTAS_PER_SM`, else
-/// `DEFAULT_CTAS_PER_SM`). The mma.sync kernels' ring depth and warps mean nothing here: a
+/// `DEFAULT_CTAS_PER_SM`) and the register ring (`QSA_SCORES_DECODE_WG_RING`). The mma.sync kernels' ring depth and warps mean nothing here: a
 /// call that sets them is refused, naming the switch and the fix.
 pub fn config_for(sw: &Switches) -> Result<WgDecodeConfig, String> {
     if let Some(k) = mma_only_switch(sw) {
@@ -67,8 +78,10 @@ pub fn config_for(sw: &Switches) -> Result<WgDecodeConfig, String> {
             "{k} configures the mma.sync decode scorer, and this call runs the wgmma one; set {ENGINE_SWITCH}=mma to sweep it, or drop {k} (the wgmma one takes {CTAS_SWITCH} only)"
         ));
     }
+    check_engine(sw)?;
     Ok(WgDecodeConfig {
         ctas_per_sm: ctas_per_sm(sw)?.unwrap_or(DEFAULT_CTAS_PER_SM),
+        halves: sw.get(RING_SWITCH) == Some("halves"),
     })
 }
 
@@ -99,7 +112,14 @@ mod tests {
 
     #[test]
     fn config_takes_ctas_per_sm_and_refuses_the_ring_switches() {
-        assert_eq!(config_for(&sw(&[])).unwrap().ctas_per_sm, 2);
+        let c = config_for(&sw(&[])).unwrap();
+        assert_eq!((c.ctas_per_sm, c.halves), (2, false));
+        assert!(config_for(&sw(&[(RING_SWITCH, "halves")])).unwrap().halves);
+        let e = check_engine(&sw(&[(RING_SWITCH, "thirds")])).unwrap_err();
+        assert!(
+            e.contains("QSA_SCORES_DECODE_WG_RING=thirds: expected tiles or halves"),
+            "{e}"
+        );
         let four = sw(&[(CTAS_SWITCH, "4")]);
         assert_eq!(config_for(&four).unwrap().ctas_per_sm, 4);
         let e = config_for(&sw(&[(CTAS_SWITCH, "5")])).unwrap_err();

@@ -20,10 +20,11 @@ pub(super) fn plan_decode_wg(
     shared_limit: u32,
 ) -> BackendResult<ScoresLaunch> {
     let bf16 = kernel == ScoresKernel::Bf16;
-    let (name, variant) = if bf16 {
-        ("block_scores_bf16_decode_wg", "bf16_decode_wg")
-    } else {
-        ("block_scores_tf32_decode_wg", "tf32_decode_wg")
+    let (name, variant) = match (bf16, cfg.halves) {
+        (true, false) => ("block_scores_bf16_decode_wg", "bf16_decode_wg"),
+        (true, true) => ("block_scores_bf16_decode_wgh", "bf16_decode_wg"),
+        (false, false) => ("block_scores_tf32_decode_wg", "tf32_decode_wg"),
+        (false, true) => ("block_scores_tf32_decode_wgh", "tf32_decode_wg"),
     };
     if !holds_heads(heads) {
         return Err(BackendError::Unsupported(format!(
@@ -197,7 +198,10 @@ mod tests {
 
     #[test]
     fn wgmma_decode_plans_cover_every_tile() {
-        let two = WgDecodeConfig { ctas_per_sm: 2 };
+        let two = WgDecodeConfig {
+            ctas_per_sm: 2,
+            halves: false,
+        };
         let l = plan_decode_wg(ScoresKernel::Tf32, &two, 132, (1, 64, 262_144), 232_448).unwrap();
         assert_eq!(
             (
@@ -221,6 +225,16 @@ mod tests {
         assert_eq!(
             (l.kernel, l.grid, l.shared_bytes),
             ("block_scores_bf16_decode_wg", (132, 2, 1), 16_384)
+        );
+        // The ring of half tiles: another kernel, the same launch and variant.
+        let halves = WgDecodeConfig {
+            halves: true,
+            ..two
+        };
+        let l = plan_decode_wg(ScoresKernel::Tf32, &halves, 132, (1, 64, 700), 232_448).unwrap();
+        assert_eq!(
+            (l.kernel, l.variant.as_str(), l.grid),
+            ("block_scores_tf32_decode_wgh", "tf32_decode_wg", (11, 1, 1))
         );
         // Never more CTAs than tiles of 64 blocks (700 blocks: 11, the last partial).
         let l = plan_decode_wg(ScoresKernel::Tf32, &two, 132, (3, 7, 700), 232_448).unwrap();
