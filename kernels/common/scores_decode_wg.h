@@ -44,16 +44,20 @@
 // not the summation order of the warp / SIMT / mma.sync kernels.
 //
 // Pipeline: persistent CTAs (grid.x = multiprocessors x CTAs per SM, tile = blockIdx.x + i *
-// gridDim.x); each thread holds two tiles of A in registers: the next tile's 16 loads are
-// issued before this tile's conversion, MMAs and epilogue, so one tile (32 KiB of Kb per CTA)
-// is always in flight per CTA; more CTAs per SM put more in flight.
+// gridDim.x). HALVES = false (`_decode_wg`): each thread holds two tiles of A in registers;
+// the next tile's 16 loads are issued before this tile's conversion, MMAs and epilogue, so
+// one tile (32 KiB of Kb per CTA) is in flight per CTA. HALVES = true (`_decode_wgh`): a
+// ring of four half tiles (k 0..63 and 64..127 of a tile, 8 loads each per thread) in the
+// same registers: half u + 3's loads go out before half u is multiplied, so three halves
+// (48 KiB per CTA) are in flight; a tile's second half accumulates onto its first. More CTAs
+// per SM put more in flight (registers allow two).
 //
 // What the emulator cannot see (src/emu: its wgmma is synchronous and has one memory proxy):
 // a missing fence.proxy.async after Q's st.shared, a missing wgmma.fence before the MMAs read
 // registers the conversions wrote, or an accumulator read before wgmma.wait_group; the
 // card's compute-sanitizer runs (H200.md) and its error suite check those.
 //
-// Launch (src/gpu/scores/decode.rs, `plan_decode_wg`): block = (128, 1, 1), grid =
+// Launch (src/gpu/scores/decode.rs, `plan_decode_wg`; either ring): block = (128, 1, 1), grid =
 // (min(tiles, multiprocessors x CTAs per SM), query groups); dynamic shared = 64 x 128 x E
 // bytes (E = 4 TF32, 2 BF16): 32,768 B / 16,384 B.
 #pragma once
