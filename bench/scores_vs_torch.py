@@ -72,7 +72,10 @@ FORCED += [(f"{v}:{','.join(f'{k}={x}' for k, x in sw.items())}", v, sw) for v, 
     ("bf16", {**WG, "QSA_SCORES_DECODE_CTAS_PER_SM": "1"}),
     ("auto", {**WG, "QSA_SCORES_DECODE_WG_RING": "halves"}),
     ("auto", {**WG, "QSA_SCORES_DECODE_WG_RING": "halves", "QSA_SCORES_DECODE_CTAS_PER_SM": "1"}),
-    ("bf16", {**WG, "QSA_SCORES_DECODE_WG_RING": "halves"}))]
+    ("bf16", {**WG, "QSA_SCORES_DECODE_WG_RING": "halves"}),
+    # More query groups than the dispatch sends to the decode tile (each group streams Kb):
+    # at 2 / 4 x 64 x 262,144 against the wide tile the dispatch takes (MAX_GROUPS).
+    ("auto", {**WG, "QSA_SCORES_TILE": "decode"}))]
 # The wgmma kernels' units per CTA (sm_90a; elsewhere the same plan as the variant's, run once).
 FORCED += [(f"{v}:QSA_SCORES_WG_UPC={u}", v, {"QSA_SCORES_WG_UPC": str(u)})
            for v in ("auto", "bf16") for u in (1, 2, 4, 8, 16)]
