@@ -73,6 +73,10 @@ FORCED += [(f"{v}:{','.join(f'{k}={x}' for k, x in sw.items())}", v, sw) for v, 
     ("auto", {**WG, "QSA_SCORES_DECODE_WG_RING": "halves"}),
     ("auto", {**WG, "QSA_SCORES_DECODE_WG_RING": "halves", "QSA_SCORES_DECODE_CTAS_PER_SM": "1"}),
     ("bf16", {**WG, "QSA_SCORES_DECODE_WG_RING": "halves"}),
+    ("auto", {**WG, "QSA_SCORES_DECODE_WG_PREFETCH": "1"}),
+    ("auto", {**WG, "QSA_SCORES_DECODE_WG_PREFETCH": "2"}),
+    ("auto", {**WG, "QSA_SCORES_DECODE_WG_PREFETCH": "1", "QSA_SCORES_DECODE_WG_RING": "halves"}),
+    ("bf16", {**WG, "QSA_SCORES_DECODE_WG_PREFETCH": "1"}),
     # More query groups than the dispatch sends to the decode tile (each group streams Kb):
     # at 2 / 4 x 64 x 262,144 against the wide tile the dispatch takes (MAX_GROUPS).
     ("auto", {**WG, "QSA_SCORES_TILE": "decode"}))]

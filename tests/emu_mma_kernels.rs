@@ -276,14 +276,16 @@ fn nvidia_wgmma_scorers_on_emulated_wgmma() {
 fn nvidia_wgmma_decode_scorers_on_emulated_wgmma() {
     let mut c = caps("sm_90", Vendor::Nvidia, 32, 232_448);
     c.features = vec![qsa::dispatch::Feature::Wgmma];
-    let halves = Switches::new(
-        [(
-            "QSA_SCORES_DECODE_WG_RING".to_string(),
-            "halves".to_string(),
-        )]
-        .into_iter()
-        .collect(),
-    );
+    let sw = |kv: &[(&str, &str)]| {
+        Switches::new(
+            kv.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
+    };
+    let halves = sw(&[("QSA_SCORES_DECODE_WG_RING", "halves")]);
+    // The L2 look-ahead changes no value: a shape with it on.
+    let ahead = sw(&[("QSA_SCORES_DECODE_WG_PREFETCH", "2")]);
     for kernel in [ScoresKernel::Tf32, ScoresKernel::Bf16] {
         for shape in [(1, 64, 270), (4, 7, 77), (2, 20, 300), (1, 40, 100)] {
             run_scorer_on(&c, kernel, TcEngine::Wgmma, shape);
@@ -292,6 +294,7 @@ fn nvidia_wgmma_decode_scorers_on_emulated_wgmma() {
         for shape in [(1, 64, 600), (4, 7, 200)] {
             run_scorer_switched(&c, kernel, TcEngine::Wgmma, shape, None, &halves);
         }
+        run_scorer_switched(&c, kernel, TcEngine::Wgmma, (1, 64, 600), None, &ahead);
     }
 }
 

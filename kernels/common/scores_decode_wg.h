@@ -59,7 +59,8 @@
 //
 // Launch (src/gpu/scores/decode.rs, `plan_decode_wg`; either ring): block = (128, 1, 1), grid =
 // (min(tiles, multiprocessors x CTAs per SM), query groups); dynamic shared = 64 x 128 x E
-// bytes (E = 4 TF32, 2 BF16): 32,768 B / 16,384 B.
+// bytes (E = 4 TF32, 2 BF16): 32,768 B / 16,384 B; the last argument is `l2_ahead` (0 ..= 4
+// tiles of L2 look-ahead, 0: none).
 #pragma once
 
 #define DWG_THREADS 128
@@ -85,7 +86,7 @@ template <int ES> QSA_DEVICE unsigned dwg_canon(int n, int k) {
 template <bool BF16, bool HALVES>
 __device__ __forceinline__ void dwg_body(const float* __restrict__ q, const float* __restrict__ kb,
                                          const float* __restrict__ w, float* __restrict__ s,
-                                         int nq, int heads, int blocks) {
+                                         int nq, int heads, int blocks, int l2_ahead) {
   constexpr int ES = BF16 ? 2 : 4;
   QSA_DYNAMIC_SHARED(smem_raw);
   unsigned char* Qs = smem_raw;  // [64 rows][128] canonical, ES bytes each
@@ -165,6 +166,17 @@ __device__ __forceinline__ void dwg_body(const float* __restrict__ q, const floa
       for (int p = 0; p < P; ++p) v[h][p] = b < blocks ? src[4 * (p0 + p)] : make_float4(0.f, 0.f, 0.f, 0.f);
     }
   };
+  // L2 look-ahead (l2_ahead > 0, a launch argument): as tile i starts, the lines of tile
+  // i + 1 + l2_ahead are prefetched into L2 (lane t takes line t of its two rows), so that
+  // many more tiles are in flight without registers.
+  auto prefetch = [&](int i) {
+    const int ip = i + 1 + l2_ahead;
+    if (l2_ahead <= 0 || ip >= my_tiles) return;  // uniform over the CTA
+    const int b0 = ((int)blockIdx.x + ip * (int)gridDim.x) * DWG_M + row0;
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      if (b0 + 8 * h < blocks) qsa_prefetch_l2(kb + (size_t)(b0 + 8 * h) * QSA_HEAD_DIM + 32 * t);
+  };
   constexpr unsigned SBO = 8u * 128u * ES, LBO = 128u;
   float acc[DWG_N / 2];
   // acc (+)= the k range of float4 p0 .. p0 + P - 1 of this thread's rows (v) x Q^T: every A
@@ -239,10 +251,12 @@ __device__ __forceinline__ void dwg_body(const float* __restrict__ q, const floa
 #pragma unroll 1
     for (int i = 0; i < my_tiles; i += 2) {
       if (i + 1 < my_tiles) load(vb, i + 1, 0);  // in flight during tile i
+      prefetch(i);
       mma(va, 0, false);
       epilogue(i);
       if (i + 1 >= my_tiles) break;
       if (i + 2 < my_tiles) load(va, i + 2, 0);  // in flight during tile i + 1
+      prefetch(i + 1);
       mma(vb, 0, false);
       epilogue(i + 1);
     }
@@ -261,6 +275,7 @@ __device__ __forceinline__ void dwg_body(const float* __restrict__ q, const floa
     // buffer half u - 1 finished with.
     auto step = [&](float4 (&cur)[2][4], float4 (&refill)[2][4], int u) {
       fetch(refill, u + 3);
+      if (u % 2 == 0) prefetch(u / 2);
       mma(cur, 4 * (u % 2), u % 2 == 1);
       if (u % 2 == 1) epilogue(u / 2);
     };

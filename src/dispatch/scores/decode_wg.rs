@@ -16,6 +16,12 @@ pub const ENGINE_SWITCH: &str = "QSA_SCORES_DECODE_ENGINE";
 /// half tiles, three in flight: `block_scores_*_decode_wgh`).
 pub const RING_SWITCH: &str = "QSA_SCORES_DECODE_WG_RING";
 
+/// `QSA_SCORES_DECODE_WG_PREFETCH`: 0 ..= 4 tiles of L2 look-ahead (`prefetch.global.L2` of
+/// tile i + 1 + n as tile i starts: more bytes in flight without registers); 0 = none.
+pub const PREFETCH_SWITCH: &str = "QSA_SCORES_DECODE_WG_PREFETCH";
+/// The look-ahead when no switch says: none (not measured on a card yet).
+pub const DEFAULT_L2_AHEAD: usize = 0;
+
 /// Whether a decode call on a target with the wgmma kernels takes them when no switch says:
 /// not yet. Nothing has measured them on a card (2026-12-02): the sm_90 default stays the
 /// mma.sync decode kernel until the H200 says the wgmma one is faster.
@@ -40,7 +46,8 @@ pub fn check_engine(sw: &Switches) -> Result<(), String> {
     match sw.get(RING_SWITCH) {
         None | Some("tiles" | "halves") => Ok(()),
         Some(other) => Err(format!("{RING_SWITCH}={other}: expected tiles or halves")),
-    }
+    }?;
+    l2_ahead(sw).map(|_| ())
 }
 
 /// Whether the switches (or the default) ask for the wgmma decode kernels.
@@ -59,6 +66,8 @@ pub struct WgDecodeConfig {
     pub ctas_per_sm: usize,
     /// A ring of four half tiles in registers (`_decode_wgh`) instead of two whole tiles.
     pub halves: bool,
+    /// Tiles of L2 look-ahead (the kernels' last argument, `l2_ahead`).
+    pub l2_ahead: usize,
 }
 
 impl WgDecodeConfig {
@@ -82,7 +91,18 @@ pub fn config_for(sw: &Switches) -> Result<WgDecodeConfig, String> {
     Ok(WgDecodeConfig {
         ctas_per_sm: ctas_per_sm(sw)?.unwrap_or(DEFAULT_CTAS_PER_SM),
         halves: sw.get(RING_SWITCH) == Some("halves"),
+        l2_ahead: l2_ahead(sw)?.unwrap_or(DEFAULT_L2_AHEAD),
     })
+}
+
+fn l2_ahead(sw: &Switches) -> Result<Option<usize>, String> {
+    match sw.get(PREFETCH_SWITCH) {
+        None => Ok(None),
+        Some(v) => match v.parse::<usize>() {
+            Ok(n) if n <= 4 => Ok(Some(n)),
+            _ => Err(format!("{PREFETCH_SWITCH}={v}: expected 0 to 4")),
+        },
+    }
 }
 
 #[cfg(test)]
@@ -115,6 +135,16 @@ mod tests {
         let c = config_for(&sw(&[])).unwrap();
         assert_eq!((c.ctas_per_sm, c.halves), (2, false));
         assert!(config_for(&sw(&[(RING_SWITCH, "halves")])).unwrap().halves);
+        assert_eq!(c.l2_ahead, 0);
+        assert_eq!(
+            config_for(&sw(&[(PREFETCH_SWITCH, "2")])).unwrap().l2_ahead,
+            2
+        );
+        let e = check_engine(&sw(&[(PREFETCH_SWITCH, "5")])).unwrap_err();
+        assert!(
+            e.contains("QSA_SCORES_DECODE_WG_PREFETCH=5: expected 0 to 4"),
+            "{e}"
+        );
         let e = check_engine(&sw(&[(RING_SWITCH, "thirds")])).unwrap_err();
         assert!(
             e.contains("QSA_SCORES_DECODE_WG_RING=thirds: expected tiles or halves"),

@@ -11,7 +11,8 @@ use crate::dispatch::scores::ScoresKernel;
 
 /// The wgmma decode scorer's launch for `nq x heads x blocks` (all >= 1) on `multiprocessors`
 /// SMs: grid = (min(tiles of 64 blocks, SMs x CTAs per SM / query groups), query groups),
-/// 128 threads, Q's bytes of dynamic shared memory; no arguments past the common seven.
+/// 128 threads, Q's bytes of dynamic shared memory; one argument past the common seven, the
+/// L2 look-ahead in tiles.
 pub(super) fn plan_decode_wg(
     kernel: ScoresKernel,
     cfg: &WgDecodeConfig,
@@ -57,7 +58,7 @@ pub(super) fn plan_decode_wg(
         grid: (to_u32(per_group.min(tiles), "grid.x")?, groups as u32, 1),
         block: THREADS as u32,
         shared_bytes: shared as u32,
-        extra_args: Vec::new(),
+        extra_args: vec![cfg.l2_ahead as i32],
     })
 }
 
@@ -201,6 +202,7 @@ mod tests {
         let two = WgDecodeConfig {
             ctas_per_sm: 2,
             halves: false,
+            l2_ahead: 0,
         };
         let l = plan_decode_wg(ScoresKernel::Tf32, &two, 132, (1, 64, 262_144), 232_448).unwrap();
         assert_eq!(
@@ -210,7 +212,7 @@ mod tests {
                 l.grid,
                 l.block,
                 l.shared_bytes,
-                l.extra_args.len()
+                l.extra_args
             ),
             (
                 "block_scores_tf32_decode_wg",
@@ -218,7 +220,7 @@ mod tests {
                 (264, 1, 1),
                 128,
                 32_768,
-                0
+                vec![0]
             )
         );
         let l = plan_decode_wg(ScoresKernel::Bf16, &two, 132, (2, 64, 262_144), 232_448).unwrap();
