@@ -206,8 +206,9 @@ pub fn simt_chunk_for(sw: &Switches) -> SimtChunk {
 pub enum TcTile {
     /// 128 rows (8 m-tiles of 16 heads) x 128 blocks: prefill.
     Wide,
-    /// The streaming decode kernels (`decode`): 64 rows (4 m-tiles) resident per CTA, Kb
-    /// streamed once per query group by persistent CTAs; heads <= 64, few query groups.
+    /// The streaming decode kernels (`decode`; on sm_90a optionally their wgmma twins,
+    /// `decode_wg`): 64 rows (4 m-tiles) resident per CTA, Kb streamed once per query group
+    /// by persistent CTAs; heads <= 64, few query groups.
     Decode,
 }
 
