@@ -242,15 +242,16 @@ fn decode_scorers_walk_every_tile_under_the_race_check() {
     let want = scores_f64(sp);
     let scale = want.iter().fold(0f64, |a, x| a.max(x.abs()));
     let tile = ("QSA_SCORES_TILE", "decode");
-    let bf16 = switches(&[("STRATA_BF16_TC", "1"), tile]);
+    let mma = ("QSA_SCORES_DECODE_ENGINE", "mma");
+    let bf16 = switches(&[("STRATA_BF16_TC", "1"), tile, mma]);
     // The wgmma decode kernels (sm_90a: the emulated sm_90 has them): 10 tiles of 64 blocks.
     let wg = ("QSA_SCORES_DECODE_ENGINE", "wgmma");
     let bf16_wg = switches(&[("STRATA_BF16_TC", "1"), tile, wg]);
     for (target, sw, kernel, limit) in [
-        ("sm_90", &switches(&[tile]), "tf32_decode", 1.5e-3),
+        ("sm_90", &switches(&[tile, mma]), "tf32_decode", 1.5e-3),
         (
             "sm_90",
-            &switches(&[tile, ("QSA_SCORES_DECODE_WARPS", "8")]),
+            &switches(&[tile, mma, ("QSA_SCORES_DECODE_WARPS", "8")]),
             "tf32_decode",
             1.5e-3,
         ),

@@ -23,13 +23,16 @@ pub const PREFETCH_SWITCH: &str = "QSA_SCORES_DECODE_WG_PREFETCH";
 pub const DEFAULT_L2_AHEAD: usize = 0;
 
 /// Whether a decode call on a target with the wgmma kernels takes them when no switch says:
-/// not yet. Nothing has measured them on a card (2026-12-02): the sm_90 default stays the
-/// mma.sync decode kernel until the H200 says the wgmma one is faster.
-pub const WGMMA_BY_DEFAULT: bool = false;
+/// yes. Measured on the H200 (2026-12-02 06:07 UTC, call A1, bench/scores_vs_torch.py, 1 x 64
+/// x 262,144, median us): tf32_decode_wg 43.9 (72% of HBM) against the mma.sync tf32_decode
+/// 54.7 in the same run; bf16_decode_wg 44.9 against 47.6. The runner (qsa run, one call
+/// timed alone): 47.0 against 56.5. `QSA_SCORES_DECODE_ENGINE=mma` keeps mma.sync.
+pub const WGMMA_BY_DEFAULT: bool = true;
 
 /// CTAs per multiprocessor when no switch says otherwise: what the kernels' registers allow
-/// (250 TF32 / 237 BF16 per thread at 128 threads, nvcc 13.0.88, 2026-12-02: two CTAs, 64K
-/// registers per SM).
+/// (250 TF32 / 236 BF16 per thread at 128 threads, nvcc 13.0.88, 2026-12-02: two CTAs, 64K
+/// registers per SM). Measured on the H200 (call A1, 1 x 64 x 262,144, median us): TF32 1 /
+/// 2 / 3 CTAs per SM 61.7 / 43.9 / 54.7 (3: a second, partial wave); BF16 1 / 2: 53.4 / 44.9.
 pub const DEFAULT_CTAS_PER_SM: usize = 2;
 
 /// Blocks per tile: the wgmma's M (DWG_M).

@@ -112,8 +112,10 @@ mod tests {
         assert_eq!(tc_engine(&hopper, &sw(&[]), TcTile::Wide), TcEngine::Wgmma);
         assert_eq!(
             tc_engine(&hopper, &sw(&[]), TcTile::Decode),
-            TcEngine::MmaSync
+            TcEngine::Wgmma
         );
+        let mma = sw(&[(super::super::decode_wg::ENGINE_SWITCH, "mma")]);
+        assert_eq!(tc_engine(&hopper, &mma, TcTile::Decode), TcEngine::MmaSync);
         // The decode tile's wgmma kernels: asked for, where built, unless mma.sync is forced.
         let dwg = sw(&[(super::super::decode_wg::ENGINE_SWITCH, "wgmma")]);
         assert_eq!(tc_engine(&hopper, &dwg, TcTile::Decode), TcEngine::Wgmma);
