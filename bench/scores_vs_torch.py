@@ -53,9 +53,9 @@ FORCED = [("simt:QSA_SCORES_KERNEL=simt", "simt", {"QSA_SCORES_KERNEL": "simt"})
 # The decode scorers' launch configurations (src/dispatch/scores/decode.rs; the default on
 # sm_90 is 4 warps, 2 stages, 3 CTAs per SM): warps, ring depth and persistent CTAs per SM of
 # the mma.sync kernels (ENGINE=mma: the ring switches are theirs), then sm_90a's wgmma decode
-# kernels (src/dispatch/scores/decode_wg.rs: default 2 CTAs per SM, two whole tiles of A in
-# registers; WG_RING=halves: four half tiles; elsewhere ENGINE=wgmma falls back to mma.sync
-# and the row is the same launch as another, run once).
+# kernels (src/dispatch/scores/decode_wg.rs: the sm_90a default since H200 call A1, 2 CTAs
+# per SM; elsewhere ENGINE=wgmma falls back to mma.sync and the row is the same launch as
+# another, run once).
 MMA, WG = {"QSA_SCORES_DECODE_ENGINE": "mma"}, {"QSA_SCORES_DECODE_ENGINE": "wgmma"}
 FORCED += [(f"{v}:{','.join(f'{k}={x}' for k, x in sw.items())}", v, sw) for v, sw in (
     ("auto", {**MMA, "QSA_SCORES_DECODE_WARPS": "8"}),
@@ -70,13 +70,6 @@ FORCED += [(f"{v}:{','.join(f'{k}={x}' for k, x in sw.items())}", v, sw) for v, 
     ("auto", {**WG, "QSA_SCORES_DECODE_CTAS_PER_SM": "3"}),
     ("bf16", {**WG}),
     ("bf16", {**WG, "QSA_SCORES_DECODE_CTAS_PER_SM": "1"}),
-    ("auto", {**WG, "QSA_SCORES_DECODE_WG_RING": "halves"}),
-    ("auto", {**WG, "QSA_SCORES_DECODE_WG_RING": "halves", "QSA_SCORES_DECODE_CTAS_PER_SM": "1"}),
-    ("bf16", {**WG, "QSA_SCORES_DECODE_WG_RING": "halves"}),
-    ("auto", {**WG, "QSA_SCORES_DECODE_WG_PREFETCH": "1"}),
-    ("auto", {**WG, "QSA_SCORES_DECODE_WG_PREFETCH": "2"}),
-    ("auto", {**WG, "QSA_SCORES_DECODE_WG_PREFETCH": "1", "QSA_SCORES_DECODE_WG_RING": "halves"}),
-    ("bf16", {**WG, "QSA_SCORES_DECODE_WG_PREFETCH": "1"}),
     # More query groups than the dispatch sends to the decode tile (each group streams Kb):
     # at 2 / 4 x 64 x 262,144 against the wide tile the dispatch takes (MAX_GROUPS).
     ("auto", {**WG, "QSA_SCORES_TILE": "decode"}))]

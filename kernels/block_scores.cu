@@ -587,34 +587,16 @@ QSA_KERNEL void __launch_bounds__(128, 2)
 QSA_KERNEL void __launch_bounds__(128, 2)
     block_scores_tf32_decode_wg(const float* __restrict__ q, const float* __restrict__ kb,
                                 const float* __restrict__ w, float* __restrict__ s, int nq,
-                                int heads, int blocks, int l2_ahead) {
-  dwg_body<false, false>(q, kb, w, s, nq, heads, blocks, l2_ahead);
+                                int heads, int blocks) {
+  dwg_body<false>(q, kb, w, s, nq, heads, blocks);
 }
 // qsa:block 128
 // qsa:dynamic_shared 16384
 QSA_KERNEL void __launch_bounds__(128, 2)
     block_scores_bf16_decode_wg(const float* __restrict__ q, const float* __restrict__ kb,
                                 const float* __restrict__ w, float* __restrict__ s, int nq,
-                                int heads, int blocks, int l2_ahead) {
-  dwg_body<true, false>(q, kb, w, s, nq, heads, blocks, l2_ahead);
-}
-// The same with a ring of 4 half tiles in registers (3 in flight, 48 KiB per CTA):
-// QSA_SCORES_DECODE_WG_RING=halves.
-// qsa:block 128
-// qsa:dynamic_shared 32768
-QSA_KERNEL void __launch_bounds__(128, 2)
-    block_scores_tf32_decode_wgh(const float* __restrict__ q, const float* __restrict__ kb,
-                                 const float* __restrict__ w, float* __restrict__ s, int nq,
-                                 int heads, int blocks, int l2_ahead) {
-  dwg_body<false, true>(q, kb, w, s, nq, heads, blocks, l2_ahead);
-}
-// qsa:block 128
-// qsa:dynamic_shared 16384
-QSA_KERNEL void __launch_bounds__(128, 2)
-    block_scores_bf16_decode_wgh(const float* __restrict__ q, const float* __restrict__ kb,
-                                 const float* __restrict__ w, float* __restrict__ s, int nq,
-                                 int heads, int blocks, int l2_ahead) {
-  dwg_body<true, true>(q, kb, w, s, nq, heads, blocks, l2_ahead);
+                                int heads, int blocks) {
+  dwg_body<true>(q, kb, w, s, nq, heads, blocks);
 }
 
 #endif  // QSA_WGMMA

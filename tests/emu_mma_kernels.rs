@@ -163,7 +163,6 @@ fn run_scorer_switched(
     let (probe, entry) = match (kernel, l.kernel.ends_with("_decode")) {
         (ScoresKernel::AmdMatrixBf16(_), _) => ("scores_amd_matrix.cu", "scores_amd_matrix"),
         _ if l.kernel.ends_with("_decode_wg") => ("scores_tc_nvidia.cu", "scores_tc_decode_wg"),
-        _ if l.kernel.ends_with("_decode_wgh") => ("scores_tc_nvidia.cu", "scores_tc_decode_wgh"),
         _ if l.kernel.ends_with("_wgmma") => ("scores_tc_nvidia.cu", "scores_tc_wgmma"),
         (_, false) => ("scores_tc_nvidia.cu", "scores_tc_wide"),
         (_, true) => ("scores_tc_nvidia.cu", "scores_tc_decode"),
@@ -270,31 +269,17 @@ fn nvidia_wgmma_scorers_on_emulated_wgmma() {
 /// sm_90a's wgmma decode scorers (Kb tiles as register A, Q resident as B), planned for one
 /// multiprocessor (two persistent CTAs walk the tiles of 64 blocks, the last partial): one
 /// query of 64 heads, 4 queries of 7 heads (4 per CTA row), 2 of 20 (2 m-tiles each), one of
-/// 40 (3 m-tiles); then the ring of half tiles (`QSA_SCORES_DECODE_WG_RING=halves`). Two
-/// query groups (grid.y = 2): tests/emu_scores.rs.
+/// 40 (3 m-tiles); 10 tiles (5 per CTA). Two query groups (grid.y = 2): tests/emu_scores.rs.
 #[test]
 fn nvidia_wgmma_decode_scorers_on_emulated_wgmma() {
     let mut c = caps("sm_90", Vendor::Nvidia, 32, 232_448);
     c.features = vec![qsa::dispatch::Feature::Wgmma];
-    let sw = |kv: &[(&str, &str)]| {
-        Switches::new(
-            kv.iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-        )
-    };
-    let halves = sw(&[("QSA_SCORES_DECODE_WG_RING", "halves")]);
-    // The L2 look-ahead changes no value: a shape with it on.
-    let ahead = sw(&[("QSA_SCORES_DECODE_WG_PREFETCH", "2")]);
     for kernel in [ScoresKernel::Tf32, ScoresKernel::Bf16] {
         for shape in [(1, 64, 270), (4, 7, 77), (2, 20, 300), (1, 40, 100)] {
             run_scorer_on(&c, kernel, TcEngine::Wgmma, shape);
         }
-        // The ring of half tiles (block_scores_*_decode_wgh): 5 and 2 tiles per CTA.
-        for shape in [(1, 64, 600), (4, 7, 200)] {
-            run_scorer_switched(&c, kernel, TcEngine::Wgmma, shape, None, &halves);
-        }
-        run_scorer_switched(&c, kernel, TcEngine::Wgmma, (1, 64, 600), None, &ahead);
+        // Ten tiles: five per CTA, the loop's odd exit.
+        run_scorer_on(&c, kernel, TcEngine::Wgmma, (1, 64, 600));
     }
 }
 

@@ -265,12 +265,6 @@ fn decode_scorers_walk_every_tile_under_the_race_check() {
             1.5e-3,
         ),
         ("sm_90", &bf16_wg, "bf16_decode_wg", 1.5e-2),
-        (
-            "sm_90",
-            &switches(&[tile, wg, ("QSA_SCORES_DECODE_WG_RING", "halves")]),
-            "tf32_decode_wg",
-            1.5e-3,
-        ),
     ] {
         let mut one_sm = caps(&m, target);
         one_sm.multiprocessors = 1;

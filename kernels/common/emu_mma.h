@@ -486,6 +486,4 @@ inline void qsa_wgmma_m64n64k16_bf16_rs(float (&d)[32], const unsigned (&a)[4], 
   qsa_emu::wgmma_m64_rs<64, 16, 2>(d, a, db, scale_d, "wgmma.m64n64k16.bf16 (A in registers)");
 }
 template <int N, int M> inline void qsa_wgmma_fence_regs_u32(unsigned (&)[N][M]) {}
-// A cache hint: no effect on any value.
-inline void qsa_prefetch_l2(const void*) {}
 #endif  // QSA_WGMMA

@@ -33,7 +33,6 @@
 //   qsa_wgmma_m64n{128,256}k16_bf16(d, da, db, scale_d)   both operands K-major in shared
 //   qsa_wgmma_m64n64k8_tf32_rs / _m64n64k16_bf16_rs(d, a, db, scale_d)   A from registers
 //   qsa_wgmma_fence_regs_u32(a)            qsa_wgmma_fence_regs for A fragments
-//   qsa_prefetch_l2(p)                     prefetch.global.L2 of p's line (a hint)
 #pragma once
 
 // ---- wgmma (sm_90a) ----------------------------------------------------------------------
@@ -288,9 +287,6 @@ QSA_DEVICE void qsa_wgmma_m64n64k16_bf16_rs(float (&d)[32], const unsigned (&a)[
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
 }
-// prefetch.global.L2: the 128-byte line holding p into L2, no register written (the wgmma
-// decode scorers' look-ahead, QSA_SCORES_DECODE_WG_PREFETCH).
-QSA_DEVICE void qsa_prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p)); }
 // qsa_wgmma_fence_regs for register A fragments: pins them at this point of the program.
 template <int N, int M> QSA_DEVICE void qsa_wgmma_fence_regs_u32(unsigned (&a)[N][M]) {
 #pragma unroll

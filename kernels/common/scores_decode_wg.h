@@ -44,23 +44,23 @@
 // not the summation order of the warp / SIMT / mma.sync kernels.
 //
 // Pipeline: persistent CTAs (grid.x = multiprocessors x CTAs per SM, tile = blockIdx.x + i *
-// gridDim.x). HALVES = false (`_decode_wg`): each thread holds two tiles of A in registers;
-// the next tile's 16 loads are issued before this tile's conversion, MMAs and epilogue, so
-// one tile (32 KiB of Kb per CTA) is in flight per CTA. HALVES = true (`_decode_wgh`): a
-// ring of four half tiles (k 0..63 and 64..127 of a tile, 8 loads each per thread) in the
-// same registers: half u + 3's loads go out before half u is multiplied, so three halves
-// (48 KiB per CTA) are in flight; a tile's second half accumulates onto its first. More CTAs
-// per SM put more in flight (registers allow two).
+// gridDim.x); each thread holds two tiles of A in registers: the next tile's 16 loads are
+// issued before this tile's conversion, MMAs and epilogue, so a tile (32 KiB of Kb per CTA)
+// is in flight per CTA; two CTAs per SM (the registers' limit). Measured on the H200 and not
+// kept (2026-12-02, call A1, 1 x 64 x 262,144 TF32, median us; this kernel 43.9): a ring of
+// four half tiles in the same registers (three in flight, 48 KiB per CTA) 46.0; an L2
+// look-ahead (prefetch.global.L2 of the tile 2 or 3 ahead) 46.2 / 47.3; BF16 with either
+// 44.1 / 43.4 against 44.9, within the run's noise. HBM is the limit here: the torch BF16
+// GEMM on pre-converted (half-size) Kb ran at 99% of it in the same run.
 //
 // What the emulator cannot see (src/emu: its wgmma is synchronous and has one memory proxy):
 // a missing fence.proxy.async after Q's st.shared, a missing wgmma.fence before the MMAs read
 // registers the conversions wrote, or an accumulator read before wgmma.wait_group; the
 // card's compute-sanitizer runs (H200.md) and its error suite check those.
 //
-// Launch (src/gpu/scores/decode.rs, `plan_decode_wg`; either ring): block = (128, 1, 1), grid =
+// Launch (src/gpu/scores/decode.rs, `plan_decode_wg`): block = (128, 1, 1), grid =
 // (min(tiles, multiprocessors x CTAs per SM), query groups); dynamic shared = 64 x 128 x E
-// bytes (E = 4 TF32, 2 BF16): 32,768 B / 16,384 B; the last argument is `l2_ahead` (0 ..= 4
-// tiles of L2 look-ahead, 0: none).
+// bytes (E = 4 TF32, 2 BF16): 32,768 B / 16,384 B.
 #pragma once
 
 #define DWG_THREADS 128
@@ -83,10 +83,10 @@ template <int ES> QSA_DEVICE unsigned dwg_canon(int n, int k) {
   return (unsigned)(n / 8) * (8u * 128u * ES) + (kb / 16) * 128u + (unsigned)(n % 8) * 16u + kb % 16;
 }
 
-template <bool BF16, bool HALVES>
+template <bool BF16>
 __device__ __forceinline__ void dwg_body(const float* __restrict__ q, const float* __restrict__ kb,
                                          const float* __restrict__ w, float* __restrict__ s,
-                                         int nq, int heads, int blocks, int l2_ahead) {
+                                         int nq, int heads, int blocks) {
   constexpr int ES = BF16 ? 2 : 4;
   QSA_DYNAMIC_SHARED(smem_raw);
   unsigned char* Qs = smem_raw;  // [64 rows][128] canonical, ES bytes each
@@ -166,17 +166,6 @@ __device__ __forceinline__ void dwg_body(const float* __restrict__ q, const floa
       for (int p = 0; p < P; ++p) v[h][p] = b < blocks ? src[4 * (p0 + p)] : make_float4(0.f, 0.f, 0.f, 0.f);
     }
   };
-  // L2 look-ahead (l2_ahead > 0, a launch argument): as tile i starts, the lines of tile
-  // i + 1 + l2_ahead are prefetched into L2 (lane t takes line t of its two rows), so that
-  // many more tiles are in flight without registers.
-  auto prefetch = [&](int i) {
-    const int ip = i + 1 + l2_ahead;
-    if (l2_ahead <= 0 || ip >= my_tiles) return;  // uniform over the CTA
-    const int b0 = ((int)blockIdx.x + ip * (int)gridDim.x) * DWG_M + row0;
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-      if (b0 + 8 * h < blocks) qsa_prefetch_l2(kb + (size_t)(b0 + 8 * h) * QSA_HEAD_DIM + 32 * t);
-  };
   constexpr unsigned SBO = 8u * 128u * ES, LBO = 128u;
   float acc[DWG_N / 2];
   // acc (+)= the k range of float4 p0 .. p0 + P - 1 of this thread's rows (v) x Q^T: every A
@@ -244,48 +233,17 @@ __device__ __forceinline__ void dwg_body(const float* __restrict__ q, const floa
     }
   };
 
-  if constexpr (!HALVES) {
-    // Two whole tiles in registers: the next tile's 16 loads in flight during this one.
-    float4 va[2][8], vb[2][8];
-    if (my_tiles > 0) load(va, 0, 0);
+  // Two whole tiles in registers: the next tile's 16 loads in flight during this one.
+  float4 va[2][8], vb[2][8];
+  if (my_tiles > 0) load(va, 0, 0);
 #pragma unroll 1
-    for (int i = 0; i < my_tiles; i += 2) {
-      if (i + 1 < my_tiles) load(vb, i + 1, 0);  // in flight during tile i
-      prefetch(i);
-      mma(va, 0, false);
-      epilogue(i);
-      if (i + 1 >= my_tiles) break;
-      if (i + 2 < my_tiles) load(va, i + 2, 0);  // in flight during tile i + 1
-      prefetch(i + 1);
-      mma(vb, 0, false);
-      epilogue(i + 1);
-    }
-  } else {
-    // A ring of 4 half tiles (k 0..63, k 64..127 of a tile; 8 loads each): half u + 3's loads
-    // go out before half u is multiplied, so 3 halves (48 KiB per CTA) are in flight.
-    const int halves = 2 * my_tiles;
-    float4 r[4][2][4];
-    auto fetch = [&](float4 (&v)[2][4], int u) {
-      if (u < halves) load(v, u / 2, 4 * (u % 2));
-    };
-    fetch(r[0], 0);
-    fetch(r[1], 1);
-    fetch(r[2], 2);
-    // Half u = 4 n + k lives in r[k]; its refill (half u + 3) goes to r[(k + 3) % 4], the
-    // buffer half u - 1 finished with.
-    auto step = [&](float4 (&cur)[2][4], float4 (&refill)[2][4], int u) {
-      fetch(refill, u + 3);
-      if (u % 2 == 0) prefetch(u / 2);
-      mma(cur, 4 * (u % 2), u % 2 == 1);
-      if (u % 2 == 1) epilogue(u / 2);
-    };
-#pragma unroll 1
-    for (int u = 0; u < halves; u += 4) {
-      step(r[0], r[3], u);
-      step(r[1], r[0], u + 1);
-      if (u + 2 >= halves) break;
-      step(r[2], r[1], u + 2);
-      step(r[3], r[2], u + 3);
-    }
+  for (int i = 0; i < my_tiles; i += 2) {
+    if (i + 1 < my_tiles) load(vb, i + 1, 0);  // in flight during tile i
+    mma(va, 0, false);
+    epilogue(i);
+    if (i + 1 >= my_tiles) break;
+    if (i + 2 < my_tiles) load(va, i + 2, 0);  // in flight during tile i + 1
+    mma(vb, 0, false);
+    epilogue(i + 1);
   }
 }

@@ -133,14 +133,6 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
         "mma | wgmma: the decode scorers' engine; wgmma (sm_90a only, else mma) streams Kb tiles as register A operands (qsa's sweep switch)",
     ),
     (
-        "QSA_SCORES_DECODE_WG_RING",
-        "tiles | halves: the wgmma decode scorers' register ring, two whole tiles or four half tiles (qsa's sweep switch)",
-    ),
-    (
-        "QSA_SCORES_DECODE_WG_PREFETCH",
-        "0 ..= 4: tiles of L2 look-ahead (prefetch.global.L2) of the wgmma decode scorers (qsa's sweep switch)",
-    ),
-    (
         "QSA_ATTN_KERNEL",
         "gather | staged | decode: force one selection-attention kernel (qsa's switch; decode where built, sm_80+ NVIDIA, else staged)",
     ),

@@ -19,14 +19,9 @@ QSA_KERNEL void scores_tc_decode(const float* q, const float* kb, const float* w
 // sm_90a's wgmma decode scorers (common/scores_decode_wg.h).
 #if defined(QSA_WGMMA)
 QSA_KERNEL void scores_tc_decode_wg(const float* q, const float* kb, const float* w, float* s, int nq,
-                                    int heads, int blocks, int bf16, int l2_ahead) {
-  if (bf16) block_scores_bf16_decode_wg(q, kb, w, s, nq, heads, blocks, l2_ahead);
-  else block_scores_tf32_decode_wg(q, kb, w, s, nq, heads, blocks, l2_ahead);
-}
-QSA_KERNEL void scores_tc_decode_wgh(const float* q, const float* kb, const float* w, float* s, int nq,
-                                     int heads, int blocks, int bf16, int l2_ahead) {
-  if (bf16) block_scores_bf16_decode_wgh(q, kb, w, s, nq, heads, blocks, l2_ahead);
-  else block_scores_tf32_decode_wgh(q, kb, w, s, nq, heads, blocks, l2_ahead);
+                                    int heads, int blocks, int bf16) {
+  if (bf16) block_scores_bf16_decode_wg(q, kb, w, s, nq, heads, blocks);
+  else block_scores_tf32_decode_wg(q, kb, w, s, nq, heads, blocks);
 }
 #endif
 // sm_90a's wgmma scorers (QSA_WGMMA: the emulated sm_90 stands for that build).

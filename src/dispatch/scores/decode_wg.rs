@@ -11,17 +11,6 @@ use super::decode::{ctas_per_sm, mma_only_switch, CTAS_SWITCH};
 /// the target lacks does).
 pub const ENGINE_SWITCH: &str = "QSA_SCORES_DECODE_ENGINE";
 
-/// `QSA_SCORES_DECODE_WG_RING`: `tiles` (two whole tiles of A in registers, one in flight
-/// while the other is multiplied: `block_scores_*_decode_wg`) or `halves` (a ring of four
-/// half tiles, three in flight: `block_scores_*_decode_wgh`).
-pub const RING_SWITCH: &str = "QSA_SCORES_DECODE_WG_RING";
-
-/// `QSA_SCORES_DECODE_WG_PREFETCH`: 0 ..= 4 tiles of L2 look-ahead (`prefetch.global.L2` of
-/// tile i + 1 + n as tile i starts: more bytes in flight without registers); 0 = none.
-pub const PREFETCH_SWITCH: &str = "QSA_SCORES_DECODE_WG_PREFETCH";
-/// The look-ahead when no switch says: none (not measured on a card yet).
-pub const DEFAULT_L2_AHEAD: usize = 0;
-
 /// Whether a decode call on a target with the wgmma kernels takes them when no switch says:
 /// yes. Measured on the H200 (2026-12-02 06:07 UTC, call A1, bench/scores_vs_torch.py, 1 x 64
 /// x 262,144, median us): tf32_decode_wg 43.9 (72% of HBM) against the mma.sync tf32_decode
@@ -45,12 +34,7 @@ pub fn check_engine(sw: &Switches) -> Result<(), String> {
     match sw.get(ENGINE_SWITCH) {
         None | Some("mma" | "wgmma") => Ok(()),
         Some(other) => Err(format!("{ENGINE_SWITCH}={other}: expected mma or wgmma")),
-    }?;
-    match sw.get(RING_SWITCH) {
-        None | Some("tiles" | "halves") => Ok(()),
-        Some(other) => Err(format!("{RING_SWITCH}={other}: expected tiles or halves")),
-    }?;
-    l2_ahead(sw).map(|_| ())
+    }
 }
 
 /// Whether the switches (or the default) ask for the wgmma decode kernels.
@@ -67,10 +51,6 @@ pub fn wanted(sw: &Switches) -> bool {
 pub struct WgDecodeConfig {
     /// Persistent CTAs per multiprocessor (grid.x = multiprocessors x this / query groups).
     pub ctas_per_sm: usize,
-    /// A ring of four half tiles in registers (`_decode_wgh`) instead of two whole tiles.
-    pub halves: bool,
-    /// Tiles of L2 look-ahead (the kernels' last argument, `l2_ahead`).
-    pub l2_ahead: usize,
 }
 
 impl WgDecodeConfig {
@@ -82,7 +62,7 @@ impl WgDecodeConfig {
 }
 
 /// The configuration from the switches: CTAs per SM (`QSA_SCORES_DECODE_CTAS_PER_SM`, else
-/// `DEFAULT_CTAS_PER_SM`) and the register ring (`QSA_SCORES_DECODE_WG_RING`). The mma.sync kernels' ring depth and warps mean nothing here: a
+/// `DEFAULT_CTAS_PER_SM`). The mma.sync kernels' ring depth and warps mean nothing here: a
 /// call that sets them is refused, naming the switch and the fix.
 pub fn config_for(sw: &Switches) -> Result<WgDecodeConfig, String> {
     if let Some(k) = mma_only_switch(sw) {
@@ -93,19 +73,7 @@ pub fn config_for(sw: &Switches) -> Result<WgDecodeConfig, String> {
     check_engine(sw)?;
     Ok(WgDecodeConfig {
         ctas_per_sm: ctas_per_sm(sw)?.unwrap_or(DEFAULT_CTAS_PER_SM),
-        halves: sw.get(RING_SWITCH) == Some("halves"),
-        l2_ahead: l2_ahead(sw)?.unwrap_or(DEFAULT_L2_AHEAD),
     })
-}
-
-fn l2_ahead(sw: &Switches) -> Result<Option<usize>, String> {
-    match sw.get(PREFETCH_SWITCH) {
-        None => Ok(None),
-        Some(v) => match v.parse::<usize>() {
-            Ok(n) if n <= 4 => Ok(Some(n)),
-            _ => Err(format!("{PREFETCH_SWITCH}={v}: expected 0 to 4")),
-        },
-    }
 }
 
 #[cfg(test)]
@@ -135,24 +103,7 @@ mod tests {
 
     #[test]
     fn config_takes_ctas_per_sm_and_refuses_the_ring_switches() {
-        let c = config_for(&sw(&[])).unwrap();
-        assert_eq!((c.ctas_per_sm, c.halves), (2, false));
-        assert!(config_for(&sw(&[(RING_SWITCH, "halves")])).unwrap().halves);
-        assert_eq!(c.l2_ahead, 0);
-        assert_eq!(
-            config_for(&sw(&[(PREFETCH_SWITCH, "2")])).unwrap().l2_ahead,
-            2
-        );
-        let e = check_engine(&sw(&[(PREFETCH_SWITCH, "5")])).unwrap_err();
-        assert!(
-            e.contains("QSA_SCORES_DECODE_WG_PREFETCH=5: expected 0 to 4"),
-            "{e}"
-        );
-        let e = check_engine(&sw(&[(RING_SWITCH, "thirds")])).unwrap_err();
-        assert!(
-            e.contains("QSA_SCORES_DECODE_WG_RING=thirds: expected tiles or halves"),
-            "{e}"
-        );
+        assert_eq!(config_for(&sw(&[])).unwrap().ctas_per_sm, 2);
         let four = sw(&[(CTAS_SWITCH, "4")]);
         assert_eq!(config_for(&four).unwrap().ctas_per_sm, 4);
         let e = config_for(&sw(&[(CTAS_SWITCH, "5")])).unwrap_err();

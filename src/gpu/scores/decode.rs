@@ -11,8 +11,7 @@ use crate::dispatch::scores::ScoresKernel;
 
 /// The wgmma decode scorer's launch for `nq x heads x blocks` (all >= 1) on `multiprocessors`
 /// SMs: grid = (min(tiles of 64 blocks, SMs x CTAs per SM / query groups), query groups),
-/// 128 threads, Q's bytes of dynamic shared memory; one argument past the common seven, the
-/// L2 look-ahead in tiles.
+/// 128 threads, Q's bytes of dynamic shared memory; no arguments past the common seven.
 pub(super) fn plan_decode_wg(
     kernel: ScoresKernel,
     cfg: &WgDecodeConfig,
@@ -21,11 +20,10 @@ pub(super) fn plan_decode_wg(
     shared_limit: u32,
 ) -> BackendResult<ScoresLaunch> {
     let bf16 = kernel == ScoresKernel::Bf16;
-    let (name, variant) = match (bf16, cfg.halves) {
-        (true, false) => ("block_scores_bf16_decode_wg", "bf16_decode_wg"),
-        (true, true) => ("block_scores_bf16_decode_wgh", "bf16_decode_wg"),
-        (false, false) => ("block_scores_tf32_decode_wg", "tf32_decode_wg"),
-        (false, true) => ("block_scores_tf32_decode_wgh", "tf32_decode_wg"),
+    let (name, variant) = if bf16 {
+        ("block_scores_bf16_decode_wg", "bf16_decode_wg")
+    } else {
+        ("block_scores_tf32_decode_wg", "tf32_decode_wg")
     };
     if !holds_heads(heads) {
         return Err(BackendError::Unsupported(format!(
@@ -58,7 +56,7 @@ pub(super) fn plan_decode_wg(
         grid: (to_u32(per_group.min(tiles), "grid.x")?, groups as u32, 1),
         block: THREADS as u32,
         shared_bytes: shared as u32,
-        extra_args: vec![cfg.l2_ahead as i32],
+        extra_args: Vec::new(),
     })
 }
 
@@ -199,11 +197,7 @@ mod tests {
 
     #[test]
     fn wgmma_decode_plans_cover_every_tile() {
-        let two = WgDecodeConfig {
-            ctas_per_sm: 2,
-            halves: false,
-            l2_ahead: 0,
-        };
+        let two = WgDecodeConfig { ctas_per_sm: 2 };
         let l = plan_decode_wg(ScoresKernel::Tf32, &two, 132, (1, 64, 262_144), 232_448).unwrap();
         assert_eq!(
             (
@@ -220,23 +214,13 @@ mod tests {
                 (264, 1, 1),
                 128,
                 32_768,
-                vec![0]
+                vec![]
             )
         );
         let l = plan_decode_wg(ScoresKernel::Bf16, &two, 132, (2, 64, 262_144), 232_448).unwrap();
         assert_eq!(
             (l.kernel, l.grid, l.shared_bytes),
             ("block_scores_bf16_decode_wg", (132, 2, 1), 16_384)
-        );
-        // The ring of half tiles: another kernel, the same launch and variant.
-        let halves = WgDecodeConfig {
-            halves: true,
-            ..two
-        };
-        let l = plan_decode_wg(ScoresKernel::Tf32, &halves, 132, (1, 64, 700), 232_448).unwrap();
-        assert_eq!(
-            (l.kernel, l.variant.as_str(), l.grid),
-            ("block_scores_tf32_decode_wgh", "tf32_decode_wg", (11, 1, 1))
         );
         // Never more CTAs than tiles of 64 blocks (700 blocks: 11, the last partial).
         let l = plan_decode_wg(ScoresKernel::Tf32, &two, 132, (3, 7, 700), 232_448).unwrap();
