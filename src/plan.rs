@@ -54,7 +54,7 @@ pub fn predicted_kernel(
                 // "tf32_decode_wg" (and bf16).
                 (false, k)
                     if k.tensor_cores()
-                        && scores::tc_tile_for(&sw, s.queries, s.heads)
+                        && scores::tc_tile_on(&caps, &sw, k, s.queries, s.heads)
                             == scores::TcTile::Decode =>
                 {
                     let wg = scores::tc_engine(&caps, &sw, scores::TcTile::Decode)
@@ -67,7 +67,7 @@ pub fn predicted_kernel(
                         && scores::tc_engine(
                             &caps,
                             &sw,
-                            scores::tc_tile_for(&sw, s.queries, s.heads),
+                            scores::tc_tile_on(&caps, &sw, k, s.queries, s.heads),
                         ) == scores::TcEngine::Wgmma =>
                 {
                     format!("{}_wgmma", k.name())

@@ -239,6 +239,30 @@ pub fn tc_tile_for(sw: &Switches, nq: usize, heads: usize) -> TcTile {
     }
 }
 
+/// `tc_tile_for` for `kernel` on `caps`: where the decode tile runs on wgmma (sm_90a,
+/// `tc_engine`), a TF32 call takes it for up to `decode_wg::MAX_GROUPS_TF32` query groups
+/// (measured faster than the wide tile there: 2 x 64 x 262,144); otherwise as `tc_tile_for`. What the runner,
+/// `qsa plan` and the dispatch table use.
+pub fn tc_tile_on(
+    caps: &TargetCaps,
+    sw: &Switches,
+    kernel: ScoresKernel,
+    nq: usize,
+    heads: usize,
+) -> TcTile {
+    let wg_decode = sw.get(TILE_SWITCH).is_none()
+        && kernel == ScoresKernel::Tf32
+        && tc_engine(caps, sw, TcTile::Decode) == TcEngine::Wgmma
+        && heads >= 1
+        && decode::holds_heads(heads)
+        && decode::query_groups(nq, heads) <= decode_wg::MAX_GROUPS_TF32;
+    if wg_decode {
+        TcTile::Decode
+    } else {
+        tc_tile_for(sw, nq, heads)
+    }
+}
+
 /// Each query's heads are padded to whole 16-row m-tiles; the decode tile is taken for at
 /// most 64 heads when the queries fill at most `decode::MAX_GROUPS` decode CTAs' 4 m-tiles
 /// (one: 1 query of 64 heads, up to 4 of 16).
@@ -400,6 +424,26 @@ mod tests {
             tc_tile_for(&sw(&[(TILE_SWITCH, "decode")]), 256, 64),
             TcTile::Decode
         );
+        // sm_90a: TF32 takes the wgmma decode kernel for up to 2 query groups; BF16, forced
+        // mma.sync and targets without wgmma keep one.
+        let sm90a = caps(
+            Vendor::Nvidia,
+            vec![Feature::Tf32Tc, Feature::Bf16Tc, Feature::Wgmma],
+        );
+        let tf32 = ScoresKernel::Tf32;
+        assert_eq!(tc_tile_on(&sm90a, &sw(&[]), tf32, 2, 64), TcTile::Decode);
+        assert_eq!(tc_tile_on(&sm90a, &sw(&[]), tf32, 3, 64), TcTile::Wide);
+        assert_eq!(tc_tile_on(&sm90a, &sw(&[]), tf32, 8, 16), TcTile::Decode);
+        assert_eq!(tc_tile_on(&sm90a, &sw(&[]), tf32, 9, 16), TcTile::Wide);
+        assert_eq!(tc_tile_on(&sm90a, &sw(&[]), tf32, 2, 65), TcTile::Wide);
+        let bf16 = ScoresKernel::Bf16;
+        assert_eq!(tc_tile_on(&sm90a, &sw(&[]), bf16, 2, 64), TcTile::Wide);
+        assert_eq!(tc_tile_on(&sm90a, &sw(&[]), bf16, 1, 64), TcTile::Decode);
+        let mma = sw(&[(decode_wg::ENGINE_SWITCH, "mma")]);
+        assert_eq!(tc_tile_on(&sm90a, &mma, tf32, 2, 64), TcTile::Wide);
+        assert_eq!(tc_tile_on(&hopper, &sw(&[]), tf32, 2, 64), TcTile::Wide);
+        let wide = sw(&[(TILE_SWITCH, "wide")]);
+        assert_eq!(tc_tile_on(&sm90a, &wide, tf32, 1, 64), TcTile::Wide);
         assert!(check_switches(&simt).is_ok());
         let e = check_switches(&sw(&[(KERNEL_SWITCH, "fast")])).unwrap_err();
         assert!(

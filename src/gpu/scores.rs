@@ -6,7 +6,7 @@ use super::{as_bytes, Family, GpuApi, GpuProps, LaunchDims};
 use crate::backend::{BackendError, BackendResult, Prepared};
 use crate::dispatch::scores::{
     amd_matrix, auto_units_per_cta, check_switches, choose_for, simt_chunk_for, simt_d16_built,
-    tc_engine, tc_tile_for, wgmma_units_per_cta, AmdMatrix, ScoresKernel, SimtChunk, TcEngine,
+    tc_engine, tc_tile_on, wgmma_units_per_cta, AmdMatrix, ScoresKernel, SimtChunk, TcEngine,
     TcTile, WG_UPC_DEFAULT,
 };
 
@@ -414,7 +414,7 @@ pub fn launch_plan(
         None
     } else {
         let limit = caps.shared_per_block.min(props.max_shared_per_block);
-        let tile = tc_tile_for(switches, p.nq, p.heads);
+        let tile = tc_tile_on(caps, switches, kernel, p.nq, p.heads);
         let engine = tc_engine(caps, switches, tile);
         let (shape, sms) = ((p.nq, p.heads, p.blocks), props.multiprocessors);
         let l = plan_on(kernel, tile, engine, shape, limit, sms, switches)?;

@@ -24,6 +24,15 @@ pub const WGMMA_BY_DEFAULT: bool = true;
 /// 2 / 3 CTAs per SM 61.7 / 43.9 / 54.7 (3: a second, partial wave); BF16 1 / 2: 53.4 / 44.9.
 pub const DEFAULT_CTAS_PER_SM: usize = 2;
 
+/// Most query groups (grid.y: each group's CTAs stream all of Kb) for which a TF32 call takes
+/// the wgmma decode kernel instead of the wide tile (`scores::tc_tile_on`). Measured on the
+/// H200 (2026-12-02 call A1, bench/scores_vs_torch.py, queries x 64 heads x 262,144 blocks,
+/// median us): 2 queries 68.0 against the wide tile's 123.0 (tf32_wgmma, the dispatch's
+/// choice then; the register-source wide kernels of branch wgsc2 ran 108.8 at best in the
+/// same call); 4 queries 117.6 against 196.9, but 115.1 for wgsc2's best: a tie, left to the
+/// wide tile. BF16 was not measured past one group: it keeps `decode::MAX_GROUPS`.
+pub const MAX_GROUPS_TF32: usize = 2;
+
 /// Blocks per tile: the wgmma's M (DWG_M).
 pub const TILE_BLOCKS: usize = 64;
 /// Threads per CTA: one warpgroup (DWG_THREADS).
