@@ -153,31 +153,28 @@ __device__ __forceinline__ void dwg_body(const float* __restrict__ q, const floa
   const int my_tiles =
       (int)blockIdx.x < tiles ? (tiles - 1 - (int)blockIdx.x) / (int)gridDim.x + 1 : 0;
   const int row0 = 16 * warp + g;  // this thread's tile rows: row0 and row0 + 8
-  // Float4 p0 .. p0 + P - 1 of this thread's 2 rows of tile i (blocks past the end: zeros,
-  // never stored): physical k 16 p + 4 t .. + 3.
-  auto load = [&](auto& v, int i, int p0) {
-    constexpr int P = sizeof(v[0]) / sizeof(float4);
+  // This thread's 2 rows x 8 float4 of tile i (blocks past the end: zeros, never stored):
+  // float4 p is physical k 16 p + 4 t .. + 3.
+  auto load = [&](float4 (&v)[2][8], int i) {
     const int b0 = ((int)blockIdx.x + i * (int)gridDim.x) * DWG_M + row0;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int b = b0 + 8 * h;
       const float4* src = reinterpret_cast<const float4*>(kb + (size_t)(b < blocks ? b : 0) * QSA_HEAD_DIM) + t;
 #pragma unroll
-      for (int p = 0; p < P; ++p) v[h][p] = b < blocks ? src[4 * (p0 + p)] : make_float4(0.f, 0.f, 0.f, 0.f);
+      for (int p = 0; p < 8; ++p) v[h][p] = b < blocks ? src[4 * p] : make_float4(0.f, 0.f, 0.f, 0.f);
     }
   };
   constexpr unsigned SBO = 8u * 128u * ES, LBO = 128u;
   float acc[DWG_N / 2];
-  // acc (+)= the k range of float4 p0 .. p0 + P - 1 of this thread's rows (v) x Q^T: every A
-  // register is converted before the first MMA and pinned until after the wait (wgmma reads
-  // registers asynchronously; the compiler, which cannot know that, must not reuse them
-  // earlier). accumulate = 0 starts the tile.
-  auto mma = [&](const auto& v, int p0, bool accumulate) {
-    constexpr int P = sizeof(v[0]) / sizeof(float4);
-    constexpr int KS = BF16 ? P : 2 * P;  // k steps: one float4 per row feeds 1 (bf16) or 2
+  // acc = this thread's rows of the tile (v) x Q^T: every A register is converted before the
+  // first MMA and pinned until after the wait (wgmma reads registers asynchronously; the
+  // compiler, which cannot know that, must not reuse them earlier).
+  auto mma = [&](const float4 (&v)[2][8]) {
+    constexpr int KS = BF16 ? 8 : 16;  // k steps: one float4 per row feeds 1 (bf16) or 2
     unsigned a[KS][4];
 #pragma unroll
-    for (int p = 0; p < P; ++p) {
+    for (int p = 0; p < 8; ++p) {
       if constexpr (BF16) {
         a[p][0] = qsa_pack_bf16x2(v[0][p].x, v[0][p].y);
         a[p][1] = qsa_pack_bf16x2(v[1][p].x, v[1][p].y);
@@ -194,15 +191,14 @@ __device__ __forceinline__ void dwg_body(const float* __restrict__ q, const floa
         a[2 * p + 1][3] = qsa_cvt_tf32(v[1][p].w);
       }
     }
-    const int ks0 = BF16 ? p0 : 2 * p0;  // the first k step of this range
     qsa_wgmma_fence_regs(acc);
     qsa_wgmma_fence_regs_u32(a);
     qsa_wgmma_fence();  // the conversions above wrote the A registers wgmma reads
 #pragma unroll
     for (int ks = 0; ks < KS; ++ks) {
-      const unsigned long long db = qsa_wgmma_desc(q_addr + 256u * (ks0 + ks), LBO, SBO);
-      if constexpr (BF16) qsa_wgmma_m64n64k16_bf16_rs(acc, a[ks], db, accumulate || ks > 0);
-      else qsa_wgmma_m64n64k8_tf32_rs(acc, a[ks], db, accumulate || ks > 0);
+      const unsigned long long db = qsa_wgmma_desc(q_addr + 256u * ks, LBO, SBO);
+      if constexpr (BF16) qsa_wgmma_m64n64k16_bf16_rs(acc, a[ks], db, ks > 0);
+      else qsa_wgmma_m64n64k8_tf32_rs(acc, a[ks], db, ks > 0);
     }
     qsa_wgmma_commit();
     qsa_wgmma_wait<0>();
@@ -235,15 +231,15 @@ __device__ __forceinline__ void dwg_body(const float* __restrict__ q, const floa
 
   // Two whole tiles in registers: the next tile's 16 loads in flight during this one.
   float4 va[2][8], vb[2][8];
-  if (my_tiles > 0) load(va, 0, 0);
+  if (my_tiles > 0) load(va, 0);
 #pragma unroll 1
   for (int i = 0; i < my_tiles; i += 2) {
-    if (i + 1 < my_tiles) load(vb, i + 1, 0);  // in flight during tile i
-    mma(va, 0, false);
+    if (i + 1 < my_tiles) load(vb, i + 1);  // in flight during tile i
+    mma(va);
     epilogue(i);
     if (i + 1 >= my_tiles) break;
-    if (i + 2 < my_tiles) load(va, i + 2, 0);  // in flight during tile i + 1
-    mma(vb, 0, false);
+    if (i + 2 < my_tiles) load(va, i + 2);  // in flight during tile i + 1
+    mma(vb);
     epilogue(i + 1);
   }
 }
