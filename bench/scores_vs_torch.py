@@ -51,13 +51,28 @@ FORCED = [("simt:QSA_SCORES_KERNEL=simt", "simt", {"QSA_SCORES_KERNEL": "simt"})
           ("simt:QSA_SCORES_KERNEL=simt,QSA_SCORES_SIMT_DC=16", "simt",
            {"QSA_SCORES_KERNEL": "simt", "QSA_SCORES_SIMT_DC": "16"})]
 # The decode scorers' launch configurations (src/dispatch/scores/decode.rs; the default on
-# sm_90 is 4 warps, 2 stages, 3 CTAs per SM): warps, ring depth and persistent CTAs per SM.
+# sm_90 is 4 warps, 2 stages, 3 CTAs per SM): warps, ring depth and persistent CTAs per SM of
+# the mma.sync kernels (ENGINE=mma: the ring switches are theirs), then sm_90a's wgmma decode
+# kernels (src/dispatch/scores/decode_wg.rs: the sm_90a default since H200 call A1, 2 CTAs
+# per SM; elsewhere ENGINE=wgmma falls back to mma.sync and the row is the same launch as
+# another, run once).
+MMA, WG = {"QSA_SCORES_DECODE_ENGINE": "mma"}, {"QSA_SCORES_DECODE_ENGINE": "wgmma"}
 FORCED += [(f"{v}:{','.join(f'{k}={x}' for k, x in sw.items())}", v, sw) for v, sw in (
-    ("auto", {"QSA_SCORES_DECODE_WARPS": "8"}),
-    ("auto", {"QSA_SCORES_DECODE_STAGES": "3"}),
-    ("auto", {"QSA_SCORES_DECODE_STAGES": "4", "QSA_SCORES_DECODE_CTAS_PER_SM": "2"}),
-    ("bf16", {"QSA_SCORES_DECODE_WARPS": "8"}),
-    ("bf16", {"QSA_SCORES_DECODE_STAGES": "3"}))]
+    ("auto", {**MMA, "QSA_SCORES_DECODE_WARPS": "8"}),
+    ("auto", {**MMA, "QSA_SCORES_DECODE_STAGES": "3"}),
+    ("auto", {**MMA, "QSA_SCORES_DECODE_STAGES": "4", "QSA_SCORES_DECODE_CTAS_PER_SM": "2"}),
+    ("bf16", {**MMA, "QSA_SCORES_DECODE_WARPS": "8"}),
+    ("bf16", {**MMA, "QSA_SCORES_DECODE_STAGES": "3"}),
+    ("auto", {**MMA}),
+    ("bf16", {**MMA}),
+    ("auto", {**WG}),
+    ("auto", {**WG, "QSA_SCORES_DECODE_CTAS_PER_SM": "1"}),
+    ("auto", {**WG, "QSA_SCORES_DECODE_CTAS_PER_SM": "3"}),
+    ("bf16", {**WG}),
+    ("bf16", {**WG, "QSA_SCORES_DECODE_CTAS_PER_SM": "1"}),
+    # More query groups than the dispatch sends to the decode tile (each group streams Kb):
+    # at 2 / 4 x 64 x 262,144 against the wide tile the dispatch takes (MAX_GROUPS).
+    ("auto", {**WG, "QSA_SCORES_TILE": "decode"}))]
 # The wgmma kernels' units per CTA (sm_90a; elsewhere the same plan as the variant's, run once).
 FORCED += [(f"{v}:QSA_SCORES_WG_UPC={u}", v, {"QSA_SCORES_WG_UPC": str(u)})
            for v in ("auto", "bf16") for u in (1, 2, 4, 8, 16)]
@@ -200,8 +215,10 @@ def check(sc, shapes, log):
         # cvt.rn) and differs only in summation order, so its RMSE must stay near the twin's;
         # a descriptor / fragment layout error gives O(1) errors. 2x is far above order noise
         # (emulated scores_ragged: tf32_wgmma 2.38039e-4 vs tf32 2.38045e-4, 2026-12-02).
+        # The wgmma decode kernels (tf32_decode_wg) against the mma.sync ones (tf32_decode).
         for k, r in rmse_of.items():
-            twin = k[: -len("_wgmma")] if k.endswith("_wgmma") else None
+            twin = (k[: -len("_wgmma")] if k.endswith("_wgmma")
+                    else k[: -len("_wg")] if k.endswith("_decode_wg") else None)
             if twin in rmse_of and r > 2 * rmse_of[twin]:
                 log(f"| {nq}x{heads}x{blocks} | {k} | RMSE {r:.3e} > 2x {twin}'s {rmse_of[twin]:.3e}: FAIL | | | | |")
                 ok = False

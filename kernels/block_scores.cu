@@ -19,6 +19,8 @@
 //   block_scores_mfma_bf16    accumulation: gfx1200/gfx1201 (WMMA) and gfx950 (MFMA) only.
 //   block_scores_tf32_wgmma   TF32 / BF16 Hopper warpgroup MMA (wgmma, operands in shared
 //   block_scores_bf16_wgmma   memory), the prefill kernels of sm_90 (built as sm_90a) only.
+//   block_scores_tf32_decode_wg  decode on wgmma (sm_90a only): Kb tiles as A from registers,
+//   block_scores_bf16_decode_wg  Q resident as B (common/scores_decode_wg.h), heads <= 64.
 //
 // Summation orders (the CPU backend reproduces the first two bit for bit):
 //   warp: lane l (0..31) of a group: p = Q[4l]*K[4l]; p = fmaf(Q[4l+j], K[4l+j], p) for
@@ -532,16 +534,16 @@ QSA_KERNEL void __launch_bounds__(256, 2)
 QSA_KERNEL void __launch_bounds__(256, 1)
     block_scores_tf32_decode(const float* __restrict__ q, const float* __restrict__ kb,
                              const float* __restrict__ w, float* __restrict__ s, int nq,
-                             int heads, int blocks, int stages, int l2_prefetch) {
-  dec_body<false>(q, kb, w, s, nq, heads, blocks, stages, l2_prefetch);
+                             int heads, int blocks, int stages) {
+  dec_body<false>(q, kb, w, s, nq, heads, blocks, stages);
 }
 // qsa:block 128
 // qsa:dynamic_shared 89088
 QSA_KERNEL void __launch_bounds__(256, 1)
     block_scores_bf16_decode(const float* __restrict__ q, const float* __restrict__ kb,
                              const float* __restrict__ w, float* __restrict__ s, int nq,
-                             int heads, int blocks, int stages, int l2_prefetch) {
-  dec_body<true>(q, kb, w, s, nq, heads, blocks, stages, l2_prefetch);
+                             int heads, int blocks, int stages) {
+  dec_body<true>(q, kb, w, s, nq, heads, blocks, stages);
 }
 // Measured on the H200 and not kept (2026-11-30, 256 x 64 x 4096): whole K resident
 // (4 stages, 1 CTA/SM) 336 us; 4-warp 128 x 64 tiles 285 us (3 stages: 354 us); the old
@@ -572,6 +574,29 @@ QSA_KERNEL void __launch_bounds__(128, 2)
                             const float* __restrict__ w, float* __restrict__ s, int nq,
                             int heads, int blocks) {
   wg_body<256, true>(q, kb, w, s, nq, heads, blocks);
+}
+
+
+// The decode scorers on wgmma (Kb tiles as A from registers, Q resident as B): their body,
+// dwg_body, and why: common/scores_decode_wg.h. Launch shape declared for the occupancy
+// report: one warpgroup, TF32's Q (32,768 B); the host picks CTAs per SM
+// (src/dispatch/scores/decode.rs).
+#include "common/scores_decode_wg.h"
+// qsa:block 128
+// qsa:dynamic_shared 32768
+QSA_KERNEL void __launch_bounds__(128, 2)
+    block_scores_tf32_decode_wg(const float* __restrict__ q, const float* __restrict__ kb,
+                                const float* __restrict__ w, float* __restrict__ s, int nq,
+                                int heads, int blocks) {
+  dwg_body<false>(q, kb, w, s, nq, heads, blocks);
+}
+// qsa:block 128
+// qsa:dynamic_shared 16384
+QSA_KERNEL void __launch_bounds__(128, 2)
+    block_scores_bf16_decode_wg(const float* __restrict__ q, const float* __restrict__ kb,
+                                const float* __restrict__ w, float* __restrict__ s, int nq,
+                                int heads, int blocks) {
+  dwg_body<true>(q, kb, w, s, nq, heads, blocks);
 }
 
 #endif  // QSA_WGMMA

@@ -50,12 +50,16 @@ pub fn predicted_kernel(
                 (true, _) => "simt".into(),
                 // One tile per arch: "wmma_bf16" (gfx12) or "mfma_bf16" (gfx950), no suffix.
                 (false, k @ scores::ScoresKernel::AmdMatrixBf16(_)) => k.name().into(),
+                // The decode tile: "tf32_decode", or on sm_90a's wgmma decode kernels
+                // "tf32_decode_wg" (and bf16).
                 (false, k)
                     if k.tensor_cores()
-                        && scores::tc_tile_for(&sw, s.queries, s.heads)
+                        && scores::tc_tile_on(&caps, &sw, k, s.queries, s.heads)
                             == scores::TcTile::Decode =>
                 {
-                    format!("{}_decode", k.name())
+                    let wg = scores::tc_engine(&caps, &sw, scores::TcTile::Decode)
+                        == scores::TcEngine::Wgmma;
+                    format!("{}_decode{}", k.name(), if wg { "_wg" } else { "" })
                 }
                 // sm_90a's prefill TF32 / BF16: "tf32_wgmma", "bf16_wgmma".
                 (false, k)
@@ -63,7 +67,7 @@ pub fn predicted_kernel(
                         && scores::tc_engine(
                             &caps,
                             &sw,
-                            scores::tc_tile_for(&sw, s.queries, s.heads),
+                            scores::tc_tile_on(&caps, &sw, k, s.queries, s.heads),
                         ) == scores::TcEngine::Wgmma =>
                 {
                     format!("{}_wgmma", k.name())

@@ -8,10 +8,11 @@
 
 use half::bf16;
 use qsa::dispatch::scores::{AmdMatrix, ScoresKernel, TcEngine};
+use qsa::dispatch::Switches;
 use qsa::dispatch::{TargetCaps, Vendor};
 use qsa::emu::api::EmuApi;
 use qsa::emu::Schedule;
-use qsa::gpu::scores::plan_engine;
+use qsa::gpu::scores::plan_on;
 use qsa::gpu::{as_bytes, as_bytes_mut, Arg, GpuApi, LaunchDims};
 use std::path::PathBuf;
 
@@ -119,6 +120,18 @@ fn run_scorer_planned(
     shape: (usize, usize, usize),
     plan_shared: Option<u32>,
 ) {
+    run_scorer_switched(c, kernel, engine, shape, plan_shared, &Switches::default())
+}
+
+/// `run_scorer_planned` with the plan's switches (`plan_on` on one multiprocessor).
+fn run_scorer_switched(
+    c: &TargetCaps,
+    kernel: ScoresKernel,
+    engine: TcEngine,
+    shape: (usize, usize, usize),
+    plan_shared: Option<u32>,
+    sw: &Switches,
+) {
     let (nq, heads, blocks) = shape;
     use_cache_keyed_by_block_scores();
     let api = EmuApi::new(c, Schedule::Forward).unwrap();
@@ -140,7 +153,7 @@ fn run_scorer_planned(
     );
     let tile = qsa::dispatch::scores::tc_tile(nq, heads);
     let limit = plan_shared.unwrap_or(c.shared_per_block);
-    let l = plan_engine(kernel, tile, engine, nq, heads, blocks, limit).unwrap();
+    let l = plan_on(kernel, tile, engine, (nq, heads, blocks), limit, 1, sw).unwrap();
     let dims = LaunchDims {
         grid: l.grid,
         block: (l.block, 1, 1),
@@ -149,6 +162,7 @@ fn run_scorer_planned(
     // tests/emu/scores_*.cu forward to the kernel the plan names (see there why).
     let (probe, entry) = match (kernel, l.kernel.ends_with("_decode")) {
         (ScoresKernel::AmdMatrixBf16(_), _) => ("scores_amd_matrix.cu", "scores_amd_matrix"),
+        _ if l.kernel.ends_with("_decode_wg") => ("scores_tc_nvidia.cu", "scores_tc_decode_wg"),
         _ if l.kernel.ends_with("_wgmma") => ("scores_tc_nvidia.cu", "scores_tc_wgmma"),
         (_, false) => ("scores_tc_nvidia.cu", "scores_tc_wide"),
         (_, true) => ("scores_tc_nvidia.cu", "scores_tc_decode"),
@@ -165,7 +179,7 @@ fn run_scorer_planned(
     if !matches!(kernel, ScoresKernel::AmdMatrixBf16(_)) {
         args.push(Arg::I32((kernel == ScoresKernel::Bf16) as i32));
     }
-    // The decode kernels' ring depth and L2-prefetch flag.
+    // The mma.sync decode kernels' ring depth.
     args.extend(l.extra_args.iter().map(|&a| Arg::I32(a)));
     api.launch_source(&root().join("tests/emu").join(probe), entry, dims, &args)
         .unwrap_or_else(|e| panic!("{}: {}: {e}", c.name, l.kernel));
@@ -249,6 +263,23 @@ fn nvidia_wgmma_scorers_on_emulated_wgmma() {
         ] {
             run_scorer_on(&c, kernel, TcEngine::Wgmma, shape);
         }
+    }
+}
+
+/// sm_90a's wgmma decode scorers (Kb tiles as register A, Q resident as B), planned for one
+/// multiprocessor (two persistent CTAs walk the tiles of 64 blocks, the last partial): one
+/// query of 64 heads, 4 queries of 7 heads (4 per CTA row), 2 of 20 (2 m-tiles each), one of
+/// 40 (3 m-tiles); 10 tiles (5 per CTA). Two query groups (grid.y = 2): tests/emu_scores.rs.
+#[test]
+fn nvidia_wgmma_decode_scorers_on_emulated_wgmma() {
+    let mut c = caps("sm_90", Vendor::Nvidia, 32, 232_448);
+    c.features = vec![qsa::dispatch::Feature::Wgmma];
+    for kernel in [ScoresKernel::Tf32, ScoresKernel::Bf16] {
+        for shape in [(1, 64, 270), (4, 7, 77), (2, 20, 300), (1, 40, 100)] {
+            run_scorer_on(&c, kernel, TcEngine::Wgmma, shape);
+        }
+        // Ten tiles: five per CTA, the loop's odd exit.
+        run_scorer_on(&c, kernel, TcEngine::Wgmma, (1, 64, 600));
     }
 }
 

@@ -218,8 +218,9 @@ fn an_unemulated_instruction_is_unsupported_and_named() {
 /// multiprocessor, one or two CTAs per query group walk every tile of the call through their
 /// cp.async ring (2 groups of one query of 3 m-tiles, forced: the dispatch takes one group
 /// only; 600 blocks: 5 tiles of 128 with the default 4 warps, the last partial; 3 tiles of
-/// 256 with 8 warps), under the race check's schedules, within the tensor-core limits of
-/// FP64 (the same limits as above).
+/// 256 with 8 warps; the wgmma decode kernels: 10 tiles of 64, two or one CTA per group),
+/// under the race check's schedules, within the tensor-core limits of FP64 (the same limits
+/// as above).
 #[test]
 fn decode_scorers_walk_every_tile_under_the_race_check() {
     let m = matrix();
@@ -241,17 +242,29 @@ fn decode_scorers_walk_every_tile_under_the_race_check() {
     let want = scores_f64(sp);
     let scale = want.iter().fold(0f64, |a, x| a.max(x.abs()));
     let tile = ("QSA_SCORES_TILE", "decode");
-    let bf16 = switches(&[("STRATA_BF16_TC", "1"), tile]);
+    let mma = ("QSA_SCORES_DECODE_ENGINE", "mma");
+    let bf16 = switches(&[("STRATA_BF16_TC", "1"), tile, mma]);
+    // The wgmma decode kernels (sm_90a: the emulated sm_90 has them): 10 tiles of 64 blocks.
+    let wg = ("QSA_SCORES_DECODE_ENGINE", "wgmma");
+    let bf16_wg = switches(&[("STRATA_BF16_TC", "1"), tile, wg]);
     for (target, sw, kernel, limit) in [
-        ("sm_90", &switches(&[tile]), "tf32_decode", 1.5e-3),
+        ("sm_90", &switches(&[tile, mma]), "tf32_decode", 1.5e-3),
         (
             "sm_90",
-            &switches(&[tile, ("QSA_SCORES_DECODE_WARPS", "8")]),
+            &switches(&[tile, mma, ("QSA_SCORES_DECODE_WARPS", "8")]),
             "tf32_decode",
             1.5e-3,
         ),
         ("sm_86", &switches(&[tile]), "tf32_decode", 1.5e-3),
         ("sm_90", &bf16, "bf16_decode", 1.5e-2),
+        ("sm_90", &switches(&[tile, wg]), "tf32_decode_wg", 1.5e-3),
+        (
+            "sm_90",
+            &switches(&[tile, wg, ("QSA_SCORES_DECODE_CTAS_PER_SM", "1")]),
+            "tf32_decode_wg",
+            1.5e-3,
+        ),
+        ("sm_90", &bf16_wg, "bf16_decode_wg", 1.5e-2),
     ] {
         let mut one_sm = caps(&m, target);
         one_sm.multiprocessors = 1;

@@ -218,10 +218,6 @@ inline void qsa_cp_async16(void* dst, const void* src, int src_bytes) {
   if (n > 0) memcpy(tmp, src, (size_t)n);
   memcpy(dst, tmp, 16);
 }
-// The L2 prefetch size is a hint with no effect on the copied bytes.
-inline void qsa_cp_async16_l2_256(void* dst, const void* src, int src_bytes) {
-  qsa_cp_async16(dst, src, src_bytes);
-}
 inline void qsa_cp_async_commit() {}
 // ex2.approx.ftz.f32: 2^x exactly here (the card's is within ~2 ulp), subnormal inputs and
 // results flushed to zero as the card does.
@@ -402,6 +398,75 @@ inline void wgmma_m64(float* d, unsigned long long desc_a, unsigned long long de
   }
 }
 
+
+// wgmma with A from registers (mma.h's *_rs): warp w's D rows 16w .. 16w+15 need only its own
+// A rows, held by its lanes as mma.sync's A fragment, so one wave exchange gathers them (rows
+// g and g + 8 of each lane's quad), then each thread computes its D elements from B in shared
+// memory through the descriptor, as wgmma_m64 does. Not modelled: the asynchronous read of
+// the A registers (a register rewritten before wgmma.wait_group reads as at the call here).
+struct WgmmaRsLane {
+  const unsigned* a;  // 4 registers
+  double* rows;       // out: [2][16] A rows g and g + 8 of this lane, K <= 16
+};
+
+template <int K, int ES> bool wgmma_rs_gather(void* const* lanes, std::string&) {
+  double A[16][K];
+  for (int l = 0; l < 32; ++l) {
+    const WgmmaRsLane& L = *static_cast<const WgmmaRsLane*>(lanes[l]);
+    const int g = l / 4, t = l % 4;
+    for (int reg = 0; reg < 4; ++reg) {
+      const int row = g + 8 * (reg & 1);
+      if (ES == 4) {
+        A[row][t + 4 * (reg >> 1)] = tf32_value(L.a[reg]);
+      } else {
+        const int k = 2 * t + 8 * (reg >> 1);
+        A[row][k] = bf16_value((unsigned short)(L.a[reg] & 0xffffu));
+        A[row][k + 1] = bf16_value((unsigned short)(L.a[reg] >> 16));
+      }
+    }
+  }
+  for (int l = 0; l < 32; ++l) {
+    const WgmmaRsLane& L = *static_cast<const WgmmaRsLane*>(lanes[l]);
+    const int g = l / 4;
+    for (int h = 0; h < 2; ++h)
+      for (int k = 0; k < K; ++k) L.rows[16 * h + k] = A[g + 8 * h][k];
+  }
+  return true;
+}
+
+// d (N / 2 floats of this thread) = A (64 x K, registers) B^T (N x K) (+ d when scale_d != 0).
+template <int N, int K, int ES>
+inline void wgmma_m64_rs(float* d, const unsigned (&a)[4], unsigned long long desc_b, int scale_d,
+                         const char* name) {
+  const WgmmaDesc db = decode_wgmma_desc(desc_b);
+  if (db.swizzle != 0 || db.base_offset != 0) {
+    fail_launch(std::string(name) + ": a swizzled descriptor (mode " + std::to_string(db.swizzle) +
+                ", base offset " + std::to_string(db.base_offset) +
+                ") is unsupported in emulation (only the no-swizzle canonical layout is modelled)");
+    return;
+  }
+  if (blockDim.x % 128 != 0 || blockDim.y != 1 || blockDim.z != 1) {
+    fail_launch(std::string(name) + ": needs a 1-D block of whole warpgroups (128 threads)");
+    return;
+  }
+  double rows[32];
+  WgmmaRsLane L{a, rows};
+  exchange(&wgmma_rs_gather<K, ES>, &L);
+  const int lane = (int)(threadIdx.x % 32), t = lane % 4;
+  for (int j = 0; j < N / 8; ++j) {
+    for (int c = 0; c < 2; ++c) {
+      const int col = 8 * j + 2 * t + c;
+      double B[K];
+      for (int k = 0; k < K; ++k) B[k] = wgmma_operand<ES>(db, col, k);
+      for (int h = 0; h < 2; ++h) {
+        double acc = 0.0;
+        for (int k = 0; k < K; ++k) acc += rows[16 * h + k] * B[k];
+        float& out = d[4 * j + 2 * h + c];
+        out = (float)((scale_d ? (double)out : 0.0) + acc);
+      }
+    }
+  }
+}
 }  // namespace qsa_emu
 
 inline unsigned qsa_smem_addr(const void* p) { return qsa_emu::shared_address(p); }
@@ -422,4 +487,11 @@ inline void qsa_wgmma_m64n128k16_bf16(float (&d)[64], unsigned long long da, uns
 inline void qsa_wgmma_m64n256k16_bf16(float (&d)[128], unsigned long long da, unsigned long long db, int scale_d) {
   qsa_emu::wgmma_m64<256, 16, 2>(d, da, db, scale_d, "wgmma.m64n256k16.bf16");
 }
+inline void qsa_wgmma_m64n64k8_tf32_rs(float (&d)[32], const unsigned (&a)[4], unsigned long long db, int scale_d) {
+  qsa_emu::wgmma_m64_rs<64, 8, 4>(d, a, db, scale_d, "wgmma.m64n64k8.tf32 (A in registers)");
+}
+inline void qsa_wgmma_m64n64k16_bf16_rs(float (&d)[32], const unsigned (&a)[4], unsigned long long db, int scale_d) {
+  qsa_emu::wgmma_m64_rs<64, 16, 2>(d, a, db, scale_d, "wgmma.m64n64k16.bf16 (A in registers)");
+}
+template <int N, int M> inline void qsa_wgmma_fence_regs_u32(unsigned (&)[N][M]) {}
 #endif  // QSA_WGMMA

@@ -9,8 +9,6 @@
 //
 //   qsa_cp_async16(dst, src, src_bytes)    16-byte global -> shared copy; bytes past
 //                                          src_bytes (0..16) are zero-filled    (sm_80+)
-//   qsa_cp_async16_l2_256(dst, src, src_bytes)   the same, with the hint that L2 fetch the
-//                                          256-byte block around src            (sm_80+)
 //   qsa_cp_async_commit()                  close the current group of copies     (sm_80+)
 //   qsa_cp_async_wait_group<N>()           wait until <= N groups are in flight  (sm_80+)
 //   qsa_ex2_ftz(x)                         2^x, one MUFU.EX2 (ex2.approx.ftz.f32: ~2 ulp;
@@ -35,6 +33,8 @@
 //   qsa_wgmma_fence_regs(d)                keep accumulator uses on their side of a wait
 //   qsa_wgmma_m64n{128,256}k8_tf32(d, da, db, scale_d)    D (64 x N, f32) = A B^T (+ D)
 //   qsa_wgmma_m64n{128,256}k16_bf16(d, da, db, scale_d)   both operands K-major in shared
+//   qsa_wgmma_m64n64k8_tf32_rs / _m64n64k16_bf16_rs(d, a, db, scale_d)   A from registers
+//   qsa_wgmma_fence_regs_u32(a)            qsa_wgmma_fence_regs for A fragments
 #pragma once
 
 // ---- wgmma (sm_90a) ----------------------------------------------------------------------
@@ -92,10 +92,6 @@ QSA_DEVICE float qsa_f16_to_f32(unsigned short h) {
 QSA_DEVICE void qsa_cp_async16(void* dst, const void* src, int src_bytes) {
   const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(src_bytes));
-}
-QSA_DEVICE void qsa_cp_async16_l2_256(void* dst, const void* src, int src_bytes) {
-  const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(src_bytes));
 }
 QSA_DEVICE void qsa_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 QSA_DEVICE float qsa_ex2_ftz(float x) {
@@ -272,6 +268,38 @@ QSA_DEVICE void qsa_wgmma_m64n256k16_bf16(float (&d)[128], unsigned long long de
         "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
         "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+// ---- wgmma with A from registers (the decode scorers, common/scores_decode_wg.h) ----
+// D (64 x 64, f32) (+)= A (64 x K, registers) B^T (64 x K, K-major no-swizzle in shared memory
+// through desc_b). A is wgmma's register fragment: warp w of the warpgroup holds rows 16w ..
+// 16w+15 as mma.sync's A (tf32 k8: a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4); bf16
+// k16: a0 (g, 2t..2t+1), a1 (g+8, 2t..), a2 (g, 2t+8..), a3 (g+8, 2t+8..), low half first).
+// The hardware reads A asynchronously: keep its registers live and unchanged until the
+// wait_group (qsa_wgmma_fence_regs_u32 after it).
+QSA_DEVICE void qsa_wgmma_m64n64k8_tf32_rs(float (&d)[32], const unsigned (&a)[4], unsigned long long desc_b, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, "
+      "{%32,%33,%34,%35}, %36, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+}
+QSA_DEVICE void qsa_wgmma_m64n64k16_bf16_rs(float (&d)[32], const unsigned (&a)[4], unsigned long long desc_b, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, "
+      "{%32,%33,%34,%35}, %36, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+}
+// qsa_wgmma_fence_regs for register A fragments: pins them at this point of the program.
+template <int N, int M> QSA_DEVICE void qsa_wgmma_fence_regs_u32(unsigned (&a)[N][M]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+#pragma unroll
+    for (int j = 0; j < M; ++j) asm volatile("" : "+r"(a[i][j])::"memory");
 }
 #endif  // QSA_WGMMA
 

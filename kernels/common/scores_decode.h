@@ -33,9 +33,10 @@
 //
 // Launch (src/gpu/scores.rs, `decode_launch`): block = (32 W, 1, 1), grid = (min(tiles,
 // multiprocessors x CTAs per SM), ceil(nq / QPC)); dynamic shared = DEC_Q_BYTES + stages x
-// BN x TC_LD x 4 bytes; the last two arguments are `stages` (2 .. DEC_MAX_STAGES) and
-// `l2_prefetch` (1: Kb copies ask L2 for the 256-byte block around each 128-byte k chunk of
-// a block's row, so the row's next chunk finds it in L2; a sweep switch, off by default).
+// BN x TC_LD x 4 bytes; the last argument is `stages` (2 .. DEC_MAX_STAGES). (An L2::256B
+// prefetch hint on the Kb copies was measured on the H200 and did nothing: 74.7 against
+// 73.5 us, 2026-12-02; removed.) On sm_90a the wgmma decode kernels
+// (common/scores_decode_wg.h) serve the same calls.
 #pragma once
 
 #define DEC_MT 4             // m-tiles (of 16 rows) per CTA
@@ -60,8 +61,7 @@ QSA_DEVICE void dec_wait_pending(int pending) {
 template <bool BF16>
 __device__ __forceinline__ void dec_body(const float* __restrict__ q, const float* __restrict__ kb,
                                          const float* __restrict__ w, float* __restrict__ s,
-                                         int nq, int heads, int blocks, int stages,
-                                         int l2_prefetch) {
+                                         int nq, int heads, int blocks, int stages) {
   QSA_DYNAMIC_SHARED(smem_raw);
   float* Qs = reinterpret_cast<float*>(smem_raw);  // [DEC_BM][DEC_QLD]
   float* ring = Qs + DEC_BM * DEC_QLD;             // stages x [BN][TC_LD]
@@ -123,10 +123,7 @@ __device__ __forceinline__ void dec_body(const float* __restrict__ q, const floa
       const int r = i / CPT, c4 = i % CPT;
       const bool ok = b0 + r < blocks;
       const float* src = ok ? kb + (size_t)(b0 + r) * QSA_HEAD_DIM + kc * TC_BK + c4 * 4 : kb;
-      if (l2_prefetch)  // uniform: a launch argument
-        qsa_cp_async16_l2_256(Bs + r * TC_LD + c4 * 4, src, ok ? 16 : 0);
-      else
-        qsa_cp_async16(Bs + r * TC_LD + c4 * 4, src, ok ? 16 : 0);
+      qsa_cp_async16(Bs + r * TC_LD + c4 * 4, src, ok ? 16 : 0);
     }
   };
 

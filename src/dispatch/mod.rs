@@ -118,19 +118,19 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
     ),
     (
         "QSA_SCORES_DECODE_STAGES",
-        "2 ..= 6: cp.async ring depth of the decode scorers (qsa's sweep switch)",
+        "2 ..= 6: cp.async ring depth of the mma.sync decode scorers (qsa's sweep switch)",
     ),
     (
         "QSA_SCORES_DECODE_WARPS",
-        "4 | 8: warps per CTA of the decode scorers, 32 blocks each (qsa's sweep switch)",
+        "4 | 8: warps per CTA of the mma.sync decode scorers, 32 blocks each (qsa's sweep switch)",
     ),
     (
         "QSA_SCORES_DECODE_CTAS_PER_SM",
         "1 ..= 4: persistent decode-scorer CTAs per multiprocessor (qsa's sweep switch)",
     ),
     (
-        "QSA_SCORES_DECODE_L2_PREFETCH",
-        "0 | 1: the decode scorers' Kb copies with the L2::256B prefetch hint (qsa's sweep switch)",
+        "QSA_SCORES_DECODE_ENGINE",
+        "mma | wgmma: the decode scorers' engine; wgmma (sm_90a only, else mma) streams Kb tiles as register A operands (qsa's sweep switch)",
     ),
     (
         "QSA_ATTN_KERNEL",

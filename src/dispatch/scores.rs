@@ -7,6 +7,7 @@
 use super::{Feature, Switches, TargetCaps, Vendor};
 
 pub mod decode;
+pub mod decode_wg;
 mod engine;
 pub use engine::{
     auto_units_per_cta, check_wg_upc, tc_engine, wgmma_built, wgmma_units_per_cta, TcEngine,
@@ -205,8 +206,9 @@ pub fn simt_chunk_for(sw: &Switches) -> SimtChunk {
 pub enum TcTile {
     /// 128 rows (8 m-tiles of 16 heads) x 128 blocks: prefill.
     Wide,
-    /// The streaming decode kernels (`decode`): 64 rows (4 m-tiles) resident per CTA, Kb
-    /// streamed once per query group by persistent CTAs; heads <= 64, few query groups.
+    /// The streaming decode kernels (`decode`; on sm_90a optionally their wgmma twins,
+    /// `decode_wg`): 64 rows (4 m-tiles) resident per CTA, Kb streamed once per query group
+    /// by persistent CTAs; heads <= 64, few query groups.
     Decode,
 }
 
@@ -234,6 +236,30 @@ pub fn tc_tile_for(sw: &Switches, nq: usize, heads: usize) -> TcTile {
         Some("wide") => TcTile::Wide,
         Some("decode") => TcTile::Decode,
         _ => tc_tile(nq, heads),
+    }
+}
+
+/// `tc_tile_for` for `kernel` on `caps`: where the decode tile runs on wgmma (sm_90a,
+/// `tc_engine`), a TF32 call takes it for up to `decode_wg::MAX_GROUPS_TF32` query groups
+/// (measured faster than the wide tile there: 2 x 64 x 262,144); otherwise as `tc_tile_for`. What the runner,
+/// `qsa plan` and the dispatch table use.
+pub fn tc_tile_on(
+    caps: &TargetCaps,
+    sw: &Switches,
+    kernel: ScoresKernel,
+    nq: usize,
+    heads: usize,
+) -> TcTile {
+    let wg_decode = sw.get(TILE_SWITCH).is_none()
+        && kernel == ScoresKernel::Tf32
+        && tc_engine(caps, sw, TcTile::Decode) == TcEngine::Wgmma
+        && heads >= 1
+        && decode::holds_heads(heads)
+        && decode::query_groups(nq, heads) <= decode_wg::MAX_GROUPS_TF32;
+    if wg_decode {
+        TcTile::Decode
+    } else {
+        tc_tile_for(sw, nq, heads)
     }
 }
 
@@ -398,6 +424,26 @@ mod tests {
             tc_tile_for(&sw(&[(TILE_SWITCH, "decode")]), 256, 64),
             TcTile::Decode
         );
+        // sm_90a: TF32 takes the wgmma decode kernel for up to 2 query groups; BF16, forced
+        // mma.sync and targets without wgmma keep one.
+        let sm90a = caps(
+            Vendor::Nvidia,
+            vec![Feature::Tf32Tc, Feature::Bf16Tc, Feature::Wgmma],
+        );
+        let tf32 = ScoresKernel::Tf32;
+        assert_eq!(tc_tile_on(&sm90a, &sw(&[]), tf32, 2, 64), TcTile::Decode);
+        assert_eq!(tc_tile_on(&sm90a, &sw(&[]), tf32, 3, 64), TcTile::Wide);
+        assert_eq!(tc_tile_on(&sm90a, &sw(&[]), tf32, 8, 16), TcTile::Decode);
+        assert_eq!(tc_tile_on(&sm90a, &sw(&[]), tf32, 9, 16), TcTile::Wide);
+        assert_eq!(tc_tile_on(&sm90a, &sw(&[]), tf32, 2, 65), TcTile::Wide);
+        let bf16 = ScoresKernel::Bf16;
+        assert_eq!(tc_tile_on(&sm90a, &sw(&[]), bf16, 2, 64), TcTile::Wide);
+        assert_eq!(tc_tile_on(&sm90a, &sw(&[]), bf16, 1, 64), TcTile::Decode);
+        let mma = sw(&[(decode_wg::ENGINE_SWITCH, "mma")]);
+        assert_eq!(tc_tile_on(&sm90a, &mma, tf32, 2, 64), TcTile::Wide);
+        assert_eq!(tc_tile_on(&hopper, &sw(&[]), tf32, 2, 64), TcTile::Wide);
+        let wide = sw(&[(TILE_SWITCH, "wide")]);
+        assert_eq!(tc_tile_on(&sm90a, &wide, tf32, 1, 64), TcTile::Wide);
         assert!(check_switches(&simt).is_ok());
         let e = check_switches(&sw(&[(KERNEL_SWITCH, "fast")])).unwrap_err();
         assert!(

@@ -6,7 +6,7 @@ use super::{as_bytes, Family, GpuApi, GpuProps, LaunchDims};
 use crate::backend::{BackendError, BackendResult, Prepared};
 use crate::dispatch::scores::{
     amd_matrix, auto_units_per_cta, check_switches, choose_for, simt_chunk_for, simt_d16_built,
-    tc_engine, tc_tile_for, wgmma_units_per_cta, AmdMatrix, ScoresKernel, SimtChunk, TcEngine,
+    tc_engine, tc_tile_on, wgmma_units_per_cta, AmdMatrix, ScoresKernel, SimtChunk, TcEngine,
     TcTile, WG_UPC_DEFAULT,
 };
 
@@ -46,8 +46,8 @@ pub struct ScoresLaunch {
     /// Threads per block (x).
     pub block: u32,
     pub shared_bytes: u32,
-    /// Arguments after (q, kb, w, s, nq, heads, blocks): the decode kernels' ring depth and
-    /// L2-prefetch flag; empty for the others.
+    /// Arguments after (q, kb, w, s, nq, heads, blocks): the mma.sync decode kernels' ring
+    /// depth; empty for the others.
     pub extra_args: Vec<i32>,
 }
 
@@ -204,6 +204,14 @@ pub fn plan_on(
                 shared_bytes: 0,
                 extra_args: Vec::new(),
             })
+        }
+        ScoresKernel::Tf32 | ScoresKernel::Bf16
+            if tile == TcTile::Decode && engine == TcEngine::Wgmma =>
+        {
+            let cfg = crate::dispatch::scores::decode_wg::config_for(sw)
+                .map_err(BackendError::Unsupported)?;
+            let sms = multiprocessors as usize;
+            decode::plan_decode_wg(kernel, &cfg, sms, (nq, heads, blocks), shared_limit)
         }
         ScoresKernel::Tf32 | ScoresKernel::Bf16 if tile == TcTile::Decode => {
             let cfg = crate::dispatch::scores::decode::config_for(sw, shared_limit)
@@ -406,7 +414,7 @@ pub fn launch_plan(
         None
     } else {
         let limit = caps.shared_per_block.min(props.max_shared_per_block);
-        let tile = tc_tile_for(switches, p.nq, p.heads);
+        let tile = tc_tile_on(caps, switches, kernel, p.nq, p.heads);
         let engine = tc_engine(caps, switches, tile);
         let (shape, sms) = ((p.nq, p.heads, p.blocks), props.multiprocessors);
         let l = plan_on(kernel, tile, engine, shape, limit, sms, switches)?;
@@ -504,13 +512,7 @@ mod tests {
         // The decode kernel: persistent, 3 CTAs of 4 warps per multiprocessor (`plan`: one).
         assert_eq!(
             (l.kernel, l.grid, l.block, l.shared_bytes, l.extra_args),
-            (
-                "block_scores_tf32_decode",
-                (3, 1, 1),
-                128,
-                70_656,
-                vec![2, 0]
-            )
+            ("block_scores_tf32_decode", (3, 1, 1), 128, 70_656, vec![2])
         );
         assert_eq!(l.variant, "tf32_decode");
         // sm_86's 99 KiB holds both tiles (the decode one with 4 warps, 3 stages).

@@ -95,7 +95,8 @@ pub fn check(m: &Matrix, c: &Case) -> Result<(), Broken> {
                 let caps = t.caps();
                 let kernel = crate::dispatch::scores::choose_for(&caps, &sw, s.queries);
                 let shared = caps.shared_per_block;
-                let tile = crate::dispatch::scores::tc_tile_for(&sw, s.queries, s.heads);
+                let tile =
+                    crate::dispatch::scores::tc_tile_on(&caps, &sw, kernel, s.queries, s.heads);
                 if let Err(e) = crate::gpu::scores::plan_on(
                     kernel,
                     tile,

@@ -12,10 +12,18 @@ QSA_KERNEL void scores_tc_wide(const float* q, const float* kb, const float* w, 
   else block_scores_tf32(q, kb, w, s, nq, heads, blocks);
 }
 QSA_KERNEL void scores_tc_decode(const float* q, const float* kb, const float* w, float* s, int nq, int heads,
-                                 int blocks, int bf16, int stages, int l2_prefetch) {
-  if (bf16) block_scores_bf16_decode(q, kb, w, s, nq, heads, blocks, stages, l2_prefetch);
-  else block_scores_tf32_decode(q, kb, w, s, nq, heads, blocks, stages, l2_prefetch);
+                                 int blocks, int bf16, int stages) {
+  if (bf16) block_scores_bf16_decode(q, kb, w, s, nq, heads, blocks, stages);
+  else block_scores_tf32_decode(q, kb, w, s, nq, heads, blocks, stages);
 }
+// sm_90a's wgmma decode scorers (common/scores_decode_wg.h).
+#if defined(QSA_WGMMA)
+QSA_KERNEL void scores_tc_decode_wg(const float* q, const float* kb, const float* w, float* s, int nq,
+                                    int heads, int blocks, int bf16) {
+  if (bf16) block_scores_bf16_decode_wg(q, kb, w, s, nq, heads, blocks);
+  else block_scores_tf32_decode_wg(q, kb, w, s, nq, heads, blocks);
+}
+#endif
 // sm_90a's wgmma scorers (QSA_WGMMA: the emulated sm_90 stands for that build).
 #if defined(QSA_WGMMA)
 QSA_KERNEL void scores_tc_wgmma(const float* q, const float* kb, const float* w, float* s, int nq, int heads,

@@ -1,6 +1,7 @@
 //! The decode scorers (`block_scores_{tf32,bf16}_decode`, kernels/common/scores_decode.h):
 //! which calls take them, and their launch configuration (ring depth, warps per CTA,
-//! persistent CTAs per multiprocessor) with the switches that sweep it on a card. Pure.
+//! persistent CTAs per multiprocessor) with the switches that sweep it on a card. Pure. The
+//! wgmma decode scorers (sm_90a) that serve the same calls: `decode_wg`.
 
 use super::super::Switches;
 
@@ -10,8 +11,6 @@ pub const STAGES_SWITCH: &str = "QSA_SCORES_DECODE_STAGES";
 pub const WARPS_SWITCH: &str = "QSA_SCORES_DECODE_WARPS";
 /// `QSA_SCORES_DECODE_CTAS_PER_SM`: persistent CTAs per multiprocessor, 1 ..= 4.
 pub const CTAS_SWITCH: &str = "QSA_SCORES_DECODE_CTAS_PER_SM";
-/// `QSA_SCORES_DECODE_L2_PREFETCH`: 1 = Kb copies with the `L2::256B` prefetch hint.
-pub const L2_PREFETCH_SWITCH: &str = "QSA_SCORES_DECODE_L2_PREFETCH";
 
 /// 16-row m-tiles per CTA (DEC_MT): a query's heads are padded to whole m-tiles.
 pub const M_TILES: usize = 4;
@@ -43,9 +42,6 @@ pub struct DecodeConfig {
     pub stages: usize,
     /// Persistent CTAs per multiprocessor (grid.x = multiprocessors x this / query groups).
     pub ctas_per_sm: usize,
-    /// Kb copies ask L2 for the 256-byte block around each 128-byte chunk of a row (the
-    /// row's next k chunk then comes from L2). Off unless switched on: not measured yet.
-    pub l2_prefetch: bool,
 }
 
 impl DecodeConfig {
@@ -98,21 +94,33 @@ struct Forced {
     warps: Option<usize>,
     stages: Option<usize>,
     ctas_per_sm: Option<usize>,
-    l2_prefetch: Option<usize>,
 }
 
 fn forced(sw: &Switches) -> Result<Forced, String> {
     Ok(Forced {
         warps: parse(sw, WARPS_SWITCH, &[4, 8], "4 or 8")?,
         stages: parse(sw, STAGES_SWITCH, &[2, 3, 4, 5, 6], "2 to 6")?,
-        ctas_per_sm: parse(sw, CTAS_SWITCH, &[1, 2, 3, 4], "1 to 4")?,
-        l2_prefetch: parse(sw, L2_PREFETCH_SWITCH, &[0, 1], "0 or 1")?,
+        ctas_per_sm: ctas_per_sm(sw)?,
     })
+}
+
+/// `QSA_SCORES_DECODE_CTAS_PER_SM` (either engine's), if set.
+pub fn ctas_per_sm(sw: &Switches) -> Result<Option<usize>, String> {
+    parse(sw, CTAS_SWITCH, &[1, 2, 3, 4], "1 to 4")
+}
+
+/// Whether a mma.sync-only switch (ring depth, warps) is set: the wgmma decode kernels
+/// refuse them (`decode_wg::config_for`).
+pub fn mma_only_switch(sw: &Switches) -> Option<&'static str> {
+    [STAGES_SWITCH, WARPS_SWITCH]
+        .into_iter()
+        .find(|k| sw.get(k).is_some())
 }
 
 /// The switches' values, checked before any work.
 pub fn check_switches(sw: &Switches) -> Result<(), String> {
-    forced(sw).map(|_| ())
+    forced(sw)?;
+    super::decode_wg::check_engine(sw)
 }
 
 /// The configuration for a target allowing `shared_limit` bytes per block: 4 warps; 2
@@ -124,13 +132,12 @@ pub fn check_switches(sw: &Switches) -> Result<(), String> {
 /// median us): call B (2026-12-02 ~03:47 UTC, registers-rounded Kb): 4 warps x 2 stages x 3
 /// CTAs/SM 56.7; 4 x 3 x 2 59.2; 4 x 4 x 2 65.0; 8 x 4 x 1 63.6; 8 x 5 x 1 63.5. Call A
 /// (03:16, the first kernel): 4 x 4 x 2 69.8; 8 x 3 / 4 / 5 x 1 73.9 / 73.5 / 71.7; 8 x 2 x 2
-/// 76.2; 4 x 6 x 1 102.8; the L2::256B prefetch 74.7 against 73.5.
+/// 76.2; 4 x 6 x 1 102.8; an L2::256B prefetch hint on the copies 74.7 against 73.5 (removed).
 pub fn config_for(sw: &Switches, shared_limit: u32) -> Result<DecodeConfig, String> {
     let Forced {
         warps,
         stages,
         ctas_per_sm: ctas,
-        l2_prefetch,
     } = forced(sw)?;
     let limit = shared_limit as usize;
     let fits = |c: &DecodeConfig| c.shared_bytes() <= limit;
@@ -138,7 +145,6 @@ pub fn config_for(sw: &Switches, shared_limit: u32) -> Result<DecodeConfig, Stri
         warps,
         stages,
         ctas_per_sm: 1,
-        l2_prefetch: l2_prefetch == Some(1),
     };
     let warps = warps.unwrap_or(DEFAULT_WARPS);
     let stages = stages.unwrap_or_else(|| {
@@ -177,10 +183,7 @@ mod tests {
     fn defaults_fit_each_target() {
         // sm_90 (227 KiB): 4 warps x 2 stages = 33,792 + 2 x 18,432, three per SM.
         let c = config_for(&sw(&[]), 232_448).unwrap();
-        assert_eq!(
-            (c.warps, c.stages, c.ctas_per_sm, c.l2_prefetch),
-            (4, 2, 3, false)
-        );
+        assert_eq!((c.warps, c.stages, c.ctas_per_sm), (4, 2, 3));
         assert_eq!(c.shared_bytes(), 70_656);
         // 3 stages: two per SM.
         let c = config_for(&sw(&[(STAGES_SWITCH, "3")]), 232_448).unwrap();
@@ -203,15 +206,11 @@ mod tests {
                 (STAGES_SWITCH, "6"),
                 (WARPS_SWITCH, "4"),
                 (CTAS_SWITCH, "2"),
-                (L2_PREFETCH_SWITCH, "1"),
             ]),
             232_448,
         )
         .unwrap();
-        assert_eq!(
-            (c.warps, c.stages, c.ctas_per_sm, c.l2_prefetch),
-            (4, 6, 2, true)
-        );
+        assert_eq!((c.warps, c.stages, c.ctas_per_sm), (4, 6, 2));
         let e = config_for(&sw(&[(STAGES_SWITCH, "6"), (WARPS_SWITCH, "8")]), 101_376).unwrap_err();
         assert!(
             e.contains("8 warps and 6 stages needs 254976 B") && e.contains("allows 101376"),
@@ -223,7 +222,6 @@ mod tests {
             (WARPS_SWITCH, "6", "expected 4 or 8"),
             (CTAS_SWITCH, "0", "expected 1 to 4"),
             (CTAS_SWITCH, "two", "expected 1 to 4"),
-            (L2_PREFETCH_SWITCH, "2", "expected 0 or 1"),
         ] {
             let e = check_switches(&sw(&[(k, v)])).unwrap_err();
             assert!(e.contains(&format!("{k}={v}: {want}")), "{e}");

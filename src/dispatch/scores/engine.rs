@@ -1,7 +1,8 @@
 //! Which tensor-core instructions run the prefill (wide-tile) TF32 / BF16 scorers: Hopper's
 //! warpgroup MMA (`wgmma`, operands in shared memory, asynchronous) where the target's code
-//! object has it, warp-level `mma.sync` elsewhere, for the decode tile, and when forced.
-//! The decode tile (`TcTile::Decode`) always keeps its mma.sync kernels.
+//! object has it, warp-level `mma.sync` elsewhere and when forced. The decode tile
+//! (`TcTile::Decode`) takes its wgmma kernels (`decode_wg`) only where they are built and
+//! `decode_wg::wanted` says so (`QSA_SCORES_DECODE_ENGINE`).
 
 use super::{TcTile, KERNEL_SWITCH};
 use crate::dispatch::{Feature, Switches, TargetCaps, Vendor};
@@ -11,7 +12,8 @@ use crate::dispatch::{Feature, Switches, TargetCaps, Vendor};
 pub enum TcEngine {
     /// `mma.sync` m16n8k8 / m16n8k16: `block_scores_{tf32,bf16}[_decode]` (sm_80+).
     MmaSync,
-    /// `wgmma.mma_async` m64nNk8 / k16: `block_scores_{tf32,bf16}_wgmma` (sm_90a only).
+    /// `wgmma.mma_async` m64nNk8 / k16: `block_scores_{tf32,bf16}_wgmma`, and for the decode
+    /// tile `block_scores_{tf32,bf16}_decode_wg` (sm_90a only).
     Wgmma,
 }
 
@@ -64,12 +66,17 @@ pub fn wgmma_built(caps: &TargetCaps) -> bool {
 }
 
 /// The engine of a TF32 / BF16 launch with CTA tile `tile`: wgmma for the wide (prefill)
-/// tile where it is built, unless `QSA_SCORES_KERNEL=tf32_mma` / `bf16_mma` forces mma.sync.
+/// tile where it is built, for the decode tile where it is built and wanted
+/// (`decode_wg::wanted`), unless `QSA_SCORES_KERNEL=tf32_mma` / `bf16_mma` forces mma.sync.
 pub fn tc_engine(caps: &TargetCaps, sw: &Switches, tile: TcTile) -> TcEngine {
     let forced_mma = sw
         .get(KERNEL_SWITCH)
         .is_some_and(|k| FORCE_MMA_SYNC.contains(&k));
-    if wgmma_built(caps) && tile == TcTile::Wide && !forced_mma {
+    let wanted = match tile {
+        TcTile::Wide => true,
+        TcTile::Decode => super::decode_wg::wanted(sw),
+    };
+    if wgmma_built(caps) && wanted && !forced_mma {
         TcEngine::Wgmma
     } else {
         TcEngine::MmaSync
@@ -105,6 +112,20 @@ mod tests {
         assert_eq!(tc_engine(&hopper, &sw(&[]), TcTile::Wide), TcEngine::Wgmma);
         assert_eq!(
             tc_engine(&hopper, &sw(&[]), TcTile::Decode),
+            TcEngine::Wgmma
+        );
+        let mma = sw(&[(super::super::decode_wg::ENGINE_SWITCH, "mma")]);
+        assert_eq!(tc_engine(&hopper, &mma, TcTile::Decode), TcEngine::MmaSync);
+        // The decode tile's wgmma kernels: asked for, where built, unless mma.sync is forced.
+        let dwg = sw(&[(super::super::decode_wg::ENGINE_SWITCH, "wgmma")]);
+        assert_eq!(tc_engine(&hopper, &dwg, TcTile::Decode), TcEngine::Wgmma);
+        assert_eq!(tc_engine(&ampere, &dwg, TcTile::Decode), TcEngine::MmaSync);
+        let dwg_mma = sw(&[
+            (super::super::decode_wg::ENGINE_SWITCH, "wgmma"),
+            (KERNEL_SWITCH, "tf32_mma"),
+        ]);
+        assert_eq!(
+            tc_engine(&hopper, &dwg_mma, TcTile::Decode),
             TcEngine::MmaSync
         );
         assert_eq!(
