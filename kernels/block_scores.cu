@@ -19,6 +19,8 @@
 //   block_scores_mfma_bf16    accumulation: gfx1200/gfx1201 (WMMA) and gfx950 (MFMA) only.
 //   block_scores_tf32_wgmma   TF32 / BF16 Hopper warpgroup MMA (wgmma, operands in shared
 //   block_scores_bf16_wgmma   memory), the prefill kernels of sm_90 (built as sm_90a) only.
+//   block_scores_{tf32,bf16}_wgrs{128,256}[p]   wgmma with A from registers (RS), sm_90a only
+//                             (common/scores_wgrs.h; QSA_SCORES_WG picks one).
 //
 // Summation orders (the CPU backend reproduces the first two bit for bit):
 //   warp: lane l (0..31) of a group: p = Q[4l]*K[4l]; p = fmaf(Q[4l+j], K[4l+j], p) for
@@ -30,6 +32,8 @@
 //   tf32 / bf16: tensor-core order (k permuted within 32-wide chunks), heads summed in a
 //         fixed tree order; deterministic run to run, not equal to the above.
 //   *_wgmma: the same kind of order (k in the instruction's, heads in a fixed tree order).
+//   *_wgrs*: k permuted within 16-wide chunks, heads in 16-head tiles (fixed tree), tiles in
+//         ascending order.
 //   wmma_bf16 / mfma_bf16: matrix-core order, heads summed per lane in ascending order
 //         then across lane groups; deterministic run to run, not equal to the above.
 #include "common/portable.h"
@@ -572,6 +576,60 @@ QSA_KERNEL void __launch_bounds__(128, 2)
                             const float* __restrict__ w, float* __restrict__ s, int nq,
                             int heads, int blocks) {
   wg_body<256, true>(q, kb, w, s, nq, heads, blocks);
+}
+
+
+// A in registers (wgmma RS), B resident, no barrier after B's staging: rs_body and why, in
+// common/scores_wgrs.h. Name: _wgrs<BN>[p]: p loads the next item's A during the MMAs. The
+// minimum CTAs per SM of each launch bound is what src/gpu/scores.rs (WGRS) plans a wave with.
+#include "common/scores_wgrs.h"
+// qsa:block 128
+// qsa:dynamic_shared 65536
+QSA_KERNEL void __launch_bounds__(128, 3)
+    block_scores_tf32_wgrs128(const float* __restrict__ q, const float* __restrict__ kb,
+                            const float* __restrict__ w, float* __restrict__ s, int nq,
+                            int heads, int blocks) {
+  rs_body<128, false, 1, false>(q, kb, w, s, nq, heads, blocks);
+}
+// qsa:block 128
+// qsa:dynamic_shared 65536
+QSA_KERNEL void __launch_bounds__(128, 2)
+    block_scores_tf32_wgrs128p(const float* __restrict__ q, const float* __restrict__ kb,
+                            const float* __restrict__ w, float* __restrict__ s, int nq,
+                            int heads, int blocks) {
+  rs_body<128, false, 1, true>(q, kb, w, s, nq, heads, blocks);
+}
+// qsa:block 256
+// qsa:dynamic_shared 131072
+QSA_KERNEL void __launch_bounds__(256, 1)
+    block_scores_tf32_wgrs256(const float* __restrict__ q, const float* __restrict__ kb,
+                            const float* __restrict__ w, float* __restrict__ s, int nq,
+                            int heads, int blocks) {
+  rs_body<256, false, 2, false>(q, kb, w, s, nq, heads, blocks);
+}
+// qsa:block 128
+// qsa:dynamic_shared 32768
+QSA_KERNEL void __launch_bounds__(128, 4)
+    block_scores_bf16_wgrs128(const float* __restrict__ q, const float* __restrict__ kb,
+                            const float* __restrict__ w, float* __restrict__ s, int nq,
+                            int heads, int blocks) {
+  rs_body<128, true, 1, false>(q, kb, w, s, nq, heads, blocks);
+}
+// qsa:block 256
+// qsa:dynamic_shared 65536
+QSA_KERNEL void __launch_bounds__(256, 1)
+    block_scores_bf16_wgrs256(const float* __restrict__ q, const float* __restrict__ kb,
+                            const float* __restrict__ w, float* __restrict__ s, int nq,
+                            int heads, int blocks) {
+  rs_body<256, true, 2, false>(q, kb, w, s, nq, heads, blocks);
+}
+// qsa:block 256
+// qsa:dynamic_shared 65536
+QSA_KERNEL void __launch_bounds__(256, 1)
+    block_scores_bf16_wgrs256p(const float* __restrict__ q, const float* __restrict__ kb,
+                            const float* __restrict__ w, float* __restrict__ s, int nq,
+                            int heads, int blocks) {
+  rs_body<256, true, 2, true>(q, kb, w, s, nq, heads, blocks);
 }
 
 #endif  // QSA_WGMMA

@@ -8,10 +8,11 @@
 
 use half::bf16;
 use qsa::dispatch::scores::{AmdMatrix, ScoresKernel, TcEngine};
+use qsa::dispatch::Switches;
 use qsa::dispatch::{TargetCaps, Vendor};
 use qsa::emu::api::EmuApi;
 use qsa::emu::Schedule;
-use qsa::gpu::scores::plan_engine;
+use qsa::gpu::scores::plan_on;
 use qsa::gpu::{as_bytes, as_bytes_mut, Arg, GpuApi, LaunchDims};
 use std::path::PathBuf;
 
@@ -111,13 +112,29 @@ fn run_scorer_on(
     run_scorer_planned(c, kernel, engine, shape, None)
 }
 
-/// Runs `kernel` planned for `c` (or for `plan_shared` bytes per block, when given).
 fn run_scorer_planned(
     c: &TargetCaps,
     kernel: ScoresKernel,
     engine: TcEngine,
     shape: (usize, usize, usize),
     plan_shared: Option<u32>,
+) {
+    run_scorer_switched(c, kernel, engine, shape, plan_shared, &Switches::default())
+}
+
+/// The `QSA_SCORES_WG=rs*` kernels, by their index in tests/emu/scores_tc_nvidia.cu's
+/// `scores_tc_wgrs`.
+const WGRS: [&str; 4] = ["wgrs128", "wgrs128p", "wgrs256", "wgrs256p"];
+
+/// Runs `kernel` planned for `c` (or for `plan_shared` bytes per block, when given) with the
+/// switches `sw`, on one multiprocessor.
+fn run_scorer_switched(
+    c: &TargetCaps,
+    kernel: ScoresKernel,
+    engine: TcEngine,
+    shape: (usize, usize, usize),
+    plan_shared: Option<u32>,
+    sw: &Switches,
 ) {
     let (nq, heads, blocks) = shape;
     use_cache_keyed_by_block_scores();
@@ -140,7 +157,7 @@ fn run_scorer_planned(
     );
     let tile = qsa::dispatch::scores::tc_tile(nq, heads);
     let limit = plan_shared.unwrap_or(c.shared_per_block);
-    let l = plan_engine(kernel, tile, engine, nq, heads, blocks, limit).unwrap();
+    let l = plan_on(kernel, tile, engine, (nq, heads, blocks), limit, 1, sw).unwrap();
     let dims = LaunchDims {
         grid: l.grid,
         block: (l.block, 1, 1),
@@ -150,6 +167,7 @@ fn run_scorer_planned(
     let (probe, entry) = match (kernel, l.kernel.ends_with("_decode")) {
         (ScoresKernel::AmdMatrixBf16(_), _) => ("scores_amd_matrix.cu", "scores_amd_matrix"),
         _ if l.kernel.ends_with("_wgmma") => ("scores_tc_nvidia.cu", "scores_tc_wgmma"),
+        _ if l.kernel.contains("_wgrs") => ("scores_tc_nvidia.cu", "scores_tc_wgrs"),
         (_, false) => ("scores_tc_nvidia.cu", "scores_tc_wide"),
         (_, true) => ("scores_tc_nvidia.cu", "scores_tc_decode"),
     };
@@ -164,6 +182,9 @@ fn run_scorer_planned(
     ];
     if !matches!(kernel, ScoresKernel::AmdMatrixBf16(_)) {
         args.push(Arg::I32((kernel == ScoresKernel::Bf16) as i32));
+    }
+    if let Some(i) = WGRS.iter().position(|k| l.kernel.ends_with(k)) {
+        args.push(Arg::I32(i as i32));
     }
     // The decode kernels' ring depth and L2-prefetch flag.
     args.extend(l.extra_args.iter().map(|&a| Arg::I32(a)));
@@ -248,6 +269,41 @@ fn nvidia_wgmma_scorers_on_emulated_wgmma() {
             (17, 16, 40),
         ] {
             run_scorer_on(&c, kernel, TcEngine::Wgmma, shape);
+        }
+    }
+}
+
+/// sm_90a's A-in-registers wgmma scorers (QSA_SCORES_WG=rs*, kernels/common/scores_wgrs.h):
+/// heads in one partial tile (7), two (20), five (80) and 13 (200) head tiles; groups of 4
+/// queries, the last partial (9, 17 queries); blocks past one B tile (270, 300); planned for
+/// one SM (a wave's groups per warpgroup) or, every other shape, with QSA_SCORES_WG_UPC=1
+/// (one group per warpgroup: more CTA rows; with 2 warpgroups per CTA an idle second one).
+#[test]
+fn nvidia_wgmma_rs_scorers_on_emulated_wgmma() {
+    let mut c = caps("sm_90", Vendor::Nvidia, 32, 232_448);
+    c.features = vec![qsa::dispatch::Feature::Wgmma];
+    let shapes = [
+        (9, 7, 77),
+        (3, 20, 300),
+        (2, 80, 270),
+        (17, 16, 40),
+        (1, 200, 9),
+    ];
+    for (kernel, wg) in [
+        (ScoresKernel::Tf32, "rs128"),
+        (ScoresKernel::Tf32, "rs128p"),
+        (ScoresKernel::Tf32, "rs256"),
+        (ScoresKernel::Bf16, "rs128"),
+        (ScoresKernel::Bf16, "rs256"),
+        (ScoresKernel::Bf16, "rs256p"),
+    ] {
+        for (i, &shape) in shapes.iter().enumerate() {
+            let mut kv = vec![("QSA_SCORES_WG".to_string(), wg.to_string())];
+            if i % 2 == 1 {
+                kv.push(("QSA_SCORES_WG_UPC".to_string(), "1".to_string()));
+            }
+            let sw = Switches::new(kv.into_iter().collect());
+            run_scorer_switched(&c, kernel, TcEngine::Wgmma, shape, None, &sw);
         }
     }
 }

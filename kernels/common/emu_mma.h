@@ -414,4 +414,93 @@ inline void qsa_wgmma_m64n128k16_bf16(float (&d)[64], unsigned long long da, uns
 inline void qsa_wgmma_m64n256k16_bf16(float (&d)[128], unsigned long long da, unsigned long long db, int scale_d) {
   qsa_emu::wgmma_m64<256, 16, 2>(d, da, db, scale_d, "wgmma.m64n256k16.bf16");
 }
+// RS forms (A from registers, mma.h): a wave collective, because lane (g, t)'s D rows need the
+// A values of the four lanes (g, 0..3) of its warp. Every lane posts its A fragment, its D and
+// the (warp-uniform) B descriptor and scale; the model reads A from the posted registers in
+// the PTX fragment layout (mma.h's RS comment), B from shared as the SS model does, and writes
+// every lane's D. The same f64 sum and single rounding as the SS model; the same limits (no
+// asynchrony: a[] overwritten before the wait is not caught here).
+namespace qsa_emu {
+
+struct WgmmaRsLane {
+  float* d;
+  unsigned a[4];
+  unsigned long long db;
+  int scale_d;
+};
+
+// Element (row r < 16, k) of the warp's A rows from the lanes' registers.
+template <int K> inline double wgmma_rs_a(void* const* lanes, int r, int k) {
+  const int g = r % 8, h = r / 8;
+  if (K == 8) {  // tf32: lane (g, k % 4), register h + 2 (k / 4)
+    const WgmmaRsLane& L = *static_cast<const WgmmaRsLane*>(lanes[4 * g + k % 4]);
+    return tf32_value(L.a[h + 2 * (k / 4)]);
+  }
+  // bf16: lane (g, (k % 8) / 2), register h + 2 (k / 8), half k % 2
+  const WgmmaRsLane& L = *static_cast<const WgmmaRsLane*>(lanes[4 * g + (k % 8) / 2]);
+  return bf16_value((unsigned short)(L.a[h + 2 * (k / 8)] >> (16 * (k % 2))));
+}
+
+template <int N, int K, int ES> inline bool wgmma_rs_m64(void* const* lanes, std::string& err) {
+  const WgmmaRsLane& L0 = *static_cast<const WgmmaRsLane*>(lanes[0]);
+  for (int l = 1; l < 32; ++l) {
+    const WgmmaRsLane& L = *static_cast<const WgmmaRsLane*>(lanes[l]);
+    if (L.db != L0.db || L.scale_d != L0.scale_d) {
+      err = "wgmma RS: lanes of one warp passed different B descriptors or scale-d (the "
+            "instruction is warpgroup-uniform)";
+      return false;
+    }
+  }
+  const WgmmaDesc db = decode_wgmma_desc(L0.db);
+  if (db.swizzle != 0 || db.base_offset != 0) {
+    err = "wgmma RS: a swizzled B descriptor (mode " + std::to_string(db.swizzle) +
+          ") is unsupported in emulation (only the no-swizzle canonical layout is modelled)";
+    return false;
+  }
+  double A[16][K];
+  for (int r = 0; r < 16; ++r)
+    for (int k = 0; k < K; ++k) A[r][k] = wgmma_rs_a<K>(lanes, r, k);
+  std::vector<double> B((size_t)N * K);
+  for (int n = 0; n < N; ++n)
+    for (int k = 0; k < K; ++k) B[(size_t)n * K + k] = wgmma_operand<ES>(db, n, k);
+  for (int l = 0; l < 32; ++l) {
+    const WgmmaRsLane& L = *static_cast<const WgmmaRsLane*>(lanes[l]);
+    const int g = l / 4, t = l % 4;
+    for (int j = 0; j < N / 8; ++j)
+      for (int h = 0; h < 2; ++h)
+        for (int c = 0; c < 2; ++c) {
+          const double* b = &B[(size_t)(8 * j + 2 * t + c) * K];
+          double s = 0.0;
+          for (int k = 0; k < K; ++k) s += A[g + 8 * h][k] * b[k];
+          float& out = L.d[4 * j + 2 * h + c];
+          out = (float)((L0.scale_d ? (double)out : 0.0) + s);
+        }
+  }
+  return true;
+}
+
+template <int N, int K, int ES> inline void wgmma_rs(float* d, const unsigned (&a)[4], unsigned long long db, int scale_d) {
+  if (blockDim.x % 128 != 0 || blockDim.y != 1 || blockDim.z != 1) {
+    fail_launch("wgmma RS: needs a 1-D block of whole warpgroups (128 threads)");
+    return;
+  }
+  WgmmaRsLane L{d, {a[0], a[1], a[2], a[3]}, db, scale_d};
+  exchange(&wgmma_rs_m64<N, K, ES>, &L);
+}
+
+}  // namespace qsa_emu
+
+template <int K> inline void qsa_wgmma_fence_aregs(unsigned (&)[K][4]) {}
+inline void qsa_wgmma_m64n128k8_tf32_rs(float (&d)[64], const unsigned (&a)[4], unsigned long long db, int scale_d) {
+  qsa_emu::wgmma_rs<128, 8, 4>(d, a, db, scale_d);
+}
+inline void qsa_wgmma_m64n256k8_tf32_rs(float (&d)[128], const unsigned (&a)[4], unsigned long long db, int scale_d) {
+  qsa_emu::wgmma_rs<256, 8, 4>(d, a, db, scale_d);
+}
+inline void qsa_wgmma_m64n128k16_bf16_rs(float (&d)[64], const unsigned (&a)[4], unsigned long long db, int scale_d) {
+  qsa_emu::wgmma_rs<128, 16, 2>(d, a, db, scale_d);
+}
+inline void qsa_wgmma_m64n256k16_bf16_rs(float (&d)[128], const unsigned (&a)[4], unsigned long long db, int scale_d) {
+  qsa_emu::wgmma_rs<256, 16, 2>(d, a, db, scale_d);
+}
 #endif  // QSA_WGMMA

@@ -110,7 +110,11 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
     ),
     (
         "QSA_SCORES_WG_UPC",
-        "1 | 2 | 4 | 8 | 16: 64-row units per CTA of the wgmma scorers, default 4 (qsa's sweep switch)",
+        "1 | 2 | 4 | 8 | 16: 64-row units per CTA of the wgmma scorers, default 4 (qsa's sweep switch); with QSA_SCORES_WG=rs*: groups of 4 queries per warpgroup, default one wave",
+    ),
+    (
+        "QSA_SCORES_WG",
+        "ss | rs128 | rs128p | rs256 | rs256p: sm_90a's prefill wgmma scorer: A through shared memory (ss, the default) or A in registers (rs*, BN blocks per CTA, p: next A prefetched) (qsa's sweep switch)",
     ),
     (
         "QSA_SCORES_SIMT_DC",

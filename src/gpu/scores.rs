@@ -6,14 +6,15 @@ use super::{as_bytes, Family, GpuApi, GpuProps, LaunchDims};
 use crate::backend::{BackendError, BackendResult, Prepared};
 use crate::dispatch::scores::{
     amd_matrix, auto_units_per_cta, check_switches, choose_for, simt_chunk_for, simt_d16_built,
-    tc_engine, tc_tile_for, wgmma_units_per_cta, AmdMatrix, ScoresKernel, SimtChunk, TcEngine,
-    TcTile, WG_UPC_DEFAULT,
+    tc_engine, tc_tile_for, wg_kernel, wgmma_units_per_cta, AmdMatrix, ScoresKernel, SimtChunk,
+    TcEngine, TcTile, WgKernel, WG_UPC_DEFAULT,
 };
 
 use crate::dispatch::{Feature, Switches, TargetCaps};
 use crate::problem::{Output, ScoresProblem, HEAD_DIM};
 
 mod decode;
+mod wgrs;
 
 /// Threads per block of every scores kernel but the wgmma ones (one warpgroup, `WG_THREADS`).
 const THREADS: u32 = 256;
@@ -211,12 +212,20 @@ pub fn plan_on(
             let sms = multiprocessors as usize;
             decode::plan_decode(kernel, &cfg, sms, nq, heads, blocks, shared_limit)
         }
-        ScoresKernel::Tf32 | ScoresKernel::Bf16 if engine == TcEngine::Wgmma => plan_wgmma(
-            kernel == ScoresKernel::Bf16,
-            (nq, heads, blocks),
-            WG_UPC_DEFAULT,
-            shared_limit,
-        ),
+        ScoresKernel::Tf32 | ScoresKernel::Bf16 if engine == TcEngine::Wgmma => {
+            let bf16 = kernel == ScoresKernel::Bf16;
+            match wg_kernel(sw) {
+                WgKernel::Ss => plan_wgmma(bf16, (nq, heads, blocks), WG_UPC_DEFAULT, shared_limit),
+                WgKernel::Rs { bn, prefetch } => wgrs::plan_wgrs(
+                    bf16,
+                    (bn, prefetch),
+                    (nq, heads, blocks),
+                    multiprocessors as usize,
+                    wgmma_units_per_cta(sw),
+                    shared_limit,
+                ),
+            }
+        }
         ScoresKernel::Tf32 | ScoresKernel::Bf16 => {
             // The kernel addresses Q with 32-bit offsets.
             let q_floats = nq * heads * HEAD_DIM;

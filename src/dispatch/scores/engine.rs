@@ -55,6 +55,61 @@ pub fn check_wg_upc(sw: &Switches) -> Result<(), String> {
     }
 }
 
+/// `QSA_SCORES_WG` picks which sm_90a prefill wgmma kernel runs: `ss` (A and B from shared
+/// memory, kernels/common/scores_wgmma.h) or one of the A-in-registers kernels
+/// (kernels/common/scores_wgrs.h): `rs128` / `rs256` (BN blocks per CTA), `p` = the next
+/// item's A loaded during the MMAs.
+pub const WG_KERNEL_SWITCH: &str = "QSA_SCORES_WG";
+/// The values `QSA_SCORES_WG` takes, in `check_wg_kernel`'s message order.
+pub const WG_KERNELS: [&str; 5] = ["ss", "rs128", "rs128p", "rs256", "rs256p"];
+
+/// A prefill wgmma kernel (`QSA_SCORES_WG`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WgKernel {
+    /// `block_scores_{tf32,bf16}_wgmma`: A restaged through shared memory per 64-row unit.
+    Ss,
+    /// `block_scores_{tf32,bf16}_wgrs<bn>[p]`: A from registers, B resident.
+    Rs { bn: usize, prefetch: bool },
+}
+
+/// The default until the H200 has timed the RS kernels side by side (H200.md).
+pub const WG_KERNEL_DEFAULT: WgKernel = WgKernel::Ss;
+
+/// The kernel `QSA_SCORES_WG` names (checked by `check_wg_kernel`), else the default.
+pub fn wg_kernel(sw: &Switches) -> WgKernel {
+    match sw.get(WG_KERNEL_SWITCH) {
+        Some("ss") => WgKernel::Ss,
+        Some("rs128") => WgKernel::Rs {
+            bn: 128,
+            prefetch: false,
+        },
+        Some("rs128p") => WgKernel::Rs {
+            bn: 128,
+            prefetch: true,
+        },
+        Some("rs256") => WgKernel::Rs {
+            bn: 256,
+            prefetch: false,
+        },
+        Some("rs256p") => WgKernel::Rs {
+            bn: 256,
+            prefetch: true,
+        },
+        _ => WG_KERNEL_DEFAULT,
+    }
+}
+
+/// `QSA_SCORES_WG`'s value, before any work.
+pub fn check_wg_kernel(sw: &Switches) -> Result<(), String> {
+    match sw.get(WG_KERNEL_SWITCH) {
+        Some(v) if !WG_KERNELS.contains(&v) => Err(format!(
+            "{WG_KERNEL_SWITCH}={v}: expected one of {}",
+            WG_KERNELS.join(", ")
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Whether `caps`'s code object holds the wgmma scorers: the `#if defined(QSA_WGMMA)` around
 /// them in kernels/block_scores.cu, which xtask builds where matrix.yaml lists `wgmma`
 /// (sm_90 as sm_90a). Both must change together. A newer card running sm_90 through its PTX
@@ -134,6 +189,37 @@ mod tests {
         let e = check_wg_upc(&sw(&[(WG_UPC_SWITCH, "3")])).unwrap_err();
         assert!(
             e.contains("QSA_SCORES_WG_UPC=3: expected 1, 2, 4, 8 or 16"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn wg_kernel_switch_values_and_default() {
+        assert_eq!(wg_kernel(&sw(&[])), WG_KERNEL_DEFAULT);
+        assert_eq!(wg_kernel(&sw(&[(WG_KERNEL_SWITCH, "ss")])), WgKernel::Ss);
+        assert_eq!(
+            wg_kernel(&sw(&[(WG_KERNEL_SWITCH, "rs256p")])),
+            WgKernel::Rs {
+                bn: 256,
+                prefetch: true
+            }
+        );
+        assert_eq!(
+            wg_kernel(&sw(&[(WG_KERNEL_SWITCH, "rs128")])),
+            WgKernel::Rs {
+                bn: 128,
+                prefetch: false
+            }
+        );
+        for v in WG_KERNELS {
+            assert!(
+                check_wg_kernel(&sw(&[(WG_KERNEL_SWITCH, v)])).is_ok(),
+                "{v}"
+            );
+        }
+        let e = check_wg_kernel(&sw(&[(WG_KERNEL_SWITCH, "rs64")])).unwrap_err();
+        assert!(
+            e.contains("QSA_SCORES_WG=rs64: expected one of ss, rs128, rs128p, rs256, rs256p"),
             "{e}"
         );
     }
