@@ -119,7 +119,16 @@ fn run_scorer_planned(
     shape: (usize, usize, usize),
     plan_shared: Option<u32>,
 ) {
-    run_scorer_switched(c, kernel, engine, shape, plan_shared, &Switches::default())
+    let sw = Switches::default();
+    run_scorer_switched(
+        c,
+        kernel,
+        engine,
+        shape,
+        plan_shared,
+        &sw,
+        Schedule::Forward,
+    )
 }
 
 /// The `QSA_SCORES_WG=rs*` kernels, by their index in tests/emu/scores_tc_nvidia.cu's
@@ -127,7 +136,7 @@ fn run_scorer_planned(
 const WGRS: [&str; 4] = ["wgrs128", "wgrs128p", "wgrs256", "wgrs256p"];
 
 /// Runs `kernel` planned for `c` (or for `plan_shared` bytes per block, when given) with the
-/// switches `sw`, on one multiprocessor.
+/// switches `sw`, on one multiprocessor, under `schedule`.
 fn run_scorer_switched(
     c: &TargetCaps,
     kernel: ScoresKernel,
@@ -135,10 +144,11 @@ fn run_scorer_switched(
     shape: (usize, usize, usize),
     plan_shared: Option<u32>,
     sw: &Switches,
+    schedule: Schedule,
 ) {
     let (nq, heads, blocks) = shape;
     use_cache_keyed_by_block_scores();
-    let api = EmuApi::new(c, Schedule::Forward).unwrap();
+    let api = EmuApi::new(c, schedule).unwrap();
     let (q, kb, w) = (
         values(nq * heads * D, 1),
         values(blocks * D, 2),
@@ -268,10 +278,16 @@ fn nvidia_wgmma_scorers_on_emulated_wgmma() {
             (2, 80, 270),
             (17, 16, 40),
         ] {
-            run_scorer_on(&c, kernel, TcEngine::Wgmma, shape);
+            let sw = Switches::default();
+            run_scorer_switched(&c, kernel, TcEngine::Wgmma, shape, None, &sw, WAVE_FIRST);
         }
     }
 }
+
+/// The wgmma scorers run one warp at a time, each warp's wgmma as soon as it issues it
+/// (Schedule::WaveFirst): a wgmma reading shared memory that other warps stage without a
+/// barrier in between reads poison and misses the reference.
+const WAVE_FIRST: Schedule = Schedule::WaveFirst;
 
 /// sm_90a's A-in-registers wgmma scorers (QSA_SCORES_WG=rs*, kernels/common/scores_wgrs.h):
 /// heads in one partial tile (7), two (20), five (80) and 13 (200) head tiles; groups of 4
@@ -303,7 +319,7 @@ fn nvidia_wgmma_rs_scorers_on_emulated_wgmma() {
                 kv.push(("QSA_SCORES_WG_UPC".to_string(), "1".to_string()));
             }
             let sw = Switches::new(kv.into_iter().collect());
-            run_scorer_switched(&c, kernel, TcEngine::Wgmma, shape, None, &sw);
+            run_scorer_switched(&c, kernel, TcEngine::Wgmma, shape, None, &sw, WAVE_FIRST);
         }
     }
 }

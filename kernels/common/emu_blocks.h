@@ -137,6 +137,19 @@ inline BlockStatus step_block(Launch& L, FiberPool& pool, BlockRun& br, std::vec
     ready.clear();
     for (unsigned i = 0; i < n; ++i)
       if (th[i].state == State::Ready) ready.push_back(i);
+    if (!ready.empty() && d.schedule == WAVE_FIRST) {
+      const unsigned w = th[ready[0]].wave;
+      for (unsigned i : ready) {
+        if (th[i].wave != w) break;  // `ready` is in thread order: wave w's come first
+        cur_thread = &th[i];
+        resume(th[i]);
+      }
+      if (resolve_wave(th, n, w, err) < 0) {
+        L.fail(block_name(L.kernel, br.idx) + ": " + err);
+        return BlockStatus::Failed;
+      }
+      continue;
+    }
     if (!ready.empty()) {
       if (d.schedule == REVERSE) std::reverse(ready.begin(), ready.end());
       else if (d.schedule == RANDOM) std::shuffle(ready.begin(), ready.end(), br.rng);
