@@ -19,7 +19,7 @@
 //   block_scores_mfma_bf16    accumulation: gfx1200/gfx1201 (WMMA) and gfx950 (MFMA) only.
 //   block_scores_tf32_wgmma   TF32 / BF16 Hopper warpgroup MMA (wgmma, operands in shared
 //   block_scores_bf16_wgmma   memory), the prefill kernels of sm_90 (built as sm_90a) only.
-//   block_scores_{tf32,bf16}_wgrs{128,256}[p]   wgmma with A from registers (RS), sm_90a only
+//   block_scores_{tf32,bf16}_wgrs{128,256}[p][s]  wgmma with A from registers (RS), sm_90a only
 //                             (common/scores_wgrs.h; QSA_SCORES_WG picks one).
 //
 // Summation orders (the CPU backend reproduces the first two bit for bit):
@@ -589,7 +589,7 @@ QSA_KERNEL void __launch_bounds__(128, 3)
     block_scores_tf32_wgrs128(const float* __restrict__ q, const float* __restrict__ kb,
                             const float* __restrict__ w, float* __restrict__ s, int nq,
                             int heads, int blocks) {
-  rs_body<128, false, 1, false>(q, kb, w, s, nq, heads, blocks);
+  rs_body<128, false, 1, false, false>(q, kb, w, s, nq, heads, blocks);
 }
 // qsa:block 128
 // qsa:dynamic_shared 65536
@@ -597,7 +597,7 @@ QSA_KERNEL void __launch_bounds__(128, 2)
     block_scores_tf32_wgrs128p(const float* __restrict__ q, const float* __restrict__ kb,
                             const float* __restrict__ w, float* __restrict__ s, int nq,
                             int heads, int blocks) {
-  rs_body<128, false, 1, true>(q, kb, w, s, nq, heads, blocks);
+  rs_body<128, false, 1, true, false>(q, kb, w, s, nq, heads, blocks);
 }
 // qsa:block 256
 // qsa:dynamic_shared 131072
@@ -605,7 +605,7 @@ QSA_KERNEL void __launch_bounds__(256, 1)
     block_scores_tf32_wgrs256(const float* __restrict__ q, const float* __restrict__ kb,
                             const float* __restrict__ w, float* __restrict__ s, int nq,
                             int heads, int blocks) {
-  rs_body<256, false, 2, false>(q, kb, w, s, nq, heads, blocks);
+  rs_body<256, false, 2, false, false>(q, kb, w, s, nq, heads, blocks);
 }
 // qsa:block 128
 // qsa:dynamic_shared 32768
@@ -613,7 +613,7 @@ QSA_KERNEL void __launch_bounds__(128, 4)
     block_scores_bf16_wgrs128(const float* __restrict__ q, const float* __restrict__ kb,
                             const float* __restrict__ w, float* __restrict__ s, int nq,
                             int heads, int blocks) {
-  rs_body<128, true, 1, false>(q, kb, w, s, nq, heads, blocks);
+  rs_body<128, true, 1, false, false>(q, kb, w, s, nq, heads, blocks);
 }
 // qsa:block 256
 // qsa:dynamic_shared 65536
@@ -621,7 +621,7 @@ QSA_KERNEL void __launch_bounds__(256, 1)
     block_scores_bf16_wgrs256(const float* __restrict__ q, const float* __restrict__ kb,
                             const float* __restrict__ w, float* __restrict__ s, int nq,
                             int heads, int blocks) {
-  rs_body<256, true, 2, false>(q, kb, w, s, nq, heads, blocks);
+  rs_body<256, true, 2, false, false>(q, kb, w, s, nq, heads, blocks);
 }
 // qsa:block 256
 // qsa:dynamic_shared 65536
@@ -629,7 +629,41 @@ QSA_KERNEL void __launch_bounds__(256, 1)
     block_scores_bf16_wgrs256p(const float* __restrict__ q, const float* __restrict__ kb,
                             const float* __restrict__ w, float* __restrict__ s, int nq,
                             int heads, int blocks) {
-  rs_body<256, true, 2, true>(q, kb, w, s, nq, heads, blocks);
+  rs_body<256, true, 2, true, false>(q, kb, w, s, nq, heads, blocks);
+}
+
+// The same with B in the 128-byte-swizzle layout (suffix s; 1 KiB more for its alignment).
+// qsa:block 128
+// qsa:dynamic_shared 66560
+QSA_KERNEL void __launch_bounds__(128, 3)
+    block_scores_tf32_wgrs128s(const float* __restrict__ q, const float* __restrict__ kb,
+                            const float* __restrict__ w, float* __restrict__ s, int nq,
+                            int heads, int blocks) {
+  rs_body<128, false, 1, false, true>(q, kb, w, s, nq, heads, blocks);
+}
+// qsa:block 256
+// qsa:dynamic_shared 132096
+QSA_KERNEL void __launch_bounds__(256, 1)
+    block_scores_tf32_wgrs256s(const float* __restrict__ q, const float* __restrict__ kb,
+                            const float* __restrict__ w, float* __restrict__ s, int nq,
+                            int heads, int blocks) {
+  rs_body<256, false, 2, false, true>(q, kb, w, s, nq, heads, blocks);
+}
+// qsa:block 128
+// qsa:dynamic_shared 33792
+QSA_KERNEL void __launch_bounds__(128, 4)
+    block_scores_bf16_wgrs128s(const float* __restrict__ q, const float* __restrict__ kb,
+                            const float* __restrict__ w, float* __restrict__ s, int nq,
+                            int heads, int blocks) {
+  rs_body<128, true, 1, false, true>(q, kb, w, s, nq, heads, blocks);
+}
+// qsa:block 256
+// qsa:dynamic_shared 66560
+QSA_KERNEL void __launch_bounds__(256, 1)
+    block_scores_bf16_wgrs256ps(const float* __restrict__ q, const float* __restrict__ kb,
+                            const float* __restrict__ w, float* __restrict__ s, int nq,
+                            int heads, int blocks) {
+  rs_body<256, true, 2, true, true>(q, kb, w, s, nq, heads, blocks);
 }
 
 #endif  // QSA_WGMMA

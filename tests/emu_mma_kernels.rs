@@ -133,7 +133,15 @@ fn run_scorer_planned(
 
 /// The `QSA_SCORES_WG=rs*` kernels, by their index in tests/emu/scores_tc_nvidia.cu's
 /// `scores_tc_wgrs`.
-const WGRS: [&str; 4] = ["wgrs128", "wgrs128p", "wgrs256", "wgrs256p"];
+const WGRS: [&str; 7] = [
+    "wgrs128",
+    "wgrs128p",
+    "wgrs256",
+    "wgrs256p",
+    "wgrs128s",
+    "wgrs256s",
+    "wgrs256ps",
+];
 
 /// Runs `kernel` planned for `c` (or for `plan_shared` bytes per block, when given) with the
 /// switches `sw`, on one multiprocessor, under `schedule`.
@@ -312,6 +320,10 @@ fn nvidia_wgmma_rs_scorers_on_emulated_wgmma() {
         (ScoresKernel::Bf16, "rs128"),
         (ScoresKernel::Bf16, "rs256"),
         (ScoresKernel::Bf16, "rs256p"),
+        (ScoresKernel::Tf32, "rs128s"),
+        (ScoresKernel::Tf32, "rs256s"),
+        (ScoresKernel::Bf16, "rs128s"),
+        (ScoresKernel::Bf16, "rs256ps"),
     ] {
         for (i, &shape) in shapes.iter().enumerate() {
             let mut kv = vec![("QSA_SCORES_WG".to_string(), wg.to_string())];

@@ -64,6 +64,8 @@ struct Layout {
     a_start: usize,
     b_start: usize,
     kstep: usize,
+    /// The 128-byte-swizzle layout (descriptor swizzle mode 1) instead of none.
+    sw128: bool,
 }
 
 const KSTEPS: usize = 2;
@@ -78,6 +80,7 @@ fn rows_outer(n: usize) -> Layout {
         a_start: 0,
         b_start: 64 * row_bytes,
         kstep: 256,
+        sw128: false,
     }
     .check(n)
 }
@@ -92,8 +95,24 @@ fn k_outer(n: usize) -> Layout {
         a_start: 0,
         b_start: 64 * 16 + 2 * KSTEPS * lbo, // past A's last core matrix
         kstep: 2 * lbo,
+        sw128: false,
     }
     .check(n)
+}
+
+/// The 128-byte swizzle (K-major, PTX ISA "Shared Memory Matrix Layout", swizzle modes):
+/// 8-row atoms of 128 bytes per row, 1024 bytes each, SBO 1024 between atoms; both k steps'
+/// 32 bytes lie in one atom row (the start advances 32 bytes per step). B only (the RS probe).
+fn sw128() -> Layout {
+    Layout {
+        name: "128-byte swizzle (SBO 1024)",
+        lbo: 16,
+        sbo: 1024,
+        a_start: 0,
+        b_start: 0,
+        kstep: 32,
+        sw128: true,
+    }
 }
 
 impl Layout {
@@ -106,6 +125,12 @@ impl Layout {
     /// The byte offset of element (row, k) of the operand starting at `start` (the ISA).
     fn at(&self, start: usize, row: usize, k: usize, es: usize) -> usize {
         let c = k * es;
+        if self.sw128 {
+            // Row r of an atom at 128 r; the 16-byte chunk index (address bits 4-6) XORed
+            // with the row within the atom (bits 7-9); atoms 1024-byte aligned.
+            let a = start + (row / 8) * self.sbo + (row % 8) * 128 + c;
+            return a ^ (((a >> 7) & 7) << 4);
+        }
         start + (row / 8) * self.sbo + (c / 16) * self.lbo + (row % 8) * 16 + c % 16
     }
 }
@@ -226,7 +251,7 @@ fn a_fragment(ins: &Instr, a: &[f32], k: usize, ks: usize, tid: usize) -> [u32; 
 /// The RS probe's D registers: A from the fragments above, B placed by `lay` in shared memory.
 fn run_rs(ins: &Instr, lay: &Layout, a: &[f32], b: &[f32]) -> Vec<f32> {
     let k = KSTEPS * 32 / ins.es;
-    let mut image = vec![0u8; lay.b_start + ins.n * 32 * KSTEPS + 2 * KSTEPS * lay.lbo];
+    let mut image = vec![0u8; lay.b_start + ins.n * 128 + 2 * KSTEPS * lay.lbo]; // >= either layout
     for r in 0..ins.n {
         for kk in 0..k {
             let at = lay.at(lay.b_start, r, kk, ins.es);
@@ -247,7 +272,7 @@ fn run_rs(ins: &Instr, lay: &Layout, a: &[f32], b: &[f32]) -> Vec<f32> {
     let dims = LaunchDims {
         grid: (1, 1, 1),
         block: (128, 1, 1),
-        shared_bytes: image.len() as u32,
+        shared_bytes: image.len() as u32 + 1024, // room to align the swizzled image
     };
     let args = [
         Arg::Ptr(img),
@@ -258,6 +283,7 @@ fn run_rs(ins: &Instr, lay: &Layout, a: &[f32], b: &[f32]) -> Vec<f32> {
         Arg::U32(lay.kstep as u32),
         Arg::I32(KSTEPS as i32),
         Arg::I32(ins.which),
+        Arg::I32(lay.sw128 as i32),
         Arg::Ptr(pa),
         Arg::Ptr(out),
     ];
@@ -269,14 +295,15 @@ fn run_rs(ins: &Instr, lay: &Layout, a: &[f32], b: &[f32]) -> Vec<f32> {
 }
 
 /// The RS forms (mma.h's `_rs` wrappers, the scorers of kernels/common/scores_wgrs.h): A from
-/// the ISA's register fragments, B in both shared layouts, D against the fragment table.
+/// the ISA's register fragments, B in the two no-swizzle layouts and the 128-byte swizzle, D
+/// against the fragment table.
 #[test]
 fn wgmma_rs_model_follows_the_isa_register_fragments() {
     for ins in &INSTRS {
         let k = KSTEPS * 32 / ins.es;
         let a = ints(64 * k, 41 + ins.which as u64, 4);
         let b = ints(ins.n * k, 51 + ins.which as u64, 4);
-        for lay in [rows_outer(ins.n), k_outer(ins.n)] {
+        for lay in [rows_outer(ins.n), k_outer(ins.n), sw128()] {
             let d = run_rs(ins, &lay, &a, &b);
             if let Some(e) = first_difference(ins, &a, &b, &d) {
                 panic!("{} RS with B layout {}: {e}", ins.name, lay.name);

@@ -320,7 +320,7 @@ inline qsa_f32x4 qsa_mfma_f32_16x16x32_bf16(qsa_bf16x8 a, qsa_bf16x8 b, qsa_f32x
 // generic and async proxies are one memory here), and shared stores racing an in-flight
 // wgmma before its wait_group (the call has already read). The race check still sees a
 // missing barrier between the stores and the call. A shared address is an offset into the
-// block's shared window (emu_blocks.h: its shared ranges from the lowest); swizzled layouts
+// block's shared window (emu_blocks.h: its shared ranges from the lowest); other swizzled layouts
 // and a nonzero base offset are refused by name.
 #if defined(QSA_WGMMA) && QSA_WAVE == 32 && !defined(QSA_EMU_HIP)
 namespace qsa_emu {
@@ -341,11 +341,18 @@ inline WgmmaDesc decode_wgmma_desc(unsigned long long d) {
                    (unsigned)((d >> 62) & 3u)};
 }
 
-// Element (row, k) of a K-major no-swizzle operand of ES-byte elements.
+// Element (row, k) of a K-major operand of ES-byte elements: no swizzle, or 128-byte swizzle
+// (mode 1; mma.h's qsa_wgmma_desc_sw128: rows 128 bytes apart in 8-row atoms, address bits
+// 4-6 XORed with bits 7-9).
 template <int ES> inline double wgmma_operand(const WgmmaDesc& d, int row, int k) {
   const unsigned c = (unsigned)k * ES;
-  const unsigned addr = d.start + (unsigned)(row / 8) * d.sbo + (c / 16) * d.lbo +
-                        (unsigned)(row % 8) * 16 + c % 16;
+  unsigned addr;
+  if (d.swizzle == 1) {
+    addr = d.start + (unsigned)(row / 8) * d.sbo + (unsigned)(row % 8) * 128 + c;
+    addr ^= ((addr >> 7) & 7u) << 4;
+  } else {
+    addr = d.start + (unsigned)(row / 8) * d.sbo + (c / 16) * d.lbo + (unsigned)(row % 8) * 16 + c % 16;
+  }
   const unsigned char* p = shared_at(addr, ES);
   if (ES == 4) {
     unsigned u;
@@ -363,10 +370,10 @@ inline void wgmma_m64(float* d, unsigned long long desc_a, unsigned long long de
                       const char* name) {
   const WgmmaDesc da = decode_wgmma_desc(desc_a), db = decode_wgmma_desc(desc_b);
   for (const WgmmaDesc* x : {&da, &db}) {
-    if (x->swizzle != 0 || x->base_offset != 0) {
+    if ((x->swizzle != 0 && x->swizzle != 1) || x->base_offset != 0) {
       fail_launch(std::string(name) + ": a swizzled descriptor (mode " + std::to_string(x->swizzle) +
                   ", base offset " + std::to_string(x->base_offset) +
-                  ") is unsupported in emulation (only the no-swizzle canonical layout is modelled)");
+                  ") is unsupported in emulation (only no swizzle and the 128-byte swizzle are modelled)");
       return;
     }
   }
@@ -452,9 +459,10 @@ template <int N, int K, int ES> inline bool wgmma_rs_m64(void* const* lanes, std
     }
   }
   const WgmmaDesc db = decode_wgmma_desc(L0.db);
-  if (db.swizzle != 0 || db.base_offset != 0) {
-    err = "wgmma RS: a swizzled B descriptor (mode " + std::to_string(db.swizzle) +
-          ") is unsupported in emulation (only the no-swizzle canonical layout is modelled)";
+  if ((db.swizzle != 0 && db.swizzle != 1) || db.base_offset != 0) {
+    err = "wgmma RS: a B descriptor of swizzle mode " + std::to_string(db.swizzle) + ", base offset " +
+          std::to_string(db.base_offset) +
+          " is unsupported in emulation (only no swizzle and the 128-byte swizzle are modelled)";
     return false;
   }
   double A[16][K];

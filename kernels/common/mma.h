@@ -26,6 +26,7 @@
 //   Hopper warpgroup MMA (sm_90a, QSA_WGMMA defined; see "wgmma" below):
 //   qsa_smem_addr(p)                       shared-state-space address of a shared pointer
 //   qsa_wgmma_desc(addr, lbo, sbo)         shared-memory matrix descriptor, no swizzle
+//   qsa_wgmma_desc_sw128(addr, sbo)        the same, 128-byte swizzle (K-major)
 //   qsa_wgmma_fence()                      wgmma.fence: registers / shared ready for wgmma
 //   qsa_wgmma_commit()                     wgmma.commit_group
 //   qsa_wgmma_wait<N>()                    wgmma.wait_group N
@@ -52,7 +53,7 @@
 // Layout": matrix descriptor, canonical layouts; "Register Fragments", wgmma D):
 //   Descriptor (64 bits): bits 0-13 start address >> 4, 16-29 leading-dimension byte offset
 //     (LBO) >> 4, 32-45 stride-dimension byte offset (SBO) >> 4, 49-51 base offset (0 here),
-//     62-63 swizzle mode (0: none, the only mode used and emulated).
+//     62-63 swizzle mode (0: none; 1: 128-byte, qsa_wgmma_desc_sw128; both emulated).
 //   No-swizzle K-major operand (A: M x K, B: N x K, both "K-major", the only major-ness TF32
 //     allows): a "core matrix" is 8 rows x 16 bytes, its 8 rows 16 bytes apart (128 contiguous
 //     bytes). Element (row r, k-byte c) of the operand is at
@@ -73,6 +74,15 @@ QSA_DEVICE unsigned long long qsa_wgmma_desc(unsigned addr, unsigned lbo, unsign
   return (unsigned long long)((addr >> 4) & 0x3fffu) |
          ((unsigned long long)((lbo >> 4) & 0x3fffu) << 16) |
          ((unsigned long long)((sbo >> 4) & 0x3fffu) << 32);
+}
+// The 128-byte-swizzle K-major layout (swizzle mode 1; common/scores_wgrs.h's B): an "atom"
+// is 8 rows x 128 bytes of K, rows 128 bytes apart, 1024-byte aligned; SBO steps between
+// atoms adjacent in M / N (LBO unused: one instruction's 32 bytes of K lie inside an atom, its
+// start advanced by 32 bytes per k step). Element (row r, k-byte c) is at the address
+//   a = start + (r / 8) * SBO + (r % 8) * 128 + c,  with bits 4-6 of a XORed with bits 7-9
+// (the 16-byte chunk within the 128-byte row permuted by the row within the atom).
+QSA_DEVICE unsigned long long qsa_wgmma_desc_sw128(unsigned addr, unsigned sbo) {
+  return qsa_wgmma_desc(addr, 16, sbo) | (1ull << 62);
 }
 #endif
 

@@ -37,7 +37,7 @@
 // Launch (src/gpu/scores.rs, plan_wgrs): block = (128 WGS); grid = (ceil(blocks / BN),
 // ceil(groups / gpc)), groups = ceil(nq / 4); the kernel takes gpc = ceil(groups / grid.y)
 // groups per CTA, warpgroup j the CTA's groups j, j + WGS, ...; dynamic shared = BN x 128 x E
-// (E = 4 TF32, 2 BF16), B only. Block indices are ints up to blocks + BN - 1.
+// (E = 4 TF32, 2 BF16), B only, + 1024 with the swizzled B (SW: its alignment). Block indices are ints up to blocks + BN - 1.
 #pragma once
 
 // B's tile (BN rows of Kb from b0, zeros past `blocks`) rounded and stored in the canonical
@@ -45,7 +45,18 @@
 // 16 ((r / 8) 8 DC + 8 kc + r % 8)), with the k permutation above. Item (row r, k chunk i):
 // four float4 loads, four (TF32) or two (BF16) 16-byte stores; consecutive threads take
 // consecutive rows, 4 items (16 loads) in flight per thread.
-template <bool BF16, int BN, int NT>
+// SW: the 128-byte-swizzle layout instead (mma.h's qsa_wgmma_desc_sw128): 16-byte chunk kc
+// of row r at byte (kc / 8) (BN 128) + (r / 8) 1024 + (r % 8) 128 + 16 ((kc % 8) ^ (r % 8)),
+// i.e. K in 128-byte slices of BN rows each (bs 1024-byte aligned).
+template <bool SW, int BN>
+__device__ __forceinline__ unsigned rs_b_chunk(int r, int kc, int dc) {
+  if constexpr (SW)
+    return (unsigned)((kc / 8) * (BN * 128) + (r / 8) * 1024 + (r % 8) * 128 + 16 * ((kc % 8) ^ (r % 8)));
+  else
+    return (unsigned)(16 * ((r / 8) * 8 * dc + 8 * kc + r % 8));
+}
+
+template <bool BF16, int BN, int NT, bool SW>
 __device__ __forceinline__ void rs_stage_b(unsigned char* bs, const float* __restrict__ kb, int b0,
                                            int blocks, int tid) {
   constexpr int DC = BF16 ? 16 : 32;  // 16-byte chunks per row
@@ -66,7 +77,6 @@ __device__ __forceinline__ void rs_stage_b(unsigned char* bs, const float* __res
 #pragma unroll
     for (int b = 0; b < BATCH; ++b) {
       const int item = tid + (m0 + b) * NT, r = item % BN, i = item / BN;
-      unsigned char* row = bs + 16 * ((r / 8) * 8 * DC + r % 8);
       const float4* x = v[b];
       if constexpr (BF16) {
         uint4 o0, o1;
@@ -78,8 +88,8 @@ __device__ __forceinline__ void rs_stage_b(unsigned char* bs, const float* __res
         o1.y = qsa_pack_bf16x2(x[1].z, x[1].w);
         o1.z = qsa_pack_bf16x2(x[2].z, x[2].w);
         o1.w = qsa_pack_bf16x2(x[3].z, x[3].w);
-        *reinterpret_cast<uint4*>(row + 128 * (2 * i)) = o0;
-        *reinterpret_cast<uint4*>(row + 128 * (2 * i + 1)) = o1;
+        *reinterpret_cast<uint4*>(bs + rs_b_chunk<SW, BN>(r, 2 * i, DC)) = o0;
+        *reinterpret_cast<uint4*>(bs + rs_b_chunk<SW, BN>(r, 2 * i + 1, DC)) = o1;
       } else {
         const float c[4][4] = {{x[0].x, x[1].x, x[2].x, x[3].x},
                                {x[0].y, x[1].y, x[2].y, x[3].y},
@@ -92,7 +102,7 @@ __device__ __forceinline__ void rs_stage_b(unsigned char* bs, const float* __res
           o.y = qsa_cvt_tf32(c[k][1]);
           o.z = qsa_cvt_tf32(c[k][2]);
           o.w = qsa_cvt_tf32(c[k][3]);
-          *reinterpret_cast<uint4*>(row + 128 * (4 * i + k)) = o;
+          *reinterpret_cast<uint4*>(bs + rs_b_chunk<SW, BN>(r, 4 * i + k, DC)) = o;
         }
       }
     }
@@ -146,14 +156,17 @@ template <bool BF16> __device__ __forceinline__ void rs_frag(RsFrag<BF16>& f, co
 
 // acc = A (this warpgroup's 64 rows, from f) B^T (BN x 128 at shared address b): issued and
 // committed, not waited for.
-template <int BN, bool BF16>
+// SW: B in the 128-byte-swizzle layout (k step ks: slice ks / 4, 32 bytes in per step).
+template <int BN, bool BF16, bool SW>
 __device__ __forceinline__ void rs_mma_issue(float (&acc)[BN / 2], RsFrag<BF16>& f, unsigned b) {
   constexpr unsigned SBO = 8 * 128 * (BF16 ? 2 : 4);
   qsa_wgmma_fence_regs(acc);
   qsa_wgmma_fence();
 #pragma unroll
   for (int ks = 0; ks < RsFrag<BF16>::KS; ++ks) {
-    const unsigned long long db = qsa_wgmma_desc(b + 256u * ks, 128, SBO);
+    const unsigned long long db =
+        SW ? qsa_wgmma_desc_sw128(b + (unsigned)(ks / 4) * (BN * 128) + 32u * (ks % 4), 1024)
+           : qsa_wgmma_desc(b + 256u * ks, 128, SBO);
     if constexpr (BF16 && BN == 256) qsa_wgmma_m64n256k16_bf16_rs(acc, f.a[ks], db, ks > 0);
     else if constexpr (BF16) qsa_wgmma_m64n128k16_bf16_rs(acc, f.a[ks], db, ks > 0);
     else if constexpr (BN == 256) qsa_wgmma_m64n256k8_tf32_rs(acc, f.a[ks], db, ks > 0);
@@ -163,7 +176,7 @@ __device__ __forceinline__ void rs_mma_issue(float (&acc)[BN / 2], RsFrag<BF16>&
   qsa_wgmma_fence_regs(acc);
 }
 
-template <int BN, bool BF16, int WGS, bool PF>
+template <int BN, bool BF16, int WGS, bool PF, bool SW>
 __device__ __forceinline__ void rs_body(const float* __restrict__ q, const float* __restrict__ kb,
                                         const float* __restrict__ w, float* __restrict__ s, int nq,
                                         int heads, int blocks) {
@@ -178,10 +191,14 @@ __device__ __forceinline__ void rs_body(const float* __restrict__ q, const float
   const int b0 = blockIdx.x * BN;
   if (g0 >= g1) return;  // uniform over the CTA
 
-  rs_stage_b<BF16, BN, 128 * WGS>(smem_raw, kb, b0, blocks, tid);
+  // B's tile; the swizzled layout's atoms must be 1024-byte aligned in the shared space (the
+  // host allocates 1 KiB more for it).
+  const unsigned raw = qsa_smem_addr(smem_raw);
+  const unsigned pad = SW ? ((raw + 1023u) & ~1023u) - raw : 0u;
+  rs_stage_b<BF16, BN, 128 * WGS, SW>(smem_raw + pad, kb, b0, blocks, tid);
   qsa_fence_proxy_async();  // the st.shared above, seen by the async proxy (wgmma)
   __syncthreads();          // the last CTA-wide barrier: from here each warpgroup runs alone
-  const unsigned b_addr = qsa_smem_addr(smem_raw);
+  const unsigned b_addr = raw + pad;
 
   // This warpgroup's items: its groups G = g0 + wg, + WGS, ... below g1, each with head
   // tiles 0 .. mtq - 1 in order. Uniform over the warpgroup (wgmma is .sync.aligned).
@@ -219,7 +236,7 @@ __device__ __forceinline__ void rs_body(const float* __restrict__ q, const float
     RsFrag<BF16> f;
     rs_frag<BF16>(f, ra);
     float acc[BN / 2];
-    rs_mma_issue<BN, BF16>(acc, f, b_addr);
+    rs_mma_issue<BN, BF16, SW>(acc, f, b_addr);
     if (PF && k + 1 < items) {  // the next item's rows, in flight while the tensor cores work
       rows_of(k + 1, row0, ok0, ok1);
       rs_load_a(ra, q, row0, ok0, ok1, t);

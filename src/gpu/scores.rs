@@ -216,9 +216,13 @@ pub fn plan_on(
             let bf16 = kernel == ScoresKernel::Bf16;
             match wg_kernel(sw) {
                 WgKernel::Ss => plan_wgmma(bf16, (nq, heads, blocks), WG_UPC_DEFAULT, shared_limit),
-                WgKernel::Rs { bn, prefetch } => wgrs::plan_wgrs(
+                WgKernel::Rs {
+                    bn,
+                    prefetch,
+                    swizzle,
+                } => wgrs::plan_wgrs(
                     bf16,
-                    (bn, prefetch),
+                    (bn, prefetch, swizzle),
                     (nq, heads, blocks),
                     multiprocessors as usize,
                     wgmma_units_per_cta(sw),

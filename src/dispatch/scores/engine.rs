@@ -58,10 +58,12 @@ pub fn check_wg_upc(sw: &Switches) -> Result<(), String> {
 /// `QSA_SCORES_WG` picks which sm_90a prefill wgmma kernel runs: `ss` (A and B from shared
 /// memory, kernels/common/scores_wgmma.h) or one of the A-in-registers kernels
 /// (kernels/common/scores_wgrs.h): `rs128` / `rs256` (BN blocks per CTA), `p` = the next
-/// item's A loaded during the MMAs.
+/// item's A loaded during the MMAs, `s` = B in the 128-byte-swizzle layout.
 pub const WG_KERNEL_SWITCH: &str = "QSA_SCORES_WG";
 /// The values `QSA_SCORES_WG` takes, in `check_wg_kernel`'s message order.
-pub const WG_KERNELS: [&str; 5] = ["ss", "rs128", "rs128p", "rs256", "rs256p"];
+pub const WG_KERNELS: [&str; 9] = [
+    "ss", "rs128", "rs128p", "rs256", "rs256p", "rs128s", "rs128ps", "rs256s", "rs256ps",
+];
 
 /// A prefill wgmma kernel (`QSA_SCORES_WG`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,7 +71,11 @@ pub enum WgKernel {
     /// `block_scores_{tf32,bf16}_wgmma`: A restaged through shared memory per 64-row unit.
     Ss,
     /// `block_scores_{tf32,bf16}_wgrs<bn>[p]`: A from registers, B resident.
-    Rs { bn: usize, prefetch: bool },
+    Rs {
+        bn: usize,
+        prefetch: bool,
+        swizzle: bool,
+    },
 }
 
 /// The default until the H200 has timed the RS kernels side by side (H200.md).
@@ -78,23 +84,17 @@ pub const WG_KERNEL_DEFAULT: WgKernel = WgKernel::Ss;
 /// The kernel `QSA_SCORES_WG` names (checked by `check_wg_kernel`), else the default.
 pub fn wg_kernel(sw: &Switches) -> WgKernel {
     match sw.get(WG_KERNEL_SWITCH) {
+        Some(v) if v != "ss" && WG_KERNELS.contains(&v) => {
+            let rest = &v[2..];
+            let bn = if rest.starts_with("128") { 128 } else { 256 };
+            let flags = &rest[3..];
+            WgKernel::Rs {
+                bn,
+                prefetch: flags.contains('p'),
+                swizzle: flags.contains('s'),
+            }
+        }
         Some("ss") => WgKernel::Ss,
-        Some("rs128") => WgKernel::Rs {
-            bn: 128,
-            prefetch: false,
-        },
-        Some("rs128p") => WgKernel::Rs {
-            bn: 128,
-            prefetch: true,
-        },
-        Some("rs256") => WgKernel::Rs {
-            bn: 256,
-            prefetch: false,
-        },
-        Some("rs256p") => WgKernel::Rs {
-            bn: 256,
-            prefetch: true,
-        },
         _ => WG_KERNEL_DEFAULT,
     }
 }
@@ -201,14 +201,24 @@ mod tests {
             wg_kernel(&sw(&[(WG_KERNEL_SWITCH, "rs256p")])),
             WgKernel::Rs {
                 bn: 256,
-                prefetch: true
+                prefetch: true,
+                swizzle: false
+            }
+        );
+        assert_eq!(
+            wg_kernel(&sw(&[(WG_KERNEL_SWITCH, "rs256ps")])),
+            WgKernel::Rs {
+                bn: 256,
+                prefetch: true,
+                swizzle: true
             }
         );
         assert_eq!(
             wg_kernel(&sw(&[(WG_KERNEL_SWITCH, "rs128")])),
             WgKernel::Rs {
                 bn: 128,
-                prefetch: false
+                prefetch: false,
+                swizzle: false
             }
         );
         for v in WG_KERNELS {
@@ -219,7 +229,7 @@ mod tests {
         }
         let e = check_wg_kernel(&sw(&[(WG_KERNEL_SWITCH, "rs64")])).unwrap_err();
         assert!(
-            e.contains("QSA_SCORES_WG=rs64: expected one of ss, rs128, rs128p, rs256, rs256p"),
+            e.contains("QSA_SCORES_WG=rs64: expected one of ss, rs128, rs128p, rs256, rs256p, rs128s, rs128ps, rs256s, rs256ps"),
             "{e}"
         );
     }

@@ -19,12 +19,13 @@ pub(super) struct RsKernel {
     pub ctas_per_sm: usize,
 }
 
-/// (BF16?, BN, prefetch) -> kernel. No TF32 rs256p: 128 accumulators + 64 A + 64 prefetched
-/// floats exceed 255 registers.
-const RS_KERNELS: [(bool, usize, bool, RsKernel); 6] = [
+/// (BF16?, BN, prefetch, swizzled B) -> kernel. No TF32 rs256p: 128 accumulators + 64 A + 64
+/// prefetched floats exceed 255 registers.
+const RS_KERNELS: [(bool, usize, bool, bool, RsKernel); 10] = [
     (
         false,
         128,
+        false,
         false,
         rs("block_scores_tf32_wgrs128", 128, 1, 3),
     ),
@@ -32,17 +33,65 @@ const RS_KERNELS: [(bool, usize, bool, RsKernel); 6] = [
         false,
         128,
         true,
+        false,
         rs("block_scores_tf32_wgrs128p", 128, 1, 2),
     ),
     (
         false,
         256,
         false,
+        false,
         rs("block_scores_tf32_wgrs256", 256, 2, 1),
     ),
-    (true, 128, false, rs("block_scores_bf16_wgrs128", 128, 1, 4)),
-    (true, 256, false, rs("block_scores_bf16_wgrs256", 256, 2, 1)),
-    (true, 256, true, rs("block_scores_bf16_wgrs256p", 256, 2, 1)),
+    (
+        true,
+        128,
+        false,
+        false,
+        rs("block_scores_bf16_wgrs128", 128, 1, 4),
+    ),
+    (
+        true,
+        256,
+        false,
+        false,
+        rs("block_scores_bf16_wgrs256", 256, 2, 1),
+    ),
+    (
+        true,
+        256,
+        true,
+        false,
+        rs("block_scores_bf16_wgrs256p", 256, 2, 1),
+    ),
+    (
+        false,
+        128,
+        false,
+        true,
+        rs("block_scores_tf32_wgrs128s", 128, 1, 3),
+    ),
+    (
+        false,
+        256,
+        false,
+        true,
+        rs("block_scores_tf32_wgrs256s", 256, 2, 1),
+    ),
+    (
+        true,
+        128,
+        false,
+        true,
+        rs("block_scores_bf16_wgrs128s", 128, 1, 4),
+    ),
+    (
+        true,
+        256,
+        true,
+        true,
+        rs("block_scores_bf16_wgrs256ps", 256, 2, 1),
+    ),
 ];
 
 const fn rs(name: &'static str, bn: usize, wgs: usize, ctas_per_sm: usize) -> RsKernel {
@@ -54,19 +103,19 @@ const fn rs(name: &'static str, bn: usize, wgs: usize, ctas_per_sm: usize) -> Rs
     }
 }
 
-/// The kernel for (BF16?, BN, prefetch), if one is built.
-pub(super) fn rs_kernel(bf16: bool, bn: usize, prefetch: bool) -> Option<RsKernel> {
+/// The kernel for (BF16?, BN, prefetch, swizzle), if one is built.
+pub(super) fn rs_kernel(bf16: bool, bn: usize, prefetch: bool, swizzle: bool) -> Option<RsKernel> {
     RS_KERNELS
         .iter()
-        .find(|(b, n, p, _)| *b == bf16 && *n == bn && *p == prefetch)
-        .map(|r| r.3)
+        .find(|r| (r.0, r.1, r.2, r.3) == (bf16, bn, prefetch, swizzle))
+        .map(|r| r.4)
 }
 
 /// Grid, block and shared memory of an RS kernel for `nq x heads x blocks` (all >= 1) on
 /// `multiprocessors` SMs; `rounds` (QSA_SCORES_WG_UPC) overrides the groups per warpgroup.
 pub(super) fn plan_wgrs(
     bf16: bool,
-    (bn, prefetch): (usize, bool),
+    (bn, prefetch, swizzle): (usize, bool, bool),
     (nq, heads, blocks): (usize, usize, usize),
     multiprocessors: usize,
     rounds: Option<usize>,
@@ -77,10 +126,26 @@ pub(super) fn plan_wgrs(
     } else {
         ("TF32", "tf32_wgmma")
     };
-    let Some(k) = rs_kernel(bf16, bn, prefetch) else {
+    let Some(k) = rs_kernel(bf16, bn, prefetch, swizzle) else {
+        let (p, s) = (
+            if prefetch { "p" } else { "" },
+            if swizzle { "s" } else { "" },
+        );
+        let built: Vec<String> = RS_KERNELS
+            .iter()
+            .filter(|r| r.0 == bf16)
+            .map(|r| {
+                format!(
+                    "rs{}{}{}",
+                    r.1,
+                    if r.2 { "p" } else { "" },
+                    if r.3 { "s" } else { "" }
+                )
+            })
+            .collect();
         return Err(BackendError::Unsupported(format!(
-            "QSA_SCORES_WG=rs{bn}{}: no {prec} kernel is built for it (its registers do not fit); use rs128, rs128p or rs256",
-            if prefetch { "p" } else { "" }
+            "QSA_SCORES_WG=rs{bn}{p}{s}: no {prec} kernel is built for it; {prec} has {}",
+            built.join(", ")
         )));
     };
     // The kernel's block indices are ints up to blocks + BN - 1; 4 G + warp up to nq + 3.
@@ -118,7 +183,8 @@ pub(super) fn plan_wgrs(
             k.name
         )));
     }
-    let shared = bn * HEAD_DIM * if bf16 { 2 } else { 4 };
+    // B, and 1 KiB to align the swizzled layout's atoms (scores_wgrs.h).
+    let shared = bn * HEAD_DIM * if bf16 { 2 } else { 4 } + if swizzle { 1024 } else { 0 };
     if shared > shared_limit as usize {
         return Err(BackendError::Unsupported(format!(
             "{} needs {shared} B of shared memory per block, the target allows {shared_limit}",
@@ -143,14 +209,30 @@ mod tests {
     fn one_wave_at_the_goal_shape() {
         // 256 x 64 x 4096 on 132 SMs: tf32 rs128 has 32 CTA columns x 64 groups = 2048
         // tasks over 396 warpgroup slots: 6 groups each, 11 CTA rows (352 CTAs <= 396).
-        let l = plan_wgrs(false, (128, false), (256, 64, 4096), 132, None, 232_448).unwrap();
+        let l = plan_wgrs(
+            false,
+            (128, false, false),
+            (256, 64, 4096),
+            132,
+            None,
+            232_448,
+        )
+        .unwrap();
         assert_eq!(
             (l.kernel, l.grid, l.block, l.shared_bytes),
             ("block_scores_tf32_wgrs128", (32, 11, 1), 128, 65_536)
         );
         // bf16 rs256p: 16 columns x 64 groups = 1024 tasks over 264 slots: 4 groups per
         // warpgroup, 8 per CTA, 8 rows (128 CTAs <= 132).
-        let l = plan_wgrs(true, (256, true), (256, 64, 4096), 132, None, 232_448).unwrap();
+        let l = plan_wgrs(
+            true,
+            (256, true, false),
+            (256, 64, 4096),
+            132,
+            None,
+            232_448,
+        )
+        .unwrap();
         assert_eq!(
             (l.kernel, l.grid, l.block, l.shared_bytes),
             ("block_scores_bf16_wgrs256p", (16, 8, 1), 256, 65_536)
@@ -161,12 +243,17 @@ mod tests {
     #[test]
     fn every_group_is_planned_and_limits_are_named() {
         for (nq, heads, blocks) in [(9, 7, 77), (1, 200, 3), (37, 64, 1000), (5, 48, 129)] {
-            for (bf16, bn, p) in [(false, 128, false), (false, 256, false), (true, 256, true)] {
+            for (bf16, bn, p, sw) in [
+                (false, 128, false, false),
+                (false, 256, false, true),
+                (true, 256, true, true),
+            ] {
                 for sms in [1, 7, 132] {
                     for rounds in [None, Some(1), Some(3)] {
-                        let l = plan_wgrs(bf16, (bn, p), (nq, heads, blocks), sms, rounds, 232_448)
-                            .unwrap();
-                        let k = rs_kernel(bf16, bn, p).unwrap();
+                        let l =
+                            plan_wgrs(bf16, (bn, p, sw), (nq, heads, blocks), sms, rounds, 232_448)
+                                .unwrap();
+                        let k = rs_kernel(bf16, bn, p, sw).unwrap();
                         // The kernel's split: gpc = ceil(groups / grid.y) groups per CTA.
                         let groups = nq.div_ceil(4);
                         let gpc = groups.div_ceil(l.grid.1 as usize);
@@ -177,20 +264,23 @@ mod tests {
                 }
             }
         }
-        let e = plan_wgrs(false, (256, true), (4, 64, 64), 1, None, 232_448).unwrap_err();
+        let e = plan_wgrs(false, (256, true, false), (4, 64, 64), 1, None, 232_448).unwrap_err();
         assert!(
-            e.to_string()
-                .contains("QSA_SCORES_WG=rs256p: no TF32 kernel"),
+            e.to_string().contains(
+                "QSA_SCORES_WG=rs256p: no TF32 kernel is built for it; TF32 has rs128, rs128p, rs256, rs128s, rs256s"
+            ),
             "{e}"
         );
-        let e = plan_wgrs(false, (256, false), (4, 64, 64), 1, None, 101_376).unwrap_err();
+        let l = plan_wgrs(false, (256, false, true), (4, 64, 64), 1, None, 232_448).unwrap();
+        assert_eq!(l.shared_bytes, 132_096, "B and the swizzle's alignment");
+        let e = plan_wgrs(false, (256, false, false), (4, 64, 64), 1, None, 101_376).unwrap_err();
         assert!(
             e.to_string().contains("needs 131072 B of shared memory"),
             "{e}"
         );
         let e = plan_wgrs(
             true,
-            (128, false),
+            (128, false, false),
             (4, 64, i32::MAX as usize),
             1,
             None,
