@@ -214,7 +214,7 @@ pub fn plan_on(
         }
         ScoresKernel::Tf32 | ScoresKernel::Bf16 if engine == TcEngine::Wgmma => {
             let bf16 = kernel == ScoresKernel::Bf16;
-            match wg_kernel(sw) {
+            match wg_kernel(sw, bf16) {
                 WgKernel::Ss => plan_wgmma(bf16, (nq, heads, blocks), WG_UPC_DEFAULT, shared_limit),
                 WgKernel::Rs {
                     bn,

@@ -78,11 +78,13 @@ pub enum WgKernel {
     },
 }
 
-/// The default until the H200 has timed the RS kernels side by side (H200.md).
-pub const WG_KERNEL_DEFAULT: WgKernel = WgKernel::Ss;
+/// sm_90a's default per precision (TF32, BF16), until the H200 has timed the RS kernels side
+/// by side (H200.md).
+pub const WG_KERNEL_DEFAULT: [WgKernel; 2] = [WgKernel::Ss, WgKernel::Ss];
 
-/// The kernel `QSA_SCORES_WG` names (checked by `check_wg_kernel`), else the default.
-pub fn wg_kernel(sw: &Switches) -> WgKernel {
+/// The kernel `QSA_SCORES_WG` names (checked by `check_wg_kernel`), else the default of the
+/// precision (`bf16`).
+pub fn wg_kernel(sw: &Switches, bf16: bool) -> WgKernel {
     match sw.get(WG_KERNEL_SWITCH) {
         Some(v) if v != "ss" && WG_KERNELS.contains(&v) => {
             let rest = &v[2..];
@@ -95,7 +97,7 @@ pub fn wg_kernel(sw: &Switches) -> WgKernel {
             }
         }
         Some("ss") => WgKernel::Ss,
-        _ => WG_KERNEL_DEFAULT,
+        _ => WG_KERNEL_DEFAULT[bf16 as usize],
     }
 }
 
@@ -195,10 +197,14 @@ mod tests {
 
     #[test]
     fn wg_kernel_switch_values_and_default() {
-        assert_eq!(wg_kernel(&sw(&[])), WG_KERNEL_DEFAULT);
-        assert_eq!(wg_kernel(&sw(&[(WG_KERNEL_SWITCH, "ss")])), WgKernel::Ss);
+        assert_eq!(wg_kernel(&sw(&[]), false), WG_KERNEL_DEFAULT[0]);
+        assert_eq!(wg_kernel(&sw(&[]), true), WG_KERNEL_DEFAULT[1]);
         assert_eq!(
-            wg_kernel(&sw(&[(WG_KERNEL_SWITCH, "rs256p")])),
+            wg_kernel(&sw(&[(WG_KERNEL_SWITCH, "ss")]), true),
+            WgKernel::Ss
+        );
+        assert_eq!(
+            wg_kernel(&sw(&[(WG_KERNEL_SWITCH, "rs256p")]), true),
             WgKernel::Rs {
                 bn: 256,
                 prefetch: true,
@@ -206,7 +212,7 @@ mod tests {
             }
         );
         assert_eq!(
-            wg_kernel(&sw(&[(WG_KERNEL_SWITCH, "rs256ps")])),
+            wg_kernel(&sw(&[(WG_KERNEL_SWITCH, "rs256ps")]), true),
             WgKernel::Rs {
                 bn: 256,
                 prefetch: true,
@@ -214,7 +220,7 @@ mod tests {
             }
         );
         assert_eq!(
-            wg_kernel(&sw(&[(WG_KERNEL_SWITCH, "rs128")])),
+            wg_kernel(&sw(&[(WG_KERNEL_SWITCH, "rs128")]), false),
             WgKernel::Rs {
                 bn: 128,
                 prefetch: false,
