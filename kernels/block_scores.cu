@@ -19,7 +19,7 @@
 //   block_scores_mfma_bf16    accumulation: gfx1200/gfx1201 (WMMA) and gfx950 (MFMA) only.
 //   block_scores_tf32_wgmma   TF32 / BF16 Hopper warpgroup MMA (wgmma, operands in shared
 //   block_scores_bf16_wgmma   memory), the prefill kernels of sm_90 (built as sm_90a) only.
-//   block_scores_{tf32,bf16}_wgrs{128,256}[p][s]  wgmma with A from registers (RS), sm_90a only
+//   block_scores_{tf32,bf16}_wgrs{128,256}[p][s|o]  wgmma with A from registers (RS), sm_90a only
 //                             (common/scores_wgrs.h; QSA_SCORES_WG picks one).
 //
 // Summation orders (the CPU backend reproduces the first two bit for bit):
@@ -664,6 +664,24 @@ QSA_KERNEL void __launch_bounds__(256, 1)
                             const float* __restrict__ w, float* __restrict__ s, int nq,
                             int heads, int blocks) {
   rs_body<256, true, 2, true, true>(q, kb, w, s, nq, heads, blocks);
+}
+
+// Ping-pong (suffix o): the two warpgroups take turns issuing their MMAs (named barriers).
+// qsa:block 256
+// qsa:dynamic_shared 131072
+QSA_KERNEL void __launch_bounds__(256, 1)
+    block_scores_tf32_wgrs256o(const float* __restrict__ q, const float* __restrict__ kb,
+                            const float* __restrict__ w, float* __restrict__ s, int nq,
+                            int heads, int blocks) {
+  rs_body<256, false, 2, false, false, true>(q, kb, w, s, nq, heads, blocks);
+}
+// qsa:block 256
+// qsa:dynamic_shared 65536
+QSA_KERNEL void __launch_bounds__(256, 1)
+    block_scores_bf16_wgrs256o(const float* __restrict__ q, const float* __restrict__ kb,
+                            const float* __restrict__ w, float* __restrict__ s, int nq,
+                            int heads, int blocks) {
+  rs_body<256, true, 2, false, false, true>(q, kb, w, s, nq, heads, blocks);
 }
 
 #endif  // QSA_WGMMA

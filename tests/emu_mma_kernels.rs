@@ -133,7 +133,7 @@ fn run_scorer_planned(
 
 /// The `QSA_SCORES_WG=rs*` kernels, by their index in tests/emu/scores_tc_nvidia.cu's
 /// `scores_tc_wgrs`.
-const WGRS: [&str; 7] = [
+const WGRS: [&str; 8] = [
     "wgrs128",
     "wgrs128p",
     "wgrs256",
@@ -141,6 +141,7 @@ const WGRS: [&str; 7] = [
     "wgrs128s",
     "wgrs256s",
     "wgrs256ps",
+    "wgrs256o",
 ];
 
 /// Runs `kernel` planned for `c` (or for `plan_shared` bytes per block, when given) with the
@@ -324,6 +325,8 @@ fn nvidia_wgmma_rs_scorers_on_emulated_wgmma() {
         (ScoresKernel::Tf32, "rs256s"),
         (ScoresKernel::Bf16, "rs128s"),
         (ScoresKernel::Bf16, "rs256ps"),
+        (ScoresKernel::Tf32, "rs256o"),
+        (ScoresKernel::Bf16, "rs256o"),
     ] {
         for (i, &shape) in shapes.iter().enumerate() {
             let mut kv = vec![("QSA_SCORES_WG".to_string(), wg.to_string())];

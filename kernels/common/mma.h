@@ -36,6 +36,7 @@
 //   qsa_wgmma_m64n{128,256}k16_bf16(d, da, db, scale_d)   both operands K-major in shared
 //   qsa_wgmma_m64n{128,256}k{8,16}_{tf32,bf16}_rs(d, a, db, scale_d)   A from registers
 //   qsa_wgmma_fence_aregs(a)               keep RS A fragments alive until the wait
+//   qsa_bar_sync(id, n) / qsa_bar_arrive(id, n)   named barrier (sm_90a builds; emulated)
 #pragma once
 
 // ---- wgmma (sm_90a) ----------------------------------------------------------------------
@@ -277,6 +278,15 @@ QSA_DEVICE void qsa_wgmma_m64n256k16_bf16(float (&d)[128], unsigned long long de
         "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
         "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+// Named barriers (bar.sync / bar.arrive; the emulator's model is in emu_blocks.h): id 1..15
+// (0 is __syncthreads'), count = threads in whole warps. sync waits until `count` threads
+// arrived since the barrier last completed; arrive counts without waiting.
+QSA_DEVICE void qsa_bar_sync(unsigned id, unsigned count) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+QSA_DEVICE void qsa_bar_arrive(unsigned id, unsigned count) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
 // RS forms (A from registers, B from shared; common/scores_wgrs.h): this warp's rows
 // 16 w .. 16 w + 15 of A in the mma.sync A-fragment layout of lane (g, t) = (lane / 4,

@@ -176,7 +176,15 @@ __device__ __forceinline__ void rs_mma_issue(float (&acc)[BN / 2], RsFrag<BF16>&
   qsa_wgmma_fence_regs(acc);
 }
 
-template <int BN, bool BF16, int WGS, bool PF, bool SW>
+// PP (WGS == 2): ping-pong. The two warpgroups take turns issuing their MMAs (named barriers
+// 1 and 2: a warpgroup waits for its turn, issues, hands the turn over), so the tensor cores
+// finish one warpgroup's item while the other still waits for its own, and one's epilogue and
+// loads overlap the other's MMAs instead of both waiting at once (FA3's / CUTLASS's
+// ping-pong). Both take the same number of turns (the first warpgroup's item count, never
+// smaller than the second's: it has the odd group); a turn without an item only passes the
+// turn on. Warpgroup 1 opens with an arrival on warpgroup 0's barrier and skips its last
+// hand-over, so every arrival is consumed by a sync.
+template <int BN, bool BF16, int WGS, bool PF, bool SW, bool PP = false>
 __device__ __forceinline__ void rs_body(const float* __restrict__ q, const float* __restrict__ kb,
                                         const float* __restrict__ w, float* __restrict__ s, int nq,
                                         int heads, int blocks) {
@@ -204,6 +212,10 @@ __device__ __forceinline__ void rs_body(const float* __restrict__ q, const float
   // tiles 0 .. mtq - 1 in order. Uniform over the warpgroup (wgmma is .sync.aligned).
   const int my_groups = g1 - g0 > wg ? (g1 - g0 - wg + WGS - 1) / WGS : 0;
   const int items = my_groups * mtq;
+  constexpr bool PING = PP && WGS == 2;
+  static_assert(!PP || WGS == 2, "ping-pong needs two warpgroups");
+  const int turns = PING ? (g1 - g0 + 1) / 2 * mtq : items;  // warpgroup 0's item count
+  if (PING && wg == 1) qsa_bar_arrive(1, 256);                 // warpgroup 0 takes the first turn
   // Where item k's rows come from (this thread's two rows: heads h0, h0 + 8 of query qq).
   auto rows_of = [&](int k, long long& row0, bool& ok0, bool& ok1) {
     const int G = g0 + wg + WGS * (k / mtq), ht = k % mtq;
@@ -216,7 +228,7 @@ __device__ __forceinline__ void rs_body(const float* __restrict__ q, const float
   RsRows ra;
   long long row0;
   bool ok0, ok1;
-  if (PF && items > 0) {
+  if (PF && items > 0) {  // (PING: a warpgroup without items loads nothing)
     rows_of(0, row0, ok0, ok1);
     rs_load_a(ra, q, row0, ok0, ok1, t);
   }
@@ -224,7 +236,12 @@ __device__ __forceinline__ void rs_body(const float* __restrict__ q, const float
 #pragma unroll
   for (int c = 0; c < BN / 32; ++c) tot[c] = 0.f;
 #pragma unroll 1
-  for (int k = 0; k < items; ++k) {
+  for (int k = 0; k < turns; ++k) {
+    if (PING && k >= items) {  // no item: pass the turn on
+      qsa_bar_sync(1 + wg, 256);
+      if (!(wg == 1 && k == turns - 1)) qsa_bar_arrive(2 - wg, 256);
+      continue;
+    }
     const int ht = k % mtq;
     const int qq = 4 * (g0 + wg + WGS * (k / mtq)) + warp;
     if (!PF) {  // this item's rows, loaded now (PF: loaded during the last item's MMAs)
@@ -236,7 +253,9 @@ __device__ __forceinline__ void rs_body(const float* __restrict__ q, const float
     RsFrag<BF16> f;
     rs_frag<BF16>(f, ra);
     float acc[BN / 2];
+    if (PING) qsa_bar_sync(1 + wg, 256);  // this warpgroup's turn
     rs_mma_issue<BN, BF16, SW>(acc, f, b_addr);
+    if (PING && !(wg == 1 && k == turns - 1)) qsa_bar_arrive(2 - wg, 256);  // the other's turn
     if (PF && k + 1 < items) {  // the next item's rows, in flight while the tensor cores work
       rows_of(k + 1, row0, ok0, ok1);
       rs_load_a(ra, q, row0, ok0, ok1, t);

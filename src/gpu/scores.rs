@@ -220,9 +220,15 @@ pub fn plan_on(
                     bn,
                     prefetch,
                     swizzle,
+                    pingpong,
                 } => wgrs::plan_wgrs(
                     bf16,
-                    (bn, prefetch, swizzle),
+                    wgrs::RsFlags {
+                        bn,
+                        prefetch,
+                        swizzle,
+                        pingpong,
+                    },
                     (nq, heads, blocks),
                     multiprocessors as usize,
                     wgmma_units_per_cta(sw),

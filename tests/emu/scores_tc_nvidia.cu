@@ -32,13 +32,15 @@ QSA_KERNEL void scores_tc_wgrs(const float* q, const float* kb, const float* w, 
     else if (which == 2) block_scores_bf16_wgrs256(q, kb, w, s, nq, heads, blocks);
     else if (which == 3) block_scores_bf16_wgrs256p(q, kb, w, s, nq, heads, blocks);
     else if (which == 4) block_scores_bf16_wgrs128s(q, kb, w, s, nq, heads, blocks);
-    else block_scores_bf16_wgrs256ps(q, kb, w, s, nq, heads, blocks);
+    else if (which == 6) block_scores_bf16_wgrs256ps(q, kb, w, s, nq, heads, blocks);
+    else block_scores_bf16_wgrs256o(q, kb, w, s, nq, heads, blocks);
   } else {
     if (which == 0) block_scores_tf32_wgrs128(q, kb, w, s, nq, heads, blocks);
     else if (which == 1) block_scores_tf32_wgrs128p(q, kb, w, s, nq, heads, blocks);
     else if (which == 2) block_scores_tf32_wgrs256(q, kb, w, s, nq, heads, blocks);
     else if (which == 4) block_scores_tf32_wgrs128s(q, kb, w, s, nq, heads, blocks);
-    else block_scores_tf32_wgrs256s(q, kb, w, s, nq, heads, blocks);
+    else if (which == 5) block_scores_tf32_wgrs256s(q, kb, w, s, nq, heads, blocks);
+    else block_scores_tf32_wgrs256o(q, kb, w, s, nq, heads, blocks);
   }
 }
 #endif

@@ -58,11 +58,13 @@ pub fn check_wg_upc(sw: &Switches) -> Result<(), String> {
 /// `QSA_SCORES_WG` picks which sm_90a prefill wgmma kernel runs: `ss` (A and B from shared
 /// memory, kernels/common/scores_wgmma.h) or one of the A-in-registers kernels
 /// (kernels/common/scores_wgrs.h): `rs128` / `rs256` (BN blocks per CTA), `p` = the next
-/// item's A loaded during the MMAs, `s` = B in the 128-byte-swizzle layout.
+/// item's A loaded during the MMAs, `s` = B in the 128-byte-swizzle layout, `o` = the two
+/// warpgroups of a CTA take turns issuing their MMAs (ping-pong, named barriers).
 pub const WG_KERNEL_SWITCH: &str = "QSA_SCORES_WG";
 /// The values `QSA_SCORES_WG` takes, in `check_wg_kernel`'s message order.
-pub const WG_KERNELS: [&str; 9] = [
-    "ss", "rs128", "rs128p", "rs256", "rs256p", "rs128s", "rs128ps", "rs256s", "rs256ps",
+pub const WG_KERNELS: [&str; 11] = [
+    "ss", "rs128", "rs128p", "rs256", "rs256p", "rs128s", "rs128ps", "rs256s", "rs256ps", "rs256o",
+    "rs256po",
 ];
 
 /// A prefill wgmma kernel (`QSA_SCORES_WG`).
@@ -75,6 +77,7 @@ pub enum WgKernel {
         bn: usize,
         prefetch: bool,
         swizzle: bool,
+        pingpong: bool,
     },
 }
 
@@ -94,6 +97,7 @@ pub fn wg_kernel(sw: &Switches, bf16: bool) -> WgKernel {
                 bn,
                 prefetch: flags.contains('p'),
                 swizzle: flags.contains('s'),
+                pingpong: flags.contains('o'),
             }
         }
         Some("ss") => WgKernel::Ss,
@@ -208,7 +212,8 @@ mod tests {
             WgKernel::Rs {
                 bn: 256,
                 prefetch: true,
-                swizzle: false
+                swizzle: false,
+                pingpong: false
             }
         );
         assert_eq!(
@@ -216,7 +221,8 @@ mod tests {
             WgKernel::Rs {
                 bn: 256,
                 prefetch: true,
-                swizzle: true
+                swizzle: true,
+                pingpong: false
             }
         );
         assert_eq!(
@@ -224,7 +230,8 @@ mod tests {
             WgKernel::Rs {
                 bn: 128,
                 prefetch: false,
-                swizzle: false
+                swizzle: false,
+                pingpong: false
             }
         );
         for v in WG_KERNELS {
@@ -235,7 +242,7 @@ mod tests {
         }
         let e = check_wg_kernel(&sw(&[(WG_KERNEL_SWITCH, "rs64")])).unwrap_err();
         assert!(
-            e.contains("QSA_SCORES_WG=rs64: expected one of ss, rs128, rs128p, rs256, rs256p, rs128s, rs128ps, rs256s, rs256ps"),
+            e.contains("QSA_SCORES_WG=rs64: expected one of ss, rs128, rs128p, rs256, rs256p, rs128s, rs128ps, rs256s, rs256ps, rs256o, rs256po"),
             "{e}"
         );
     }
