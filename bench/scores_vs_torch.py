@@ -61,11 +61,11 @@ FORCED += [(f"{v}:{','.join(f'{k}={x}' for k, x in sw.items())}", v, sw) for v, 
 # The wgmma kernels' units per CTA (sm_90a; elsewhere the same plan as the variant's, run once).
 FORCED += [(f"{v}:QSA_SCORES_WG_UPC={u}", v, {"QSA_SCORES_WG_UPC": str(u)})
            for v in ("auto", "bf16") for u in (1, 2, 4, 8, 16)]
-# The A-in-registers wgmma kernels (sm_90a, QSA_SCORES_WG=rs*; elsewhere the variant's plan,
-# run once), and at the goal shape their groups per warpgroup (QSA_SCORES_WG_UPC).
+# sm_90a's wgmma kernels by QSA_SCORES_WG: session 6's ss and every A-in-registers kernel (the
+# defaults, rs256 / rs256p, are the auto / bf16 rows; elsewhere the variant's plan, run once).
 FORCED += [(f"{v}:QSA_SCORES_WG={k}", v, {"QSA_SCORES_WG": k})
-           for v, ks in (("auto", ("rs128", "rs128p", "rs256", "rs128s", "rs256s", "rs256o")),
-                         ("bf16", ("rs128", "rs256", "rs256p", "rs128s", "rs256ps", "rs256o")))
+           for v, ks in (("auto", ("ss", "rs128", "rs128p", "rs256", "rs128s", "rs256s", "rs256o")),
+                         ("bf16", ("ss", "rs128", "rs256", "rs256p", "rs128s", "rs256ps", "rs256o")))
            for k in ks]
 CHECK_SHAPES = [((3, 5, 70), 1), ((5, 48, 129), 2), ((2, 200, 300), 3), ((1, 64, 1000), 4),
                 ((37, 64, 1000), 5), ((256, 64, 4096), 6), ((1, 64, 262144), 8)]

@@ -287,7 +287,8 @@ fn nvidia_wgmma_scorers_on_emulated_wgmma() {
             (2, 80, 270),
             (17, 16, 40),
         ] {
-            let sw = Switches::default();
+            // The SS kernels (the RS ones, sm_90's default, have the test below).
+            let sw = Switches::new([("QSA_SCORES_WG".to_string(), "ss".to_string())].into());
             run_scorer_switched(&c, kernel, TcEngine::Wgmma, shape, None, &sw, WAVE_FIRST);
         }
     }

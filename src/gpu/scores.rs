@@ -558,18 +558,11 @@ mod tests {
 
     #[test]
     fn wgmma_plans_cover_every_unit() {
-        let tf32 = |nq, heads, blocks| {
-            plan_engine(
-                ScoresKernel::Tf32,
-                TcTile::Wide,
-                TcEngine::Wgmma,
-                nq,
-                heads,
-                blocks,
-                232_448,
-            )
-            .unwrap()
-        };
+        // The SS kernels (QSA_SCORES_WG=ss; the RS kernels' plans: gpu/scores/wgrs.rs).
+        let sw = Switches::new([("QSA_SCORES_WG".to_string(), "ss".to_string())].into());
+        let ss = |k, shape, limit| plan_on(k, TcTile::Wide, TcEngine::Wgmma, shape, limit, 1, &sw);
+        let tf32 =
+            |nq, heads, blocks| ss(ScoresKernel::Tf32, (nq, heads, blocks), 232_448).unwrap();
         // 256 queries of 64 heads: 256 units, 4 per CTA; 128 blocks per CTA.
         let l = tf32(256, 64, 4096);
         assert_eq!(
@@ -592,16 +585,7 @@ mod tests {
         assert_eq!(tf32(9, 7, 77).grid, (1, 1, 1));
         // 200 heads: one query per unit (4 passes), 2 queries.
         assert_eq!(tf32(2, 200, 300).grid, (3, 1, 1));
-        let bf = plan_engine(
-            ScoresKernel::Bf16,
-            TcTile::Wide,
-            TcEngine::Wgmma,
-            256,
-            64,
-            4096,
-            232_448,
-        )
-        .unwrap();
+        let bf = ss(ScoresKernel::Bf16, (256, 64, 4096), 232_448).unwrap();
         assert_eq!(
             (bf.kernel, bf.grid, bf.shared_bytes),
             ("block_scores_bf16_wgmma", (16, 64, 1), 86_016)
@@ -616,15 +600,7 @@ mod tests {
         );
         // sm_86's 99 KiB would not hold the TF32 tile: a clear refusal, not a launch.
         assert!(matches!(
-            plan_engine(
-                ScoresKernel::Tf32,
-                TcTile::Wide,
-                TcEngine::Wgmma,
-                1,
-                64,
-                1,
-                99_000
-            ),
+            ss(ScoresKernel::Tf32, (1, 64, 1), 99_000),
             Err(BackendError::Unsupported(_))
         ));
     }
