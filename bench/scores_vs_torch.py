@@ -76,6 +76,12 @@ FORCED += [(f"{v}:{','.join(f'{k}={x}' for k, x in sw.items())}", v, sw) for v, 
 # The wgmma kernels' units per CTA (sm_90a; elsewhere the same plan as the variant's, run once).
 FORCED += [(f"{v}:QSA_SCORES_WG_UPC={u}", v, {"QSA_SCORES_WG_UPC": str(u)})
            for v in ("auto", "bf16") for u in (1, 2, 4, 8, 16)]
+# sm_90a's wgmma kernels by QSA_SCORES_WG: session 6's ss and every A-in-registers kernel (the
+# defaults, rs256 / rs256p, are the auto / bf16 rows; elsewhere the variant's plan, run once).
+FORCED += [(f"{v}:QSA_SCORES_WG={k}", v, {"QSA_SCORES_WG": k})
+           for v, ks in (("auto", ("ss", "rs128", "rs128p", "rs256", "rs128s", "rs256s", "rs256o")),
+                         ("bf16", ("ss", "rs128", "rs256", "rs256p", "rs128s", "rs256ps", "rs256o")))
+           for k in ks]
 CHECK_SHAPES = [((3, 5, 70), 1), ((5, 48, 129), 2), ((2, 200, 300), 3), ((1, 64, 1000), 4),
                 ((37, 64, 1000), 5), ((256, 64, 4096), 6), ((1, 64, 262144), 8)]
 BENCH_SHAPES = [(256, 64, 4096), (256, 64, 2048), (1, 64, 262144), (2, 64, 262144),
@@ -194,6 +200,9 @@ def check(sc, shapes, log):
         plans = plans_for(sc.planner, (nq, heads, blocks))
         for v, plan in plans:
             k = plan["dispatched"]
+            kern = plan["call"][-1].get("kernel", "") if plan.get("call") else ""
+            if "_wgrs" in kern:  # the RS wgmma kernels share the engine's label: name each
+                k = f"{k}/{kern.rsplit('_', 1)[-1]}"  # e.g. tf32_wgmma/wgrs256s
             s = torch.full((nq, blocks), float("nan"), device="cuda")
             sc.launcher_of(plan, q, kb, w, s)()
             torch.cuda.synchronize()
@@ -217,8 +226,9 @@ def check(sc, shapes, log):
         # (emulated scores_ragged: tf32_wgmma 2.38039e-4 vs tf32 2.38045e-4, 2026-12-02).
         # The wgmma decode kernels (tf32_decode_wg) against the mma.sync ones (tf32_decode).
         for k, r in rmse_of.items():
-            twin = (k[: -len("_wgmma")] if k.endswith("_wgmma")
-                    else k[: -len("_wg")] if k.endswith("_decode_wg") else None)
+            engine = k.split("/")[0]
+            twin = (engine[: -len("_wgmma")] if engine.endswith("_wgmma")
+                    else engine[: -len("_wg")] if engine.endswith("_decode_wg") else None)
             if twin in rmse_of and r > 2 * rmse_of[twin]:
                 log(f"| {nq}x{heads}x{blocks} | {k} | RMSE {r:.3e} > 2x {twin}'s {rmse_of[twin]:.3e}: FAIL | | | | |")
                 ok = False

@@ -21,6 +21,8 @@
 //   block_scores_bf16_wgmma   memory), the prefill kernels of sm_90 (built as sm_90a) only.
 //   block_scores_tf32_decode_wg  decode on wgmma (sm_90a only): Kb tiles as A from registers,
 //   block_scores_bf16_decode_wg  Q resident as B (common/scores_decode_wg.h), heads <= 64.
+//   block_scores_{tf32,bf16}_wgrs{128,256}[p][s|o]  wgmma with A from registers (RS), sm_90a only
+//                             (common/scores_wgrs.h; QSA_SCORES_WG picks one).
 //
 // Summation orders (the CPU backend reproduces the first two bit for bit):
 //   warp: lane l (0..31) of a group: p = Q[4l]*K[4l]; p = fmaf(Q[4l+j], K[4l+j], p) for
@@ -32,6 +34,8 @@
 //   tf32 / bf16: tensor-core order (k permuted within 32-wide chunks), heads summed in a
 //         fixed tree order; deterministic run to run, not equal to the above.
 //   *_wgmma: the same kind of order (k in the instruction's, heads in a fixed tree order).
+//   *_wgrs*: k permuted within 16-wide chunks, heads in 16-head tiles (fixed tree), tiles in
+//         ascending order.
 //   wmma_bf16 / mfma_bf16: matrix-core order, heads summed per lane in ascending order
 //         then across lane groups; deterministic run to run, not equal to the above.
 #include "common/portable.h"
@@ -576,7 +580,6 @@ QSA_KERNEL void __launch_bounds__(128, 2)
   wg_body<256, true>(q, kb, w, s, nq, heads, blocks);
 }
 
-
 // The decode scorers on wgmma (Kb tiles as A from registers, Q resident as B): their body,
 // dwg_body, and why: common/scores_decode_wg.h. Launch shape declared for the occupancy
 // report: one warpgroup, TF32's Q (32,768 B); the host picks CTAs per SM
@@ -597,6 +600,110 @@ QSA_KERNEL void __launch_bounds__(128, 2)
                                 const float* __restrict__ w, float* __restrict__ s, int nq,
                                 int heads, int blocks) {
   dwg_body<true>(q, kb, w, s, nq, heads, blocks);
+}
+// A in registers (wgmma RS), B resident, no barrier after B's staging: rs_body and why, in
+// common/scores_wgrs.h. Name: _wgrs<BN>[p]: p loads the next item's A during the MMAs. The
+// minimum CTAs per SM of each launch bound is what src/gpu/scores.rs (WGRS) plans a wave with.
+#include "common/scores_wgrs.h"
+// qsa:block 128
+// qsa:dynamic_shared 65536
+QSA_KERNEL void __launch_bounds__(128, 3)
+    block_scores_tf32_wgrs128(const float* __restrict__ q, const float* __restrict__ kb,
+                            const float* __restrict__ w, float* __restrict__ s, int nq,
+                            int heads, int blocks) {
+  rs_body<128, false, 1, false, false>(q, kb, w, s, nq, heads, blocks);
+}
+// qsa:block 128
+// qsa:dynamic_shared 65536
+QSA_KERNEL void __launch_bounds__(128, 2)
+    block_scores_tf32_wgrs128p(const float* __restrict__ q, const float* __restrict__ kb,
+                            const float* __restrict__ w, float* __restrict__ s, int nq,
+                            int heads, int blocks) {
+  rs_body<128, false, 1, true, false>(q, kb, w, s, nq, heads, blocks);
+}
+// qsa:block 256
+// qsa:dynamic_shared 131072
+QSA_KERNEL void __launch_bounds__(256, 1)
+    block_scores_tf32_wgrs256(const float* __restrict__ q, const float* __restrict__ kb,
+                            const float* __restrict__ w, float* __restrict__ s, int nq,
+                            int heads, int blocks) {
+  rs_body<256, false, 2, false, false>(q, kb, w, s, nq, heads, blocks);
+}
+// qsa:block 128
+// qsa:dynamic_shared 32768
+QSA_KERNEL void __launch_bounds__(128, 4)
+    block_scores_bf16_wgrs128(const float* __restrict__ q, const float* __restrict__ kb,
+                            const float* __restrict__ w, float* __restrict__ s, int nq,
+                            int heads, int blocks) {
+  rs_body<128, true, 1, false, false>(q, kb, w, s, nq, heads, blocks);
+}
+// qsa:block 256
+// qsa:dynamic_shared 65536
+QSA_KERNEL void __launch_bounds__(256, 1)
+    block_scores_bf16_wgrs256(const float* __restrict__ q, const float* __restrict__ kb,
+                            const float* __restrict__ w, float* __restrict__ s, int nq,
+                            int heads, int blocks) {
+  rs_body<256, true, 2, false, false>(q, kb, w, s, nq, heads, blocks);
+}
+// qsa:block 256
+// qsa:dynamic_shared 65536
+QSA_KERNEL void __launch_bounds__(256, 1)
+    block_scores_bf16_wgrs256p(const float* __restrict__ q, const float* __restrict__ kb,
+                            const float* __restrict__ w, float* __restrict__ s, int nq,
+                            int heads, int blocks) {
+  rs_body<256, true, 2, true, false>(q, kb, w, s, nq, heads, blocks);
+}
+
+// The same with B in the 128-byte-swizzle layout (suffix s; 1 KiB more for its alignment).
+// qsa:block 128
+// qsa:dynamic_shared 66560
+QSA_KERNEL void __launch_bounds__(128, 3)
+    block_scores_tf32_wgrs128s(const float* __restrict__ q, const float* __restrict__ kb,
+                            const float* __restrict__ w, float* __restrict__ s, int nq,
+                            int heads, int blocks) {
+  rs_body<128, false, 1, false, true>(q, kb, w, s, nq, heads, blocks);
+}
+// qsa:block 256
+// qsa:dynamic_shared 132096
+QSA_KERNEL void __launch_bounds__(256, 1)
+    block_scores_tf32_wgrs256s(const float* __restrict__ q, const float* __restrict__ kb,
+                            const float* __restrict__ w, float* __restrict__ s, int nq,
+                            int heads, int blocks) {
+  rs_body<256, false, 2, false, true>(q, kb, w, s, nq, heads, blocks);
+}
+// qsa:block 128
+// qsa:dynamic_shared 33792
+QSA_KERNEL void __launch_bounds__(128, 4)
+    block_scores_bf16_wgrs128s(const float* __restrict__ q, const float* __restrict__ kb,
+                            const float* __restrict__ w, float* __restrict__ s, int nq,
+                            int heads, int blocks) {
+  rs_body<128, true, 1, false, true>(q, kb, w, s, nq, heads, blocks);
+}
+// qsa:block 256
+// qsa:dynamic_shared 66560
+QSA_KERNEL void __launch_bounds__(256, 1)
+    block_scores_bf16_wgrs256ps(const float* __restrict__ q, const float* __restrict__ kb,
+                            const float* __restrict__ w, float* __restrict__ s, int nq,
+                            int heads, int blocks) {
+  rs_body<256, true, 2, true, true>(q, kb, w, s, nq, heads, blocks);
+}
+
+// Ping-pong (suffix o): the two warpgroups take turns issuing their MMAs (named barriers).
+// qsa:block 256
+// qsa:dynamic_shared 131072
+QSA_KERNEL void __launch_bounds__(256, 1)
+    block_scores_tf32_wgrs256o(const float* __restrict__ q, const float* __restrict__ kb,
+                            const float* __restrict__ w, float* __restrict__ s, int nq,
+                            int heads, int blocks) {
+  rs_body<256, false, 2, false, false, true>(q, kb, w, s, nq, heads, blocks);
+}
+// qsa:block 256
+// qsa:dynamic_shared 65536
+QSA_KERNEL void __launch_bounds__(256, 1)
+    block_scores_bf16_wgrs256o(const float* __restrict__ q, const float* __restrict__ kb,
+                            const float* __restrict__ w, float* __restrict__ s, int nq,
+                            int heads, int blocks) {
+  rs_body<256, true, 2, false, false, true>(q, kb, w, s, nq, heads, blocks);
 }
 
 #endif  // QSA_WGMMA

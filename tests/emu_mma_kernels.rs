@@ -112,7 +112,6 @@ fn run_scorer_on(
     run_scorer_planned(c, kernel, engine, shape, None)
 }
 
-/// Runs `kernel` planned for `c` (or for `plan_shared` bytes per block, when given).
 fn run_scorer_planned(
     c: &TargetCaps,
     kernel: ScoresKernel,
@@ -120,10 +119,33 @@ fn run_scorer_planned(
     shape: (usize, usize, usize),
     plan_shared: Option<u32>,
 ) {
-    run_scorer_switched(c, kernel, engine, shape, plan_shared, &Switches::default())
+    let sw = Switches::default();
+    run_scorer_switched(
+        c,
+        kernel,
+        engine,
+        shape,
+        plan_shared,
+        &sw,
+        Schedule::Forward,
+    )
 }
 
-/// `run_scorer_planned` with the plan's switches (`plan_on` on one multiprocessor).
+/// The `QSA_SCORES_WG=rs*` kernels, by their index in tests/emu/scores_tc_nvidia.cu's
+/// `scores_tc_wgrs`.
+const WGRS: [&str; 8] = [
+    "wgrs128",
+    "wgrs128p",
+    "wgrs256",
+    "wgrs256p",
+    "wgrs128s",
+    "wgrs256s",
+    "wgrs256ps",
+    "wgrs256o",
+];
+
+/// Runs `kernel` planned for `c` (or for `plan_shared` bytes per block, when given) with the
+/// switches `sw` (`plan_on` on one multiprocessor), under `schedule`.
 fn run_scorer_switched(
     c: &TargetCaps,
     kernel: ScoresKernel,
@@ -131,10 +153,11 @@ fn run_scorer_switched(
     shape: (usize, usize, usize),
     plan_shared: Option<u32>,
     sw: &Switches,
+    schedule: Schedule,
 ) {
     let (nq, heads, blocks) = shape;
     use_cache_keyed_by_block_scores();
-    let api = EmuApi::new(c, Schedule::Forward).unwrap();
+    let api = EmuApi::new(c, schedule).unwrap();
     let (q, kb, w) = (
         values(nq * heads * D, 1),
         values(blocks * D, 2),
@@ -164,6 +187,7 @@ fn run_scorer_switched(
         (ScoresKernel::AmdMatrixBf16(_), _) => ("scores_amd_matrix.cu", "scores_amd_matrix"),
         _ if l.kernel.ends_with("_decode_wg") => ("scores_tc_nvidia.cu", "scores_tc_decode_wg"),
         _ if l.kernel.ends_with("_wgmma") => ("scores_tc_nvidia.cu", "scores_tc_wgmma"),
+        _ if l.kernel.contains("_wgrs") => ("scores_tc_nvidia.cu", "scores_tc_wgrs"),
         (_, false) => ("scores_tc_nvidia.cu", "scores_tc_wide"),
         (_, true) => ("scores_tc_nvidia.cu", "scores_tc_decode"),
     };
@@ -178,6 +202,9 @@ fn run_scorer_switched(
     ];
     if !matches!(kernel, ScoresKernel::AmdMatrixBf16(_)) {
         args.push(Arg::I32((kernel == ScoresKernel::Bf16) as i32));
+    }
+    if let Some(i) = WGRS.iter().position(|k| l.kernel.ends_with(k)) {
+        args.push(Arg::I32(i as i32));
     }
     // The mma.sync decode kernels' ring depth.
     args.extend(l.extra_args.iter().map(|&a| Arg::I32(a)));
@@ -261,7 +288,55 @@ fn nvidia_wgmma_scorers_on_emulated_wgmma() {
             (2, 80, 270),
             (17, 16, 40),
         ] {
-            run_scorer_on(&c, kernel, TcEngine::Wgmma, shape);
+            // The SS kernels (the RS ones, sm_90's default, have the test below).
+            let sw = Switches::new([("QSA_SCORES_WG".to_string(), "ss".to_string())].into());
+            run_scorer_switched(&c, kernel, TcEngine::Wgmma, shape, None, &sw, WAVE_FIRST);
+        }
+    }
+}
+
+/// The wgmma scorers run one warp at a time, each warp's wgmma as soon as it issues it
+/// (Schedule::WaveFirst): a wgmma reading shared memory that other warps stage without a
+/// barrier in between reads poison and misses the reference.
+const WAVE_FIRST: Schedule = Schedule::WaveFirst;
+
+/// sm_90a's A-in-registers wgmma scorers (QSA_SCORES_WG=rs*, kernels/common/scores_wgrs.h):
+/// heads in one partial tile (7), two (20), five (80) and 13 (200) head tiles; groups of 4
+/// queries, the last partial (9, 17 queries); blocks past one B tile (270, 300); planned for
+/// one SM (a wave's groups per warpgroup) or, every other shape, with QSA_SCORES_WG_UPC=1
+/// (one group per warpgroup: more CTA rows; with 2 warpgroups per CTA an idle second one).
+#[test]
+fn nvidia_wgmma_rs_scorers_on_emulated_wgmma() {
+    let mut c = caps("sm_90", Vendor::Nvidia, 32, 232_448);
+    c.features = vec![qsa::dispatch::Feature::Wgmma];
+    let shapes = [
+        (9, 7, 77),
+        (3, 20, 300),
+        (2, 80, 270),
+        (17, 16, 40),
+        (1, 200, 9),
+    ];
+    for (kernel, wg) in [
+        (ScoresKernel::Tf32, "rs128"),
+        (ScoresKernel::Tf32, "rs128p"),
+        (ScoresKernel::Tf32, "rs256"),
+        (ScoresKernel::Bf16, "rs128"),
+        (ScoresKernel::Bf16, "rs256"),
+        (ScoresKernel::Bf16, "rs256p"),
+        (ScoresKernel::Tf32, "rs128s"),
+        (ScoresKernel::Tf32, "rs256s"),
+        (ScoresKernel::Bf16, "rs128s"),
+        (ScoresKernel::Bf16, "rs256ps"),
+        (ScoresKernel::Tf32, "rs256o"),
+        (ScoresKernel::Bf16, "rs256o"),
+    ] {
+        for (i, &shape) in shapes.iter().enumerate() {
+            let mut kv = vec![("QSA_SCORES_WG".to_string(), wg.to_string())];
+            if i % 2 == 1 {
+                kv.push(("QSA_SCORES_WG_UPC".to_string(), "1".to_string()));
+            }
+            let sw = Switches::new(kv.into_iter().collect());
+            run_scorer_switched(&c, kernel, TcEngine::Wgmma, shape, None, &sw, WAVE_FIRST);
         }
     }
 }

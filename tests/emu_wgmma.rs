@@ -64,6 +64,8 @@ struct Layout {
     a_start: usize,
     b_start: usize,
     kstep: usize,
+    /// The 128-byte-swizzle layout (descriptor swizzle mode 1) instead of none.
+    sw128: bool,
 }
 
 const KSTEPS: usize = 2;
@@ -78,6 +80,7 @@ fn rows_outer(n: usize) -> Layout {
         a_start: 0,
         b_start: 64 * row_bytes,
         kstep: 256,
+        sw128: false,
     }
     .check(n)
 }
@@ -92,8 +95,24 @@ fn k_outer(n: usize) -> Layout {
         a_start: 0,
         b_start: 64 * 16 + 2 * KSTEPS * lbo, // past A's last core matrix
         kstep: 2 * lbo,
+        sw128: false,
     }
     .check(n)
+}
+
+/// The 128-byte swizzle (K-major, PTX ISA "Shared Memory Matrix Layout", swizzle modes):
+/// 8-row atoms of 128 bytes per row, 1024 bytes each, SBO 1024 between atoms; both k steps'
+/// 32 bytes lie in one atom row (the start advances 32 bytes per step). B only (the RS probe).
+fn sw128() -> Layout {
+    Layout {
+        name: "128-byte swizzle (SBO 1024)",
+        lbo: 16,
+        sbo: 1024,
+        a_start: 0,
+        b_start: 0,
+        kstep: 32,
+        sw128: true,
+    }
 }
 
 impl Layout {
@@ -106,6 +125,12 @@ impl Layout {
     /// The byte offset of element (row, k) of the operand starting at `start` (the ISA).
     fn at(&self, start: usize, row: usize, k: usize, es: usize) -> usize {
         let c = k * es;
+        if self.sw128 {
+            // Row r of an atom at 128 r; the 16-byte chunk index (address bits 4-6) XORed
+            // with the row within the atom (bits 7-9); atoms 1024-byte aligned.
+            let a = start + (row / 8) * self.sbo + (row % 8) * 128 + c;
+            return a ^ (((a >> 7) & 7) << 4);
+        }
         start + (row / 8) * self.sbo + (c / 16) * self.lbo + (row % 8) * 16 + c % 16
     }
 }
@@ -198,6 +223,90 @@ fn wgmma_model_follows_the_isa_layout_and_fragments() {
             let d = run(ins, &lay, &a, &b, lay.lbo, lay.sbo);
             if let Some(e) = first_difference(ins, &a, &b, &d) {
                 panic!("{} with layout {}: {e}", ins.name, lay.name);
+            }
+        }
+    }
+}
+
+/// The A register fragment of one k step for thread `tid` (the ISA's table, "Register
+/// Fragments", wgmma A: warp w holds rows 16 w .. + 15; lane 4 g + t): tf32 k8: register r
+/// holds A[16 w + g + 8 (r % 2)][t + 4 (r / 2)]; bf16 k16: register r packs A[row][2 t + 8
+/// (r / 2)] (low half) and the next k, row = 16 w + g + 8 (r % 2).
+fn a_fragment(ins: &Instr, a: &[f32], k: usize, ks: usize, tid: usize) -> [u32; 4] {
+    let (w, g, t) = (tid / 32, (tid % 32) / 4, tid % 4);
+    let kk = 32 / ins.es; // k per step
+    std::array::from_fn(|r| {
+        let row = 16 * w + g + 8 * (r % 2);
+        let at = |c: usize| a[row * k + ks * kk + c];
+        if ins.es == 4 {
+            at(t + 4 * (r / 2)).to_bits()
+        } else {
+            let lo = bf16::from_f32(at(2 * t + 8 * (r / 2))).to_bits() as u32;
+            let hi = bf16::from_f32(at(2 * t + 8 * (r / 2) + 1)).to_bits() as u32;
+            lo | hi << 16
+        }
+    })
+}
+
+/// The RS probe's D registers: A from the fragments above, B placed by `lay` in shared memory.
+fn run_rs(ins: &Instr, lay: &Layout, a: &[f32], b: &[f32]) -> Vec<f32> {
+    let k = KSTEPS * 32 / ins.es;
+    let mut image = vec![0u8; lay.b_start + ins.n * 128 + 2 * KSTEPS * lay.lbo]; // >= either layout
+    for r in 0..ins.n {
+        for kk in 0..k {
+            let at = lay.at(lay.b_start, r, kk, ins.es);
+            image[at..at + ins.es].copy_from_slice(&element_bytes(b[r * k + kk], ins.es));
+        }
+    }
+    let regs: Vec<u32> = (0..KSTEPS)
+        .flat_map(|ks| (0..128).flat_map(move |tid| a_fragment(ins, a, k, ks, tid)))
+        .collect();
+    let mut c = caps("sm_90", Vendor::Nvidia, 32);
+    c.shared_per_block = 232_448;
+    let api = EmuApi::new(&c, Schedule::Reverse).unwrap();
+    let img = api.alloc(image.len()).unwrap();
+    api.upload(img, &image).unwrap();
+    let pa = api.alloc(regs.len() * 4).unwrap();
+    api.upload(pa, qsa::gpu::as_bytes(&regs)).unwrap();
+    let out = api.alloc(128 * ins.n / 2 * 4).unwrap();
+    let dims = LaunchDims {
+        grid: (1, 1, 1),
+        block: (128, 1, 1),
+        shared_bytes: image.len() as u32 + 1024, // room to align the swizzled image
+    };
+    let args = [
+        Arg::Ptr(img),
+        Arg::I32(image.len() as i32),
+        Arg::U32(lay.b_start as u32),
+        Arg::U32(lay.lbo as u32),
+        Arg::U32(lay.sbo as u32),
+        Arg::U32(lay.kstep as u32),
+        Arg::I32(KSTEPS as i32),
+        Arg::I32(ins.which),
+        Arg::I32(lay.sw128 as i32),
+        Arg::Ptr(pa),
+        Arg::Ptr(out),
+    ];
+    api.launch_source(&probe("wgmma_probe.cu"), "probe_wgmma_rs", dims, &args)
+        .unwrap_or_else(|e| panic!("{} RS: {e}", ins.name));
+    let mut d = vec![0f32; 128 * ins.n / 2];
+    api.download(out, as_bytes_mut(&mut d)).unwrap();
+    d
+}
+
+/// The RS forms (mma.h's `_rs` wrappers, the scorers of kernels/common/scores_wgrs.h): A from
+/// the ISA's register fragments, B in the two no-swizzle layouts and the 128-byte swizzle, D
+/// against the fragment table.
+#[test]
+fn wgmma_rs_model_follows_the_isa_register_fragments() {
+    for ins in &INSTRS {
+        let k = KSTEPS * 32 / ins.es;
+        let a = ints(64 * k, 41 + ins.which as u64, 4);
+        let b = ints(ins.n * k, 51 + ins.which as u64, 4);
+        for lay in [rows_outer(ins.n), k_outer(ins.n), sw128()] {
+            let d = run_rs(ins, &lay, &a, &b);
+            if let Some(e) = first_difference(ins, &a, &b, &d) {
+                panic!("{} RS with B layout {}: {e}", ins.name, lay.name);
             }
         }
     }

@@ -88,7 +88,8 @@ typedef bool (*ExchangeFn)(void* const* lanes, std::string& err);
 
 // AtClusterBarrier: at qsa_cluster_sync (emu_cluster.h), which waits for every thread of
 // every block of the cluster.
-enum class State : uint8_t { Ready, AtBarrier, AtCollective, AtClusterBarrier, Done };
+// AtNamedBarrier: at qsa_bar_sync (emu_blocks.h), waiting for a named barrier's count.
+enum class State : uint8_t { Ready, AtBarrier, AtCollective, AtClusterBarrier, AtNamedBarrier, Done };
 
 // One GPU thread: a fiber with its indices and its slot for the collective it waits at.
 struct Thread {
@@ -99,6 +100,7 @@ struct Thread {
   uint64_t value, result;
   ExchangeFn exchange;  // OP_EXCHANGE: the operation and this lane's posted data
   void* exchange_data;
+  unsigned named;  // AtNamedBarrier: the barrier's id
   ucontext_t ctx;
   void* sp;  // saved stack pointer of the fast context switch (emu_runtime.h)
 };
@@ -177,6 +179,10 @@ inline uint64_t ballot(bool p) { return collective(OP_BALLOT, p, 0, QSA_WAVE); }
 
 // The vendors' spellings, for kernels that use them directly.
 inline void __syncthreads() { qsa_emu::yield_to_scheduler(qsa_emu::State::AtBarrier); }
+// Named barriers (mma.h's bar.sync / bar.arrive wrappers): defined in emu_blocks.h, which
+// holds the block's barrier state.
+inline void qsa_bar_sync(unsigned id, unsigned count);
+inline void qsa_bar_arrive(unsigned id, unsigned count);
 template <class T> inline T __shfl_up_sync(unsigned long long, T v, int d, int w = QSA_WAVE) {
   return qsa_emu::shfl(v, d, w, qsa_emu::OP_SHFL_UP);
 }

@@ -17,12 +17,24 @@ namespace qsa_emu {
 
 enum class BlockStatus : uint8_t { Running, AtCluster, Done, Failed };
 
+// Named barriers 1..15 (bar.sync / bar.arrive id, count; 0 is __syncthreads'): threads
+// arrived at each since it last completed, and the count they were given.
+struct NamedBarriers {
+  unsigned arrived[16];
+  unsigned expected[16];
+};
+
 struct BlockRun {
   Dim3 idx;
   Thread* th;  // its `n` fibers in the pool
   std::mt19937_64 rng;
   BlockStatus status;
+  NamedBarriers bars;
 };
+
+// The running block's named barriers and threads (set by step_block), for qsa_bar_sync.
+static thread_local BlockRun* cur_run = nullptr;
+static thread_local unsigned cur_run_threads = 0;
 
 struct Cluster {
   Launch* L = nullptr;
@@ -99,6 +111,43 @@ inline long long shared_window_start() {
 inline void fail_launch(const std::string& what) {
   cur_launch->fail(block_name(cur_launch->kernel, cur_block.idx) + ": " + what);
 }
+// One arrival at named barrier `id` expecting `count` threads (whole warps, as the hardware
+// counts them). True when this arrival completed it: its waiters are released and it resets.
+inline bool named_arrival(unsigned id, unsigned count) {
+  NamedBarriers& b = cur_run->bars;
+  if (id == 0 || id >= 16 || count == 0 || count % 32 != 0 || count > cur_run_threads) {
+    fail_launch("named barrier " + std::to_string(id) + " with count " + std::to_string(count) +
+                ": ids are 1..15 (0 is __syncthreads) and counts whole warps, at most the block's " +
+                std::to_string(cur_run_threads) + " threads");
+    return true;
+  }
+  if (b.arrived[id] == 0) {
+    b.expected[id] = count;
+  } else if (b.expected[id] != count) {
+    fail_launch("named barrier " + std::to_string(id) + ": arrival with count " + std::to_string(count) +
+                " while " + std::to_string(b.arrived[id]) + " threads arrived with count " +
+                std::to_string(b.expected[id]));
+    return true;
+  }
+  if (++b.arrived[id] < count) return false;
+  b.arrived[id] = 0;
+  for (unsigned i = 0; i < cur_run_threads; ++i) {
+    Thread& t = cur_run->th[i];
+    if (t.state == State::AtNamedBarrier && t.named == id) t.state = State::Ready;
+  }
+  return true;
+}
+
+// The names of every named barrier with pending arrivals, for error messages.
+inline std::string named_pending(const NamedBarriers& b) {
+  std::string s;
+  for (unsigned id = 1; id < 16; ++id)
+    if (b.arrived[id])
+      s += (s.empty() ? "" : ", ") + std::string("id ") + std::to_string(id) + ": " + std::to_string(b.arrived[id]) +
+           " of " + std::to_string(b.expected[id]) + " arrived";
+  return s;
+}
+
 inline unsigned shared_address(const void* p) {
   const long long off = (long long)((const unsigned char*)p - &tls_anchor) - shared_window_start();
   if (off < 0 || off >= (1ll << 18)) {
@@ -130,6 +179,8 @@ inline BlockStatus step_block(Launch& L, FiberPool& pool, BlockRun& br, std::vec
   cur_block = BlockState{br.idx, dim, Dim3{d.grid[0], d.grid[1], d.grid[2]}};
   sched_ctx = &pool.sched;
   cur_launch = &L;
+  cur_run = &br;
+  cur_run_threads = n;
   Thread* th = br.th;
   const unsigned waves = (n + QSA_WAVE - 1) / QSA_WAVE;
   std::string err;
@@ -137,6 +188,19 @@ inline BlockStatus step_block(Launch& L, FiberPool& pool, BlockRun& br, std::vec
     ready.clear();
     for (unsigned i = 0; i < n; ++i)
       if (th[i].state == State::Ready) ready.push_back(i);
+    if (!ready.empty() && d.schedule == WAVE_FIRST) {
+      const unsigned w = th[ready[0]].wave;
+      for (unsigned i : ready) {
+        if (th[i].wave != w) break;  // `ready` is in thread order: wave w's come first
+        cur_thread = &th[i];
+        resume(th[i]);
+      }
+      if (resolve_wave(th, n, w, err) < 0) {
+        L.fail(block_name(L.kernel, br.idx) + ": " + err);
+        return BlockStatus::Failed;
+      }
+      continue;
+    }
     if (!ready.empty()) {
       if (d.schedule == REVERSE) std::reverse(ready.begin(), ready.end());
       else if (d.schedule == RANDOM) std::shuffle(ready.begin(), ready.end(), br.rng);
@@ -156,13 +220,26 @@ inline BlockStatus step_block(Launch& L, FiberPool& pool, BlockRun& br, std::vec
       moved |= r > 0;
     }
     if (moved) continue;
-    unsigned live = 0, at_barrier = 0, at_cluster = 0;
+    unsigned live = 0, at_barrier = 0, at_cluster = 0, at_named = 0;
     for (unsigned i = 0; i < n; ++i) {
       live += th[i].state != State::Done;
       at_barrier += th[i].state == State::AtBarrier;
       at_cluster += th[i].state == State::AtClusterBarrier;
+      at_named += th[i].state == State::AtNamedBarrier;
     }
-    if (live == 0) return BlockStatus::Done;
+    if (live == 0) {
+      const std::string pending = named_pending(br.bars);
+      if (pending.empty()) return BlockStatus::Done;
+      L.fail(block_name(L.kernel, br.idx) + ": the block exited with arrivals pending at named barriers (" + pending +
+             "): a bar.arrive no bar.sync consumed");
+      return BlockStatus::Failed;
+    }
+    if (at_named > 0) {  // nothing can move, and named waiters are only released by arrivals
+      L.fail(block_name(L.kernel, br.idx) + ": deadlock: " + std::to_string(at_named) + " of " + std::to_string(live) +
+             " live threads wait at named barriers (" + named_pending(br.bars) + ") that the others (" +
+             std::to_string(at_barrier) + " at __syncthreads, the rest at a collective or exited) never complete");
+      return BlockStatus::Failed;
+    }
     if (at_barrier == live) {
       for (unsigned i = 0; i < n; ++i)
         if (th[i].state == State::AtBarrier) th[i].state = State::Ready;
@@ -210,6 +287,7 @@ inline bool run_cluster(Launch& L, FiberPool& pool, Cluster& c, Dim3 first, unsi
         br.idx.x + (unsigned long long)d.grid[0] * (br.idx.y + (unsigned long long)d.grid[1] * br.idx.z);
     br.rng.seed(d.seed ^ (linear * 0x9e3779b97f4a7c15ull));
     br.status = BlockStatus::Running;
+    br.bars = NamedBarriers{};
     br.th = pool.threads.data() + (size_t)r * n;
     for (unsigned i = 0; i < n; ++i) {
       Thread& t = br.th[i];
@@ -287,3 +365,14 @@ inline void worker(Launch& L) {
 }
 
 }  // namespace qsa_emu
+
+// bar.sync id, count / bar.arrive id, count (mma.h's qsa_bar_sync / qsa_bar_arrive): the
+// arrival counts; a sync waits (a sync point) until `count` threads arrived since the barrier
+// last completed.
+inline void qsa_bar_sync(unsigned id, unsigned count) {
+  if (!qsa_emu::named_arrival(id, count)) {
+    qsa_emu::cur_thread->named = id;
+    qsa_emu::yield_to_scheduler(qsa_emu::State::AtNamedBarrier);
+  }
+}
+inline void qsa_bar_arrive(unsigned id, unsigned count) { (void)qsa_emu::named_arrival(id, count); }

@@ -324,7 +324,7 @@ inline qsa_f32x4 qsa_mfma_f32_16x16x32_bf16(qsa_bf16x8 a, qsa_bf16x8 b, qsa_f32x
 // generic and async proxies are one memory here), and shared stores racing an in-flight
 // wgmma before its wait_group (the call has already read). The race check still sees a
 // missing barrier between the stores and the call. A shared address is an offset into the
-// block's shared window (emu_blocks.h: its shared ranges from the lowest); swizzled layouts
+// block's shared window (emu_blocks.h: its shared ranges from the lowest); other swizzled layouts
 // and a nonzero base offset are refused by name.
 #if defined(QSA_WGMMA) && QSA_WAVE == 32 && !defined(QSA_EMU_HIP)
 namespace qsa_emu {
@@ -345,11 +345,18 @@ inline WgmmaDesc decode_wgmma_desc(unsigned long long d) {
                    (unsigned)((d >> 62) & 3u)};
 }
 
-// Element (row, k) of a K-major no-swizzle operand of ES-byte elements.
+// Element (row, k) of a K-major operand of ES-byte elements: no swizzle, or 128-byte swizzle
+// (mode 1; mma.h's qsa_wgmma_desc_sw128: rows 128 bytes apart in 8-row atoms, address bits
+// 4-6 XORed with bits 7-9).
 template <int ES> inline double wgmma_operand(const WgmmaDesc& d, int row, int k) {
   const unsigned c = (unsigned)k * ES;
-  const unsigned addr = d.start + (unsigned)(row / 8) * d.sbo + (c / 16) * d.lbo +
-                        (unsigned)(row % 8) * 16 + c % 16;
+  unsigned addr;
+  if (d.swizzle == 1) {
+    addr = d.start + (unsigned)(row / 8) * d.sbo + (unsigned)(row % 8) * 128 + c;
+    addr ^= ((addr >> 7) & 7u) << 4;
+  } else {
+    addr = d.start + (unsigned)(row / 8) * d.sbo + (c / 16) * d.lbo + (unsigned)(row % 8) * 16 + c % 16;
+  }
   const unsigned char* p = shared_at(addr, ES);
   if (ES == 4) {
     unsigned u;
@@ -367,10 +374,10 @@ inline void wgmma_m64(float* d, unsigned long long desc_a, unsigned long long de
                       const char* name) {
   const WgmmaDesc da = decode_wgmma_desc(desc_a), db = decode_wgmma_desc(desc_b);
   for (const WgmmaDesc* x : {&da, &db}) {
-    if (x->swizzle != 0 || x->base_offset != 0) {
+    if ((x->swizzle != 0 && x->swizzle != 1) || x->base_offset != 0) {
       fail_launch(std::string(name) + ": a swizzled descriptor (mode " + std::to_string(x->swizzle) +
                   ", base offset " + std::to_string(x->base_offset) +
-                  ") is unsupported in emulation (only the no-swizzle canonical layout is modelled)");
+                  ") is unsupported in emulation (only no swizzle and the 128-byte swizzle are modelled)");
       return;
     }
   }
@@ -398,75 +405,6 @@ inline void wgmma_m64(float* d, unsigned long long desc_a, unsigned long long de
   }
 }
 
-
-// wgmma with A from registers (mma.h's *_rs): warp w's D rows 16w .. 16w+15 need only its own
-// A rows, held by its lanes as mma.sync's A fragment, so one wave exchange gathers them (rows
-// g and g + 8 of each lane's quad), then each thread computes its D elements from B in shared
-// memory through the descriptor, as wgmma_m64 does. Not modelled: the asynchronous read of
-// the A registers (a register rewritten before wgmma.wait_group reads as at the call here).
-struct WgmmaRsLane {
-  const unsigned* a;  // 4 registers
-  double* rows;       // out: [2][16] A rows g and g + 8 of this lane, K <= 16
-};
-
-template <int K, int ES> bool wgmma_rs_gather(void* const* lanes, std::string&) {
-  double A[16][K];
-  for (int l = 0; l < 32; ++l) {
-    const WgmmaRsLane& L = *static_cast<const WgmmaRsLane*>(lanes[l]);
-    const int g = l / 4, t = l % 4;
-    for (int reg = 0; reg < 4; ++reg) {
-      const int row = g + 8 * (reg & 1);
-      if (ES == 4) {
-        A[row][t + 4 * (reg >> 1)] = tf32_value(L.a[reg]);
-      } else {
-        const int k = 2 * t + 8 * (reg >> 1);
-        A[row][k] = bf16_value((unsigned short)(L.a[reg] & 0xffffu));
-        A[row][k + 1] = bf16_value((unsigned short)(L.a[reg] >> 16));
-      }
-    }
-  }
-  for (int l = 0; l < 32; ++l) {
-    const WgmmaRsLane& L = *static_cast<const WgmmaRsLane*>(lanes[l]);
-    const int g = l / 4;
-    for (int h = 0; h < 2; ++h)
-      for (int k = 0; k < K; ++k) L.rows[16 * h + k] = A[g + 8 * h][k];
-  }
-  return true;
-}
-
-// d (N / 2 floats of this thread) = A (64 x K, registers) B^T (N x K) (+ d when scale_d != 0).
-template <int N, int K, int ES>
-inline void wgmma_m64_rs(float* d, const unsigned (&a)[4], unsigned long long desc_b, int scale_d,
-                         const char* name) {
-  const WgmmaDesc db = decode_wgmma_desc(desc_b);
-  if (db.swizzle != 0 || db.base_offset != 0) {
-    fail_launch(std::string(name) + ": a swizzled descriptor (mode " + std::to_string(db.swizzle) +
-                ", base offset " + std::to_string(db.base_offset) +
-                ") is unsupported in emulation (only the no-swizzle canonical layout is modelled)");
-    return;
-  }
-  if (blockDim.x % 128 != 0 || blockDim.y != 1 || blockDim.z != 1) {
-    fail_launch(std::string(name) + ": needs a 1-D block of whole warpgroups (128 threads)");
-    return;
-  }
-  double rows[32];
-  WgmmaRsLane L{a, rows};
-  exchange(&wgmma_rs_gather<K, ES>, &L);
-  const int lane = (int)(threadIdx.x % 32), t = lane % 4;
-  for (int j = 0; j < N / 8; ++j) {
-    for (int c = 0; c < 2; ++c) {
-      const int col = 8 * j + 2 * t + c;
-      double B[K];
-      for (int k = 0; k < K; ++k) B[k] = wgmma_operand<ES>(db, col, k);
-      for (int h = 0; h < 2; ++h) {
-        double acc = 0.0;
-        for (int k = 0; k < K; ++k) acc += rows[16 * h + k] * B[k];
-        float& out = d[4 * j + 2 * h + c];
-        out = (float)((scale_d ? (double)out : 0.0) + acc);
-      }
-    }
-  }
-}
 }  // namespace qsa_emu
 
 inline unsigned qsa_smem_addr(const void* p) { return qsa_emu::shared_address(p); }
@@ -487,11 +425,101 @@ inline void qsa_wgmma_m64n128k16_bf16(float (&d)[64], unsigned long long da, uns
 inline void qsa_wgmma_m64n256k16_bf16(float (&d)[128], unsigned long long da, unsigned long long db, int scale_d) {
   qsa_emu::wgmma_m64<256, 16, 2>(d, da, db, scale_d, "wgmma.m64n256k16.bf16");
 }
+// RS forms (A from registers, mma.h): a wave collective, because lane (g, t)'s D rows need the
+// A values of the four lanes (g, 0..3) of its warp. Every lane posts its A fragment, its D and
+// the (warp-uniform) B descriptor and scale; the model reads A from the posted registers in
+// the PTX fragment layout (mma.h's RS comment), B from shared as the SS model does, and writes
+// every lane's D. The same f64 sum and single rounding as the SS model; the same limits (no
+// asynchrony: a[] overwritten before the wait is not caught here).
+namespace qsa_emu {
+
+struct WgmmaRsLane {
+  float* d;
+  unsigned a[4];
+  unsigned long long db;
+  int scale_d;
+};
+
+// Element (row r < 16, k) of the warp's A rows from the lanes' registers.
+template <int K> inline double wgmma_rs_a(void* const* lanes, int r, int k) {
+  const int g = r % 8, h = r / 8;
+  if (K == 8) {  // tf32: lane (g, k % 4), register h + 2 (k / 4)
+    const WgmmaRsLane& L = *static_cast<const WgmmaRsLane*>(lanes[4 * g + k % 4]);
+    return tf32_value(L.a[h + 2 * (k / 4)]);
+  }
+  // bf16: lane (g, (k % 8) / 2), register h + 2 (k / 8), half k % 2
+  const WgmmaRsLane& L = *static_cast<const WgmmaRsLane*>(lanes[4 * g + (k % 8) / 2]);
+  return bf16_value((unsigned short)(L.a[h + 2 * (k / 8)] >> (16 * (k % 2))));
+}
+
+template <int N, int K, int ES> inline bool wgmma_rs_m64(void* const* lanes, std::string& err) {
+  const WgmmaRsLane& L0 = *static_cast<const WgmmaRsLane*>(lanes[0]);
+  for (int l = 1; l < 32; ++l) {
+    const WgmmaRsLane& L = *static_cast<const WgmmaRsLane*>(lanes[l]);
+    if (L.db != L0.db || L.scale_d != L0.scale_d) {
+      err = "wgmma RS: lanes of one warp passed different B descriptors or scale-d (the "
+            "instruction is warpgroup-uniform)";
+      return false;
+    }
+  }
+  const WgmmaDesc db = decode_wgmma_desc(L0.db);
+  if ((db.swizzle != 0 && db.swizzle != 1) || db.base_offset != 0) {
+    err = "wgmma RS: a B descriptor of swizzle mode " + std::to_string(db.swizzle) + ", base offset " +
+          std::to_string(db.base_offset) +
+          " is unsupported in emulation (only no swizzle and the 128-byte swizzle are modelled)";
+    return false;
+  }
+  double A[16][K];
+  for (int r = 0; r < 16; ++r)
+    for (int k = 0; k < K; ++k) A[r][k] = wgmma_rs_a<K>(lanes, r, k);
+  std::vector<double> B((size_t)N * K);
+  for (int n = 0; n < N; ++n)
+    for (int k = 0; k < K; ++k) B[(size_t)n * K + k] = wgmma_operand<ES>(db, n, k);
+  for (int l = 0; l < 32; ++l) {
+    const WgmmaRsLane& L = *static_cast<const WgmmaRsLane*>(lanes[l]);
+    const int g = l / 4, t = l % 4;
+    for (int j = 0; j < N / 8; ++j)
+      for (int h = 0; h < 2; ++h)
+        for (int c = 0; c < 2; ++c) {
+          const double* b = &B[(size_t)(8 * j + 2 * t + c) * K];
+          double s = 0.0;
+          for (int k = 0; k < K; ++k) s += A[g + 8 * h][k] * b[k];
+          float& out = L.d[4 * j + 2 * h + c];
+          out = (float)((L0.scale_d ? (double)out : 0.0) + s);
+        }
+  }
+  return true;
+}
+
+template <int N, int K, int ES> inline void wgmma_rs(float* d, const unsigned (&a)[4], unsigned long long db, int scale_d) {
+  if (blockDim.x % 128 != 0 || blockDim.y != 1 || blockDim.z != 1) {
+    fail_launch("wgmma RS: needs a 1-D block of whole warpgroups (128 threads)");
+    return;
+  }
+  WgmmaRsLane L{d, {a[0], a[1], a[2], a[3]}, db, scale_d};
+  exchange(&wgmma_rs_m64<N, K, ES>, &L);
+}
+
+}  // namespace qsa_emu
+
+template <int K> inline void qsa_wgmma_fence_aregs(unsigned (&)[K][4]) {}
+// N = 64: the decode scorers (common/scores_decode_wg.h).
 inline void qsa_wgmma_m64n64k8_tf32_rs(float (&d)[32], const unsigned (&a)[4], unsigned long long db, int scale_d) {
-  qsa_emu::wgmma_m64_rs<64, 8, 4>(d, a, db, scale_d, "wgmma.m64n64k8.tf32 (A in registers)");
+  qsa_emu::wgmma_rs<64, 8, 4>(d, a, db, scale_d);
 }
 inline void qsa_wgmma_m64n64k16_bf16_rs(float (&d)[32], const unsigned (&a)[4], unsigned long long db, int scale_d) {
-  qsa_emu::wgmma_m64_rs<64, 16, 2>(d, a, db, scale_d, "wgmma.m64n64k16.bf16 (A in registers)");
+  qsa_emu::wgmma_rs<64, 16, 2>(d, a, db, scale_d);
 }
-template <int N, int M> inline void qsa_wgmma_fence_regs_u32(unsigned (&)[N][M]) {}
+inline void qsa_wgmma_m64n128k8_tf32_rs(float (&d)[64], const unsigned (&a)[4], unsigned long long db, int scale_d) {
+  qsa_emu::wgmma_rs<128, 8, 4>(d, a, db, scale_d);
+}
+inline void qsa_wgmma_m64n256k8_tf32_rs(float (&d)[128], const unsigned (&a)[4], unsigned long long db, int scale_d) {
+  qsa_emu::wgmma_rs<256, 8, 4>(d, a, db, scale_d);
+}
+inline void qsa_wgmma_m64n128k16_bf16_rs(float (&d)[64], const unsigned (&a)[4], unsigned long long db, int scale_d) {
+  qsa_emu::wgmma_rs<128, 16, 2>(d, a, db, scale_d);
+}
+inline void qsa_wgmma_m64n256k16_bf16_rs(float (&d)[128], const unsigned (&a)[4], unsigned long long db, int scale_d) {
+  qsa_emu::wgmma_rs<256, 16, 2>(d, a, db, scale_d);
+}
 #endif  // QSA_WGMMA

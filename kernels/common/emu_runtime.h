@@ -50,7 +50,13 @@ template <auto F> void call(void** a) { call_with(F, a); }
 
 // ---- One launch.
 
-enum Schedule : int { FORWARD = 0, REVERSE = 1, RANDOM = 2 };
+// WAVE_FIRST: only the lowest wave with a ready thread runs, and its wave collective (a
+// matrix instruction included) is resolved as soon as its lanes arrive, before any other wave
+// has run: the most skewed warps a card can have. A wave that reads shared memory other waves
+// write without a barrier between (e.g. a wgmma reading an operand before the barrier that
+// ends its staging) reads poison here, where the other schedules let every thread reach its
+// first sync point before any collective resolves.
+enum Schedule : int { FORWARD = 0, REVERSE = 1, RANDOM = 2, WAVE_FIRST = 3 };
 
 }  // namespace qsa_emu
 

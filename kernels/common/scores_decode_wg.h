@@ -192,7 +192,7 @@ __device__ __forceinline__ void dwg_body(const float* __restrict__ q, const floa
       }
     }
     qsa_wgmma_fence_regs(acc);
-    qsa_wgmma_fence_regs_u32(a);
+    qsa_wgmma_fence_aregs(a);
     qsa_wgmma_fence();  // the conversions above wrote the A registers wgmma reads
 #pragma unroll
     for (int ks = 0; ks < KS; ++ks) {
@@ -203,7 +203,7 @@ __device__ __forceinline__ void dwg_body(const float* __restrict__ q, const floa
     qsa_wgmma_commit();
     qsa_wgmma_wait<0>();
     qsa_wgmma_fence_regs(acc);    // no use of acc above the wait
-    qsa_wgmma_fence_regs_u32(a);  // A live (its registers untouched) until the MMAs are done
+    qsa_wgmma_fence_aregs(a);  // A live (its registers untouched) until the MMAs are done
   };
   // Tile i's scores from acc: per row, the query's columns summed, the quad's parts added.
   auto epilogue = [&](int i) {

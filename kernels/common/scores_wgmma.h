@@ -5,7 +5,10 @@
 // module cache (keyed by every common header) sees it.
 //
 // Hopper warpgroup-MMA kernels (sm_90a: QSA_WGMMA, kernels/common/mma.h). Absent from every
-// other code object; the host takes them only with Feature::Wgmma (src/dispatch/scores.rs).
+// other code object; the host takes them only with Feature::Wgmma (src/dispatch/scores.rs),
+// and since 2026-12-02 only with QSA_SCORES_WG=ss: the A-in-registers kernels of
+// common/scores_wgrs.h are sm_90's defaults (2.3x / 1.7x faster on the H200: bound here by
+// L1 / shared throughput, 84.75% in ncu, with A restaged through shared memory per unit).
 //   block_scores_tf32_wgmma  wgmma m64n128k8 .tf32, 64 rows x 128 blocks per MMA tile
 //   block_scores_bf16_wgmma  wgmma m64n256k16 .bf16, 64 rows x 256 blocks per MMA tile
 // One warpgroup (128 threads) per CTA. The CTA's B tile (BN blocks x K = 128) is staged

@@ -110,7 +110,11 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
     ),
     (
         "QSA_SCORES_WG_UPC",
-        "1 | 2 | 4 | 8 | 16: 64-row units per CTA of the wgmma scorers, default 4 (qsa's sweep switch)",
+        "1 | 2 | 4 | 8 | 16: the sm_90a wgmma scorers' work per CTA (qsa's sweep switch): groups of 4 queries per warpgroup of the rs* kernels (default: one wave), 64-row units per CTA of the ss kernel (default: the measured rule)",
+    ),
+    (
+        "QSA_SCORES_WG",
+        "ss | rs128 | rs128p | rs256 | rs256p | rs128s | rs128ps | rs256s | rs256ps | rs256o | rs256po: sm_90a's prefill wgmma scorer: A through shared memory (ss, session 6's) or A in registers (rs*, BN blocks per CTA; p: next A prefetched, s: swizzled B, o: ping-pong); default rs256 (TF32), rs256p (BF16) (qsa's sweep switch)",
     ),
     (
         "QSA_SCORES_SIMT_DC",

@@ -10,8 +10,9 @@ pub mod decode;
 pub mod decode_wg;
 mod engine;
 pub use engine::{
-    auto_units_per_cta, check_wg_upc, tc_engine, wgmma_built, wgmma_units_per_cta, TcEngine,
-    FORCE_MMA_SYNC, WG_UPC_DEFAULT, WG_UPC_SWITCH,
+    auto_units_per_cta, check_wg_kernel, check_wg_upc, tc_engine, wg_kernel, wgmma_built,
+    wgmma_units_per_cta, TcEngine, WgKernel, FORCE_MMA_SYNC, WG_KERNELS, WG_KERNEL_DEFAULT,
+    WG_KERNEL_SWITCH, WG_UPC_DEFAULT, WG_UPC_SWITCH,
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,6 +101,7 @@ pub fn check_switches(sw: &Switches) -> Result<(), String> {
         Some(other) => return Err(format!("{TILE_SWITCH}={other}: expected wide or decode")),
     }
     check_wg_upc(sw)?;
+    check_wg_kernel(sw)?;
     match sw.get(SIMT_CHUNK_SWITCH) {
         None | Some("8" | "16") => {}
         Some(other) => return Err(format!("{SIMT_CHUNK_SWITCH}={other}: expected 8 or 16")),

@@ -102,6 +102,10 @@ pub enum Schedule {
     Reverse,
     /// A seeded shuffle, drawn anew at every step.
     Random(u64),
+    /// One wave at a time, its collectives resolved as soon as its lanes arrive
+    /// (emu_runtime.h's WAVE_FIRST): a wave that reads what other waves stage without a
+    /// barrier between reads poison.
+    WaveFirst,
 }
 
 impl Schedule {
@@ -117,6 +121,7 @@ impl Schedule {
             Schedule::Forward => 0,
             Schedule::Reverse => 1,
             Schedule::Random(_) => 2,
+            Schedule::WaveFirst => 3,
         }
     }
     fn seed(self) -> u64 {
@@ -132,6 +137,7 @@ impl Schedule {
             Schedule::Forward => 0xa5,
             Schedule::Reverse => 0x5a,
             Schedule::Random(s) => 0x3c ^ (s as u8),
+            Schedule::WaveFirst => 0xc3,
         }
     }
     pub fn name(self) -> String {
@@ -139,6 +145,7 @@ impl Schedule {
             Schedule::Forward => "forward".into(),
             Schedule::Reverse => "reverse".into(),
             Schedule::Random(s) => format!("random (seed {s})"),
+            Schedule::WaveFirst => "wave-first".into(),
         }
     }
 }

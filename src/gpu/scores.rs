@@ -6,14 +6,15 @@ use super::{as_bytes, Family, GpuApi, GpuProps, LaunchDims};
 use crate::backend::{BackendError, BackendResult, Prepared};
 use crate::dispatch::scores::{
     amd_matrix, auto_units_per_cta, check_switches, choose_for, simt_chunk_for, simt_d16_built,
-    tc_engine, tc_tile_on, wgmma_units_per_cta, AmdMatrix, ScoresKernel, SimtChunk, TcEngine,
-    TcTile, WG_UPC_DEFAULT,
+    tc_engine, tc_tile_on, wg_kernel, wgmma_units_per_cta, AmdMatrix, ScoresKernel, SimtChunk,
+    TcEngine, TcTile, WgKernel, WG_UPC_DEFAULT,
 };
 
 use crate::dispatch::{Feature, Switches, TargetCaps};
 use crate::problem::{Output, ScoresProblem, HEAD_DIM};
 
 mod decode;
+mod wgrs;
 
 /// Threads per block of every scores kernel but the wgmma ones (one warpgroup, `WG_THREADS`).
 const THREADS: u32 = 256;
@@ -219,12 +220,30 @@ pub fn plan_on(
             let sms = multiprocessors as usize;
             decode::plan_decode(kernel, &cfg, sms, nq, heads, blocks, shared_limit)
         }
-        ScoresKernel::Tf32 | ScoresKernel::Bf16 if engine == TcEngine::Wgmma => plan_wgmma(
-            kernel == ScoresKernel::Bf16,
-            (nq, heads, blocks),
-            WG_UPC_DEFAULT,
-            shared_limit,
-        ),
+        ScoresKernel::Tf32 | ScoresKernel::Bf16 if engine == TcEngine::Wgmma => {
+            let bf16 = kernel == ScoresKernel::Bf16;
+            match wg_kernel(sw, bf16) {
+                WgKernel::Ss => plan_wgmma(bf16, (nq, heads, blocks), WG_UPC_DEFAULT, shared_limit),
+                WgKernel::Rs {
+                    bn,
+                    prefetch,
+                    swizzle,
+                    pingpong,
+                } => wgrs::plan_wgrs(
+                    bf16,
+                    wgrs::RsFlags {
+                        bn,
+                        prefetch,
+                        swizzle,
+                        pingpong,
+                    },
+                    (nq, heads, blocks),
+                    multiprocessors as usize,
+                    wgmma_units_per_cta(sw),
+                    shared_limit,
+                ),
+            }
+        }
         ScoresKernel::Tf32 | ScoresKernel::Bf16 => {
             // The kernel addresses Q with 32-bit offsets.
             let q_floats = nq * heads * HEAD_DIM;
@@ -541,18 +560,11 @@ mod tests {
 
     #[test]
     fn wgmma_plans_cover_every_unit() {
-        let tf32 = |nq, heads, blocks| {
-            plan_engine(
-                ScoresKernel::Tf32,
-                TcTile::Wide,
-                TcEngine::Wgmma,
-                nq,
-                heads,
-                blocks,
-                232_448,
-            )
-            .unwrap()
-        };
+        // The SS kernels (QSA_SCORES_WG=ss; the RS kernels' plans: gpu/scores/wgrs.rs).
+        let sw = Switches::new([("QSA_SCORES_WG".to_string(), "ss".to_string())].into());
+        let ss = |k, shape, limit| plan_on(k, TcTile::Wide, TcEngine::Wgmma, shape, limit, 1, &sw);
+        let tf32 =
+            |nq, heads, blocks| ss(ScoresKernel::Tf32, (nq, heads, blocks), 232_448).unwrap();
         // 256 queries of 64 heads: 256 units, 4 per CTA; 128 blocks per CTA.
         let l = tf32(256, 64, 4096);
         assert_eq!(
@@ -575,16 +587,7 @@ mod tests {
         assert_eq!(tf32(9, 7, 77).grid, (1, 1, 1));
         // 200 heads: one query per unit (4 passes), 2 queries.
         assert_eq!(tf32(2, 200, 300).grid, (3, 1, 1));
-        let bf = plan_engine(
-            ScoresKernel::Bf16,
-            TcTile::Wide,
-            TcEngine::Wgmma,
-            256,
-            64,
-            4096,
-            232_448,
-        )
-        .unwrap();
+        let bf = ss(ScoresKernel::Bf16, (256, 64, 4096), 232_448).unwrap();
         assert_eq!(
             (bf.kernel, bf.grid, bf.shared_bytes),
             ("block_scores_bf16_wgmma", (16, 64, 1), 86_016)
@@ -599,15 +602,7 @@ mod tests {
         );
         // sm_86's 99 KiB would not hold the TF32 tile: a clear refusal, not a launch.
         assert!(matches!(
-            plan_engine(
-                ScoresKernel::Tf32,
-                TcTile::Wide,
-                TcEngine::Wgmma,
-                1,
-                64,
-                1,
-                99_000
-            ),
+            ss(ScoresKernel::Tf32, (1, 64, 1), 99_000),
             Err(BackendError::Unsupported(_))
         ));
     }

@@ -31,4 +31,24 @@ QSA_KERNEL void scores_tc_wgmma(const float* q, const float* kb, const float* w,
   if (bf16) block_scores_bf16_wgmma(q, kb, w, s, nq, heads, blocks);
   else block_scores_tf32_wgmma(q, kb, w, s, nq, heads, blocks);
 }
+// The A-in-registers kernels (common/scores_wgrs.h): `which` is the index in
+// tests/emu_mma_kernels.rs's WGRS list.
+QSA_KERNEL void scores_tc_wgrs(const float* q, const float* kb, const float* w, float* s, int nq, int heads,
+                               int blocks, int bf16, int which) {
+  if (bf16) {
+    if (which == 0) block_scores_bf16_wgrs128(q, kb, w, s, nq, heads, blocks);
+    else if (which == 2) block_scores_bf16_wgrs256(q, kb, w, s, nq, heads, blocks);
+    else if (which == 3) block_scores_bf16_wgrs256p(q, kb, w, s, nq, heads, blocks);
+    else if (which == 4) block_scores_bf16_wgrs128s(q, kb, w, s, nq, heads, blocks);
+    else if (which == 6) block_scores_bf16_wgrs256ps(q, kb, w, s, nq, heads, blocks);
+    else block_scores_bf16_wgrs256o(q, kb, w, s, nq, heads, blocks);
+  } else {
+    if (which == 0) block_scores_tf32_wgrs128(q, kb, w, s, nq, heads, blocks);
+    else if (which == 1) block_scores_tf32_wgrs128p(q, kb, w, s, nq, heads, blocks);
+    else if (which == 2) block_scores_tf32_wgrs256(q, kb, w, s, nq, heads, blocks);
+    else if (which == 4) block_scores_tf32_wgrs128s(q, kb, w, s, nq, heads, blocks);
+    else if (which == 5) block_scores_tf32_wgrs256s(q, kb, w, s, nq, heads, blocks);
+    else block_scores_tf32_wgrs256o(q, kb, w, s, nq, heads, blocks);
+  }
+}
 #endif

@@ -20,8 +20,10 @@ pub enum TcEngine {
 /// `QSA_SCORES_KERNEL` values that force the mma.sync kernels where wgmma would run.
 pub const FORCE_MMA_SYNC: [&str; 2] = ["tf32_mma", "bf16_mma"];
 
-/// `QSA_SCORES_WG_UPC` sets how many 64-row units (one query of 64 heads each) a wgmma CTA
-/// computes against its staged B tile: more units stage B fewer times, fewer give more CTAs.
+/// `QSA_SCORES_WG_UPC` sets how much a wgmma CTA computes against its staged B tile: the SS
+/// kernel's 64-row units per CTA (one query of 64 heads each), the RS kernels' groups of 4
+/// queries per warpgroup (gpu/scores/wgrs.rs; default: one wave). More stage B fewer times,
+/// fewer give more CTAs.
 pub const WG_UPC_SWITCH: &str = "QSA_SCORES_WG_UPC";
 /// What `gpu::scores::plan_engine` plans with when it is not told (`auto_units_per_cta` is
 /// the dispatch's choice).
@@ -54,6 +56,87 @@ pub fn check_wg_upc(sw: &Switches) -> Result<(), String> {
         Some(other) => Err(format!(
             "{WG_UPC_SWITCH}={other}: expected 1, 2, 4, 8 or 16"
         )),
+    }
+}
+
+/// `QSA_SCORES_WG` picks which sm_90a prefill wgmma kernel runs: `ss` (A and B from shared
+/// memory, kernels/common/scores_wgmma.h; session 6's) or one of the A-in-registers kernels
+/// (kernels/common/scores_wgrs.h): `rs128` / `rs256` (BN blocks per CTA), `p` = the next
+/// item's A loaded during the MMAs, `s` = B in the 128-byte-swizzle layout, `o` = the two
+/// warpgroups of a CTA take turns issuing their MMAs (ping-pong, named barriers).
+pub const WG_KERNEL_SWITCH: &str = "QSA_SCORES_WG";
+/// The values `QSA_SCORES_WG` takes, in `check_wg_kernel`'s message order.
+pub const WG_KERNELS: [&str; 11] = [
+    "ss", "rs128", "rs128p", "rs256", "rs256p", "rs128s", "rs128ps", "rs256s", "rs256ps", "rs256o",
+    "rs256po",
+];
+
+/// A prefill wgmma kernel (`QSA_SCORES_WG`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WgKernel {
+    /// `block_scores_{tf32,bf16}_wgmma`: A restaged through shared memory per 64-row unit.
+    Ss,
+    /// `block_scores_{tf32,bf16}_wgrs<bn>[p]`: A from registers, B resident.
+    Rs {
+        bn: usize,
+        prefetch: bool,
+        swizzle: bool,
+        pingpong: bool,
+    },
+}
+
+/// sm_90a's default per precision (TF32, BF16): the fastest measured. H200, 2026-12-02 06:08
+/// UTC, bench/scores_vs_torch.py (/work/wt/results/wgsc2-1.md), median us at 256 x 64 x 4096
+/// / 256 x 64 x 2048: TF32 ss 155.3 / 81.3, rs128 83.7 / 48.6, rs128p 76.5 / 44.1, **rs256
+/// 67.6 / 40.9**, rs128s 87.2 / 49.1, rs256s 70.1 / 40.9 (cuBLAS TF32 GEMM alone 95.9 /
+/// 52.5); BF16 ss 85.8 / 63.4, rs128 59.5 / 38.8, rs256 53.8 / 32.1, **rs256p 51.2 / 31.1**,
+/// rs128s 59.9 / 36.2, rs256ps 50.4 / 31.6 (cuBLAS BF16 on pre-converted inputs 50.3 / 27.8).
+/// rs256ps and rs256p are within each other's spread (47.0..53.1 / 49.2..56.0 us); the
+/// no-swizzle layout is kept, as TF32's swizzled rs256s was slower. rs256o (ping-pong) was
+/// added after that call and is unmeasured.
+pub const WG_KERNEL_DEFAULT: [WgKernel; 2] = [
+    WgKernel::Rs {
+        bn: 256,
+        prefetch: false,
+        swizzle: false,
+        pingpong: false,
+    },
+    WgKernel::Rs {
+        bn: 256,
+        prefetch: true,
+        swizzle: false,
+        pingpong: false,
+    },
+];
+
+/// The kernel `QSA_SCORES_WG` names (checked by `check_wg_kernel`), else the default of the
+/// precision (`bf16`).
+pub fn wg_kernel(sw: &Switches, bf16: bool) -> WgKernel {
+    match sw.get(WG_KERNEL_SWITCH) {
+        Some(v) if v != "ss" && WG_KERNELS.contains(&v) => {
+            let rest = &v[2..];
+            let bn = if rest.starts_with("128") { 128 } else { 256 };
+            let flags = &rest[3..];
+            WgKernel::Rs {
+                bn,
+                prefetch: flags.contains('p'),
+                swizzle: flags.contains('s'),
+                pingpong: flags.contains('o'),
+            }
+        }
+        Some("ss") => WgKernel::Ss,
+        _ => WG_KERNEL_DEFAULT[bf16 as usize],
+    }
+}
+
+/// `QSA_SCORES_WG`'s value, before any work.
+pub fn check_wg_kernel(sw: &Switches) -> Result<(), String> {
+    match sw.get(WG_KERNEL_SWITCH) {
+        Some(v) if !WG_KERNELS.contains(&v) => Err(format!(
+            "{WG_KERNEL_SWITCH}={v}: expected one of {}",
+            WG_KERNELS.join(", ")
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -155,6 +238,54 @@ mod tests {
         let e = check_wg_upc(&sw(&[(WG_UPC_SWITCH, "3")])).unwrap_err();
         assert!(
             e.contains("QSA_SCORES_WG_UPC=3: expected 1, 2, 4, 8 or 16"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn wg_kernel_switch_values_and_default() {
+        assert_eq!(wg_kernel(&sw(&[]), false), WG_KERNEL_DEFAULT[0]);
+        assert_eq!(wg_kernel(&sw(&[]), true), WG_KERNEL_DEFAULT[1]);
+        assert_eq!(
+            wg_kernel(&sw(&[(WG_KERNEL_SWITCH, "ss")]), true),
+            WgKernel::Ss
+        );
+        assert_eq!(
+            wg_kernel(&sw(&[(WG_KERNEL_SWITCH, "rs256p")]), true),
+            WgKernel::Rs {
+                bn: 256,
+                prefetch: true,
+                swizzle: false,
+                pingpong: false
+            }
+        );
+        assert_eq!(
+            wg_kernel(&sw(&[(WG_KERNEL_SWITCH, "rs256ps")]), true),
+            WgKernel::Rs {
+                bn: 256,
+                prefetch: true,
+                swizzle: true,
+                pingpong: false
+            }
+        );
+        assert_eq!(
+            wg_kernel(&sw(&[(WG_KERNEL_SWITCH, "rs128")]), false),
+            WgKernel::Rs {
+                bn: 128,
+                prefetch: false,
+                swizzle: false,
+                pingpong: false
+            }
+        );
+        for v in WG_KERNELS {
+            assert!(
+                check_wg_kernel(&sw(&[(WG_KERNEL_SWITCH, v)])).is_ok(),
+                "{v}"
+            );
+        }
+        let e = check_wg_kernel(&sw(&[(WG_KERNEL_SWITCH, "rs64")])).unwrap_err();
+        assert!(
+            e.contains("QSA_SCORES_WG=rs64: expected one of ss, rs128, rs128p, rs256, rs256p, rs128s, rs128ps, rs256s, rs256ps, rs256o, rs256po"),
             "{e}"
         );
     }

@@ -1,0 +1,87 @@
+//! The emulator's named barriers (bar.sync / bar.arrive: mma.h's qsa_bar_sync /
+//! qsa_bar_arrive, modelled in kernels/common/emu_blocks.h) through tests/emu/named_barrier.cu.
+//! The expected behaviour is PTX's (a barrier completes when `count` threads have arrived;
+//! bar.arrive does not wait), not the model's code: a consumer that waits for its producer's
+//! arrival reads what the producer stored, one that does not (the plant) reads the poison
+//! the emulator fills shared memory with under the wave-first schedule (consumer warps run
+//! first); a sync whose count is never reached and an arrival nobody consumes are errors that
+//! name the barrier, never hangs.
+
+use qsa::dispatch::{TargetCaps, Vendor};
+use qsa::emu::api::EmuApi;
+use qsa::emu::Schedule;
+use qsa::gpu::{as_bytes, as_bytes_mut, Arg, GpuApi, LaunchDims};
+use std::path::PathBuf;
+
+fn sm_90() -> TargetCaps {
+    TargetCaps {
+        name: "sm_90".into(),
+        vendor: Vendor::Nvidia,
+        wave: 32,
+        shared_per_block: 232_448,
+        multiprocessors: 2,
+        features: vec![],
+    }
+}
+
+/// Launch `kernel` (one block of 256 threads) with (out, mode); out's 256 ints, or the error.
+fn launch(kernel: &str, mode: i32, schedule: Schedule) -> Result<Vec<i32>, String> {
+    let api = EmuApi::new(&sm_90(), schedule).unwrap();
+    let out = api.alloc(256 * 4).unwrap();
+    api.upload(out, as_bytes(&[-1i32; 256])).unwrap();
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/emu/named_barrier.cu");
+    let dims = LaunchDims {
+        grid: (1, 1, 1),
+        block: (256, 1, 1),
+        shared_bytes: 0,
+    };
+    api.launch_source(&src, kernel, dims, &[Arg::Ptr(out), Arg::I32(mode)])
+        .map_err(|e| e.to_string())?;
+    let mut v = vec![0i32; 256];
+    api.download(out, as_bytes_mut(&mut v)).unwrap();
+    Ok(v)
+}
+
+/// The first consumer slot that does not hold the producer's value.
+fn handoff_error(out: &[i32]) -> Option<String> {
+    (0..128)
+        .find(|&i| out[i] != 1000 + i as i32)
+        .map(|i| format!("out[{i}] = {}, the producer stored {}", out[i], 1000 + i))
+}
+
+#[test]
+fn a_consumer_waiting_at_the_named_barrier_reads_the_producers_stores() {
+    for schedule in [Schedule::Forward, Schedule::Reverse, Schedule::WaveFirst] {
+        let out = launch("probe_named_handoff", 0, schedule).unwrap();
+        if let Some(e) = handoff_error(&out) {
+            panic!("{}: consumer after bar.sync 1, 256: {e}", schedule.name());
+        }
+    }
+}
+
+/// The plant: without the sync the consumer warps (warpgroup 0, run first by the wave-first
+/// schedule) read shared memory before the producer stored it.
+#[test]
+fn a_consumer_that_skips_the_sync_reads_poison() {
+    let out = launch("probe_named_handoff", 1, Schedule::WaveFirst).unwrap();
+    assert!(
+        handoff_error(&out).is_some(),
+        "a consumer without bar.sync still read the producer's values: the wave-first schedule or the model lets it wait"
+    );
+}
+
+#[test]
+fn a_count_never_reached_and_a_pending_arrival_are_named() {
+    let e = launch("probe_named_misuse", 1, Schedule::Forward).unwrap_err();
+    assert!(
+        e.contains(
+            "deadlock: 128 of 128 live threads wait at named barriers (id 2: 128 of 256 arrived)"
+        ),
+        "{e}"
+    );
+    let e = launch("probe_named_misuse", 2, Schedule::Forward).unwrap_err();
+    assert!(
+        e.contains("exited with arrivals pending at named barriers (id 3: 128 of 256 arrived)"),
+        "{e}"
+    );
+}
