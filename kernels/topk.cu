@@ -242,6 +242,42 @@ QSA_DEVICE TopkSel topk_radix_regs(const unsigned (&key)[ITEMS], int nv, unsigne
   return topk_radix_regs(key, nv, k, 0, 0u, digits, s);
 }
 
+// Radix select over register keys in windows that start where the keys start to differ,
+// not on byte edges: bits >= p are decided (every key taking part shares `prefix` there),
+// each pass decides the next min(8, p) bits, at most `passes` passes. The split's final
+// step starts at the highest bit in which its candidates differ: ~4,500 candidates for
+// k = 2048 of 262,144 span about 18 bits, so two 8-bit windows leave the k-th key's bin
+// alone where byte-aligned digits (the top byte shared) need three. Requires
+// 1 <= k <= entries taking part.
+template <int ITEMS>
+QSA_DEVICE TopkSel topk_radix_regs_window(const unsigned (&key)[ITEMS], int nv, unsigned k, int p, unsigned prefix,
+                                          int passes, TopkShared& s) {
+  const unsigned top = p < 32 ? ~0u << p : 0u;
+  TopkSel sel = {top, prefix & top, k};
+  unsigned kr = k;
+  topk_hist_clear(s.hist[0]);
+  QSA_SYNC();
+  for (int d = 0; p > 0 && d < passes; ++d) {  // block-uniform
+    const int shift = max(p - 8, 0), b = d & 1;
+    const unsigned wmask = (1u << (p - shift)) - 1u;
+#pragma unroll
+    for (int j = 0; j < ITEMS; ++j) {
+      const bool v = j < nv && (key[j] & sel.mask) == sel.prefix;
+      topk_hist_add(s.hist[b], v, (key[j] >> shift) & wmask);
+    }
+    topk_hist_clear(s.hist[b ^ 1]);
+    QSA_SYNC();
+    topk_choose_bin(s, b, kr);
+    sel.mask |= wmask << shift;
+    sel.prefix |= s.bin[b] << shift;
+    kr -= s.above[b];
+    sel.need = kr;
+    p = shift;
+    if (s.count[b] == kr) break;
+  }
+  return sel;
+}
+
 // Ordered compaction of register-held keys, in two halves: count (one block scan) gives
 // each thread the selected entries before its own; emit(pos, j) then writes each selected
 // entry at its rank in index order. Block totals stay below 2^16.
@@ -595,14 +631,15 @@ QSA_KERNEL __launch_bounds__(TOPK_MAX_THREADS, 1) void qsa_topk_wide(
 // ---------------------------------------------------------------------------------------
 // Split workspace (u32 words, caller-provided, zeroed once before first use; the kernels
 // leave it zeroed where it must be): done[nq] | bound[nq*m] | cnt[nq*m] |
-// cand_key[nq*m*kc] | cand_idx[nq*m*kc], m = ceil(n / 4096), kc = min(k, 4096).
+// cand_key[nq*m*kc] | cand_idx[nq*m*kc], m = ceil(n / chunk), kc = min(k, chunk); chunk =
+// 4096 for the split, 512 * ITEMS for the speculative kernels (src/gpu/topk.rs).
 struct TopkSplitWs {
   unsigned *done, *bound, *cnt, *ckey;
   int* cidx;
   unsigned m, kc;
-  __device__ TopkSplitWs(unsigned* ws, int nq, int n, int k) {
-    m = (unsigned)((n + TOPK_SPLIT_CHUNK - 1) / TOPK_SPLIT_CHUNK);
-    kc = (unsigned)min(k, TOPK_SPLIT_CHUNK);
+  __device__ TopkSplitWs(unsigned* ws, int nq, int n, int k, int chunk = TOPK_SPLIT_CHUNK) {
+    m = (unsigned)((n + chunk - 1) / chunk);
+    kc = (unsigned)min(k, chunk);
     const size_t qm = (size_t)nq * m;
     done = ws;
     bound = done + nq;
@@ -662,16 +699,25 @@ struct TopkCandSrc {
 };
 
 // The last CTA of a query: select k among the chunks' candidates. The selection's k-th key
-// is at least its radix prefix; when that prefix lies below `floor` the candidates are not
-// proven to hold the selection (the speculative kernel's check, below): nothing is written
-// and the result is false. The split passes floor 0 (its bound X is proven).
-QSA_DEVICE bool topk_split_final(const TopkSplitWs& w, int q, int k, int* o, TopkShared& s, unsigned floor) {
+// is at least its radix prefix; when that prefix lies below `floor`, the largest of the
+// query's chunk bounds `bounds` (m of them), the candidates are not proven to hold the
+// selection (the speculative kernel's check, below): nothing is written and the result is
+// false. The split passes no bounds: floor 0 (its bound X is proven). The bounds are read
+// with the chunks' counts, in one round trip to L2. s.floor must be 0 on entry.
+QSA_DEVICE bool topk_split_final(const TopkSplitWs& w, int q, int k, int* o, TopkShared& s,
+                                 const unsigned* bounds, bool window = false) {
   const unsigned* cnt = w.cnt + (size_t)q * w.m;
   const unsigned* ckey = w.ckey + (size_t)q * w.m * w.kc;
   const int* cidx = w.cidx + (size_t)q * w.m * w.kc;
   const unsigned t = threadIdx.x;
   TOPK_SPLIT_STAMP(2, 0, 0, q);
   const unsigned c = t < w.m ? topk_load_cg(cnt + t) : 0u;  // m <= 256 <= blockDim
+  if (bounds) {  // block-uniform: the largest bound, posted before the scan's barriers
+    unsigned b = t < w.m ? topk_load_cg(bounds + t) : 0u;
+#pragma unroll
+    for (int off = QSA_WAVE / 2; off > 0; off >>= 1) b = max(b, (unsigned)qsa_shfl_xor(b, off));
+    if (qsa_lane() == 0) atomicMax(&s.floor, b);
+  }
   unsigned total;
   const unsigned off = topk_block_scan(c, total, s);
   if (t < w.m) s.offsets[t] = off;
@@ -682,6 +728,7 @@ QSA_DEVICE bool topk_split_final(const TopkSplitWs& w, int q, int k, int* o, Top
     s.kept = 0u;
   }
   QSA_SYNC();
+  const unsigned floor = bounds ? s.floor : 0u;
   TOPK_SPLIT_STAMP(2, 0, 1, q);
   auto id_of = [&](unsigned p) {
     return (int)topk_load_cg((const unsigned*)cidx + topk_cand_slot(s, w.m, w.kc, p));
@@ -745,18 +792,23 @@ QSA_DEVICE bool topk_split_final(const TopkSplitWs& w, int q, int k, int* o, Top
     // The digits that every kept candidate shares need no pass: start below them. The others
     // become key 0, which never matches the kept ones' prefix when that prefix is not 0 (else
     // every candidate takes part from the first digit: still exact, k of them are kept).
+    // Byte digits start at the first byte in which they differ, windows (`window`) at the
+    // first bit: p bits below the shared ones.
     int first = lo == hi ? 4 : __clz((int)(lo ^ hi)) / 8;
-    const unsigned top = first > 0 ? ~0u << (32 - 8 * first) : 0u;
+    int p = lo == hi ? 0 : 32 - __clz((int)(lo ^ hi));
+    const unsigned top = window ? (p < 32 ? ~0u << p : 0u) : first > 0 ? ~0u << (32 - 8 * first) : 0u;
     if (floor > 0u) {
       if ((lo & top) == 0u) {
         first = 0;
+        p = 32;
       } else {
 #pragma unroll
         for (int j = 0; j < TOPK_FINAL_ITEMS; ++j) key[j] = key[j] >= floor ? key[j] : 0u;
       }
     }
     TOPK_SPLIT_STAMP(2, 0, 3, q);
-    const TopkSel sel = topk_radix_regs(key, nv, (unsigned)k, first, lo, 4, s);
+    const TopkSel sel = window ? topk_radix_regs_window(key, nv, (unsigned)k, p, lo, 4, s)
+                               : topk_radix_regs(key, nv, (unsigned)k, first, lo, 4, s);
     TOPK_SPLIT_STAMP(2, 0, 4, q);
     if (threadIdx.x == 0 && q == 0) TOPK_SPLIT_NOTE(first, total);
     topk_compact_regs(key, nv, sel, [&](unsigned pos, int j) { o[pos] = ids[j]; }, s);
@@ -822,7 +874,7 @@ QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void 
   TOPK_SPLIT_STAMP(1, c, 4, q);
   if (!s.flag) return;
   __threadfence();
-  topk_split_final(w, q, k, out + (size_t)q * k, s, 0u);
+  topk_split_final(w, q, k, out + (size_t)q * k, s, nullptr);
   TOPK_SPLIT_STAMP(2, 0, 7, q);
 }
 
@@ -846,13 +898,80 @@ QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void 
 #if !defined(TOPK_SPEC_MARGIN)  // overridable only by development probes
 #define TOPK_SPEC_MARGIN 2
 #endif
-// qsa:block 512
-QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void qsa_topk_spec(
-    const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
-    int* __restrict__ out) {
-  __shared__ TopkShared s;
+// The speculative kernel's variants (the `flags` argument; src/gpu/topk.rs sets them from
+// the QSA_TOPK_SPEC_* switches): each is exact either way, they differ in time only.
+// Final step: radix windows from the candidates' first differing bit (two passes where byte
+// digits take three for continuous scores).
+#define TOPK_SPEC_FINAL_WINDOW 1
+// Chunk bound in one histogram pass (topk_bound_window) instead of two radix digits.
+#define TOPK_SPEC_BOUND_WINDOW 2
+// Chunk keys loaded with 16-byte loads where the thread's entries are aligned and whole.
+#define TOPK_SPEC_LOAD_VEC4 4
+
+// A chunk's keys, blocked (thread t: entries t * ITEMS .. + ITEMS - 1 of the chunk).
+template <int ITEMS>
+QSA_DEVICE int topk_load_chunk_items(const float* row, int n, int chunk, bool vec4, unsigned (&key)[ITEMS]) {
+  const int base = chunk * (ITEMS * TOPK_SPLIT_THREADS) + threadIdx.x * ITEMS;
+  const int nv = max(0, min(ITEMS, n - base));
+  if (vec4 && nv == ITEMS && ((size_t)(row + base) & 15u) == 0) {
+    const float4* row4 = (const float4*)(row + base);
+    float4 x[ITEMS / 4];
+#pragma unroll
+    for (int j = 0; j < ITEMS / 4; ++j) x[j] = row4[j];
+#pragma unroll
+    for (int j = 0; j < ITEMS / 4; ++j) {
+      key[4 * j] = qsa_order_key(x[j].x);
+      key[4 * j + 1] = qsa_order_key(x[j].y);
+      key[4 * j + 2] = qsa_order_key(x[j].z);
+      key[4 * j + 3] = qsa_order_key(x[j].w);
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < ITEMS; ++j) key[j] = j < nv ? qsa_order_key(row[base + j]) : 0u;
+  }
+  return nv;
+}
+
+// A chunk bound in one histogram pass: the entries that share the chunk's largest key's top
+// 9 bits (sign and exponent of the score: its octave), binned by the next 8 bits; the
+// result is the lower edge of the bin where the count from the top reaches r, so at least r
+// entries lie at or above it (a 15-bit-aligned key, finer than two byte digits' 16 bits).
+// When the octave holds fewer than r entries (an outlier above the rest) the two-digit radix
+// bound is taken instead. Three block barriers plus one, where two digits take six.
+template <int ITEMS>
+QSA_DEVICE unsigned topk_bound_window(const unsigned (&key)[ITEMS], int nv, unsigned r, TopkShared& s) {
+  const unsigned wave = threadIdx.x / QSA_WAVE;
+  const unsigned nwaves = blockDim.x / QSA_WAVE;
+  unsigned mx = 0u;
+#pragma unroll
+  for (int j = 0; j < ITEMS; ++j) mx = j < nv ? max(mx, key[j]) : mx;
+#pragma unroll
+  for (int off = QSA_WAVE / 2; off > 0; off >>= 1) mx = max(mx, (unsigned)qsa_shfl_xor(mx, off));
+  if (qsa_lane() == 0) s.waves[wave] = mx;
+  topk_hist_clear(s.hist[0]);
+  if (threadIdx.x == 0) s.count[0] = 0xffffffffu;  // no bin reached r
+  QSA_SYNC();
+  unsigned hi = 0u;
+  for (unsigned w = 0; w < nwaves; ++w) hi = max(hi, s.waves[w]);
+  const unsigned octave = hi & 0xff800000u;
+#pragma unroll
+  for (int j = 0; j < ITEMS; ++j) {
+    const bool v = j < nv && (key[j] & 0xff800000u) == octave;
+    topk_hist_add(s.hist[0], v, (key[j] >> 15) & 0xffu);
+  }
+  QSA_SYNC();  // also: every thread has read s.waves before topk_choose_bin writes it
+  topk_choose_bin(s, 0, r);
+  if (s.count[0] != 0xffffffffu) return octave | (s.bin[0] << 15);  // block-uniform
+  return topk_radix_regs(key, nv, r, TOPK_BOUND_DIGITS, s).prefix;
+}
+
+// The speculative kernel's body: chunks of 512 * ITEMS entries, `flags` TOPK_SPEC_*.
+template <int ITEMS>
+QSA_DEVICE void topk_spec(const float* __restrict__ scores, int capacity, int nq, int n, int k,
+                          unsigned* __restrict__ ws, int* __restrict__ out, int flags, TopkShared& s) {
+  const int chunk = ITEMS * TOPK_SPLIT_THREADS;
   const int c = blockIdx.x, q = blockIdx.y;
-  const TopkSplitWs w(ws, nq, n, k);
+  const TopkSplitWs w(ws, nq, n, k, chunk);
   if (q >= nq || c >= (int)w.m) return;
   int* o = out + (size_t)q * k;
   if (k >= n) {  // every entry: no workspace, no ticket
@@ -861,14 +980,17 @@ QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void 
   }
   const float* row = scores + (size_t)q * capacity;
   TOPK_SPLIT_STAMP(1, c, 0, q);
-  unsigned key[TOPK_SPLIT_ITEMS];
-  const int nv = topk_load_chunk(row, n, c, key);
-  const int base = c * TOPK_SPLIT_CHUNK + threadIdx.x * TOPK_SPLIT_ITEMS;
+  unsigned key[ITEMS];
+  const int nv = topk_load_chunk_items(row, n, c, (flags & TOPK_SPEC_LOAD_VEC4) != 0, key);
+  const int base = c * chunk + threadIdx.x * ITEMS;
   TOPK_SPLIT_STAMP(1, c, 1, q);
-  const int len = min(TOPK_SPLIT_CHUNK, n - c * TOPK_SPLIT_CHUNK);
+  const int len = min(chunk, n - c * chunk);
   const unsigned r = TOPK_SPEC_MARGIN * (((unsigned)k + w.m - 1) / w.m);
   unsigned bound = 0u;  // every entry when the chunk has no more than r
-  if ((unsigned)len > r) bound = topk_radix_regs(key, nv, r, TOPK_BOUND_DIGITS, s).prefix;
+  if ((unsigned)len > r) {
+    bound = (flags & TOPK_SPEC_BOUND_WINDOW) ? topk_bound_window(key, nv, r, s)
+                                             : topk_radix_regs(key, nv, r, TOPK_BOUND_DIGITS, s).prefix;
+  }
   TopkSel sel = {0xffffffffu, bound, 0xffffffffu};  // key >= bound, every tie
   TOPK_SPLIT_STAMP(1, c, 2, q);
   TopkCounts counts = topk_count_regs(key, nv, sel, s);
@@ -900,13 +1022,7 @@ QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void 
   TOPK_SPLIT_STAMP(1, c, 4, q);
   if (!s.flag) return;
   __threadfence();
-  // The largest chunk bound (m <= TOPK_MAX_CHUNKS <= blockDim: one per thread).
-  unsigned b = threadIdx.x < w.m ? topk_load_cg(w.bound + (size_t)q * w.m + threadIdx.x) : 0u;
-#pragma unroll
-  for (int off = QSA_WAVE / 2; off > 0; off >>= 1) b = max(b, (unsigned)qsa_shfl_xor(b, off));
-  if (qsa_lane() == 0) atomicMax(&s.floor, b);
-  QSA_SYNC();
-  if (topk_split_final(w, q, k, o, s, s.floor)) {
+  if (topk_split_final(w, q, k, o, s, w.bound + (size_t)q * w.m, (flags & TOPK_SPEC_FINAL_WINDOW) != 0)) {
     TOPK_SPLIT_STAMP(2, 0, 7, q);
     return;
   }
@@ -914,6 +1030,33 @@ QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void 
   const TopkRowSrc src = {row};
   const TopkSel all = topk_radix_stream(src, (unsigned)n, (unsigned)k, s);
   topk_compact_stream(src, (unsigned)n, all, [&](unsigned pos, unsigned i) { o[pos] = (int)i; }, s);
+}
+
+// Entry points by chunk size (src/gpu/topk.rs: spec_kernel): 4,096 entries (8 per thread),
+// 8,192 and 16,384 (fewer, fatter chunks: 16 queries x 262,144 is 1,024 CTAs of 4,096, about
+// four waves at two CTAs per SM, and 256 of 16,384, one wave).
+// qsa:block 512
+QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void qsa_topk_spec(
+    const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
+    int* __restrict__ out, int flags) {
+  __shared__ TopkShared s;
+  topk_spec<TOPK_SPLIT_ITEMS>(scores, capacity, nq, n, k, ws, out, flags, s);
+}
+
+// qsa:block 512
+QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void qsa_topk_spec_8k(
+    const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
+    int* __restrict__ out, int flags) {
+  __shared__ TopkShared s;
+  topk_spec<16>(scores, capacity, nq, n, k, ws, out, flags, s);
+}
+
+// qsa:block 512
+QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void qsa_topk_spec_16k(
+    const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
+    int* __restrict__ out, int flags) {
+  __shared__ TopkShared s;
+  topk_spec<32>(scores, capacity, nq, n, k, ws, out, flags, s);
 }
 
 // ---------------------------------------------------------------------------------------

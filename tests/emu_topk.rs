@@ -253,6 +253,42 @@ fn split_matches_the_oracle_with_each_targets_dispatch() {
     }
 }
 
+/// The speculative kernel's variants (src/dispatch/topk.rs `SpecOptions`: windowed final
+/// radix, one-pass chunk bound, 16-byte loads; chunks of 4,096 / 8,192 / 16,384 entries) on
+/// wave 32 and wave 64: query 0's row is 16-byte aligned (vec4 loads), query 1's is not
+/// (capacity 18,438: scalar loads); uniform passes the check, nan_cut leaves fewer than r
+/// entries in the octave of a chunk's largest key (+inf: the one-pass bound falls back to
+/// two digits), ascending fails the check (the last CTA selects over the row).
+#[test]
+fn spec_variants_match_the_oracle() {
+    let case = Case {
+        name: "emu_spec_variants",
+        nq: 2,
+        n: 18_437,
+        capacity: 18_438,
+        k: 300,
+        active: None,
+        dists: &["uniform", "nan_cut", "ascending"],
+    };
+    let all_on = [
+        ("QSA_TOPK_KERNEL", "spec"),
+        ("QSA_TOPK_SPEC_FINAL", "window"),
+        ("QSA_TOPK_SPEC_BOUND", "window"),
+        ("QSA_TOPK_SPEC_LOAD", "vec4"),
+    ];
+    for caps in gpu_targets()
+        .into_iter()
+        .filter(|c| c.name == "sm_90" || c.name == "gfx906")
+    {
+        for chunk in ["4096", "8192", "16384"] {
+            let mut v = all_on.to_vec();
+            v.push(("QSA_TOPK_SPEC_CHUNK", chunk));
+            let d = check_case(&caps, &v, &case, &[Schedule::Forward]);
+            assert!(d.iter().all(|d| d == "spec"), "{}: {d:?}", caps.name);
+        }
+    }
+}
+
 /// The race check over every top-k kernel on wave 32 and wave 64: forward, reverse and a
 /// seeded random order of threads between sync points give the same device memory after
 /// every launch.
@@ -312,6 +348,18 @@ fn topk_kernels_are_schedule_independent() {
         check_case(
             &caps,
             &[("QSA_TOPK_KERNEL", "spec")],
+            &cluster,
+            &Schedule::RACE_CHECK,
+        );
+        // Its one-pass bound and windowed final radix, in chunks of 8,192.
+        check_case(
+            &caps,
+            &[
+                ("QSA_TOPK_KERNEL", "spec"),
+                ("QSA_TOPK_SPEC_CHUNK", "8192"),
+                ("QSA_TOPK_SPEC_FINAL", "window"),
+                ("QSA_TOPK_SPEC_BOUND", "window"),
+            ],
             &cluster,
             &Schedule::RACE_CHECK,
         );

@@ -101,6 +101,22 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
         "register | wide | split | cluster: force one top-k kernel (qsa's switch, for tests)",
     ),
     (
+        "QSA_TOPK_SPEC_CHUNK",
+        "4096 | 8192 | 16384 | wave: entries per chunk CTA of the speculative top-k (wave: the smallest whose CTAs fit one wave) (qsa's sweep switch)",
+    ),
+    (
+        "QSA_TOPK_SPEC_FINAL",
+        "byte | window: the speculative top-k's final radix in byte digits or in windows from the candidates' first differing bit (qsa's sweep switch)",
+    ),
+    (
+        "QSA_TOPK_SPEC_BOUND",
+        "radix | window: the speculative top-k's chunk bound by two radix digits or one pass over the octave of the chunk's largest key (qsa's sweep switch)",
+    ),
+    (
+        "QSA_TOPK_SPEC_LOAD",
+        "scalar | vec4: the speculative top-k's chunk loads (qsa's sweep switch)",
+    ),
+    (
         "QSA_SCORES_KERNEL",
         "warp | simt | tf32 | bf16 | tf32_mma | bf16_mma: force one scorer where the target has it, SIMT even below 8 queries; *_mma: mma.sync where sm_90a's wgmma kernel would run (qsa's switch, for benches)",
     ),

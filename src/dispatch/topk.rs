@@ -126,6 +126,105 @@ pub fn choose(caps: &TargetCaps, sw: &Switches, s: TopkShape) -> Result<TopkKern
     })
 }
 
+/// Chunk sizes of the speculative kernel: one entry point each (kernels/topk.cu), 512
+/// threads holding 8 / 16 / 32 entries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpecChunk {
+    K4,
+    K8,
+    K16,
+}
+
+impl SpecChunk {
+    pub fn entries(self) -> usize {
+        match self {
+            SpecChunk::K4 => 4096,
+            SpecChunk::K8 => 8192,
+            SpecChunk::K16 => 16_384,
+        }
+    }
+    pub fn kernel(self) -> &'static str {
+        match self {
+            SpecChunk::K4 => "qsa_topk_spec",
+            SpecChunk::K8 => "qsa_topk_spec_8k",
+            SpecChunk::K16 => "qsa_topk_spec_16k",
+        }
+    }
+    /// The smallest chunk whose CTAs (nq x chunks, two resident per SM: 512 threads at up
+    /// to 64 registers) fit in one wave; the largest when none does.
+    fn one_wave(caps: &TargetCaps, s: TopkShape) -> SpecChunk {
+        let slots = 2 * caps.multiprocessors.max(1) as usize;
+        [SpecChunk::K4, SpecChunk::K8, SpecChunk::K16]
+            .into_iter()
+            .find(|c| s.nq * s.n.div_ceil(c.entries()) <= slots)
+            .unwrap_or(SpecChunk::K16)
+    }
+}
+
+/// The speculative kernel's variants (each exact; they differ in time): the chunk, and the
+/// `flags` bits of kernels/topk.cu (TOPK_SPEC_*).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SpecOptions {
+    pub chunk: SpecChunk,
+    /// Final step: radix windows from the candidates' first differing bit.
+    pub final_window: bool,
+    /// Chunk bound: one histogram pass over the octave of the chunk's largest key.
+    pub bound_window: bool,
+    /// Chunk keys by 16-byte loads.
+    pub vec4: bool,
+}
+
+impl SpecOptions {
+    pub fn flags(self) -> i32 {
+        (self.final_window as i32) | (self.bound_window as i32) << 1 | (self.vec4 as i32) << 2
+    }
+}
+
+/// A two-valued switch: `off` (or unset: `default`) / `on`; anything else is an error that
+/// names the values.
+fn choice(
+    sw: &Switches,
+    name: &str,
+    off: &str,
+    on: &str,
+    default: bool,
+) -> Result<bool, BackendError> {
+    match sw.get(name) {
+        None => Ok(default),
+        Some(v) if v == off => Ok(false),
+        Some(v) if v == on => Ok(true),
+        Some(v) => Err(BackendError::Input(format!(
+            "{name}={v}: expected {off} or {on}"
+        ))),
+    }
+}
+
+/// The speculative kernel's options for `s` from the QSA_TOPK_SPEC_* switches (unset: the
+/// engine's defaults).
+pub fn spec_options(
+    caps: &TargetCaps,
+    sw: &Switches,
+    s: TopkShape,
+) -> Result<SpecOptions, BackendError> {
+    let chunk = match sw.get("QSA_TOPK_SPEC_CHUNK") {
+        None | Some("4096") => SpecChunk::K4,
+        Some("8192") => SpecChunk::K8,
+        Some("16384") => SpecChunk::K16,
+        Some("wave") => SpecChunk::one_wave(caps, s),
+        Some(other) => {
+            return Err(BackendError::Input(format!(
+                "QSA_TOPK_SPEC_CHUNK={other}: expected 4096, 8192, 16384 or wave"
+            )))
+        }
+    };
+    Ok(SpecOptions {
+        chunk,
+        final_window: choice(sw, "QSA_TOPK_SPEC_FINAL", "byte", "window", false)?,
+        bound_window: choice(sw, "QSA_TOPK_SPEC_BOUND", "radix", "window", false)?,
+        vec4: choice(sw, "QSA_TOPK_SPEC_LOAD", "scalar", "vec4", false)?,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,6 +286,95 @@ mod tests {
             ..decode(3, 40_000)
         };
         assert_eq!(choose(&ampere, &sw, prefill).unwrap(), TopkKernel::Wide);
+    }
+
+    fn switches(pairs: &[(&str, &str)]) -> Switches {
+        Switches::new(
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn spec_options_default_to_the_measured_kernel() {
+        let hopper = nvidia(vec![Feature::Clusters]);
+        let o = spec_options(&hopper, &Switches::default(), decode(16, 262_144)).unwrap();
+        assert_eq!(o.chunk, SpecChunk::K4);
+        assert_eq!(o.flags(), 0, "every QSA_TOPK_SPEC_* variant off by default");
+    }
+
+    #[test]
+    fn spec_options_follow_their_switches() {
+        let hopper = nvidia(vec![Feature::Clusters]);
+        let o = spec_options(
+            &hopper,
+            &switches(&[
+                ("QSA_TOPK_SPEC_CHUNK", "16384"),
+                ("QSA_TOPK_SPEC_FINAL", "window"),
+                ("QSA_TOPK_SPEC_LOAD", "vec4"),
+            ]),
+            decode(1, 262_144),
+        )
+        .unwrap();
+        assert_eq!(
+            (o.chunk.entries(), o.chunk.kernel()),
+            (16_384, "qsa_topk_spec_16k")
+        );
+        assert_eq!(
+            o.flags(),
+            1 | 4,
+            "final window (1) and vec4 (4), bound radix (no 2)"
+        );
+        let o = spec_options(
+            &hopper,
+            &switches(&[("QSA_TOPK_SPEC_BOUND", "window")]),
+            decode(1, 9000),
+        )
+        .unwrap();
+        assert_eq!(o.flags(), 2);
+    }
+
+    #[test]
+    fn the_wave_chunk_is_the_smallest_whose_ctas_fit_two_per_sm() {
+        // 132 SMs: 264 CTAs. 1 x 262,144: 64 chunks of 4,096 fit; 3 x: 192 fit; 16 x: 1,024
+        // of 4,096 and 512 of 8,192 do not, 256 of 16,384 do; 64 x: none fits, the largest.
+        let hopper = nvidia(vec![Feature::Clusters]);
+        let wave = switches(&[("QSA_TOPK_SPEC_CHUNK", "wave")]);
+        let pick = |nq| {
+            spec_options(&hopper, &wave, decode(nq, 262_144))
+                .unwrap()
+                .chunk
+        };
+        assert_eq!(pick(1), SpecChunk::K4);
+        assert_eq!(pick(3), SpecChunk::K4);
+        assert_eq!(pick(5), SpecChunk::K8);
+        assert_eq!(pick(16), SpecChunk::K16);
+        assert_eq!(pick(64), SpecChunk::K16);
+    }
+
+    #[test]
+    fn unknown_spec_switch_values_name_the_choices() {
+        let hopper = nvidia(vec![Feature::Clusters]);
+        for (name, bad, want) in [
+            (
+                "QSA_TOPK_SPEC_CHUNK",
+                "5000",
+                "expected 4096, 8192, 16384 or wave",
+            ),
+            ("QSA_TOPK_SPEC_FINAL", "bits", "expected byte or window"),
+            ("QSA_TOPK_SPEC_BOUND", "1", "expected radix or window"),
+            ("QSA_TOPK_SPEC_LOAD", "vec8", "expected scalar or vec4"),
+        ] {
+            let e =
+                spec_options(&hopper, &switches(&[(name, bad)]), decode(1, 262_144)).unwrap_err();
+            let msg = e.to_string();
+            assert!(
+                msg.contains(name) && msg.contains(want),
+                "{name}={bad}: {msg}"
+            );
+        }
     }
 
     #[test]

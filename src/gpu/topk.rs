@@ -23,16 +23,19 @@
 //!   `cluster_part(n) * 4` bytes of dynamic shared memory (the part's keys). sm_90 only
 //!   (dispatch: `Feature::Clusters`), n <= CLUSTER_MAX_N.
 //!
-//! - `qsa_topk_spec(<the split select kernel's arguments>)`: grid (chunks, nq), block
-//!   `SPLIT_THREADS`, alone (one launch); the split's workspace, zeroed once.
+//! - `qsa_topk_spec[_8k|_16k](<the split select kernel's arguments>, int flags)`: grid
+//!   (ceil(n / chunk), nq), block `SPLIT_THREADS`, alone (one launch), chunks of 4,096 /
+//!   8,192 / 16,384 entries (`SpecChunk`); the split's workspace for that chunk
+//!   (`spec_workspace_bytes`), zeroed once. `flags`: the variants of `SpecOptions`.
 //!
-//! chunks = ceil(n / SPLIT_CHUNK). Output: `nq * k` ids, row q at `out + q * k`.
+//! chunks = ceil(n / SPLIT_CHUNK) unless said. Output: `nq * k` ids, row q at `out + q * k`.
 
 use super::launch::{launch, LaunchPlan, PlanArg, PlannedCall, Role, Step};
 use super::{Family, GpuApi, GpuProps, LaunchDims};
 use crate::backend::{BackendError, BackendResult, Prepared};
 use crate::dispatch::topk::{
-    choose, TopkKernel, TopkShape, CLUSTER_CTAS, CLUSTER_MAX_N, REGISTER_MAX_N, SPLIT_CHUNK,
+    choose, spec_options, SpecOptions, TopkKernel, TopkShape, CLUSTER_CTAS, CLUSTER_MAX_N,
+    REGISTER_MAX_N, SPLIT_CHUNK,
 };
 use crate::dispatch::{Switches, TargetCaps};
 use crate::problem::{Output, TopkProblem};
@@ -75,8 +78,17 @@ pub fn split_chunks(n: usize) -> usize {
 
 /// Bytes of the split's workspace (layout in kernels/topk.cu, TopkSplitWs).
 pub fn split_workspace_bytes(nq: usize, n: usize, k: usize) -> usize {
-    let m = split_chunks(n);
-    let kc = k.min(SPLIT_CHUNK);
+    chunked_workspace_bytes(nq, n, k, SPLIT_CHUNK)
+}
+
+/// Bytes of the speculative kernel's workspace: the split's layout for its chunk.
+pub fn spec_workspace_bytes(nq: usize, n: usize, k: usize, chunk: usize) -> usize {
+    chunked_workspace_bytes(nq, n, k, chunk)
+}
+
+fn chunked_workspace_bytes(nq: usize, n: usize, k: usize, chunk: usize) -> usize {
+    let m = n.div_ceil(chunk).max(1);
+    let kc = k.min(chunk);
     4 * (nq + 2 * nq * m + 2 * nq * m * kc)
 }
 
@@ -215,13 +227,19 @@ pub fn launch_plan(
             ));
         }
         TopkKernel::Spec => {
-            // The split's workspace, zeroed once; the kernel leaves it reusable.
-            let ws = plan.buffer("ws", split_workspace_bytes(p.nq, p.n, p.k), Role::Workspace);
+            let o: SpecOptions = spec_options(caps, switches, shape)?;
+            let chunk = o.chunk.entries();
+            // The split's layout for this chunk, zeroed once; the kernel leaves it reusable.
+            let ws = plan.buffer(
+                "ws",
+                spec_workspace_bytes(p.nq, p.n, p.k, chunk),
+                Role::Workspace,
+            );
             plan.setup.push(Step::Zero { buffer: "ws" });
             plan.call.push(launch(
-                "qsa_topk_spec",
-                one((split_chunks(p.n) as u32, p.nq as u32, 1), SPLIT_THREADS),
-                vec![scores, cap, nq, n, k, ws, out],
+                o.chunk.kernel(),
+                one((p.n.div_ceil(chunk) as u32, p.nq as u32, 1), SPLIT_THREADS),
+                vec![scores, cap, nq, n, k, ws, out, PlanArg::I32(o.flags())],
             ));
         }
     }
