@@ -127,7 +127,8 @@ CASES = [
 ]
 
 # The shapes the performance goals name (decode 1 / 3 / 16 queries, prefill 256 rows).
-QUICK_CASES = [(c[0], c[1], c[2], c[3], c[4], []) for c in CASES if (c[1], c[2]) in {(1, 262144), (3, 262144), (16, 262144), (256, 32768)}]
+QUICK_CASES = [(c[0], c[1], c[2], c[3], c[4], []) for c in CASES
+               if (c[1], c[2]) in {(1, 262144), (3, 262144), (16, 262144), (256, 2048), (256, 4096), (256, 32768)}]
 
 
 def flashinfer_cells(fi, compare_sets, view, k, want):

@@ -455,12 +455,104 @@ struct TopkRowSrc {
   __device__ unsigned key(unsigned i) const { return qsa_order_key(row[i]); }
 };
 
+// The small-k paths' end: the `s.flag` candidates gathered (unordered) in s.hist[0] (keys)
+// and s.hist[1] (ids), after a barrier. When there are at most TOPK_FEW_CAP of them (and
+// they hold every entry at or above a lower bound of the k-th key), each finds its rank (key
+// descending, index ascending) and, if selected, its place among the selected ids ascending,
+// by a scan of the candidates; else false, nothing written. Requires blockDim >= TOPK_FEW_CAP.
+QSA_DEVICE bool topk_few_rank(unsigned k, int* o, TopkShared& s) {
+  const unsigned t = threadIdx.x;
+  unsigned* ckey = s.hist[0];
+  const unsigned* cidx = s.hist[1];
+  const unsigned total = s.flag;
+  if (total > TOPK_FEW_CAP) return false;  // block-uniform
+  unsigned key = 0, id = 0, rank = 0;
+  if (t < total) {
+    key = ckey[t];
+    id = cidx[t];
+    for (unsigned j = 0; j < total; ++j) {
+      const unsigned kj = ckey[j], ij = cidx[j];
+      rank += kj > key || (kj == key && ij < id);
+    }
+  }
+  QSA_SYNC();
+  if (t < total) ckey[t] = rank < k;
+  QSA_SYNC();
+  if (t < total && rank < k) {  // exactly k selected: >= k candidates hold the top k
+    unsigned pos = 0;
+    for (unsigned j = 0; j < total; ++j) pos += ckey[j] != 0u && cidx[j] < id;
+    o[pos] = (int)id;
+  }
+  return true;
+}
+
+// Small k in the register kernel (k <= TOPK_FEW_UNITS; prefill's k = 16): the block's
+// threads form 32 units of blockDim / 32 threads (8 keys each); L = the k-th largest of the
+// units' maxima is a lower bound of the k-th largest key (k distinct entries are >= L). For
+// exchangeable scores about k * (1 + 1/2) entries reach it (256 x 2048, k = 16: ~22), so
+// gathering them and ranking them directly (topk_few_rank) replaces the four radix digits
+// and the ordered compaction: six block barriers where those take fifteen. False (nothing
+// written) when more than TOPK_FEW_CAP reach L (ties, sorted rows): the caller runs the
+// radix select on the same registers.
+#define TOPK_FEW_UNITS 32
+template <int ITEMS>
+QSA_DEVICE bool topk_few_regs(const unsigned (&key)[ITEMS], int nv, int base, unsigned k, int* o, TopkShared& s) {
+  const unsigned t = threadIdx.x, lane = qsa_lane();
+  const unsigned per = blockDim.x / TOPK_FEW_UNITS;  // threads per unit (blockDim % 64 == 0)
+  unsigned* umax = s.offsets;                        // the units' maxima
+  if (t < TOPK_FEW_UNITS) umax[t] = 0u;
+  if (t == 0) s.flag = 0u;
+  unsigned mx = 0u;  // 0: no entry (below every key but NaN's, which no bound needs)
+#pragma unroll
+  for (int j = 0; j < ITEMS; ++j) mx = j < nv ? max(mx, key[j]) : mx;
+  // Reduce over aligned groups of 2^a lanes inside one unit (2^a divides `per`), then one
+  // shared atomic per group.
+  unsigned group = 1;
+  while (group < (unsigned)QSA_WAVE && per % (2 * group) == 0) {  // block-uniform
+    mx = max(mx, (unsigned)qsa_shfl_xor(mx, group));
+    group *= 2;
+  }
+  QSA_SYNC();  // maxima and counter cleared
+  if (lane % group == 0) atomicMax(&umax[t / per], mx);
+  QSA_SYNC();
+  if (t < QSA_WAVE) {  // wave 0: the k-th largest of the unit maxima, k <= 32 <= QSA_WAVE
+    const unsigned v = lane < TOPK_FEW_UNITS ? umax[lane] : 0u;
+    unsigned gt = 0, ge = 0;
+#pragma unroll
+    for (int j = 0; j < TOPK_FEW_UNITS; ++j) {
+      const unsigned x = qsa_shfl(v, j);
+      gt += x > v;
+      ge += x >= v;
+    }
+    if (lane < TOPK_FEW_UNITS && gt < k && k <= ge) s.bin[0] = v;  // holders write the same word
+  }
+  QSA_SYNC();
+  const unsigned lo = s.bin[0];
+  const qsa_lanemask_t below = qsa_lanes_below();
+#pragma unroll
+  for (int j = 0; j < ITEMS; ++j) {  // the thread's entries in index order; ids any order
+    const bool c = j < nv && key[j] >= lo;
+    const qsa_lanemask_t bm = qsa_ballot(c);
+    if (bm) {  // wave-uniform: one atomic per wave
+      unsigned pos = 0;
+      if (lane == 0) pos = atomicAdd(&s.flag, (unsigned)qsa_popc_mask(bm));
+      pos = qsa_shfl(pos, 0) + qsa_popc_mask(bm & below);
+      if (c && pos < TOPK_FEW_CAP) {
+        s.hist[0][pos] = key[j];
+        s.hist[1][pos] = (unsigned)(base + j);
+      }
+    }
+  }
+  QSA_SYNC();
+  return topk_few_rank(k, o, s);
+}
+
 // ---------------------------------------------------------------------------------------
-// Register kernel. grid (nq), block: a multiple of the wave, 256..1024, >= ceil(n / 8).
+// Register kernel. grid (nq), block: a multiple of 64, 256..1024, >= ceil(n / 8).
 // qsa:block 1024
 QSA_KERNEL __launch_bounds__(TOPK_MAX_THREADS, 1) void qsa_topk_register(
     const float* __restrict__ scores, int capacity, int nq, int n, int k,
-    const int* __restrict__ active, int* __restrict__ out) {
+    const int* __restrict__ active, int* __restrict__ out, int few) {
   __shared__ TopkShared s;
   const int q = blockIdx.x;
   if (q >= nq) return;
@@ -476,6 +568,8 @@ QSA_KERNEL __launch_bounds__(TOPK_MAX_THREADS, 1) void qsa_topk_register(
   unsigned key[TOPK_REG_ITEMS];
 #pragma unroll
   for (int j = 0; j < TOPK_REG_ITEMS; ++j) key[j] = j < nv ? qsa_order_key(row[base + j]) : 0u;
+  // `few` (QSA_TOPK_REGISTER_FEW): small k through the units' maxima bound first.
+  if (few && (unsigned)k <= TOPK_FEW_UNITS && topk_few_regs(key, nv, base, (unsigned)k, o, s)) return;
   const TopkSel sel = topk_radix_regs(key, nv, (unsigned)k, 4, s);
   topk_compact_regs(key, nv, sel, [&](unsigned pos, int j) { o[pos] = base + j; }, s);
 }
@@ -548,26 +642,7 @@ QSA_DEVICE bool topk_few(const Src& src, unsigned count, unsigned k, int* o, Top
     }
   }
   QSA_SYNC();
-  const unsigned total = s.flag;
-  if (total > TOPK_FEW_CAP) return false;  // block-uniform
-  unsigned key = 0, id = 0, rank = 0;
-  if (t < total) {
-    key = ckey[t];
-    id = cidx[t];
-    for (unsigned j = 0; j < total; ++j) {
-      const unsigned kj = ckey[j], ij = cidx[j];
-      rank += kj > key || (kj == key && ij < id);
-    }
-  }
-  QSA_SYNC();
-  if (t < total) ckey[t] = rank < k;
-  QSA_SYNC();
-  if (t < total && rank < k) {  // exactly k selected: >= k candidates hold the top k
-    unsigned pos = 0;
-    for (unsigned j = 0; j < total; ++j) pos += ckey[j] != 0u && cidx[j] < id;
-    o[pos] = (int)id;
-  }
-  return true;
+  return topk_few_rank(k, o, s);
 }
 
 struct TopkSharedSrc {
@@ -969,6 +1044,9 @@ QSA_DEVICE unsigned topk_bound_window(const unsigned (&key)[ITEMS], int nv, unsi
 template <int ITEMS>
 QSA_DEVICE void topk_spec(const float* __restrict__ scores, int capacity, int nq, int n, int k,
                           unsigned* __restrict__ ws, int* __restrict__ out, int flags, TopkShared& s) {
+#if !defined(QSA_CUDA)
+  flags = 0;  // the variants are CUDA's (the host plans none elsewhere): no registers for them
+#endif
   const int chunk = ITEMS * TOPK_SPLIT_THREADS;
   const int c = blockIdx.x, q = blockIdx.y;
   const TopkSplitWs w(ws, nq, n, k, chunk);
@@ -1043,6 +1121,7 @@ QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void 
   topk_spec<TOPK_SPLIT_ITEMS>(scores, capacity, nq, n, k, ws, out, flags, s);
 }
 
+#if defined(QSA_CUDA)  // src/dispatch/topk.rs plans the larger chunks on NVIDIA targets only
 // qsa:block 512
 QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void qsa_topk_spec_8k(
     const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
@@ -1058,6 +1137,7 @@ QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void 
   __shared__ TopkShared s;
   topk_spec<32>(scores, capacity, nq, n, k, ws, out, flags, s);
 }
+#endif  // QSA_CUDA
 
 // ---------------------------------------------------------------------------------------
 // Cluster kernel (sm_90 decode): one cluster of TOPK_CLUSTER CTAs per query, CTA r owning

@@ -101,6 +101,10 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
         "register | wide | split | cluster: force one top-k kernel (qsa's switch, for tests)",
     ),
     (
+        "QSA_TOPK_REGISTER_FEW",
+        "0 | 1: the register top-k tries the small-k bound (k <= 32: the k-th largest of 32 units' maxima, direct ranking) before its radix select (qsa's sweep switch)",
+    ),
+    (
         "QSA_TOPK_SPEC_CHUNK",
         "4096 | 8192 | 16384 | wave: entries per chunk CTA of the speculative top-k (wave: the smallest whose CTAs fit one wave) (qsa's sweep switch)",
     ),

@@ -201,11 +201,24 @@ fn choice(
 
 /// The speculative kernel's options for `s` from the QSA_TOPK_SPEC_* switches (unset: the
 /// engine's defaults).
+///
+/// The variants exist on NVIDIA targets only (kernels/topk.cu builds them for CUDA; AMD's
+/// dispatch never takes the speculative kernel, and their registers cost gfx906's forced
+/// one an occupancy step): elsewhere a forced speculative kernel runs its plain form, as a
+/// forced kernel outside its limits falls through to one that handles the shape.
 pub fn spec_options(
     caps: &TargetCaps,
     sw: &Switches,
     s: TopkShape,
 ) -> Result<SpecOptions, BackendError> {
+    if caps.vendor != Vendor::Nvidia {
+        return Ok(SpecOptions {
+            chunk: SpecChunk::K4,
+            final_window: false,
+            bound_window: false,
+            vec4: false,
+        });
+    }
     let chunk = match sw.get("QSA_TOPK_SPEC_CHUNK") {
         None | Some("4096") => SpecChunk::K4,
         Some("8192") => SpecChunk::K8,

@@ -4,9 +4,10 @@
 //! Kernel ABI (extern "C", all arguments by value):
 //!
 //! - `qsa_topk_register(const float* scores, int capacity, int nq, int n, int k,
-//!   const int* active /* or null */, int* out)`: grid (nq), block `register_threads(n)`
-//!   (a multiple of 64 in 256..=1024 with block * 8 >= n), no dynamic shared memory.
-//! - `qsa_topk_wide(<the register kernel's arguments>, int staged)`: grid (nq), block
+//!   const int* active /* or null */, int* out, int few)`: grid (nq), block
+//!   `register_threads(n)` (a multiple of 64 in 256..=1024 with block * 8 >= n), no dynamic
+//!   shared memory; `few` = 1 (`register_few`) tries the small-k bound (k <= 32) first.
+//! - `qsa_topk_wide(<the register kernel's first seven arguments>, int staged)`: grid (nq), block
 //!   `WIDE_THREADS`; `staged` = 1 with `n * 4` bytes of dynamic shared memory when that
 //!   fits the device (`wide_staged_bytes`), else 0 and none (every pass reads global memory).
 //!   For k <= waves per block (prefill's small k) one pass and a direct ranking of the few
@@ -18,7 +19,7 @@
 //!   kernel on the same stream. `ws` is `split_workspace_bytes` bytes, zeroed once before
 //!   its first use; the kernels leave it reusable. One workspace per stream.
 //!
-//! - `qsa_topk_cluster(<the register kernel's arguments>)`: grid (CLUSTER_CTAS, nq), clusters
+//! - `qsa_topk_cluster(<the register kernel's first seven arguments>)`: grid (CLUSTER_CTAS, nq), clusters
 //!   of CLUSTER_CTAS along x (compiled in: `__cluster_dims__`), block `CLUSTER_THREADS`,
 //!   `cluster_part(n) * 4` bytes of dynamic shared memory (the part's keys). sm_90 only
 //!   (dispatch: `Feature::Clusters`), n <= CLUSTER_MAX_N.
@@ -60,6 +61,17 @@ pub fn cluster_part(n: usize) -> usize {
 pub fn register_threads(n: usize) -> u32 {
     let need = n.div_ceil(REGISTER_ITEMS).div_ceil(64) * 64;
     need.clamp(256, 1024) as u32
+}
+
+/// The register kernel's small-k path (QSA_TOPK_REGISTER_FEW: 0 off, the default; 1 on).
+pub fn register_few(sw: &Switches) -> BackendResult<bool> {
+    match sw.get("QSA_TOPK_REGISTER_FEW") {
+        None | Some("0") => Ok(false),
+        Some("1") => Ok(true),
+        Some(other) => Err(BackendError::Input(format!(
+            "QSA_TOPK_REGISTER_FEW={other}: expected 0 or 1"
+        ))),
+    }
 }
 
 /// Static shared memory of the top-k kernels, rounded up (TopkShared is ~3.3 KiB).
@@ -179,11 +191,14 @@ pub fn launch_plan(
         shared_bytes: 0,
     };
     match kernel {
-        TopkKernel::Register => plan.call.push(launch(
-            "qsa_topk_register",
-            one((p.nq as u32, 1, 1), register_threads(p.n)),
-            vec![scores, cap, nq, n, k, active, out],
-        )),
+        TopkKernel::Register => {
+            let few = PlanArg::I32(register_few(switches)? as i32);
+            plan.call.push(launch(
+                "qsa_topk_register",
+                one((p.nq as u32, 1, 1), register_threads(p.n)),
+                vec![scores, cap, nq, n, k, active, out, few],
+            ))
+        }
         TopkKernel::Wide => {
             let staged = wide_staged_bytes(p.n, props.max_shared_per_block);
             let mut dims = one((p.nq as u32, 1, 1), WIDE_THREADS);
