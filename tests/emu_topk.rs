@@ -289,6 +289,51 @@ fn spec_variants_match_the_oracle() {
     }
 }
 
+/// The register kernel's small-k path (QSA_TOPK_REGISTER_FEW=1, k <= 32) on wave 32 and
+/// wave 64: 320 threads (units of 10 threads: pairs by shuffle, then shared atomics) with
+/// prefill counts at every edge, and 256 threads (units of 8, the prefill shape's block);
+/// uniform and ties (~160 entries tied at the top value reach the bound: ranked with the
+/// tie-break) take the path, all_equal (every entry reaches it: more than 256 candidates)
+/// falls back to the radix select.
+#[test]
+fn register_small_k_path_matches_the_oracle() {
+    let edges = Case {
+        name: "emu_register_few",
+        nq: 6,
+        n: 2500,
+        capacity: 2503,
+        k: 32,
+        active: Some(vec![-1, 0, 31, 33, 1800, 4000]),
+        dists: &["uniform", "ties", "all_equal", "nan_inf", "ascending"],
+    };
+    let prefill = Case {
+        name: "emu_register_few_2k",
+        nq: 3,
+        n: 2048,
+        capacity: 2048,
+        k: 16,
+        active: Some(vec![17, 1024, 2048]),
+        dists: &["uniform", "ties", "signed_zeros"],
+    };
+    for caps in gpu_targets()
+        .into_iter()
+        .filter(|c| c.name == "sm_90" || c.name == "gfx906")
+    {
+        for case in [&edges, &prefill] {
+            let d = check_case(
+                &caps,
+                &[
+                    ("QSA_TOPK_KERNEL", "register"),
+                    ("QSA_TOPK_REGISTER_FEW", "1"),
+                ],
+                case,
+                &[Schedule::Forward],
+            );
+            assert!(d.iter().all(|d| d == "register"), "{}: {d:?}", caps.name);
+        }
+    }
+}
+
 /// The race check over every top-k kernel on wave 32 and wave 64: forward, reverse and a
 /// seeded random order of threads between sync points give the same device memory after
 /// every launch.

@@ -360,10 +360,14 @@ mod tests {
                 .unwrap()
                 .chunk
         };
+        assert_eq!(
+            pick(16),
+            SpecChunk::K16,
+            "16 x 262,144: 1,024 CTAs of 4,096 and 512 of 8,192 exceed one wave of 264; 256 of 16,384 fit"
+        );
         assert_eq!(pick(1), SpecChunk::K4);
         assert_eq!(pick(3), SpecChunk::K4);
         assert_eq!(pick(5), SpecChunk::K8);
-        assert_eq!(pick(16), SpecChunk::K16);
         assert_eq!(pick(64), SpecChunk::K16);
     }
 
