@@ -1110,7 +1110,8 @@ QSA_DEVICE void topk_spec(const float* __restrict__ scores, int capacity, int nq
   topk_compact_stream(src, (unsigned)n, all, [&](unsigned pos, unsigned i) { o[pos] = (int)i; }, s);
 }
 
-// Entry points by chunk size (src/gpu/topk.rs: spec_kernel): 4,096 entries (8 per thread),
+// Entry points by chunk size (src/dispatch/topk.rs: SpecChunk): 4,096 entries (8 per
+// thread); 2,048 (1 query x 262,144: 128 CTAs, every SM but 4, half the serial work each);
 // 8,192 and 16,384 (fewer, fatter chunks: 16 queries x 262,144 is 1,024 CTAs of 4,096, about
 // four waves at two CTAs per SM, and 256 of 16,384, one wave).
 // qsa:block 512
@@ -1121,7 +1122,15 @@ QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void 
   topk_spec<TOPK_SPLIT_ITEMS>(scores, capacity, nq, n, k, ws, out, flags, s);
 }
 
-#if defined(QSA_CUDA)  // src/dispatch/topk.rs plans the larger chunks on NVIDIA targets only
+#if defined(QSA_CUDA)  // src/dispatch/topk.rs plans the other chunks on NVIDIA targets only
+// qsa:block 512
+QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void qsa_topk_spec_2k(
+    const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
+    int* __restrict__ out, int flags) {
+  __shared__ TopkShared s;
+  topk_spec<4>(scores, capacity, nq, n, k, ws, out, flags, s);
+}
+
 // qsa:block 512
 QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void qsa_topk_spec_8k(
     const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,

@@ -254,7 +254,7 @@ fn split_matches_the_oracle_with_each_targets_dispatch() {
 }
 
 /// The speculative kernel's variants (src/dispatch/topk.rs `SpecOptions`: windowed final
-/// radix, one-pass chunk bound, 16-byte loads; chunks of 4,096 / 8,192 / 16,384 entries) on
+/// radix, one-pass chunk bound, 16-byte loads; chunks of 2,048 / 4,096 / 8,192 / 16,384) on
 /// wave 32 and wave 64: query 0's row is 16-byte aligned (vec4 loads), query 1's is not
 /// (capacity 18,438: scalar loads); uniform passes the check, nan_cut leaves fewer than r
 /// entries in the octave of a chunk's largest key (+inf: the one-pass bound falls back to
@@ -280,7 +280,7 @@ fn spec_variants_match_the_oracle() {
         .into_iter()
         .filter(|c| c.name == "sm_90" || c.name == "gfx906")
     {
-        for chunk in ["4096", "8192", "16384"] {
+        for chunk in ["2048", "4096", "8192", "16384"] {
             let mut v = all_on.to_vec();
             v.push(("QSA_TOPK_SPEC_CHUNK", chunk));
             let d = check_case(&caps, &v, &case, &[Schedule::Forward]);

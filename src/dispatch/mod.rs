@@ -106,7 +106,7 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
     ),
     (
         "QSA_TOPK_SPEC_CHUNK",
-        "4096 | 8192 | 16384 | wave: entries per chunk CTA of the speculative top-k (wave: the smallest whose CTAs fit one wave) (qsa's sweep switch)",
+        "2048 | 4096 | 8192 | 16384 | wave: entries per chunk CTA of the speculative top-k (wave: the smallest whose CTAs fit one wave) (qsa's sweep switch)",
     ),
     (
         "QSA_TOPK_SPEC_FINAL",

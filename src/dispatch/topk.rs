@@ -130,6 +130,7 @@ pub fn choose(caps: &TargetCaps, sw: &Switches, s: TopkShape) -> Result<TopkKern
 /// threads holding 8 / 16 / 32 entries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SpecChunk {
+    K2,
     K4,
     K8,
     K16,
@@ -138,6 +139,7 @@ pub enum SpecChunk {
 impl SpecChunk {
     pub fn entries(self) -> usize {
         match self {
+            SpecChunk::K2 => 2048,
             SpecChunk::K4 => 4096,
             SpecChunk::K8 => 8192,
             SpecChunk::K16 => 16_384,
@@ -145,12 +147,13 @@ impl SpecChunk {
     }
     pub fn kernel(self) -> &'static str {
         match self {
+            SpecChunk::K2 => "qsa_topk_spec_2k",
             SpecChunk::K4 => "qsa_topk_spec",
             SpecChunk::K8 => "qsa_topk_spec_8k",
             SpecChunk::K16 => "qsa_topk_spec_16k",
         }
     }
-    /// The smallest chunk whose CTAs (nq x chunks, two resident per SM: 512 threads at up
+    /// From 4,096 up (2,048 is forced only, not measured yet): the smallest chunk whose CTAs (nq x chunks, two resident per SM: 512 threads at up
     /// to 64 registers) fit in one wave; the largest when none does.
     fn one_wave(caps: &TargetCaps, s: TopkShape) -> SpecChunk {
         let slots = 2 * caps.multiprocessors.max(1) as usize;
@@ -220,13 +223,14 @@ pub fn spec_options(
         });
     }
     let chunk = match sw.get("QSA_TOPK_SPEC_CHUNK") {
+        Some("2048") => SpecChunk::K2,
         None | Some("4096") => SpecChunk::K4,
         Some("8192") => SpecChunk::K8,
         Some("16384") => SpecChunk::K16,
         Some("wave") => SpecChunk::one_wave(caps, s),
         Some(other) => {
             return Err(BackendError::Input(format!(
-                "QSA_TOPK_SPEC_CHUNK={other}: expected 4096, 8192, 16384 or wave"
+                "QSA_TOPK_SPEC_CHUNK={other}: expected 2048, 4096, 8192, 16384 or wave"
             )))
         }
     };
@@ -378,7 +382,7 @@ mod tests {
             (
                 "QSA_TOPK_SPEC_CHUNK",
                 "5000",
-                "expected 4096, 8192, 16384 or wave",
+                "expected 2048, 4096, 8192, 16384 or wave",
             ),
             ("QSA_TOPK_SPEC_FINAL", "bits", "expected byte or window"),
             ("QSA_TOPK_SPEC_BOUND", "1", "expected radix or window"),

@@ -24,9 +24,9 @@
 //!   `cluster_part(n) * 4` bytes of dynamic shared memory (the part's keys). sm_90 only
 //!   (dispatch: `Feature::Clusters`), n <= CLUSTER_MAX_N.
 //!
-//! - `qsa_topk_spec[_8k|_16k](<the split select kernel's arguments>, int flags)`: grid
+//! - `qsa_topk_spec[_2k|_8k|_16k](<the split select kernel's arguments>, int flags)`: grid
 //!   (ceil(n / chunk), nq), block `SPLIT_THREADS`, alone (one launch), chunks of 4,096 /
-//!   8,192 / 16,384 entries (`SpecChunk`); the split's workspace for that chunk
+//!   2,048 / 8,192 / 16,384 entries (`SpecChunk`; all but 4,096 on NVIDIA only); the split's workspace for that chunk
 //!   (`spec_workspace_bytes`), zeroed once. `flags`: the variants of `SpecOptions`.
 //!
 //! chunks = ceil(n / SPLIT_CHUNK) unless said. Output: `nq * k` ids, row q at `out + q * k`.
