@@ -286,10 +286,18 @@ fn spec_variants_match_the_oracle() {
             let d = check_case(&caps, &v, &case, &[Schedule::Forward]);
             assert!(d.iter().all(|d| d == "spec"), "{}: {d:?}", caps.name);
         }
+        // Every flag off (byte digits, two-digit bound, scalar loads): session 5's form.
+        let plain = [
+            ("QSA_TOPK_KERNEL", "spec"),
+            ("QSA_TOPK_SPEC_FINAL", "byte"),
+            ("QSA_TOPK_SPEC_BOUND", "radix"),
+            ("QSA_TOPK_SPEC_LOAD", "scalar"),
+        ];
+        check_case(&caps, &plain, &case, &[Schedule::Forward]);
     }
 }
 
-/// The register kernel's small-k path (QSA_TOPK_REGISTER_FEW=1, k <= 32) on wave 32 and
+/// The register kernel's small-k path (QSA_TOPK_REGISTER_FEW=1, the default; k <= 32) on wave 32 and
 /// wave 64: 320 threads (units of 10 threads: pairs by shuffle, then shared atomics) with
 /// prefill counts at every edge, and 256 threads (units of 8, the prefill shape's block);
 /// uniform and ties (~160 entries tied at the top value reach the bound: ranked with the

@@ -102,23 +102,23 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
     ),
     (
         "QSA_TOPK_REGISTER_FEW",
-        "0 | 1: the register top-k tries the small-k bound (k <= 32: the k-th largest of 32 units' maxima, direct ranking) before its radix select (qsa's sweep switch)",
+        "0 | 1 (default): the register top-k tries the small-k bound (k <= 32: the k-th largest of 32 units' maxima, direct ranking) before its radix select (qsa's sweep switch)",
     ),
     (
         "QSA_TOPK_SPEC_CHUNK",
-        "2048 | 4096 | 8192 | 16384 | wave: entries per chunk CTA of the speculative top-k (wave: the smallest whose CTAs fit one wave) (qsa's sweep switch)",
+        "2048 | 4096 | 8192 | 16384: entries per chunk CTA of the speculative top-k (unset: 4096 while its CTAs fit one wave, else 8192) (qsa's sweep switch)",
     ),
     (
         "QSA_TOPK_SPEC_FINAL",
-        "byte | window: the speculative top-k's final radix in byte digits or in windows from the candidates' first differing bit (qsa's sweep switch)",
+        "byte | window (default): the speculative top-k's final radix in byte digits or in windows from the candidates' first differing bit (qsa's sweep switch)",
     ),
     (
         "QSA_TOPK_SPEC_BOUND",
-        "radix | window: the speculative top-k's chunk bound by two radix digits or one pass over the octave of the chunk's largest key (qsa's sweep switch)",
+        "radix | window (default): the speculative top-k's chunk bound by two radix digits or one pass over the octave of the chunk's largest key (qsa's sweep switch)",
     ),
     (
         "QSA_TOPK_SPEC_LOAD",
-        "scalar | vec4: the speculative top-k's chunk loads (qsa's sweep switch)",
+        "scalar | vec4 (default): the speculative top-k's chunk loads (qsa's sweep switch)",
     ),
     (
         "QSA_SCORES_KERNEL",

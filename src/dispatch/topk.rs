@@ -1,5 +1,6 @@
 //! Top-k dispatch: register kernel for small n, two-stage split for decode (the one-launch
-//! speculative kernel on sm_90, measured faster there), wide otherwise.
+//! speculative kernel on sm_90, measured faster there, with its options: `spec_options`),
+//! wide otherwise.
 //! The one-launch cluster kernel (sm_90) runs only when forced (`QSA_TOPK_KERNEL=cluster`):
 //! on the H200 it is slower than the split (docs/results/topk-cluster-2026-12-01/).
 
@@ -153,14 +154,19 @@ impl SpecChunk {
             SpecChunk::K16 => "qsa_topk_spec_16k",
         }
     }
-    /// From 4,096 up (2,048 is forced only, not measured yet): the smallest chunk whose CTAs (nq x chunks, two resident per SM: 512 threads at up
-    /// to 64 registers) fit in one wave; the largest when none does.
-    fn one_wave(caps: &TargetCaps, s: TopkShape) -> SpecChunk {
+    /// The engine's chunk: 4,096 while its CTAs (nq x chunks) fit one wave (two resident per
+    /// SM: 512 threads at up to 64 registers), else 8,192. Measured on the H200 (2026-12-02
+    /// 06:07 UTC, side by side, every QSA_TOPK_SPEC_* flag on, k = 2048 of 262,144): 1 query
+    /// (64 CTAs) 15.1 us at 4,096 / 17.7 at 8,192; 3 queries (192) 18.1 / 17.9; 16 queries
+    /// (1,024 CTAs, ~4 waves) 36.3 / 33.7, and 40.4 at 16,384 (one wave, but 32 keys per
+    /// thread cost more than the waves saved). 2,048 and 16,384 run only when forced.
+    fn engine(caps: &TargetCaps, s: TopkShape) -> SpecChunk {
         let slots = 2 * caps.multiprocessors.max(1) as usize;
-        [SpecChunk::K4, SpecChunk::K8, SpecChunk::K16]
-            .into_iter()
-            .find(|c| s.nq * s.n.div_ceil(c.entries()) <= slots)
-            .unwrap_or(SpecChunk::K16)
+        if s.nq * s.n.div_ceil(SpecChunk::K4.entries()) <= slots {
+            SpecChunk::K4
+        } else {
+            SpecChunk::K8
+        }
     }
 }
 
@@ -203,7 +209,10 @@ fn choice(
 }
 
 /// The speculative kernel's options for `s` from the QSA_TOPK_SPEC_* switches (unset: the
-/// engine's defaults).
+/// engine's defaults: every flag on, each measured faster on the H200 at 1 / 3 / 16 queries x
+/// 262,144, k = 2048, 2026-12-02 06:07 UTC, side by side: the windowed final 17.5 -> 16.0 /
+/// 21.0 -> 19.0 / 41.6 -> 39.5 us, the one-pass bound -> 16.6 / 19.9 / 37.6, vec4 loads
+/// alone level (17.5 / 20.7 / 41.5), all three 15.1 / 18.1 / 36.3).
 ///
 /// The variants exist on NVIDIA targets only (kernels/topk.cu builds them for CUDA; AMD's
 /// dispatch never takes the speculative kernel, and their registers cost gfx906's forced
@@ -223,22 +232,22 @@ pub fn spec_options(
         });
     }
     let chunk = match sw.get("QSA_TOPK_SPEC_CHUNK") {
+        None => SpecChunk::engine(caps, s),
         Some("2048") => SpecChunk::K2,
-        None | Some("4096") => SpecChunk::K4,
+        Some("4096") => SpecChunk::K4,
         Some("8192") => SpecChunk::K8,
         Some("16384") => SpecChunk::K16,
-        Some("wave") => SpecChunk::one_wave(caps, s),
         Some(other) => {
             return Err(BackendError::Input(format!(
-                "QSA_TOPK_SPEC_CHUNK={other}: expected 2048, 4096, 8192, 16384 or wave"
+                "QSA_TOPK_SPEC_CHUNK={other}: expected 2048, 4096, 8192 or 16384 (unset: the engine's rule)"
             )))
         }
     };
     Ok(SpecOptions {
         chunk,
-        final_window: choice(sw, "QSA_TOPK_SPEC_FINAL", "byte", "window", false)?,
-        bound_window: choice(sw, "QSA_TOPK_SPEC_BOUND", "radix", "window", false)?,
-        vec4: choice(sw, "QSA_TOPK_SPEC_LOAD", "scalar", "vec4", false)?,
+        final_window: choice(sw, "QSA_TOPK_SPEC_FINAL", "byte", "window", true)?,
+        bound_window: choice(sw, "QSA_TOPK_SPEC_BOUND", "radix", "window", true)?,
+        vec4: choice(sw, "QSA_TOPK_SPEC_LOAD", "scalar", "vec4", true)?,
     })
 }
 
@@ -317,9 +326,30 @@ mod tests {
     #[test]
     fn spec_options_default_to_the_measured_kernel() {
         let hopper = nvidia(vec![Feature::Clusters]);
-        let o = spec_options(&hopper, &Switches::default(), decode(16, 262_144)).unwrap();
+        let o = spec_options(&hopper, &Switches::default(), decode(1, 262_144)).unwrap();
         assert_eq!(o.chunk, SpecChunk::K4);
-        assert_eq!(o.flags(), 0, "every QSA_TOPK_SPEC_* variant off by default");
+        assert_eq!(
+            o.flags(),
+            1 | 2 | 4,
+            "every QSA_TOPK_SPEC_* flag on by default (each measured faster on the H200)"
+        );
+        let off = switches(&[
+            ("QSA_TOPK_SPEC_FINAL", "byte"),
+            ("QSA_TOPK_SPEC_BOUND", "radix"),
+            ("QSA_TOPK_SPEC_LOAD", "scalar"),
+        ]);
+        let o = spec_options(&hopper, &off, decode(1, 262_144)).unwrap();
+        assert_eq!(o.flags(), 0, "each flag's off value turns it off");
+        let amd = TargetCaps {
+            vendor: Vendor::Amd,
+            ..nvidia(vec![])
+        };
+        let o = spec_options(&amd, &Switches::default(), decode(16, 262_144)).unwrap();
+        assert_eq!(
+            (o.chunk, o.flags()),
+            (SpecChunk::K4, 0),
+            "AMD: the plain form, the only one built for HIP"
+        );
     }
 
     #[test]
@@ -329,8 +359,7 @@ mod tests {
             &hopper,
             &switches(&[
                 ("QSA_TOPK_SPEC_CHUNK", "16384"),
-                ("QSA_TOPK_SPEC_FINAL", "window"),
-                ("QSA_TOPK_SPEC_LOAD", "vec4"),
+                ("QSA_TOPK_SPEC_BOUND", "radix"),
             ]),
             decode(1, 262_144),
         )
@@ -342,11 +371,14 @@ mod tests {
         assert_eq!(
             o.flags(),
             1 | 4,
-            "final window (1) and vec4 (4), bound radix (no 2)"
+            "final window (1) and vec4 (4) by default, bound radix (no 2)"
         );
         let o = spec_options(
             &hopper,
-            &switches(&[("QSA_TOPK_SPEC_BOUND", "window")]),
+            &switches(&[
+                ("QSA_TOPK_SPEC_FINAL", "byte"),
+                ("QSA_TOPK_SPEC_LOAD", "scalar"),
+            ]),
             decode(1, 9000),
         )
         .unwrap();
@@ -354,25 +386,23 @@ mod tests {
     }
 
     #[test]
-    fn the_wave_chunk_is_the_smallest_whose_ctas_fit_two_per_sm() {
-        // 132 SMs: 264 CTAs. 1 x 262,144: 64 chunks of 4,096 fit; 3 x: 192 fit; 16 x: 1,024
-        // of 4,096 and 512 of 8,192 do not, 256 of 16,384 do; 64 x: none fits, the largest.
+    fn the_engines_chunk_doubles_past_one_wave_of_4096() {
+        // 132 SMs: 264 CTAs. 1 x 262,144: 64 chunks of 4,096; 3 x: 192 (one wave): 4,096.
+        // 5 x: 320 and 16 x: 1,024 exceed it: 8,192 (measured 33.7 against 36.3 us at 16 x).
         let hopper = nvidia(vec![Feature::Clusters]);
-        let wave = switches(&[("QSA_TOPK_SPEC_CHUNK", "wave")]);
         let pick = |nq| {
-            spec_options(&hopper, &wave, decode(nq, 262_144))
+            spec_options(&hopper, &Switches::default(), decode(nq, 262_144))
                 .unwrap()
                 .chunk
         };
         assert_eq!(
             pick(16),
-            SpecChunk::K16,
-            "16 x 262,144: 1,024 CTAs of 4,096 and 512 of 8,192 exceed one wave of 264; 256 of 16,384 fit"
+            SpecChunk::K8,
+            "16 x 262,144: 1,024 CTAs of 4,096 exceed one wave of 264, so chunks of 8,192"
         );
         assert_eq!(pick(1), SpecChunk::K4);
         assert_eq!(pick(3), SpecChunk::K4);
         assert_eq!(pick(5), SpecChunk::K8);
-        assert_eq!(pick(64), SpecChunk::K16);
     }
 
     #[test]
@@ -382,7 +412,7 @@ mod tests {
             (
                 "QSA_TOPK_SPEC_CHUNK",
                 "5000",
-                "expected 2048, 4096, 8192, 16384 or wave",
+                "expected 2048, 4096, 8192 or 16384",
             ),
             ("QSA_TOPK_SPEC_FINAL", "bits", "expected byte or window"),
             ("QSA_TOPK_SPEC_BOUND", "1", "expected radix or window"),

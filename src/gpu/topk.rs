@@ -6,7 +6,8 @@
 //! - `qsa_topk_register(const float* scores, int capacity, int nq, int n, int k,
 //!   const int* active /* or null */, int* out, int few)`: grid (nq), block
 //!   `register_threads(n)` (a multiple of 64 in 256..=1024 with block * 8 >= n), no dynamic
-//!   shared memory; `few` = 1 (`register_few`) tries the small-k bound (k <= 32) first.
+//!   shared memory; `few` = 1 (`register_few`, the default) tries the small-k bound
+//!   (k <= 32) first.
 //! - `qsa_topk_wide(<the register kernel's first seven arguments>, int staged)`: grid (nq), block
 //!   `WIDE_THREADS`; `staged` = 1 with `n * 4` bytes of dynamic shared memory when that
 //!   fits the device (`wide_staged_bytes`), else 0 and none (every pass reads global memory).
@@ -63,11 +64,13 @@ pub fn register_threads(n: usize) -> u32 {
     need.clamp(256, 1024) as u32
 }
 
-/// The register kernel's small-k path (QSA_TOPK_REGISTER_FEW: 0 off, the default; 1 on).
+/// The register kernel's small-k path (QSA_TOPK_REGISTER_FEW: 1 on, the default; 0 off).
+/// Measured on the H200 (2026-12-02 06:07 UTC, side by side, 256 queries, k = 16): 2,048
+/// entries 8.3 -> 4.6 us (torch.topk 30.1: 3.6x -> 6.6x), 4,096 10.3 -> 5.4 us.
 pub fn register_few(sw: &Switches) -> BackendResult<bool> {
     match sw.get("QSA_TOPK_REGISTER_FEW") {
-        None | Some("0") => Ok(false),
-        Some("1") => Ok(true),
+        Some("0") => Ok(false),
+        None | Some("1") => Ok(true),
         Some(other) => Err(BackendError::Input(format!(
             "QSA_TOPK_REGISTER_FEW={other}: expected 0 or 1"
         ))),
