@@ -1014,7 +1014,7 @@ QSA_DEVICE int topk_load_chunk_items(const float* row, int n, int chunk, bool ve
 // entries lie at or above it (a 15-bit-aligned key, finer than two byte digits' 16 bits).
 // When the octave holds fewer than r entries (an outlier above the rest) the two-digit radix
 // bound is taken instead. Three block barriers plus one, where two digits take six.
-template <int ITEMS>
+template <int ITEMS, bool LEAN = false>
 QSA_DEVICE unsigned topk_bound_window(const unsigned (&key)[ITEMS], int nv, unsigned r, TopkShared& s) {
   const unsigned wave = threadIdx.x / QSA_WAVE;
   const unsigned nwaves = blockDim.x / QSA_WAVE;
@@ -1033,7 +1033,11 @@ QSA_DEVICE unsigned topk_bound_window(const unsigned (&key)[ITEMS], int nv, unsi
 #pragma unroll
   for (int j = 0; j < ITEMS; ++j) {
     const bool v = j < nv && (key[j] & 0xff800000u) == octave;
-    topk_hist_add(s.hist[0], v, (key[j] >> 15) & 0xffu);
+    if (!LEAN) {
+      topk_hist_add(s.hist[0], v, (key[j] >> 15) & 0xffu);
+    } else if (v) {  // the window's bins are spread: no whole-wave check
+      atomicAdd(&s.hist[0][(key[j] >> 15) & 0xffu], 1u);
+    }
   }
   QSA_SYNC();  // also: every thread has read s.waves before topk_choose_bin writes it
   topk_choose_bin(s, 0, r);
@@ -1041,8 +1045,37 @@ QSA_DEVICE unsigned topk_bound_window(const unsigned (&key)[ITEMS], int nv, unsi
   return topk_radix_regs(key, nv, r, TOPK_BOUND_DIGITS, s).prefix;
 }
 
-// The speculative kernel's body: chunks of 512 * ITEMS entries, `flags` TOPK_SPEC_*.
+// A chunk's candidate slots in the workspace.
+QSA_DEVICE unsigned* ckey_of(const TopkSplitWs& w, int q, int c) { return w.ckey + ((size_t)q * w.m + c) * w.kc; }
+QSA_DEVICE int* cidx_of(const TopkSplitWs& w, int q, int c) { return w.cidx + ((size_t)q * w.m + c) * w.kc; }
+
+// The lean keep: the chunk's entries >= bound, in index order, one compare per key; returns
+// how many, or 0xffffffff (nothing written) when more than kc (ties: the caller caps).
 template <int ITEMS>
+QSA_DEVICE unsigned topk_spec_keep_lean(const unsigned (&key)[ITEMS], int nv, unsigned bound, unsigned kc,
+                                        unsigned* ckey, int* cidx, int base, TopkShared& s) {
+  unsigned ge = 0u, total;
+#pragma unroll
+  for (int j = 0; j < ITEMS; ++j) ge += j < nv && key[j] >= bound;
+  unsigned pos = topk_block_scan(ge, total, s);
+  if (total > kc) return 0xffffffffu;  // block-uniform
+#pragma unroll
+  for (int j = 0; j < ITEMS; ++j) {
+    if (j < nv && key[j] >= bound) {
+      ckey[pos] = key[j];
+      cidx[pos] = base + j;
+      ++pos;
+    }
+  }
+  return total;
+}
+
+// The speculative kernel's body: chunks of 512 * ITEMS entries, `flags` TOPK_SPEC_*. LEAN
+// (the `_lean` entry points, not measured yet; the others are the H200's measured code): the
+// one-pass bound's histogram adds without the whole-wave check (its bins are spread), and
+// the entries >= bound counted and written with one compare per key, where the general
+// count / emit compare (key & mask) with the prefix twice.
+template <int ITEMS, bool LEAN = false>
 QSA_DEVICE void topk_spec(const float* __restrict__ scores, int capacity, int nq, int n, int k,
                           unsigned* __restrict__ ws, int* __restrict__ out, int flags, TopkShared& s) {
 #if !defined(QSA_CUDA)
@@ -1067,23 +1100,27 @@ QSA_DEVICE void topk_spec(const float* __restrict__ scores, int capacity, int nq
   const unsigned r = TOPK_SPEC_MARGIN * (((unsigned)k + w.m - 1) / w.m);
   unsigned bound = 0u;  // every entry when the chunk has no more than r
   if ((unsigned)len > r) {
-    bound = (flags & TOPK_SPEC_BOUND_WINDOW) ? topk_bound_window(key, nv, r, s)
+    bound = (flags & TOPK_SPEC_BOUND_WINDOW) ? topk_bound_window<ITEMS, LEAN>(key, nv, r, s)
                                              : topk_radix_regs(key, nv, r, TOPK_BOUND_DIGITS, s).prefix;
   }
   TopkSel sel = {0xffffffffu, bound, 0xffffffffu};  // key >= bound, every tie
   TOPK_SPLIT_STAMP(1, c, 2, q);
-  TopkCounts counts = topk_count_regs(key, nv, sel, s);
-  if (counts.gt_total + counts.eq_total > w.kc) {  // ties: the chunk's own top kc, proven
-    sel = topk_radix_regs(key, nv, w.kc, 4, s);
-    counts = topk_count_regs(key, nv, sel, s);
-    bound = 0u;
+  unsigned kept = 0xffffffffu;  // LEAN: set where the chunk keeps no more than kc
+  if (LEAN) kept = topk_spec_keep_lean(key, nv, bound, w.kc, ckey_of(w, q, c), cidx_of(w, q, c), base, s);
+  if (!LEAN || kept == 0xffffffffu) {
+    TopkCounts counts = topk_count_regs(key, nv, sel, s);
+    if (counts.gt_total + counts.eq_total > w.kc) {  // ties: the chunk's own top kc, proven
+      sel = topk_radix_regs(key, nv, w.kc, 4, s);
+      counts = topk_count_regs(key, nv, sel, s);
+      bound = 0u;
+    }
+    unsigned* ckey = ckey_of(w, q, c);
+    int* cidx = cidx_of(w, q, c);
+    kept = topk_emit_regs(key, nv, sel, counts, [&](unsigned pos, int j) {
+      ckey[pos] = key[j];
+      cidx[pos] = base + j;
+    });
   }
-  unsigned* ckey = w.ckey + ((size_t)q * w.m + c) * w.kc;
-  int* cidx = w.cidx + ((size_t)q * w.m + c) * w.kc;
-  const unsigned kept = topk_emit_regs(key, nv, sel, counts, [&](unsigned pos, int j) {
-    ckey[pos] = key[j];
-    cidx[pos] = base + j;
-  });
   if (threadIdx.x == 0) {
     w.cnt[(size_t)q * w.m + c] = kept;
     w.bound[(size_t)q * w.m + c] = bound;
@@ -1138,6 +1175,22 @@ QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void 
     int* __restrict__ out, int flags) {
   __shared__ TopkShared s;
   topk_spec<16>(scores, capacity, nq, n, k, ws, out, flags, s);
+}
+
+// qsa:block 512
+QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void qsa_topk_spec_lean(
+    const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
+    int* __restrict__ out, int flags) {
+  __shared__ TopkShared s;
+  topk_spec<TOPK_SPLIT_ITEMS, true>(scores, capacity, nq, n, k, ws, out, flags, s);
+}
+
+// qsa:block 512
+QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void qsa_topk_spec_8k_lean(
+    const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
+    int* __restrict__ out, int flags) {
+  __shared__ TopkShared s;
+  topk_spec<16, true>(scores, capacity, nq, n, k, ws, out, flags, s);
 }
 
 // qsa:block 512

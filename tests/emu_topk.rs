@@ -294,6 +294,22 @@ fn spec_variants_match_the_oracle() {
             ("QSA_TOPK_SPEC_LOAD", "scalar"),
         ];
         check_case(&caps, &plain, &case, &[Schedule::Forward]);
+        // The lean entry points (sm_90: gfx906 runs the plain form). ties (16 values, every
+        // low bit 0): chunks of 4,096 hold 256 of the top value, the one-pass bound equals its
+        // key, and all 256 (<= kc = 300) are kept through the lean path.
+        if caps.vendor == qsa::dispatch::Vendor::Nvidia {
+            let lean_case = Case {
+                dists: &["uniform", "ties", "nan_cut"],
+                active: None,
+                ..case
+            };
+            for chunk in ["4096", "8192"] {
+                let mut v = all_on.to_vec();
+                v.push(("QSA_TOPK_SPEC_CHUNK", chunk));
+                v.push(("QSA_TOPK_SPEC_KEEP", "lean"));
+                check_case(&caps, &v, &lean_case, &[Schedule::Forward]);
+            }
+        }
     }
 }
 

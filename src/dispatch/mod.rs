@@ -117,6 +117,10 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
         "radix | window (default): the speculative top-k's chunk bound by two radix digits or one pass over the octave of the chunk's largest key (qsa's sweep switch)",
     ),
     (
+        "QSA_TOPK_SPEC_KEEP",
+        "general (default) | lean: the speculative top-k's chunk step in its general form or the lean entry point (one compare per key to keep the entries >= bound; chunks of 4096 / 8192; not measured yet) (qsa's sweep switch)",
+    ),
+    (
         "QSA_TOPK_SPEC_LOAD",
         "scalar | vec4 (default): the speculative top-k's chunk loads (qsa's sweep switch)",
     ),

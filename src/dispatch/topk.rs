@@ -181,9 +181,20 @@ pub struct SpecOptions {
     pub bound_window: bool,
     /// Chunk keys by 16-byte loads.
     pub vec4: bool,
+    /// The lean chunk step (`qsa_topk_spec[_8k]_lean`: one compare per key to keep the
+    /// entries >= bound; not measured yet), chunks of 4,096 and 8,192 only.
+    pub lean: bool,
 }
 
 impl SpecOptions {
+    /// The entry point: the chunk's, or its lean form.
+    pub fn kernel(self) -> &'static str {
+        match (self.chunk, self.lean) {
+            (SpecChunk::K4, true) => "qsa_topk_spec_lean",
+            (SpecChunk::K8, true) => "qsa_topk_spec_8k_lean",
+            (chunk, _) => chunk.kernel(),
+        }
+    }
     pub fn flags(self) -> i32 {
         (self.final_window as i32) | (self.bound_window as i32) << 1 | (self.vec4 as i32) << 2
     }
@@ -229,6 +240,7 @@ pub fn spec_options(
             final_window: false,
             bound_window: false,
             vec4: false,
+            lean: false,
         });
     }
     let chunk = match sw.get("QSA_TOPK_SPEC_CHUNK") {
@@ -243,8 +255,16 @@ pub fn spec_options(
             )))
         }
     };
+    let lean = choice(sw, "QSA_TOPK_SPEC_KEEP", "general", "lean", false)?;
+    if lean && !matches!(chunk, SpecChunk::K4 | SpecChunk::K8) {
+        return Err(BackendError::Input(format!(
+            "QSA_TOPK_SPEC_KEEP=lean exists for chunks of 4096 and 8192 only, not {}: set QSA_TOPK_SPEC_CHUNK=4096 or 8192",
+            chunk.entries()
+        )));
+    }
     Ok(SpecOptions {
         chunk,
+        lean,
         final_window: choice(sw, "QSA_TOPK_SPEC_FINAL", "byte", "window", true)?,
         bound_window: choice(sw, "QSA_TOPK_SPEC_BOUND", "radix", "window", true)?,
         vec4: choice(sw, "QSA_TOPK_SPEC_LOAD", "scalar", "vec4", true)?,
@@ -365,7 +385,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            (o.chunk.entries(), o.chunk.kernel()),
+            (o.chunk.entries(), o.kernel()),
             (16_384, "qsa_topk_spec_16k")
         );
         assert_eq!(
@@ -373,6 +393,20 @@ mod tests {
             1 | 4,
             "final window (1) and vec4 (4) by default, bound radix (no 2)"
         );
+        let lean = |chunk| {
+            spec_options(
+                &hopper,
+                &switches(&[
+                    ("QSA_TOPK_SPEC_CHUNK", chunk),
+                    ("QSA_TOPK_SPEC_KEEP", "lean"),
+                ]),
+                decode(1, 262_144),
+            )
+        };
+        assert_eq!(lean("4096").unwrap().kernel(), "qsa_topk_spec_lean");
+        assert_eq!(lean("8192").unwrap().kernel(), "qsa_topk_spec_8k_lean");
+        let e = lean("16384").unwrap_err().to_string();
+        assert!(e.contains("for chunks of 4096 and 8192 only"), "{e}");
         let o = spec_options(
             &hopper,
             &switches(&[
@@ -417,6 +451,7 @@ mod tests {
             ("QSA_TOPK_SPEC_FINAL", "bits", "expected byte or window"),
             ("QSA_TOPK_SPEC_BOUND", "1", "expected radix or window"),
             ("QSA_TOPK_SPEC_LOAD", "vec8", "expected scalar or vec4"),
+            ("QSA_TOPK_SPEC_KEEP", "fast", "expected general or lean"),
         ] {
             let e =
                 spec_options(&hopper, &switches(&[(name, bad)]), decode(1, 262_144)).unwrap_err();

@@ -25,9 +25,10 @@
 //!   `cluster_part(n) * 4` bytes of dynamic shared memory (the part's keys). sm_90 only
 //!   (dispatch: `Feature::Clusters`), n <= CLUSTER_MAX_N.
 //!
-//! - `qsa_topk_spec[_2k|_8k|_16k](<the split select kernel's arguments>, int flags)`: grid
-//!   (ceil(n / chunk), nq), block `SPLIT_THREADS`, alone (one launch), chunks of 4,096 /
-//!   2,048 / 8,192 / 16,384 entries (`SpecChunk`; all but 4,096 on NVIDIA only); the split's workspace for that chunk
+//! - `qsa_topk_spec[_2k|_8k|_16k|_lean|_8k_lean](<the split select kernel's arguments>, int
+//!   flags)`: grid (ceil(n / chunk), nq), block `SPLIT_THREADS`, alone (one launch), chunks
+//!   of 4,096 / 2,048 / 8,192 / 16,384 entries (`SpecChunk`, `SpecOptions::kernel`; all but
+//!   `qsa_topk_spec` on NVIDIA only); the split's workspace for that chunk
 //!   (`spec_workspace_bytes`), zeroed once. `flags`: the variants of `SpecOptions`.
 //!
 //! chunks = ceil(n / SPLIT_CHUNK) unless said. Output: `nq * k` ids, row q at `out + q * k`.
@@ -255,7 +256,7 @@ pub fn launch_plan(
             );
             plan.setup.push(Step::Zero { buffer: "ws" });
             plan.call.push(launch(
-                o.chunk.kernel(),
+                o.kernel(),
                 one((p.n.div_ceil(chunk) as u32, p.nq as u32, 1), SPLIT_THREADS),
                 vec![scores, cap, nq, n, k, ws, out, PlanArg::I32(o.flags())],
             ));
