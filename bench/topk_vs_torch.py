@@ -5,6 +5,8 @@ Usage (on a CUDA machine with torch, cupy and numpy; no Rust needed, the `qsa` b
     python3 bench/topk_vs_torch.py --qsa .h200/qsa --kernels build/kernels/sm_90 [--quick] [--out table.md]
     python3 bench/topk_vs_torch.py --qsa target/debug/qsa --plan-only     # no GPU: the launches, as JSON
     ... --flashinfer .flashinfer    # also flashinfer.top_k, from the folder tools/flashinfer-carry/ builds
+    ... --quick --sweep 'win:QSA_TOPK_KERNEL=spec,QSA_TOPK_SPEC_FINAL=window' --sweep ...
+                                    # also each labelled set of qsa switches (`qsa plan --switch`)
 
 Every launch comes from `qsa plan --json` (the plan the Rust runner executes: kernel, grid,
 block, shared bytes, arguments, workspaces; see bench/qsa_plan.py), for the engine's
@@ -60,19 +62,23 @@ def reference_ids(scores, nq, n, capacity, k, active=None):
 
 # ---------------------------------------------------------------------------------------
 # Our kernels: every call a plan of `qsa plan` (this script derives no launch rule).
-def planned(planner, cases):
+def planned(planner, cases, sweeps=()):
     """(label, plan) of every call this bench launches: the dispatched kernel, then each
-    forced variant of the case whose launches differ from those already listed (a forced
-    kernel that the dispatch already takes runs once, as auto)."""
+    forced variant of the case, then each sweep (label, qsa switches over auto), whose
+    launches differ from those already listed (a forced kernel that the dispatch already
+    takes runs once, as auto). A sweep's plan is labelled with the sweep's label."""
     for label, nq, n, cap, k, extra in cases:
         seen = set()
-        for variant in ["auto"] + extra:
-            shape = dict(nq=nq, n=n, capacity=cap, k=k)
-            plan = planner.plan("topk", shape, variant)
+        shape = dict(nq=nq, n=n, capacity=cap, k=k)
+        runs = [(v, v, None) for v in ["auto"] + extra] + [(name, "auto", sw) for name, sw in sweeps]
+        for name, variant, switches in runs:
+            plan = planner.plan("topk", shape, variant, switches)
             key = json.dumps(plan["call"], sort_keys=True)
             if key not in seen:
                 seen.add(key)
-                yield f"{label} {nq}x{n} k={k} {variant}", plan
+                if switches:
+                    plan = dict(plan, variant=name)
+                yield f"{label} {nq}x{n} k={k} {name}", plan
 
 
 # ---------------------------------------------------------------------------------------
@@ -121,7 +127,8 @@ CASES = [
 ]
 
 # The shapes the performance goals name (decode 1 / 3 / 16 queries, prefill 256 rows).
-QUICK_CASES = [(c[0], c[1], c[2], c[3], c[4], []) for c in CASES if (c[1], c[2]) in {(1, 262144), (3, 262144), (16, 262144), (256, 32768)}]
+QUICK_CASES = [(c[0], c[1], c[2], c[3], c[4], []) for c in CASES
+               if (c[1], c[2]) in {(1, 262144), (3, 262144), (16, 262144), (256, 2048), (256, 4096), (256, 32768)}]
 
 
 def flashinfer_cells(fi, compare_sets, view, k, want):
@@ -138,6 +145,15 @@ def flashinfer_cells(fi, compare_sets, view, k, want):
     return f" {t:.1f} | {verdict} |"
 
 
+def parse_sweep(text):
+    """'LABEL:K=V,K=V' -> (LABEL, {K: V})."""
+    label, sep, rest = text.partition(":")
+    pairs = [p.partition("=") for p in rest.split(",") if p]
+    if not sep or not label or any(not eq or not k for k, eq, _ in pairs):
+        raise argparse.ArgumentTypeError(f"--sweep {text!r}: expected LABEL:SWITCH=VALUE[,SWITCH=VALUE...]")
+    return label, {k: v for k, _, v in pairs}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kernels", default="build/kernels/sm_90",
@@ -147,12 +163,20 @@ def main():
     ap.add_argument("--quick", action="store_true", help="only the goal shapes, dispatched kernels only")
     ap.add_argument("--flashinfer", metavar="DIR",
                     help="also time flashinfer.top_k, loaded from DIR (built by tools/flashinfer-carry/assemble.py)")
+    ap.add_argument("--sweep", action="append", type=parse_sweep, default=[], metavar="LABEL:K=V,...",
+                    help="also run each case's auto plan under these qsa switches (repeatable); only on the "
+                         "decode cases unless the switches name no QSA_TOPK_SPEC_* / QSA_TOPK_KERNEL=spec")
     qsa_plan.add_plan_args(ap)
     args = ap.parse_args()
     planner = qsa_plan.Planner(args.qsa, args.target, args.matrix)
     cases = QUICK_CASES if args.quick else CASES
+    def sweeps_for(label):
+        return [(name, sw) for name, sw in args.sweep
+                if label == "decode" or not any(k.startswith("QSA_TOPK_SPEC") or v == "spec" for k, v in sw.items())]
+
     if args.plan_only:
-        return qsa_plan.plan_only(planned(planner, cases), sys.stdout)
+        plans = (p for c in cases for p in planned(planner, [c], sweeps_for(c[0])))
+        return qsa_plan.plan_only(plans, sys.stdout)
 
     import torch
 
@@ -189,7 +213,7 @@ def main():
         fi_cells = ""
         if fi:
             fi_cells = flashinfer_cells(fi, compare_sets, view, k, want)
-        for _, plan in planned(planner, [(label, nq, n, cap, k, extra)]):
+        for _, plan in planned(planner, [(label, nq, n, cap, k, extra)], sweeps_for(label)):
             if not checked_device:
                 qsa_plan.check_device(plan)
                 checked_device = True

@@ -242,6 +242,42 @@ QSA_DEVICE TopkSel topk_radix_regs(const unsigned (&key)[ITEMS], int nv, unsigne
   return topk_radix_regs(key, nv, k, 0, 0u, digits, s);
 }
 
+// Radix select over register keys in windows that start where the keys start to differ,
+// not on byte edges: bits >= p are decided (every key taking part shares `prefix` there),
+// each pass decides the next min(8, p) bits, at most `passes` passes. The split's final
+// step starts at the highest bit in which its candidates differ: ~4,500 candidates for
+// k = 2048 of 262,144 span about 18 bits, so two 8-bit windows leave the k-th key's bin
+// alone where byte-aligned digits (the top byte shared) need three. Requires
+// 1 <= k <= entries taking part.
+template <int ITEMS>
+QSA_DEVICE TopkSel topk_radix_regs_window(const unsigned (&key)[ITEMS], int nv, unsigned k, int p, unsigned prefix,
+                                          int passes, TopkShared& s) {
+  const unsigned top = p < 32 ? ~0u << p : 0u;
+  TopkSel sel = {top, prefix & top, k};
+  unsigned kr = k;
+  topk_hist_clear(s.hist[0]);
+  QSA_SYNC();
+  for (int d = 0; p > 0 && d < passes; ++d) {  // block-uniform
+    const int shift = max(p - 8, 0), b = d & 1;
+    const unsigned wmask = (1u << (p - shift)) - 1u;
+#pragma unroll
+    for (int j = 0; j < ITEMS; ++j) {
+      const bool v = j < nv && (key[j] & sel.mask) == sel.prefix;
+      topk_hist_add(s.hist[b], v, (key[j] >> shift) & wmask);
+    }
+    topk_hist_clear(s.hist[b ^ 1]);
+    QSA_SYNC();
+    topk_choose_bin(s, b, kr);
+    sel.mask |= wmask << shift;
+    sel.prefix |= s.bin[b] << shift;
+    kr -= s.above[b];
+    sel.need = kr;
+    p = shift;
+    if (s.count[b] == kr) break;
+  }
+  return sel;
+}
+
 // Ordered compaction of register-held keys, in two halves: count (one block scan) gives
 // each thread the selected entries before its own; emit(pos, j) then writes each selected
 // entry at its rank in index order. Block totals stay below 2^16.
@@ -419,12 +455,104 @@ struct TopkRowSrc {
   __device__ unsigned key(unsigned i) const { return qsa_order_key(row[i]); }
 };
 
+// The small-k paths' end: the `s.flag` candidates gathered (unordered) in s.hist[0] (keys)
+// and s.hist[1] (ids), after a barrier. When there are at most TOPK_FEW_CAP of them (and
+// they hold every entry at or above a lower bound of the k-th key), each finds its rank (key
+// descending, index ascending) and, if selected, its place among the selected ids ascending,
+// by a scan of the candidates; else false, nothing written. Requires blockDim >= TOPK_FEW_CAP.
+QSA_DEVICE bool topk_few_rank(unsigned k, int* o, TopkShared& s) {
+  const unsigned t = threadIdx.x;
+  unsigned* ckey = s.hist[0];
+  const unsigned* cidx = s.hist[1];
+  const unsigned total = s.flag;
+  if (total > TOPK_FEW_CAP) return false;  // block-uniform
+  unsigned key = 0, id = 0, rank = 0;
+  if (t < total) {
+    key = ckey[t];
+    id = cidx[t];
+    for (unsigned j = 0; j < total; ++j) {
+      const unsigned kj = ckey[j], ij = cidx[j];
+      rank += kj > key || (kj == key && ij < id);
+    }
+  }
+  QSA_SYNC();
+  if (t < total) ckey[t] = rank < k;
+  QSA_SYNC();
+  if (t < total && rank < k) {  // exactly k selected: >= k candidates hold the top k
+    unsigned pos = 0;
+    for (unsigned j = 0; j < total; ++j) pos += ckey[j] != 0u && cidx[j] < id;
+    o[pos] = (int)id;
+  }
+  return true;
+}
+
+// Small k in the register kernel (k <= TOPK_FEW_UNITS; prefill's k = 16): the block's
+// threads form 32 units of blockDim / 32 threads (8 keys each); L = the k-th largest of the
+// units' maxima is a lower bound of the k-th largest key (k distinct entries are >= L). For
+// exchangeable scores about k * (1 + 1/2) entries reach it (256 x 2048, k = 16: ~22), so
+// gathering them and ranking them directly (topk_few_rank) replaces the four radix digits
+// and the ordered compaction: six block barriers where those take fifteen. False (nothing
+// written) when more than TOPK_FEW_CAP reach L (ties, sorted rows): the caller runs the
+// radix select on the same registers.
+#define TOPK_FEW_UNITS 32
+template <int ITEMS>
+QSA_DEVICE bool topk_few_regs(const unsigned (&key)[ITEMS], int nv, int base, unsigned k, int* o, TopkShared& s) {
+  const unsigned t = threadIdx.x, lane = qsa_lane();
+  const unsigned per = blockDim.x / TOPK_FEW_UNITS;  // threads per unit (blockDim % 64 == 0)
+  unsigned* umax = s.offsets;                        // the units' maxima
+  if (t < TOPK_FEW_UNITS) umax[t] = 0u;
+  if (t == 0) s.flag = 0u;
+  unsigned mx = 0u;  // 0: no entry (below every key but NaN's, which no bound needs)
+#pragma unroll
+  for (int j = 0; j < ITEMS; ++j) mx = j < nv ? max(mx, key[j]) : mx;
+  // Reduce over aligned groups of 2^a lanes inside one unit (2^a divides `per`), then one
+  // shared atomic per group.
+  unsigned group = 1;
+  while (group < (unsigned)QSA_WAVE && per % (2 * group) == 0) {  // block-uniform
+    mx = max(mx, (unsigned)qsa_shfl_xor(mx, group));
+    group *= 2;
+  }
+  QSA_SYNC();  // maxima and counter cleared
+  if (lane % group == 0) atomicMax(&umax[t / per], mx);
+  QSA_SYNC();
+  if (t < QSA_WAVE) {  // wave 0: the k-th largest of the unit maxima, k <= 32 <= QSA_WAVE
+    const unsigned v = lane < TOPK_FEW_UNITS ? umax[lane] : 0u;
+    unsigned gt = 0, ge = 0;
+#pragma unroll
+    for (int j = 0; j < TOPK_FEW_UNITS; ++j) {
+      const unsigned x = qsa_shfl(v, j);
+      gt += x > v;
+      ge += x >= v;
+    }
+    if (lane < TOPK_FEW_UNITS && gt < k && k <= ge) s.bin[0] = v;  // holders write the same word
+  }
+  QSA_SYNC();
+  const unsigned lo = s.bin[0];
+  const qsa_lanemask_t below = qsa_lanes_below();
+#pragma unroll
+  for (int j = 0; j < ITEMS; ++j) {  // the thread's entries in index order; ids any order
+    const bool c = j < nv && key[j] >= lo;
+    const qsa_lanemask_t bm = qsa_ballot(c);
+    if (bm) {  // wave-uniform: one atomic per wave
+      unsigned pos = 0;
+      if (lane == 0) pos = atomicAdd(&s.flag, (unsigned)qsa_popc_mask(bm));
+      pos = qsa_shfl(pos, 0) + qsa_popc_mask(bm & below);
+      if (c && pos < TOPK_FEW_CAP) {
+        s.hist[0][pos] = key[j];
+        s.hist[1][pos] = (unsigned)(base + j);
+      }
+    }
+  }
+  QSA_SYNC();
+  return topk_few_rank(k, o, s);
+}
+
 // ---------------------------------------------------------------------------------------
-// Register kernel. grid (nq), block: a multiple of the wave, 256..1024, >= ceil(n / 8).
+// Register kernel. grid (nq), block: a multiple of 64, 256..1024, >= ceil(n / 8).
 // qsa:block 1024
 QSA_KERNEL __launch_bounds__(TOPK_MAX_THREADS, 1) void qsa_topk_register(
     const float* __restrict__ scores, int capacity, int nq, int n, int k,
-    const int* __restrict__ active, int* __restrict__ out) {
+    const int* __restrict__ active, int* __restrict__ out, int few) {
   __shared__ TopkShared s;
   const int q = blockIdx.x;
   if (q >= nq) return;
@@ -440,6 +568,8 @@ QSA_KERNEL __launch_bounds__(TOPK_MAX_THREADS, 1) void qsa_topk_register(
   unsigned key[TOPK_REG_ITEMS];
 #pragma unroll
   for (int j = 0; j < TOPK_REG_ITEMS; ++j) key[j] = j < nv ? qsa_order_key(row[base + j]) : 0u;
+  // `few` (QSA_TOPK_REGISTER_FEW): small k through the units' maxima bound first.
+  if (few && (unsigned)k <= TOPK_FEW_UNITS && topk_few_regs(key, nv, base, (unsigned)k, o, s)) return;
   const TopkSel sel = topk_radix_regs(key, nv, (unsigned)k, 4, s);
   topk_compact_regs(key, nv, sel, [&](unsigned pos, int j) { o[pos] = base + j; }, s);
 }
@@ -512,26 +642,7 @@ QSA_DEVICE bool topk_few(const Src& src, unsigned count, unsigned k, int* o, Top
     }
   }
   QSA_SYNC();
-  const unsigned total = s.flag;
-  if (total > TOPK_FEW_CAP) return false;  // block-uniform
-  unsigned key = 0, id = 0, rank = 0;
-  if (t < total) {
-    key = ckey[t];
-    id = cidx[t];
-    for (unsigned j = 0; j < total; ++j) {
-      const unsigned kj = ckey[j], ij = cidx[j];
-      rank += kj > key || (kj == key && ij < id);
-    }
-  }
-  QSA_SYNC();
-  if (t < total) ckey[t] = rank < k;
-  QSA_SYNC();
-  if (t < total && rank < k) {  // exactly k selected: >= k candidates hold the top k
-    unsigned pos = 0;
-    for (unsigned j = 0; j < total; ++j) pos += ckey[j] != 0u && cidx[j] < id;
-    o[pos] = (int)id;
-  }
-  return true;
+  return topk_few_rank(k, o, s);
 }
 
 struct TopkSharedSrc {
@@ -595,14 +706,15 @@ QSA_KERNEL __launch_bounds__(TOPK_MAX_THREADS, 1) void qsa_topk_wide(
 // ---------------------------------------------------------------------------------------
 // Split workspace (u32 words, caller-provided, zeroed once before first use; the kernels
 // leave it zeroed where it must be): done[nq] | bound[nq*m] | cnt[nq*m] |
-// cand_key[nq*m*kc] | cand_idx[nq*m*kc], m = ceil(n / 4096), kc = min(k, 4096).
+// cand_key[nq*m*kc] | cand_idx[nq*m*kc], m = ceil(n / chunk), kc = min(k, chunk); chunk =
+// 4096 for the split, 512 * ITEMS for the speculative kernels (src/gpu/topk.rs).
 struct TopkSplitWs {
   unsigned *done, *bound, *cnt, *ckey;
   int* cidx;
   unsigned m, kc;
-  __device__ TopkSplitWs(unsigned* ws, int nq, int n, int k) {
-    m = (unsigned)((n + TOPK_SPLIT_CHUNK - 1) / TOPK_SPLIT_CHUNK);
-    kc = (unsigned)min(k, TOPK_SPLIT_CHUNK);
+  __device__ TopkSplitWs(unsigned* ws, int nq, int n, int k, int chunk = TOPK_SPLIT_CHUNK) {
+    m = (unsigned)((n + chunk - 1) / chunk);
+    kc = (unsigned)min(k, chunk);
     const size_t qm = (size_t)nq * m;
     done = ws;
     bound = done + nq;
@@ -662,16 +774,25 @@ struct TopkCandSrc {
 };
 
 // The last CTA of a query: select k among the chunks' candidates. The selection's k-th key
-// is at least its radix prefix; when that prefix lies below `floor` the candidates are not
-// proven to hold the selection (the speculative kernel's check, below): nothing is written
-// and the result is false. The split passes floor 0 (its bound X is proven).
-QSA_DEVICE bool topk_split_final(const TopkSplitWs& w, int q, int k, int* o, TopkShared& s, unsigned floor) {
+// is at least its radix prefix; when that prefix lies below `floor`, the largest of the
+// query's chunk bounds `bounds` (m of them), the candidates are not proven to hold the
+// selection (the speculative kernel's check, below): nothing is written and the result is
+// false. The split passes no bounds: floor 0 (its bound X is proven). The bounds are read
+// with the chunks' counts, in one round trip to L2. s.floor must be 0 on entry.
+QSA_DEVICE bool topk_split_final(const TopkSplitWs& w, int q, int k, int* o, TopkShared& s,
+                                 const unsigned* bounds, bool window = false) {
   const unsigned* cnt = w.cnt + (size_t)q * w.m;
   const unsigned* ckey = w.ckey + (size_t)q * w.m * w.kc;
   const int* cidx = w.cidx + (size_t)q * w.m * w.kc;
   const unsigned t = threadIdx.x;
   TOPK_SPLIT_STAMP(2, 0, 0, q);
   const unsigned c = t < w.m ? topk_load_cg(cnt + t) : 0u;  // m <= 256 <= blockDim
+  if (bounds) {  // block-uniform: the largest bound, posted before the scan's barriers
+    unsigned b = t < w.m ? topk_load_cg(bounds + t) : 0u;
+#pragma unroll
+    for (int off = QSA_WAVE / 2; off > 0; off >>= 1) b = max(b, (unsigned)qsa_shfl_xor(b, off));
+    if (qsa_lane() == 0) atomicMax(&s.floor, b);
+  }
   unsigned total;
   const unsigned off = topk_block_scan(c, total, s);
   if (t < w.m) s.offsets[t] = off;
@@ -682,6 +803,7 @@ QSA_DEVICE bool topk_split_final(const TopkSplitWs& w, int q, int k, int* o, Top
     s.kept = 0u;
   }
   QSA_SYNC();
+  const unsigned floor = bounds ? s.floor : 0u;
   TOPK_SPLIT_STAMP(2, 0, 1, q);
   auto id_of = [&](unsigned p) {
     return (int)topk_load_cg((const unsigned*)cidx + topk_cand_slot(s, w.m, w.kc, p));
@@ -745,18 +867,23 @@ QSA_DEVICE bool topk_split_final(const TopkSplitWs& w, int q, int k, int* o, Top
     // The digits that every kept candidate shares need no pass: start below them. The others
     // become key 0, which never matches the kept ones' prefix when that prefix is not 0 (else
     // every candidate takes part from the first digit: still exact, k of them are kept).
+    // Byte digits start at the first byte in which they differ, windows (`window`) at the
+    // first bit: p bits below the shared ones.
     int first = lo == hi ? 4 : __clz((int)(lo ^ hi)) / 8;
-    const unsigned top = first > 0 ? ~0u << (32 - 8 * first) : 0u;
+    int p = lo == hi ? 0 : 32 - __clz((int)(lo ^ hi));
+    const unsigned top = window ? (p < 32 ? ~0u << p : 0u) : first > 0 ? ~0u << (32 - 8 * first) : 0u;
     if (floor > 0u) {
       if ((lo & top) == 0u) {
         first = 0;
+        p = 32;
       } else {
 #pragma unroll
         for (int j = 0; j < TOPK_FINAL_ITEMS; ++j) key[j] = key[j] >= floor ? key[j] : 0u;
       }
     }
     TOPK_SPLIT_STAMP(2, 0, 3, q);
-    const TopkSel sel = topk_radix_regs(key, nv, (unsigned)k, first, lo, 4, s);
+    const TopkSel sel = window ? topk_radix_regs_window(key, nv, (unsigned)k, p, lo, 4, s)
+                               : topk_radix_regs(key, nv, (unsigned)k, first, lo, 4, s);
     TOPK_SPLIT_STAMP(2, 0, 4, q);
     if (threadIdx.x == 0 && q == 0) TOPK_SPLIT_NOTE(first, total);
     topk_compact_regs(key, nv, sel, [&](unsigned pos, int j) { o[pos] = ids[j]; }, s);
@@ -822,7 +949,7 @@ QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void 
   TOPK_SPLIT_STAMP(1, c, 4, q);
   if (!s.flag) return;
   __threadfence();
-  topk_split_final(w, q, k, out + (size_t)q * k, s, 0u);
+  topk_split_final(w, q, k, out + (size_t)q * k, s, nullptr);
   TOPK_SPLIT_STAMP(2, 0, 7, q);
 }
 
@@ -846,13 +973,117 @@ QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void 
 #if !defined(TOPK_SPEC_MARGIN)  // overridable only by development probes
 #define TOPK_SPEC_MARGIN 2
 #endif
-// qsa:block 512
-QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void qsa_topk_spec(
-    const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
-    int* __restrict__ out) {
-  __shared__ TopkShared s;
+// The speculative kernel's variants (the `flags` argument; src/dispatch/topk.rs sets them
+// from the QSA_TOPK_SPEC_* switches, all on by default: each measured faster on the H200):
+// each is exact either way, they differ in time only.
+// Final step: radix windows from the candidates' first differing bit (two passes where byte
+// digits take three for continuous scores).
+#define TOPK_SPEC_FINAL_WINDOW 1
+// Chunk bound in one histogram pass (topk_bound_window) instead of two radix digits.
+#define TOPK_SPEC_BOUND_WINDOW 2
+// Chunk keys loaded with 16-byte loads where the thread's entries are aligned and whole.
+#define TOPK_SPEC_LOAD_VEC4 4
+
+// A chunk's keys, blocked (thread t: entries t * ITEMS .. + ITEMS - 1 of the chunk).
+template <int ITEMS>
+QSA_DEVICE int topk_load_chunk_items(const float* row, int n, int chunk, bool vec4, unsigned (&key)[ITEMS]) {
+  const int base = chunk * (ITEMS * TOPK_SPLIT_THREADS) + threadIdx.x * ITEMS;
+  const int nv = max(0, min(ITEMS, n - base));
+  if (vec4 && nv == ITEMS && ((size_t)(row + base) & 15u) == 0) {
+    const float4* row4 = (const float4*)(row + base);
+    float4 x[ITEMS / 4];
+#pragma unroll
+    for (int j = 0; j < ITEMS / 4; ++j) x[j] = row4[j];
+#pragma unroll
+    for (int j = 0; j < ITEMS / 4; ++j) {
+      key[4 * j] = qsa_order_key(x[j].x);
+      key[4 * j + 1] = qsa_order_key(x[j].y);
+      key[4 * j + 2] = qsa_order_key(x[j].z);
+      key[4 * j + 3] = qsa_order_key(x[j].w);
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < ITEMS; ++j) key[j] = j < nv ? qsa_order_key(row[base + j]) : 0u;
+  }
+  return nv;
+}
+
+// A chunk bound in one histogram pass: the entries that share the chunk's largest key's top
+// 9 bits (sign and exponent of the score: its octave), binned by the next 8 bits; the
+// result is the lower edge of the bin where the count from the top reaches r, so at least r
+// entries lie at or above it (a 15-bit-aligned key, finer than two byte digits' 16 bits).
+// When the octave holds fewer than r entries (an outlier above the rest) the two-digit radix
+// bound is taken instead. Three block barriers plus one, where two digits take six.
+template <int ITEMS, bool LEAN = false>
+QSA_DEVICE unsigned topk_bound_window(const unsigned (&key)[ITEMS], int nv, unsigned r, TopkShared& s) {
+  const unsigned wave = threadIdx.x / QSA_WAVE;
+  const unsigned nwaves = blockDim.x / QSA_WAVE;
+  unsigned mx = 0u;
+#pragma unroll
+  for (int j = 0; j < ITEMS; ++j) mx = j < nv ? max(mx, key[j]) : mx;
+#pragma unroll
+  for (int off = QSA_WAVE / 2; off > 0; off >>= 1) mx = max(mx, (unsigned)qsa_shfl_xor(mx, off));
+  if (qsa_lane() == 0) s.waves[wave] = mx;
+  topk_hist_clear(s.hist[0]);
+  if (threadIdx.x == 0) s.count[0] = 0xffffffffu;  // no bin reached r
+  QSA_SYNC();
+  unsigned hi = 0u;
+  for (unsigned w = 0; w < nwaves; ++w) hi = max(hi, s.waves[w]);
+  const unsigned octave = hi & 0xff800000u;
+#pragma unroll
+  for (int j = 0; j < ITEMS; ++j) {
+    const bool v = j < nv && (key[j] & 0xff800000u) == octave;
+    if (!LEAN) {
+      topk_hist_add(s.hist[0], v, (key[j] >> 15) & 0xffu);
+    } else if (v) {  // the window's bins are spread: no whole-wave check
+      atomicAdd(&s.hist[0][(key[j] >> 15) & 0xffu], 1u);
+    }
+  }
+  QSA_SYNC();  // also: every thread has read s.waves before topk_choose_bin writes it
+  topk_choose_bin(s, 0, r);
+  if (s.count[0] != 0xffffffffu) return octave | (s.bin[0] << 15);  // block-uniform
+  return topk_radix_regs(key, nv, r, TOPK_BOUND_DIGITS, s).prefix;
+}
+
+// A chunk's candidate slots in the workspace.
+QSA_DEVICE unsigned* ckey_of(const TopkSplitWs& w, int q, int c) { return w.ckey + ((size_t)q * w.m + c) * w.kc; }
+QSA_DEVICE int* cidx_of(const TopkSplitWs& w, int q, int c) { return w.cidx + ((size_t)q * w.m + c) * w.kc; }
+
+// The lean keep: the chunk's entries >= bound, in index order, one compare per key; returns
+// how many, or 0xffffffff (nothing written) when more than kc (ties: the caller caps).
+template <int ITEMS>
+QSA_DEVICE unsigned topk_spec_keep_lean(const unsigned (&key)[ITEMS], int nv, unsigned bound, unsigned kc,
+                                        unsigned* ckey, int* cidx, int base, TopkShared& s) {
+  unsigned ge = 0u, total;
+#pragma unroll
+  for (int j = 0; j < ITEMS; ++j) ge += j < nv && key[j] >= bound;
+  unsigned pos = topk_block_scan(ge, total, s);
+  if (total > kc) return 0xffffffffu;  // block-uniform
+#pragma unroll
+  for (int j = 0; j < ITEMS; ++j) {
+    if (j < nv && key[j] >= bound) {
+      ckey[pos] = key[j];
+      cidx[pos] = base + j;
+      ++pos;
+    }
+  }
+  return total;
+}
+
+// The speculative kernel's body: chunks of 512 * ITEMS entries, `flags` TOPK_SPEC_*. LEAN
+// (the `_lean` entry points, not measured yet; the others are the H200's measured code): the
+// one-pass bound's histogram adds without the whole-wave check (its bins are spread), and
+// the entries >= bound counted and written with one compare per key, where the general
+// count / emit compare (key & mask) with the prefix twice.
+template <int ITEMS, bool LEAN = false>
+QSA_DEVICE void topk_spec(const float* __restrict__ scores, int capacity, int nq, int n, int k,
+                          unsigned* __restrict__ ws, int* __restrict__ out, int flags, TopkShared& s) {
+#if !defined(QSA_CUDA)
+  flags = 0;  // the variants are CUDA's (the host plans none elsewhere): no registers for them
+#endif
+  const int chunk = ITEMS * TOPK_SPLIT_THREADS;
   const int c = blockIdx.x, q = blockIdx.y;
-  const TopkSplitWs w(ws, nq, n, k);
+  const TopkSplitWs w(ws, nq, n, k, chunk);
   if (q >= nq || c >= (int)w.m) return;
   int* o = out + (size_t)q * k;
   if (k >= n) {  // every entry: no workspace, no ticket
@@ -861,28 +1092,35 @@ QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void 
   }
   const float* row = scores + (size_t)q * capacity;
   TOPK_SPLIT_STAMP(1, c, 0, q);
-  unsigned key[TOPK_SPLIT_ITEMS];
-  const int nv = topk_load_chunk(row, n, c, key);
-  const int base = c * TOPK_SPLIT_CHUNK + threadIdx.x * TOPK_SPLIT_ITEMS;
+  unsigned key[ITEMS];
+  const int nv = topk_load_chunk_items(row, n, c, (flags & TOPK_SPEC_LOAD_VEC4) != 0, key);
+  const int base = c * chunk + threadIdx.x * ITEMS;
   TOPK_SPLIT_STAMP(1, c, 1, q);
-  const int len = min(TOPK_SPLIT_CHUNK, n - c * TOPK_SPLIT_CHUNK);
+  const int len = min(chunk, n - c * chunk);
   const unsigned r = TOPK_SPEC_MARGIN * (((unsigned)k + w.m - 1) / w.m);
   unsigned bound = 0u;  // every entry when the chunk has no more than r
-  if ((unsigned)len > r) bound = topk_radix_regs(key, nv, r, TOPK_BOUND_DIGITS, s).prefix;
+  if ((unsigned)len > r) {
+    bound = (flags & TOPK_SPEC_BOUND_WINDOW) ? topk_bound_window<ITEMS, LEAN>(key, nv, r, s)
+                                             : topk_radix_regs(key, nv, r, TOPK_BOUND_DIGITS, s).prefix;
+  }
   TopkSel sel = {0xffffffffu, bound, 0xffffffffu};  // key >= bound, every tie
   TOPK_SPLIT_STAMP(1, c, 2, q);
-  TopkCounts counts = topk_count_regs(key, nv, sel, s);
-  if (counts.gt_total + counts.eq_total > w.kc) {  // ties: the chunk's own top kc, proven
-    sel = topk_radix_regs(key, nv, w.kc, 4, s);
-    counts = topk_count_regs(key, nv, sel, s);
-    bound = 0u;
+  unsigned kept = 0xffffffffu;  // LEAN: set where the chunk keeps no more than kc
+  if (LEAN) kept = topk_spec_keep_lean(key, nv, bound, w.kc, ckey_of(w, q, c), cidx_of(w, q, c), base, s);
+  if (!LEAN || kept == 0xffffffffu) {
+    TopkCounts counts = topk_count_regs(key, nv, sel, s);
+    if (counts.gt_total + counts.eq_total > w.kc) {  // ties: the chunk's own top kc, proven
+      sel = topk_radix_regs(key, nv, w.kc, 4, s);
+      counts = topk_count_regs(key, nv, sel, s);
+      bound = 0u;
+    }
+    unsigned* ckey = ckey_of(w, q, c);
+    int* cidx = cidx_of(w, q, c);
+    kept = topk_emit_regs(key, nv, sel, counts, [&](unsigned pos, int j) {
+      ckey[pos] = key[j];
+      cidx[pos] = base + j;
+    });
   }
-  unsigned* ckey = w.ckey + ((size_t)q * w.m + c) * w.kc;
-  int* cidx = w.cidx + ((size_t)q * w.m + c) * w.kc;
-  const unsigned kept = topk_emit_regs(key, nv, sel, counts, [&](unsigned pos, int j) {
-    ckey[pos] = key[j];
-    cidx[pos] = base + j;
-  });
   if (threadIdx.x == 0) {
     w.cnt[(size_t)q * w.m + c] = kept;
     w.bound[(size_t)q * w.m + c] = bound;
@@ -900,13 +1138,7 @@ QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void 
   TOPK_SPLIT_STAMP(1, c, 4, q);
   if (!s.flag) return;
   __threadfence();
-  // The largest chunk bound (m <= TOPK_MAX_CHUNKS <= blockDim: one per thread).
-  unsigned b = threadIdx.x < w.m ? topk_load_cg(w.bound + (size_t)q * w.m + threadIdx.x) : 0u;
-#pragma unroll
-  for (int off = QSA_WAVE / 2; off > 0; off >>= 1) b = max(b, (unsigned)qsa_shfl_xor(b, off));
-  if (qsa_lane() == 0) atomicMax(&s.floor, b);
-  QSA_SYNC();
-  if (topk_split_final(w, q, k, o, s, s.floor)) {
+  if (topk_split_final(w, q, k, o, s, w.bound + (size_t)q * w.m, (flags & TOPK_SPEC_FINAL_WINDOW) != 0)) {
     TOPK_SPLIT_STAMP(2, 0, 7, q);
     return;
   }
@@ -915,6 +1147,60 @@ QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void 
   const TopkSel all = topk_radix_stream(src, (unsigned)n, (unsigned)k, s);
   topk_compact_stream(src, (unsigned)n, all, [&](unsigned pos, unsigned i) { o[pos] = (int)i; }, s);
 }
+
+// Entry points by chunk size (src/dispatch/topk.rs: SpecChunk): 4,096 entries (8 per
+// thread); 2,048 (1 query x 262,144: 128 CTAs, every SM but 4, half the serial work each);
+// 8,192 and 16,384 (fewer, fatter chunks: 16 queries x 262,144 is 1,024 CTAs of 4,096, about
+// four waves at two CTAs per SM, and 256 of 16,384, one wave).
+// qsa:block 512
+QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void qsa_topk_spec(
+    const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
+    int* __restrict__ out, int flags) {
+  __shared__ TopkShared s;
+  topk_spec<TOPK_SPLIT_ITEMS>(scores, capacity, nq, n, k, ws, out, flags, s);
+}
+
+#if defined(QSA_CUDA)  // src/dispatch/topk.rs plans the other chunks on NVIDIA targets only
+// qsa:block 512
+QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void qsa_topk_spec_2k(
+    const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
+    int* __restrict__ out, int flags) {
+  __shared__ TopkShared s;
+  topk_spec<4>(scores, capacity, nq, n, k, ws, out, flags, s);
+}
+
+// qsa:block 512
+QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void qsa_topk_spec_8k(
+    const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
+    int* __restrict__ out, int flags) {
+  __shared__ TopkShared s;
+  topk_spec<16>(scores, capacity, nq, n, k, ws, out, flags, s);
+}
+
+// qsa:block 512
+QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void qsa_topk_spec_lean(
+    const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
+    int* __restrict__ out, int flags) {
+  __shared__ TopkShared s;
+  topk_spec<TOPK_SPLIT_ITEMS, true>(scores, capacity, nq, n, k, ws, out, flags, s);
+}
+
+// qsa:block 512
+QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void qsa_topk_spec_8k_lean(
+    const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
+    int* __restrict__ out, int flags) {
+  __shared__ TopkShared s;
+  topk_spec<16, true>(scores, capacity, nq, n, k, ws, out, flags, s);
+}
+
+// qsa:block 512
+QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void qsa_topk_spec_16k(
+    const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
+    int* __restrict__ out, int flags) {
+  __shared__ TopkShared s;
+  topk_spec<32>(scores, capacity, nq, n, k, ws, out, flags, s);
+}
+#endif  // QSA_CUDA
 
 // ---------------------------------------------------------------------------------------
 // Cluster kernel (sm_90 decode): one cluster of TOPK_CLUSTER CTAs per query, CTA r owning

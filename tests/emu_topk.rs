@@ -253,6 +253,111 @@ fn split_matches_the_oracle_with_each_targets_dispatch() {
     }
 }
 
+/// The speculative kernel's variants (src/dispatch/topk.rs `SpecOptions`: windowed final
+/// radix, one-pass chunk bound, 16-byte loads; chunks of 2,048 / 4,096 / 8,192 / 16,384) on
+/// wave 32 and wave 64: query 0's row is 16-byte aligned (vec4 loads), query 1's is not
+/// (capacity 18,438: scalar loads); uniform passes the check, nan_cut leaves fewer than r
+/// entries in the octave of a chunk's largest key (+inf: the one-pass bound falls back to
+/// two digits), ascending fails the check (the last CTA selects over the row).
+#[test]
+fn spec_variants_match_the_oracle() {
+    let case = Case {
+        name: "emu_spec_variants",
+        nq: 2,
+        n: 18_437,
+        capacity: 18_438,
+        k: 300,
+        active: None,
+        dists: &["uniform", "nan_cut", "ascending"],
+    };
+    let all_on = [
+        ("QSA_TOPK_KERNEL", "spec"),
+        ("QSA_TOPK_SPEC_FINAL", "window"),
+        ("QSA_TOPK_SPEC_BOUND", "window"),
+        ("QSA_TOPK_SPEC_LOAD", "vec4"),
+    ];
+    for caps in gpu_targets()
+        .into_iter()
+        .filter(|c| c.name == "sm_90" || c.name == "gfx906")
+    {
+        for chunk in ["2048", "4096", "8192", "16384"] {
+            let mut v = all_on.to_vec();
+            v.push(("QSA_TOPK_SPEC_CHUNK", chunk));
+            let d = check_case(&caps, &v, &case, &[Schedule::Forward]);
+            assert!(d.iter().all(|d| d == "spec"), "{}: {d:?}", caps.name);
+        }
+        // Every flag off (byte digits, two-digit bound, scalar loads): session 5's form.
+        let plain = [
+            ("QSA_TOPK_KERNEL", "spec"),
+            ("QSA_TOPK_SPEC_FINAL", "byte"),
+            ("QSA_TOPK_SPEC_BOUND", "radix"),
+            ("QSA_TOPK_SPEC_LOAD", "scalar"),
+        ];
+        check_case(&caps, &plain, &case, &[Schedule::Forward]);
+        // The lean entry points (sm_90: gfx906 runs the plain form). ties (16 values, every
+        // low bit 0): chunks of 4,096 hold 256 of the top value, the one-pass bound equals its
+        // key, and all 256 (<= kc = 300) are kept through the lean path.
+        if caps.vendor == qsa::dispatch::Vendor::Nvidia {
+            let lean_case = Case {
+                dists: &["uniform", "ties", "nan_cut"],
+                active: None,
+                ..case
+            };
+            for chunk in ["4096", "8192"] {
+                let mut v = all_on.to_vec();
+                v.push(("QSA_TOPK_SPEC_CHUNK", chunk));
+                v.push(("QSA_TOPK_SPEC_KEEP", "lean"));
+                check_case(&caps, &v, &lean_case, &[Schedule::Forward]);
+            }
+        }
+    }
+}
+
+/// The register kernel's small-k path (QSA_TOPK_REGISTER_FEW=1, the default; k <= 32) on wave 32 and
+/// wave 64: 320 threads (units of 10 threads: pairs by shuffle, then shared atomics) with
+/// prefill counts at every edge, and 256 threads (units of 8, the prefill shape's block);
+/// uniform and ties (~160 entries tied at the top value reach the bound: ranked with the
+/// tie-break) take the path, all_equal (every entry reaches it: more than 256 candidates)
+/// falls back to the radix select.
+#[test]
+fn register_small_k_path_matches_the_oracle() {
+    let edges = Case {
+        name: "emu_register_few",
+        nq: 6,
+        n: 2500,
+        capacity: 2503,
+        k: 32,
+        active: Some(vec![-1, 0, 31, 33, 1800, 4000]),
+        dists: &["uniform", "ties", "all_equal", "nan_inf", "ascending"],
+    };
+    let prefill = Case {
+        name: "emu_register_few_2k",
+        nq: 3,
+        n: 2048,
+        capacity: 2048,
+        k: 16,
+        active: Some(vec![17, 1024, 2048]),
+        dists: &["uniform", "ties", "signed_zeros"],
+    };
+    for caps in gpu_targets()
+        .into_iter()
+        .filter(|c| c.name == "sm_90" || c.name == "gfx906")
+    {
+        for case in [&edges, &prefill] {
+            let d = check_case(
+                &caps,
+                &[
+                    ("QSA_TOPK_KERNEL", "register"),
+                    ("QSA_TOPK_REGISTER_FEW", "1"),
+                ],
+                case,
+                &[Schedule::Forward],
+            );
+            assert!(d.iter().all(|d| d == "register"), "{}: {d:?}", caps.name);
+        }
+    }
+}
+
 /// The race check over every top-k kernel on wave 32 and wave 64: forward, reverse and a
 /// seeded random order of threads between sync points give the same device memory after
 /// every launch.
@@ -312,6 +417,18 @@ fn topk_kernels_are_schedule_independent() {
         check_case(
             &caps,
             &[("QSA_TOPK_KERNEL", "spec")],
+            &cluster,
+            &Schedule::RACE_CHECK,
+        );
+        // Its one-pass bound and windowed final radix, in chunks of 8,192.
+        check_case(
+            &caps,
+            &[
+                ("QSA_TOPK_KERNEL", "spec"),
+                ("QSA_TOPK_SPEC_CHUNK", "8192"),
+                ("QSA_TOPK_SPEC_FINAL", "window"),
+                ("QSA_TOPK_SPEC_BOUND", "window"),
+            ],
             &cluster,
             &Schedule::RACE_CHECK,
         );

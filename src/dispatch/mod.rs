@@ -101,6 +101,30 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
         "register | wide | split | cluster: force one top-k kernel (qsa's switch, for tests)",
     ),
     (
+        "QSA_TOPK_REGISTER_FEW",
+        "0 | 1 (default): the register top-k tries the small-k bound (k <= 32: the k-th largest of 32 units' maxima, direct ranking) before its radix select (qsa's sweep switch)",
+    ),
+    (
+        "QSA_TOPK_SPEC_CHUNK",
+        "2048 | 4096 | 8192 | 16384: entries per chunk CTA of the speculative top-k (unset: 4096 while its CTAs fit one wave, else 8192) (qsa's sweep switch)",
+    ),
+    (
+        "QSA_TOPK_SPEC_FINAL",
+        "byte | window (default): the speculative top-k's final radix in byte digits or in windows from the candidates' first differing bit (qsa's sweep switch)",
+    ),
+    (
+        "QSA_TOPK_SPEC_BOUND",
+        "radix | window (default): the speculative top-k's chunk bound by two radix digits or one pass over the octave of the chunk's largest key (qsa's sweep switch)",
+    ),
+    (
+        "QSA_TOPK_SPEC_KEEP",
+        "general (default) | lean: the speculative top-k's chunk step in its general form or the lean entry point (one compare per key to keep the entries >= bound; chunks of 4096 / 8192; not measured yet) (qsa's sweep switch)",
+    ),
+    (
+        "QSA_TOPK_SPEC_LOAD",
+        "scalar | vec4 (default): the speculative top-k's chunk loads (qsa's sweep switch)",
+    ),
+    (
         "QSA_SCORES_KERNEL",
         "warp | simt | tf32 | bf16 | tf32_mma | bf16_mma: force one scorer where the target has it, SIMT even below 8 queries; *_mma: mma.sync where sm_90a's wgmma kernel would run (qsa's switch, for benches)",
     ),

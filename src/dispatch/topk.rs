@@ -1,5 +1,6 @@
 //! Top-k dispatch: register kernel for small n, two-stage split for decode (the one-launch
-//! speculative kernel on sm_90, measured faster there), wide otherwise.
+//! speculative kernel on sm_90, measured faster there, with its options: `spec_options`),
+//! wide otherwise.
 //! The one-launch cluster kernel (sm_90) runs only when forced (`QSA_TOPK_KERNEL=cluster`):
 //! on the H200 it is slower than the split (docs/results/topk-cluster-2026-12-01/).
 
@@ -126,6 +127,150 @@ pub fn choose(caps: &TargetCaps, sw: &Switches, s: TopkShape) -> Result<TopkKern
     })
 }
 
+/// Chunk sizes of the speculative kernel: one entry point each (kernels/topk.cu), 512
+/// threads holding 8 / 16 / 32 entries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpecChunk {
+    K2,
+    K4,
+    K8,
+    K16,
+}
+
+impl SpecChunk {
+    pub fn entries(self) -> usize {
+        match self {
+            SpecChunk::K2 => 2048,
+            SpecChunk::K4 => 4096,
+            SpecChunk::K8 => 8192,
+            SpecChunk::K16 => 16_384,
+        }
+    }
+    pub fn kernel(self) -> &'static str {
+        match self {
+            SpecChunk::K2 => "qsa_topk_spec_2k",
+            SpecChunk::K4 => "qsa_topk_spec",
+            SpecChunk::K8 => "qsa_topk_spec_8k",
+            SpecChunk::K16 => "qsa_topk_spec_16k",
+        }
+    }
+    /// The engine's chunk: 4,096 while its CTAs (nq x chunks) fit one wave (two resident per
+    /// SM: 512 threads at up to 64 registers), else 8,192. Measured on the H200 (2026-12-02
+    /// 06:07 UTC, side by side, every QSA_TOPK_SPEC_* flag on, k = 2048 of 262,144): 1 query
+    /// (64 CTAs) 15.1 us at 4,096 / 17.7 at 8,192; 3 queries (192) 18.1 / 17.9; 16 queries
+    /// (1,024 CTAs, ~4 waves) 36.3 / 33.7, and 40.4 at 16,384 (one wave, but 32 keys per
+    /// thread cost more than the waves saved). 2,048 and 16,384 run only when forced.
+    fn engine(caps: &TargetCaps, s: TopkShape) -> SpecChunk {
+        let slots = 2 * caps.multiprocessors.max(1) as usize;
+        if s.nq * s.n.div_ceil(SpecChunk::K4.entries()) <= slots {
+            SpecChunk::K4
+        } else {
+            SpecChunk::K8
+        }
+    }
+}
+
+/// The speculative kernel's variants (each exact; they differ in time): the chunk, and the
+/// `flags` bits of kernels/topk.cu (TOPK_SPEC_*).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SpecOptions {
+    pub chunk: SpecChunk,
+    /// Final step: radix windows from the candidates' first differing bit.
+    pub final_window: bool,
+    /// Chunk bound: one histogram pass over the octave of the chunk's largest key.
+    pub bound_window: bool,
+    /// Chunk keys by 16-byte loads.
+    pub vec4: bool,
+    /// The lean chunk step (`qsa_topk_spec[_8k]_lean`: one compare per key to keep the
+    /// entries >= bound; not measured yet), chunks of 4,096 and 8,192 only.
+    pub lean: bool,
+}
+
+impl SpecOptions {
+    /// The entry point: the chunk's, or its lean form.
+    pub fn kernel(self) -> &'static str {
+        match (self.chunk, self.lean) {
+            (SpecChunk::K4, true) => "qsa_topk_spec_lean",
+            (SpecChunk::K8, true) => "qsa_topk_spec_8k_lean",
+            (chunk, _) => chunk.kernel(),
+        }
+    }
+    pub fn flags(self) -> i32 {
+        (self.final_window as i32) | (self.bound_window as i32) << 1 | (self.vec4 as i32) << 2
+    }
+}
+
+/// A two-valued switch: `off` (or unset: `default`) / `on`; anything else is an error that
+/// names the values.
+fn choice(
+    sw: &Switches,
+    name: &str,
+    off: &str,
+    on: &str,
+    default: bool,
+) -> Result<bool, BackendError> {
+    match sw.get(name) {
+        None => Ok(default),
+        Some(v) if v == off => Ok(false),
+        Some(v) if v == on => Ok(true),
+        Some(v) => Err(BackendError::Input(format!(
+            "{name}={v}: expected {off} or {on}"
+        ))),
+    }
+}
+
+/// The speculative kernel's options for `s` from the QSA_TOPK_SPEC_* switches (unset: the
+/// engine's defaults: every flag on, each measured faster on the H200 at 1 / 3 / 16 queries x
+/// 262,144, k = 2048, 2026-12-02 06:07 UTC, side by side: the windowed final 17.5 -> 16.0 /
+/// 21.0 -> 19.0 / 41.6 -> 39.5 us, the one-pass bound -> 16.6 / 19.9 / 37.6, vec4 loads
+/// alone level (17.5 / 20.7 / 41.5), all three 15.1 / 18.1 / 36.3).
+///
+/// The variants exist on NVIDIA targets only (kernels/topk.cu builds them for CUDA; AMD's
+/// dispatch never takes the speculative kernel, and their registers cost gfx906's forced
+/// one an occupancy step): elsewhere a forced speculative kernel runs its plain form, as a
+/// forced kernel outside its limits falls through to one that handles the shape.
+pub fn spec_options(
+    caps: &TargetCaps,
+    sw: &Switches,
+    s: TopkShape,
+) -> Result<SpecOptions, BackendError> {
+    if caps.vendor != Vendor::Nvidia {
+        return Ok(SpecOptions {
+            chunk: SpecChunk::K4,
+            final_window: false,
+            bound_window: false,
+            vec4: false,
+            lean: false,
+        });
+    }
+    let chunk = match sw.get("QSA_TOPK_SPEC_CHUNK") {
+        None => SpecChunk::engine(caps, s),
+        Some("2048") => SpecChunk::K2,
+        Some("4096") => SpecChunk::K4,
+        Some("8192") => SpecChunk::K8,
+        Some("16384") => SpecChunk::K16,
+        Some(other) => {
+            return Err(BackendError::Input(format!(
+                "QSA_TOPK_SPEC_CHUNK={other}: expected 2048, 4096, 8192 or 16384 (unset: the engine's rule)"
+            )))
+        }
+    };
+    let lean = choice(sw, "QSA_TOPK_SPEC_KEEP", "general", "lean", false)?;
+    if lean && !matches!(chunk, SpecChunk::K4 | SpecChunk::K8) {
+        return Err(BackendError::Input(format!(
+            "QSA_TOPK_SPEC_KEEP=lean exists for chunks of 4096 and 8192 only, not {}: set QSA_TOPK_SPEC_CHUNK=4096 or 8192",
+            chunk.entries()
+        )));
+    }
+    Ok(SpecOptions {
+        chunk,
+        lean,
+        final_window: choice(sw, "QSA_TOPK_SPEC_FINAL", "byte", "window", true)?,
+        bound_window: choice(sw, "QSA_TOPK_SPEC_BOUND", "radix", "window", true)?,
+        vec4: choice(sw, "QSA_TOPK_SPEC_LOAD", "scalar", "vec4", true)?,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,6 +332,135 @@ mod tests {
             ..decode(3, 40_000)
         };
         assert_eq!(choose(&ampere, &sw, prefill).unwrap(), TopkKernel::Wide);
+    }
+
+    fn switches(pairs: &[(&str, &str)]) -> Switches {
+        Switches::new(
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn spec_options_default_to_the_measured_kernel() {
+        let hopper = nvidia(vec![Feature::Clusters]);
+        let o = spec_options(&hopper, &Switches::default(), decode(1, 262_144)).unwrap();
+        assert_eq!(o.chunk, SpecChunk::K4);
+        assert_eq!(
+            o.flags(),
+            1 | 2 | 4,
+            "every QSA_TOPK_SPEC_* flag on by default (each measured faster on the H200)"
+        );
+        let off = switches(&[
+            ("QSA_TOPK_SPEC_FINAL", "byte"),
+            ("QSA_TOPK_SPEC_BOUND", "radix"),
+            ("QSA_TOPK_SPEC_LOAD", "scalar"),
+        ]);
+        let o = spec_options(&hopper, &off, decode(1, 262_144)).unwrap();
+        assert_eq!(o.flags(), 0, "each flag's off value turns it off");
+        let amd = TargetCaps {
+            vendor: Vendor::Amd,
+            ..nvidia(vec![])
+        };
+        let o = spec_options(&amd, &Switches::default(), decode(16, 262_144)).unwrap();
+        assert_eq!(
+            (o.chunk, o.flags()),
+            (SpecChunk::K4, 0),
+            "AMD: the plain form, the only one built for HIP"
+        );
+    }
+
+    #[test]
+    fn spec_options_follow_their_switches() {
+        let hopper = nvidia(vec![Feature::Clusters]);
+        let o = spec_options(
+            &hopper,
+            &switches(&[
+                ("QSA_TOPK_SPEC_CHUNK", "16384"),
+                ("QSA_TOPK_SPEC_BOUND", "radix"),
+            ]),
+            decode(1, 262_144),
+        )
+        .unwrap();
+        assert_eq!(
+            (o.chunk.entries(), o.kernel()),
+            (16_384, "qsa_topk_spec_16k")
+        );
+        assert_eq!(
+            o.flags(),
+            1 | 4,
+            "final window (1) and vec4 (4) by default, bound radix (no 2)"
+        );
+        let lean = |chunk| {
+            spec_options(
+                &hopper,
+                &switches(&[
+                    ("QSA_TOPK_SPEC_CHUNK", chunk),
+                    ("QSA_TOPK_SPEC_KEEP", "lean"),
+                ]),
+                decode(1, 262_144),
+            )
+        };
+        assert_eq!(lean("4096").unwrap().kernel(), "qsa_topk_spec_lean");
+        assert_eq!(lean("8192").unwrap().kernel(), "qsa_topk_spec_8k_lean");
+        let e = lean("16384").unwrap_err().to_string();
+        assert!(e.contains("for chunks of 4096 and 8192 only"), "{e}");
+        let o = spec_options(
+            &hopper,
+            &switches(&[
+                ("QSA_TOPK_SPEC_FINAL", "byte"),
+                ("QSA_TOPK_SPEC_LOAD", "scalar"),
+            ]),
+            decode(1, 9000),
+        )
+        .unwrap();
+        assert_eq!(o.flags(), 2);
+    }
+
+    #[test]
+    fn the_engines_chunk_doubles_past_one_wave_of_4096() {
+        // 132 SMs: 264 CTAs. 1 x 262,144: 64 chunks of 4,096; 3 x: 192 (one wave): 4,096.
+        // 5 x: 320 and 16 x: 1,024 exceed it: 8,192 (measured 33.7 against 36.3 us at 16 x).
+        let hopper = nvidia(vec![Feature::Clusters]);
+        let pick = |nq| {
+            spec_options(&hopper, &Switches::default(), decode(nq, 262_144))
+                .unwrap()
+                .chunk
+        };
+        assert_eq!(
+            pick(16),
+            SpecChunk::K8,
+            "16 x 262,144: 1,024 CTAs of 4,096 exceed one wave of 264, so chunks of 8,192"
+        );
+        assert_eq!(pick(1), SpecChunk::K4);
+        assert_eq!(pick(3), SpecChunk::K4);
+        assert_eq!(pick(5), SpecChunk::K8);
+    }
+
+    #[test]
+    fn unknown_spec_switch_values_name_the_choices() {
+        let hopper = nvidia(vec![Feature::Clusters]);
+        for (name, bad, want) in [
+            (
+                "QSA_TOPK_SPEC_CHUNK",
+                "5000",
+                "expected 2048, 4096, 8192 or 16384",
+            ),
+            ("QSA_TOPK_SPEC_FINAL", "bits", "expected byte or window"),
+            ("QSA_TOPK_SPEC_BOUND", "1", "expected radix or window"),
+            ("QSA_TOPK_SPEC_LOAD", "vec8", "expected scalar or vec4"),
+            ("QSA_TOPK_SPEC_KEEP", "fast", "expected general or lean"),
+        ] {
+            let e =
+                spec_options(&hopper, &switches(&[(name, bad)]), decode(1, 262_144)).unwrap_err();
+            let msg = e.to_string();
+            assert!(
+                msg.contains(name) && msg.contains(want),
+                "{name}={bad}: {msg}"
+            );
+        }
     }
 
     #[test]

@@ -4,9 +4,11 @@
 //! Kernel ABI (extern "C", all arguments by value):
 //!
 //! - `qsa_topk_register(const float* scores, int capacity, int nq, int n, int k,
-//!   const int* active /* or null */, int* out)`: grid (nq), block `register_threads(n)`
-//!   (a multiple of 64 in 256..=1024 with block * 8 >= n), no dynamic shared memory.
-//! - `qsa_topk_wide(<the register kernel's arguments>, int staged)`: grid (nq), block
+//!   const int* active /* or null */, int* out, int few)`: grid (nq), block
+//!   `register_threads(n)` (a multiple of 64 in 256..=1024 with block * 8 >= n), no dynamic
+//!   shared memory; `few` = 1 (`register_few`, the default) tries the small-k bound
+//!   (k <= 32) first.
+//! - `qsa_topk_wide(<the register kernel's first seven arguments>, int staged)`: grid (nq), block
 //!   `WIDE_THREADS`; `staged` = 1 with `n * 4` bytes of dynamic shared memory when that
 //!   fits the device (`wide_staged_bytes`), else 0 and none (every pass reads global memory).
 //!   For k <= waves per block (prefill's small k) one pass and a direct ranking of the few
@@ -18,21 +20,25 @@
 //!   kernel on the same stream. `ws` is `split_workspace_bytes` bytes, zeroed once before
 //!   its first use; the kernels leave it reusable. One workspace per stream.
 //!
-//! - `qsa_topk_cluster(<the register kernel's arguments>)`: grid (CLUSTER_CTAS, nq), clusters
+//! - `qsa_topk_cluster(<the register kernel's first seven arguments>)`: grid (CLUSTER_CTAS, nq), clusters
 //!   of CLUSTER_CTAS along x (compiled in: `__cluster_dims__`), block `CLUSTER_THREADS`,
 //!   `cluster_part(n) * 4` bytes of dynamic shared memory (the part's keys). sm_90 only
 //!   (dispatch: `Feature::Clusters`), n <= CLUSTER_MAX_N.
 //!
-//! - `qsa_topk_spec(<the split select kernel's arguments>)`: grid (chunks, nq), block
-//!   `SPLIT_THREADS`, alone (one launch); the split's workspace, zeroed once.
+//! - `qsa_topk_spec[_2k|_8k|_16k|_lean|_8k_lean](<the split select kernel's arguments>, int
+//!   flags)`: grid (ceil(n / chunk), nq), block `SPLIT_THREADS`, alone (one launch), chunks
+//!   of 4,096 / 2,048 / 8,192 / 16,384 entries (`SpecChunk`, `SpecOptions::kernel`; all but
+//!   `qsa_topk_spec` on NVIDIA only); the split's workspace for that chunk
+//!   (`spec_workspace_bytes`), zeroed once. `flags`: the variants of `SpecOptions`.
 //!
-//! chunks = ceil(n / SPLIT_CHUNK). Output: `nq * k` ids, row q at `out + q * k`.
+//! chunks = ceil(n / SPLIT_CHUNK) unless said. Output: `nq * k` ids, row q at `out + q * k`.
 
 use super::launch::{launch, LaunchPlan, PlanArg, PlannedCall, Role, Step};
 use super::{Family, GpuApi, GpuProps, LaunchDims};
 use crate::backend::{BackendError, BackendResult, Prepared};
 use crate::dispatch::topk::{
-    choose, TopkKernel, TopkShape, CLUSTER_CTAS, CLUSTER_MAX_N, REGISTER_MAX_N, SPLIT_CHUNK,
+    choose, spec_options, SpecOptions, TopkKernel, TopkShape, CLUSTER_CTAS, CLUSTER_MAX_N,
+    REGISTER_MAX_N, SPLIT_CHUNK,
 };
 use crate::dispatch::{Switches, TargetCaps};
 use crate::problem::{Output, TopkProblem};
@@ -59,6 +65,19 @@ pub fn register_threads(n: usize) -> u32 {
     need.clamp(256, 1024) as u32
 }
 
+/// The register kernel's small-k path (QSA_TOPK_REGISTER_FEW: 1 on, the default; 0 off).
+/// Measured on the H200 (2026-12-02 06:07 UTC, side by side, 256 queries, k = 16): 2,048
+/// entries 8.3 -> 4.6 us (torch.topk 30.1: 3.6x -> 6.6x), 4,096 10.3 -> 5.4 us.
+pub fn register_few(sw: &Switches) -> BackendResult<bool> {
+    match sw.get("QSA_TOPK_REGISTER_FEW") {
+        Some("0") => Ok(false),
+        None | Some("1") => Ok(true),
+        Some(other) => Err(BackendError::Input(format!(
+            "QSA_TOPK_REGISTER_FEW={other}: expected 0 or 1"
+        ))),
+    }
+}
+
 /// Static shared memory of the top-k kernels, rounded up (TopkShared is ~3.3 KiB).
 const STATIC_SHARED_BYTES: usize = 4096;
 
@@ -75,8 +94,17 @@ pub fn split_chunks(n: usize) -> usize {
 
 /// Bytes of the split's workspace (layout in kernels/topk.cu, TopkSplitWs).
 pub fn split_workspace_bytes(nq: usize, n: usize, k: usize) -> usize {
-    let m = split_chunks(n);
-    let kc = k.min(SPLIT_CHUNK);
+    chunked_workspace_bytes(nq, n, k, SPLIT_CHUNK)
+}
+
+/// Bytes of the speculative kernel's workspace: the split's layout for its chunk.
+pub fn spec_workspace_bytes(nq: usize, n: usize, k: usize, chunk: usize) -> usize {
+    chunked_workspace_bytes(nq, n, k, chunk)
+}
+
+fn chunked_workspace_bytes(nq: usize, n: usize, k: usize, chunk: usize) -> usize {
+    let m = n.div_ceil(chunk).max(1);
+    let kc = k.min(chunk);
     4 * (nq + 2 * nq * m + 2 * nq * m * kc)
 }
 
@@ -167,11 +195,14 @@ pub fn launch_plan(
         shared_bytes: 0,
     };
     match kernel {
-        TopkKernel::Register => plan.call.push(launch(
-            "qsa_topk_register",
-            one((p.nq as u32, 1, 1), register_threads(p.n)),
-            vec![scores, cap, nq, n, k, active, out],
-        )),
+        TopkKernel::Register => {
+            let few = PlanArg::I32(register_few(switches)? as i32);
+            plan.call.push(launch(
+                "qsa_topk_register",
+                one((p.nq as u32, 1, 1), register_threads(p.n)),
+                vec![scores, cap, nq, n, k, active, out, few],
+            ))
+        }
         TopkKernel::Wide => {
             let staged = wide_staged_bytes(p.n, props.max_shared_per_block);
             let mut dims = one((p.nq as u32, 1, 1), WIDE_THREADS);
@@ -215,13 +246,19 @@ pub fn launch_plan(
             ));
         }
         TopkKernel::Spec => {
-            // The split's workspace, zeroed once; the kernel leaves it reusable.
-            let ws = plan.buffer("ws", split_workspace_bytes(p.nq, p.n, p.k), Role::Workspace);
+            let o: SpecOptions = spec_options(caps, switches, shape)?;
+            let chunk = o.chunk.entries();
+            // The split's layout for this chunk, zeroed once; the kernel leaves it reusable.
+            let ws = plan.buffer(
+                "ws",
+                spec_workspace_bytes(p.nq, p.n, p.k, chunk),
+                Role::Workspace,
+            );
             plan.setup.push(Step::Zero { buffer: "ws" });
             plan.call.push(launch(
-                "qsa_topk_spec",
-                one((split_chunks(p.n) as u32, p.nq as u32, 1), SPLIT_THREADS),
-                vec![scores, cap, nq, n, k, ws, out],
+                o.kernel(),
+                one((p.n.div_ceil(chunk) as u32, p.nq as u32, 1), SPLIT_THREADS),
+                vec![scores, cap, nq, n, k, ws, out, PlanArg::I32(o.flags())],
             ));
         }
     }
