@@ -101,6 +101,23 @@ fn ring_forward_matches_fp64_on_the_emulated_cases() {
                 "sm_90",
                 vec![("QSA_ATTN_FWD", "ring"), ("QSA_ATTN_RING_SLOT", "half")],
             ),
+            // The CTAs walk (batch, kv head) first: same rows, another blockIdx decode.
+            (
+                "sm_90",
+                vec![
+                    ("QSA_ATTN_FWD", "ring"),
+                    ("QSA_ATTN_RING_ORDER", "head"),
+                    ("QSA_ATTN_SPLITS", "1"),
+                ],
+            ),
+            (
+                "sm_90",
+                vec![
+                    ("QSA_ATTN_FWD", "ring"),
+                    ("QSA_ATTN_RING_ORDER", "head"),
+                    ("QSA_ATTN_STAGES", "3"),
+                ],
+            ),
             // bf16 P in two parts (f16 always runs two): within the gate, not the mutant's
             // one part.
             (

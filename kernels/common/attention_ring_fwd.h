@@ -48,6 +48,29 @@ QSA_DEVICE StagedSmem ring_smem(unsigned char* base, int cap) {
   return s;
 }
 
+// The CTA of blockIdx.x: the staged geometry (StagedCta), in one of two orders. order 0 is
+// staged_cta's (the kv heads of one token tile side by side: the CTAs resident at once read
+// the K/V of every kv head of their batch, 32 MB at prefill B=4, T=16K, 4 kv heads); order 1
+// walks the token tiles of one (batch, kv head) first, as fla's parallel_nsa grid does, so the
+// resident CTAs share one kv head's K/V (8 MB there) in the 50 MB L2.
+QSA_DEVICE StagedCta ring_cta(int q_len, int hkv, int group, int hc, int qt, int order) {
+  if (order == 0) return staged_cta(q_len, hkv, group, hc, qt);
+  StagedCta c;
+  const int nchunk = group / hc;
+  const int ntiles = (q_len + qt - 1) / qt;
+  long long x = blockIdx.x;
+  c.chunk = (int)(x % nchunk);
+  x /= nchunk;
+  c.tile = (int)(x % ntiles);
+  x /= ntiles;
+  c.g = (int)(x % hkv);
+  c.b = (int)(x / hkv);
+  c.hc = hc;
+  c.qt = qt;
+  c.group = group;
+  return c;
+}
+
 // The kernel exists where the staged kernels run on tensor cores (QSA_ATTN_MMA: sm_80+ CUDA);
 // src/dispatch/attention.rs (choose_forward) dispatches it nowhere else.
 #if defined(QSA_ATTN_MMA)
@@ -242,10 +265,10 @@ template <typename E>
 QSA_DEVICE void ring_fwd(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
                          const int* __restrict__ ids, float* __restrict__ o, float* __restrict__ lse, int batch,
                          int q_len, int kv_len, int hq, int hkv, int t, float scale, int hc, int qt, int nstage,
-                         int halves, int nparts) {
+                         int halves, int nparts, int order) {
   QSA_DYNAMIC_SHARED(smem_raw);
   const int group = hq / hkv;
-  const StagedCta c = staged_cta(q_len, hkv, group, hc, qt);
+  const StagedCta c = ring_cta(q_len, hkv, group, hc, qt, order);
   const StagedSmem s = ring_smem(smem_raw, qt * t);
   const int tid = threadIdx.x;
   const int split = blockIdx.y;
@@ -381,8 +404,9 @@ QSA_DEVICE void ring_fwd(const u16* __restrict__ q, const u16* __restrict__ k, c
   QSA_KERNEL void __launch_bounds__(ATT_THREADS, RING_MIN_CTAS)                                         \
       qsa_attn_ring_fwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids, float* o,     \
                               float* lse, int batch, int q_len, int kv_len, int hq, int hkv, int t,    \
-                              float scale, int hc, int qt, int nstage, int halves, int nparts) {       \
+                              float scale, int hc, int qt, int nstage, int halves, int nparts,         \
+                              int order) {                                                             \
     ring_fwd<E>(q, k, v, ids, o, lse, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt, nstage, halves,     \
-                nparts);                                                                               \
+                nparts, order);                                                                        \
   }
 #endif  // QSA_ATTN_MMA

@@ -75,8 +75,31 @@ pub enum FwdPath {
         stages: usize,
         halves: bool,
         parts: usize,
+        order: RingOrder,
         shared: u32,
     },
+}
+
+/// The order the ring forward's CTAs walk the work items in (`QSA_ATTN_RING_ORDER`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RingOrder {
+    /// `token` (the default, the staged kernel's): the kv heads of one token tile side by
+    /// side, so the CTAs resident at once read every kv head of their batch (32 MB of K/V at
+    /// prefill B=4, T=16K, 4 kv heads: most of the H200's 50 MB L2).
+    Token,
+    /// `head`: all token tiles of one (batch, kv head) first, as fla's parallel_nsa grid: the
+    /// resident CTAs share one kv head's K/V (8 MB there).
+    Head,
+}
+
+impl RingOrder {
+    /// The kernel's `order` argument.
+    pub fn arg(self) -> i32 {
+        match self {
+            RingOrder::Token => 0,
+            RingOrder::Head => 1,
+        }
+    }
 }
 
 impl FwdPath {
@@ -120,7 +143,8 @@ pub fn ring_shared_bytes(cap: usize, stages: usize, halves: bool) -> usize {
 /// staged kernel where it is not built, as a forced top-k kernel does, so a matrix variant
 /// forcing it runs on every target), `QSA_ATTN_STAGES=2..7` sets its slots and
 /// `QSA_ATTN_RING_SLOT=block|half` what a slot holds (default block), `QSA_ATTN_RING_PARTS=2|3`
-/// bf16 P's parts in P.V (default 3).
+/// bf16 P's parts in P.V (default 3), `QSA_ATTN_RING_ORDER=token|head` the CTAs' order
+/// (RingOrder; default token).
 pub fn choose_forward(
     caps: &TargetCaps,
     sw: &Switches,
@@ -172,6 +196,16 @@ pub fn choose_forward(
             )))
         }
     };
+    let order = match sw.get("QSA_ATTN_RING_ORDER") {
+        None | Some("token") => RingOrder::Token,
+        Some("head") => RingOrder::Head,
+        Some(v) => {
+            return Err(BackendError::Input(format!(
+                "QSA_ATTN_RING_ORDER={}: expected token or head",
+                crate::echo::value(v)
+            )))
+        }
+    };
     if !(built && want_ring) {
         return Ok(FwdPath::Staged);
     }
@@ -206,6 +240,7 @@ pub fn choose_forward(
         stages,
         halves,
         parts,
+        order,
         shared: ring_shared_bytes(cap, stages, halves) as u32,
     })
 }
@@ -536,6 +571,7 @@ mod tests {
                 stages: 2,
                 halves: false,
                 parts: 3,
+                order: RingOrder::Token,
                 shared: 69_904
             }
         );
@@ -546,8 +582,23 @@ mod tests {
                 stages: 4,
                 halves: true,
                 parts: 3,
+                order: RingOrder::Token,
                 shared: 69_904
             }
+        );
+        let head = sw(&[("QSA_ATTN_RING_ORDER", "head")]);
+        assert!(matches!(
+            choose_forward(&h200, &head, &prefill, 16).unwrap(),
+            FwdPath::Ring {
+                stages: 2,
+                order: RingOrder::Head,
+                ..
+            }
+        ));
+        assert_eq!(
+            RingOrder::Head.arg(),
+            1,
+            "the kernel's ring_cta: 1 = kv head major"
         );
         let decode = staged_plan(&h200, 1, 1, 128, 8, 16, false).unwrap();
         assert!(decode.nsplit > 1);
@@ -573,6 +624,7 @@ mod tests {
                 stages: 4,
                 halves: false,
                 parts: 3,
+                order: RingOrder::Token,
                 shared: 139_536
             }
         );
@@ -612,6 +664,7 @@ mod tests {
             ("QSA_ATTN_STAGES", "8", "from 2 to 7"),
             ("QSA_ATTN_RING_SLOT", "quarter", "expected block or half"),
             ("QSA_ATTN_RING_PARTS", "1", "expected 2 or 3"),
+            ("QSA_ATTN_RING_ORDER", "batch", "expected token or head"),
         ] {
             let e = choose_forward(&h200, &sw(&[(k, v)]), &prefill, 16)
                 .unwrap_err()

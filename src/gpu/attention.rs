@@ -270,9 +270,16 @@ pub fn launch_plan(
                 PlanArg::I32(plan.qt as i32),
                 PlanArg::I32(depth as i32),
             ]);
-            if let FwdPath::Ring { halves, parts, .. } = fwd_path {
+            if let FwdPath::Ring {
+                halves,
+                parts,
+                order,
+                ..
+            } = fwd_path
+            {
                 args.push(PlanArg::I32(i32::from(halves)));
                 args.push(PlanArg::I32(parts as i32));
+                args.push(PlanArg::I32(order.arg()));
             }
             let staged_dims = LaunchDims {
                 grid: (plan.items as u32, plan.nsplit as u32, 1),
