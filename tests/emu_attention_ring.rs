@@ -6,7 +6,8 @@
 //! floor, under the race check's schedules, on the matrix's emulated attention cases: partial
 //! last KV block, -1 and repeated ids, causal edges, groups of 2, 4 and 8 (several tokens per
 //! CTA with their selection masks), bf16 and f16, split lists (forced), slot counts and slots
-//! of whole blocks or of K / V halves.
+//! of whole blocks or of K / V halves, both CTA orders, q's fragments in registers or read from
+//! shared memory (qsa_attn_ring_qs_fwd_*).
 
 mod emu_matrix;
 
@@ -116,6 +117,31 @@ fn ring_forward_matches_fp64_on_the_emulated_cases() {
                     ("QSA_ATTN_FWD", "ring"),
                     ("QSA_ATTN_RING_ORDER", "head"),
                     ("QSA_ATTN_STAGES", "3"),
+                ],
+            ),
+            // q's fragments from shared memory (qsa_attn_ring_qs_fwd_*): three slots of halves
+            // (the four-CTA plan), whole blocks on sm_86, and with the head-major order.
+            (
+                "sm_90",
+                vec![
+                    ("QSA_ATTN_FWD", "ring"),
+                    ("QSA_ATTN_RING_Q", "shared"),
+                    ("QSA_ATTN_RING_SLOT", "half"),
+                    ("QSA_ATTN_STAGES", "3"),
+                    ("QSA_ATTN_SPLITS", "1"),
+                ],
+            ),
+            (
+                "sm_86",
+                vec![("QSA_ATTN_FWD", "ring"), ("QSA_ATTN_RING_Q", "shared")],
+            ),
+            (
+                "sm_90",
+                vec![
+                    ("QSA_ATTN_FWD", "ring"),
+                    ("QSA_ATTN_RING_Q", "shared"),
+                    ("QSA_ATTN_RING_ORDER", "head"),
+                    ("QSA_ATTN_RING_PARTS", "2"),
                 ],
             ),
             // bf16 P in two parts (f16 always runs two): within the gate, not the mutant's

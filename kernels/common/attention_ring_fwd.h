@@ -1,4 +1,5 @@
-// NSA selection attention, prefill forward on tensor cores: qsa_attn_ring_fwd_{bf16,f16}.
+// NSA selection attention, prefill forward on tensor cores: qsa_attn_ring_fwd_{bf16,f16}, and
+// qsa_attn_ring_qs_fwd_{bf16,f16} (q's A fragments from shared memory, four CTAs per SM).
 // Included by selection_attention.cu after the staged kernels' helpers (StagedCta, the block
 // list, tc_mma / tc_pack, staged_key_limit), which it reuses; it lives in common/ because the emulator's
 // build cache is keyed by the source and every common/ header. One CTA per work item of the
@@ -31,12 +32,18 @@
 // Resident CTAs per multiprocessor the registers must allow: three 2-stage CTAs fit the H200's
 // shared memory (3 x 69,904 B), so the registers must not be the limit (<= 168 per thread).
 #define RING_MIN_CTAS 3
+// The q-in-shared-memory instance (qsa_attn_ring_qs_fwd_*): q's A fragments are read from a
+// 16-row tile in shared memory each block instead of living in 32 registers, so that four
+// CTAs fit the registers (<= 128 per thread) where three slots of K or V rows fit the shared
+// memory (4 x 56,848 B at t = 16 on the H200): 16 resident warps per SM instead of 12.
+#define RING_QS_MIN_CTAS 4
 // f32 rows of the end-of-kernel merge: +4 floats between rows.
 #define RING_O_STRIDE (ATT_D + 4)
 
-// Shared-memory layout: the block list (as the staged kernels build it), then the ring. The
-// host computes the same sizes in src/dispatch/attention.rs (ring_shared_bytes).
-QSA_DEVICE StagedSmem ring_smem(unsigned char* base, int cap) {
+// Shared-memory layout: the block list (as the staged kernels build it), then (q_tile) the q
+// rows [ATT_ROWS][KV_STRIDE] u16, then the ring. The host computes the same sizes in
+// src/dispatch/attention.rs (ring_shared_bytes).
+QSA_DEVICE StagedSmem ring_smem(unsigned char* base, int cap, bool q_tile) {
   StagedSmem s = {};
   s.raw = (int*)base;
   s.tmp = (unsigned*)(s.raw + cap);
@@ -44,7 +51,7 @@ QSA_DEVICE StagedSmem ring_smem(unsigned char* base, int cap) {
   s.umask = (unsigned*)(s.uid + cap);
   s.count = (int*)(s.umask + cap);
   const int list_bytes = ((4 * cap + 1) * 4 + 15) / 16 * 16;
-  s.kv = (u16*)(base + list_bytes);
+  s.kv = (u16*)(base + list_bytes) + (q_tile ? ATT_ROWS * KV_STRIDE : 0);
   return s;
 }
 
@@ -140,6 +147,22 @@ QSA_DEVICE void ring_load_q(const u16* q, const StagedCta& c, int q_len, int hq,
   }
 }
 
+// q rows of the CTA into the shared tile (the q_tile layout of ring_smem, 16 bytes per thread
+// and step; rows past the CTA's valid rows or past q_len are zero). Read after the list
+// build's barriers.
+QSA_DEVICE void ring_store_q(u16* qs, const u16* q, const StagedCta& c, int q_len, int hq) {
+  constexpr int CH = ATT_D / 8;  // 16-byte chunks per row
+  for (int e = threadIdx.x; e < ATT_ROWS * CH; e += blockDim.x) {
+    const int r = e / CH, ch = e % CH;
+    const int tok = r / c.hc, hh = r % c.hc;
+    const int i = c.tile * c.qt + tok;
+    uint4 x = make_uint4(0u, 0u, 0u, 0u);
+    if (tok < c.qt && i < q_len)
+      x = *(const uint4*)(q + (((long long)c.b * q_len + i) * hq + c.g * c.group + c.chunk * c.hc + hh) * ATT_D + ch * 8);
+    *(uint4*)(qs + r * KV_STRIDE + ch * 8) = x;
+  }
+}
+
 // P (registers: this warp's 16 keys, rows g / g + 8, C layout of tc_qk) as the A fragment of
 // one k16 step, split into parts; f16 parts are of P * 2^14 (RING_F16_PSCALE).
 #define RING_F16_PSCALE 16384.f
@@ -211,23 +234,59 @@ QSA_DEVICE void ring_qk(const unsigned (&qa)[8][4], const u16* ks, int k0, int l
     for (int e = 0; e < 4; ++e) sc[n][e] += odd[n][e];
 }
 
-// One block's scores for this warp's keys: sc = P (probabilities, C layout of tc_qk) after
-// masking (rows that did not select the block, keys past the row's position) and the online
+// ring_qk with q's A fragments read from the shared tile (ring_store_q) per k16 step: rows g
+// and g + 8 sit 68 words apart (bank 4 g + t), so a fragment's 32 loads are conflict-free.
+template <typename E>
+QSA_DEVICE void ring_qk_shared(const u16* qs, const u16* ks, int k0, int lane, float (&sc)[2][4]) {
+  const int g = lane / 4, t = lane % 4;
+  const u16* qr = qs + g * KV_STRIDE + 2 * t;
+  float odd[2][4];
+#pragma unroll
+  for (int n = 0; n < 2; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      sc[n][e] = 0.f;
+      odd[n][e] = 0.f;
+    }
+#pragma unroll
+  for (int kk = 0; kk < 8; kk += 2) {
+    unsigned a[2][4];
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {  // ring_load_q's order: (g, 2t), (g+8, 2t), (g, 2t+8), (g+8, 2t+8)
+      const u16* p = qr + (kk + u) * 16;
+      a[u][0] = *(const unsigned*)p;
+      a[u][1] = *(const unsigned*)(p + 8 * KV_STRIDE);
+      a[u][2] = *(const unsigned*)(p + 8);
+      a[u][3] = *(const unsigned*)(p + 8 * KV_STRIDE + 8);
+    }
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+      const u16* kp = ks + (k0 + 8 * n + g) * KV_STRIDE + kk * 16 + 2 * t;
+      tc_mma<E>(sc[n], a[0], *(const unsigned*)kp, *(const unsigned*)(kp + 8));
+      tc_mma<E>(odd[n], a[1], *(const unsigned*)(kp + 16), *(const unsigned*)(kp + 24));
+    }
+  }
+#pragma unroll
+  for (int n = 0; n < 2; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) sc[n][e] += odd[n][e];
+}
+
+// One block's scores for this warp's keys (sc: q . K from ring_qk / ring_qk_shared) turned
+// into P (probabilities, C layout of tc_qk) after masking (rows that did not select the block, keys past the row's position) and the online
 // softmax update of (m, l) and of O (acc rescaled by alpha). Scores and m are in log2 units
 // (scale2 = scale * log2(e)): exp2f is one MUFU.EX2, where expf took a range-reduction path
 // with a branch per call (the H200 SASS of the first version: ~10 instructions each).
-template <typename E>
-QSA_DEVICE void ring_scores(const unsigned (&qa)[8][4], const u16* ks, long long base, unsigned mask,
-                            const bool (&live)[2], const int (&tok)[2], const long long (&q_pos)[2], float scale2,
-                            int kw, int lane, float (&sc)[2][4], float (&m)[2], float (&l)[2], float (&acc)[16][4]) {
+QSA_DEVICE void ring_softmax(int base, unsigned mask, const bool (&live)[2], const int (&tok)[2],
+                             const int (&q_pos)[2], float scale2, int kw, int lane, float (&sc)[2][4],
+                             float (&m)[2], float (&l)[2], float (&acc)[16][4]) {
   const int tt = lane % 4;
-  ring_qk<E>(qa, ks, kw, lane, sc);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const bool sel = live[h] && (mask >> tok[h] & 1u);
     // This lane's keys kw + 8 nn + 2 tt + e are visible to the row iff 8 nn + e <= lim.
-    const long long d = q_pos[h] - base - kw - 2 * tt;
-    const int lim = d < 0 ? -1 : d > ATT_BLK ? ATT_BLK : (int)d;
+    const int d = q_pos[h] - base - kw - 2 * tt;
+    const int lim = d < 0 ? -1 : d > ATT_BLK ? ATT_BLK : d;
     float mx = qsa_neg_inf();
 #pragma unroll
     for (int nn = 0; nn < 2; ++nn)
@@ -261,7 +320,7 @@ QSA_DEVICE void ring_scores(const unsigned (&qa)[8][4], const u16* ks, long long
   }
 }
 
-template <typename E>
+template <typename E, bool QS>
 QSA_DEVICE void ring_fwd(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
                          const int* __restrict__ ids, float* __restrict__ o, float* __restrict__ lse, int batch,
                          int q_len, int kv_len, int hq, int hkv, int t, float scale, int hc, int qt, int nstage,
@@ -269,7 +328,8 @@ QSA_DEVICE void ring_fwd(const u16* __restrict__ q, const u16* __restrict__ k, c
   QSA_DYNAMIC_SHARED(smem_raw);
   const int group = hq / hkv;
   const StagedCta c = ring_cta(q_len, hkv, group, hc, qt, order);
-  const StagedSmem s = ring_smem(smem_raw, qt * t);
+  const StagedSmem s = ring_smem(smem_raw, qt * t, QS);
+  u16* const qs = s.kv - ATT_ROWS * KV_STRIDE;  // the q tile (QS only)
   const int tid = threadIdx.x;
   const int split = blockIdx.y;
   const int rows_valid = c.qt * c.hc;
@@ -277,8 +337,9 @@ QSA_DEVICE void ring_fwd(const u16* __restrict__ q, const u16* __restrict__ k, c
   const int warp = tid / 32, lane = tid % 32, tg = lane / 4, tt = lane % 4;
   const int kw = 16 * warp;  // this warp's keys of every block
   const float scale2 = scale * 1.4426950408889634f;  // logits in log2 units: p = exp2(s2 - m2)
-  unsigned qa[8][4];
-  ring_load_q(q, c, q_len, hq, lane, qa);
+  unsigned qa[8][4];  // !QS: q's A fragments, for every block
+  if constexpr (QS) ring_store_q(qs, q, c, q_len, hq);
+  else ring_load_q(q, c, q_len, hq, lane, qa);
   staged_build_list(s, ids, c, q_len, kv_len, hkv, t);  // ends with a barrier
   const int total = *s.count, nsplit = gridDim.y;
   const int per = (total + nsplit - 1) / nsplit;
@@ -299,13 +360,15 @@ QSA_DEVICE void ring_fwd(const u16* __restrict__ q, const u16* __restrict__ k, c
     for (int e = 0; e < 4; ++e) acc[j][e] = 0.f;
   bool live[2];
   int tok[2];
-  long long q_pos[2];
+  // Positions in 32 bits: q_pos < kv_len (an int), and a listed block's first key id * 64 <=
+  // q_pos (the list keeps visible blocks only), so every difference below fits.
+  int q_pos[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int r = tg + 8 * h;
     live[h] = r < rows_valid;
     tok[h] = r / c.hc;
-    q_pos[h] = (long long)kv_len - q_len + c.tile * c.qt + tok[h];
+    q_pos[h] = kv_len - q_len + c.tile * c.qt + tok[h];
   }
   // Per unique block: the keys any row of the CTA may see (read after the loop's first
   // barrier), in the list build's scratch.
@@ -339,7 +402,11 @@ QSA_DEVICE void ring_fwd(const u16* __restrict__ q, const u16* __restrict__ k, c
     const int id = s.uid[blk];
     const unsigned mask = s.umask[blk];
     const bool k_piece = !halves || !(x & 1), v_piece = !halves || (x & 1);
-    if (k_piece) ring_scores<E>(qa, buf, (long long)id * ATT_BLK, mask, live, tok, q_pos, scale2, kw, lane, sc, m, l, acc);
+    if (k_piece) {
+      if constexpr (QS) ring_qk_shared<E>(qs, buf, kw, lane, sc);
+      else ring_qk<E>(qa, buf, kw, lane, sc);
+      ring_softmax(id * ATT_BLK, mask, live, tok, q_pos, scale2, kw, lane, sc, m, l, acc);
+    }
     if (v_piece) ring_pv<E>(sc, halves ? buf : buf + ATT_BLK * KV_STRIDE, kw, lane, nparts >= 3, acc);
   }
 
@@ -400,13 +467,13 @@ QSA_DEVICE void ring_fwd(const u16* __restrict__ q, const u16* __restrict__ k, c
   }
 }
 
-#define QSA_ATTN_RING_INSTANCE(SUF, E)                                                                  \
-  QSA_KERNEL void __launch_bounds__(ATT_THREADS, RING_MIN_CTAS)                                         \
-      qsa_attn_ring_fwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids, float* o,     \
+#define QSA_ATTN_RING_INSTANCE(NAME, SUF, E, QS, MIN_CTAS)                                              \
+  QSA_KERNEL void __launch_bounds__(ATT_THREADS, MIN_CTAS)                                              \
+      qsa_attn_##NAME##_fwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids, float* o,     \
                               float* lse, int batch, int q_len, int kv_len, int hq, int hkv, int t,    \
                               float scale, int hc, int qt, int nstage, int halves, int nparts,         \
                               int order) {                                                             \
-    ring_fwd<E>(q, k, v, ids, o, lse, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt, nstage, halves,     \
+    ring_fwd<E, QS>(q, k, v, ids, o, lse, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt, nstage, halves,     \
                 nparts, order);                                                                        \
   }
 #endif  // QSA_ATTN_MMA

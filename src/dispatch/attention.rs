@@ -71,11 +71,15 @@ pub enum FwdPath {
     /// flight, at the same shared memory; two barriers per block).
     /// `parts`: bf16 P's 16-bit parts in P.V (3: 2^-27 relative, the default; 2: 2^-18, one
     /// third fewer P.V mmas); f16 always runs two parts of P * 2^14.
+    /// `q_shared` (`QSA_ATTN_RING_Q=shared`): `qsa_attn_ring_qs_fwd_*`, q's A fragments read
+    /// from a tile in shared memory each block instead of held in registers (128 registers: four
+    /// CTAs per SM where the shared memory allows, e.g. three slots of halves).
     Ring {
         stages: usize,
         halves: bool,
         parts: usize,
         order: RingOrder,
+        q_shared: bool,
         shared: u32,
     },
 }
@@ -132,9 +136,14 @@ pub const RING_MAX_STAGES: usize = 7;
 /// `stages` slots of K and V rows (K or V rows with `halves`). The end-of-kernel merge of the
 /// four warps' (m, l, O), 4 x 16 x (128 + 4) + 2 x 64 floats = 34,304 B, reuses the drained
 /// ring (two slots of halves are 34,816 B).
-pub fn ring_shared_bytes(cap: usize, stages: usize, halves: bool) -> usize {
+pub fn ring_shared_bytes(cap: usize, stages: usize, halves: bool, q_shared: bool) -> usize {
     let slot = if halves { 1 } else { 2 } * BLOCK * KV_STRIDE * 2;
-    ((4 * cap + 1) * 4).div_ceil(16) * 16 + stages * slot
+    let q_tile = if q_shared {
+        STAGED_ROWS * KV_STRIDE * 2
+    } else {
+        0
+    };
+    ((4 * cap + 1) * 4).div_ceil(16) * 16 + q_tile + stages * slot
 }
 
 /// The forward's kernel for a staged plan: the ring where it is built (NVIDIA bf16 tensor
@@ -144,7 +153,8 @@ pub fn ring_shared_bytes(cap: usize, stages: usize, halves: bool) -> usize {
 /// forcing it runs on every target), `QSA_ATTN_STAGES=2..7` sets its slots and
 /// `QSA_ATTN_RING_SLOT=block|half` what a slot holds (default block), `QSA_ATTN_RING_PARTS=2|3`
 /// bf16 P's parts in P.V (default 3), `QSA_ATTN_RING_ORDER=token|head` the CTAs' order
-/// (RingOrder; default token).
+/// (RingOrder; default token), `QSA_ATTN_RING_Q=reg|shared` where q's fragments live (default
+/// reg).
 pub fn choose_forward(
     caps: &TargetCaps,
     sw: &Switches,
@@ -196,6 +206,16 @@ pub fn choose_forward(
             )))
         }
     };
+    let q_shared = match sw.get("QSA_ATTN_RING_Q") {
+        None | Some("reg") => false,
+        Some("shared") => true,
+        Some(v) => {
+            return Err(BackendError::Input(format!(
+                "QSA_ATTN_RING_Q={}: expected reg or shared",
+                crate::echo::value(v)
+            )))
+        }
+    };
     let order = match sw.get("QSA_ATTN_RING_ORDER") {
         None | Some("token") => RingOrder::Token,
         Some("head") => RingOrder::Head,
@@ -215,7 +235,7 @@ pub fn choose_forward(
     let default_stages = if halves { 2 * RING_STAGES } else { RING_STAGES };
     let stages = match stages {
         Some(n) => {
-            let shared = ring_shared_bytes(cap, n, halves);
+            let shared = ring_shared_bytes(cap, n, halves, q_shared);
             if shared > limit {
                 return Err(BackendError::Shape(format!(
                     "QSA_ATTN_STAGES={n} needs {shared} bytes of shared memory for t = {t}, {} allows {limit}",
@@ -229,7 +249,7 @@ pub fn choose_forward(
         // barrier, so sm_86 (99 KiB) keeps the staged kernel's two CTAs (a guess, not
         // measured); forced, wherever one fits.
         None if (if forced { 1 } else { RING_MIN_RESIDENT })
-            * ring_shared_bytes(cap, default_stages, halves)
+            * ring_shared_bytes(cap, default_stages, halves, q_shared)
             <= limit =>
         {
             default_stages
@@ -241,7 +261,8 @@ pub fn choose_forward(
         halves,
         parts,
         order,
-        shared: ring_shared_bytes(cap, stages, halves) as u32,
+        q_shared,
+        shared: ring_shared_bytes(cap, stages, halves, q_shared) as u32,
     })
 }
 
@@ -563,8 +584,10 @@ mod tests {
         h200.features = vec![Feature::Tf32Tc, Feature::Bf16Tc];
         let prefill = staged_plan(&h200, 4, 16384, 64, 4, 16, false).unwrap();
         // list 16 ids: 4 x 16 x 4 + 4 = 260 -> 272 B, then 2 x 34,816.
-        assert_eq!(ring_shared_bytes(16, 2, false), 69_904);
-        assert_eq!(ring_shared_bytes(16, 4, true), 69_904);
+        assert_eq!(ring_shared_bytes(16, 2, false, false), 69_904);
+        assert_eq!(ring_shared_bytes(16, 4, true, false), 69_904);
+        // q tile 16 x 272 B, then three slots of halves: four CTAs in the H200's 228 KiB.
+        assert_eq!(ring_shared_bytes(16, 3, true, true), 56_848);
         assert_eq!(
             choose_forward(&h200, &none, &prefill, 16).unwrap(),
             FwdPath::Ring {
@@ -572,6 +595,7 @@ mod tests {
                 halves: false,
                 parts: 3,
                 order: RingOrder::Token,
+                q_shared: false,
                 shared: 69_904
             }
         );
@@ -583,6 +607,7 @@ mod tests {
                 halves: true,
                 parts: 3,
                 order: RingOrder::Token,
+                q_shared: false,
                 shared: 69_904
             }
         );
@@ -600,6 +625,21 @@ mod tests {
             1,
             "the kernel's ring_cta: 1 = kv head major"
         );
+        let qs = sw(&[
+            ("QSA_ATTN_RING_Q", "shared"),
+            ("QSA_ATTN_RING_SLOT", "half"),
+            ("QSA_ATTN_STAGES", "3"),
+        ]);
+        assert!(matches!(
+            choose_forward(&h200, &qs, &prefill, 16).unwrap(),
+            FwdPath::Ring {
+                stages: 3,
+                halves: true,
+                q_shared: true,
+                shared: 56_848,
+                ..
+            }
+        ));
         let decode = staged_plan(&h200, 1, 1, 128, 8, 16, false).unwrap();
         assert!(decode.nsplit > 1);
         assert_eq!(
@@ -625,6 +665,7 @@ mod tests {
                 halves: false,
                 parts: 3,
                 order: RingOrder::Token,
+                q_shared: false,
                 shared: 139_536
             }
         );
@@ -665,6 +706,7 @@ mod tests {
             ("QSA_ATTN_RING_SLOT", "quarter", "expected block or half"),
             ("QSA_ATTN_RING_PARTS", "1", "expected 2 or 3"),
             ("QSA_ATTN_RING_ORDER", "batch", "expected token or head"),
+            ("QSA_ATTN_RING_Q", "smem", "expected reg or shared"),
         ] {
             let e = choose_forward(&h200, &sw(&[(k, v)]), &prefill, 16)
                 .unwrap_err()

@@ -181,6 +181,14 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
         "block | half: a ring slot holds a block's K and V rows, or its K or its V rows (qsa's sweep switch)",
     ),
     (
+        "QSA_ATTN_RING_ORDER",
+        "token | head: the ring forward's CTA order, the kv heads of a token side by side or one (batch, kv head)'s tokens first (qsa's sweep switch)",
+    ),
+    (
+        "QSA_ATTN_RING_Q",
+        "reg | shared: the ring forward keeps q's fragments in registers or reads them from shared memory (qsa_attn_ring_qs_fwd_*, four CTAs per SM; qsa's sweep switch)",
+    ),
+    (
         "QSA_ATTN_BWD",
         "atomic | kv: the staged backward's dK / dV by float atomics or by the KV-block-major kernel (qsa's switch)",
     ),

@@ -263,7 +263,12 @@ pub fn launch_plan(
             // The ring kernel takes its slot count where the staged one takes nbuf.
             let (name, shared, depth) = match fwd_path {
                 FwdPath::Staged => ("staged", plan.shared, plan.nbuf),
-                FwdPath::Ring { stages, shared, .. } => ("ring", shared, stages),
+                FwdPath::Ring {
+                    stages,
+                    shared,
+                    q_shared,
+                    ..
+                } => (if q_shared { "ring_qs" } else { "ring" }, shared, stages),
             };
             args.extend([
                 PlanArg::I32(plan.hc as i32),
