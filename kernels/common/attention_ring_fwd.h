@@ -277,10 +277,17 @@ QSA_DEVICE void ring_qk_shared(const u16* qs, const u16* ks, int k0, int lane, f
 // softmax update of (m, l) and of O (acc rescaled by alpha). Scores and m are in log2 units
 // (scale2 = scale * log2(e)): exp2f is one MUFU.EX2, where expf took a range-reduction path
 // with a branch per call (the H200 SASS of the first version: ~10 instructions each).
+// `slack` (log2 units, ring_slack): the running max m moves only when a block's max passes
+// m + slack, so p = exp2(s - m) <= 2^slack, and O is rescaled (64 multiplies per lane) only when
+// some row of the warp moved: with slack 8, after the first blocks almost never (the H200
+// profile of 2026-12-02: 2.2 G of the kernel's 10.6 G instructions were FP32, the rescale most
+// of them). Slack 0 is the exact running max (the skip is then bit-identical: alpha = 1).
 QSA_DEVICE void ring_softmax(int base, unsigned mask, const bool (&live)[2], const int (&tok)[2],
-                             const int (&q_pos)[2], float scale2, int kw, int lane, float (&sc)[2][4],
-                             float (&m)[2], float (&l)[2], float (&acc)[16][4]) {
+                             const int (&q_pos)[2], float scale2, float slack, int kw, int lane,
+                             float (&sc)[2][4], float (&m)[2], float (&l)[2], float (&acc)[16][4]) {
   const int tt = lane % 4;
+  float alpha[2];
+  bool moved_any = false;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const bool sel = live[h] && (mask >> tok[h] & 1u);
@@ -298,9 +305,11 @@ QSA_DEVICE void ring_softmax(int base, unsigned mask, const bool (&live)[2], con
       }
     mx = fmaxf(mx, qsa_shfl_xor(mx, 1));
     mx = fmaxf(mx, qsa_shfl_xor(mx, 2));
-    const float m_new = fmaxf(m[h], mx);
+    const bool moved = mx > m[h] + slack;  // m = -inf before: any visible key moves it
+    const float m_new = moved ? mx : m[h];
     const bool none = m_new == qsa_neg_inf();
-    const float alpha = none ? 1.f : exp2f(m[h] - m_new);  // m = -inf before: alpha = 0
+    alpha[h] = moved ? exp2f(m[h] - m_new) : 1.f;  // m = -inf before: alpha = 0
+    moved_any |= moved;
     float sum = 0.f;
 #pragma unroll
     for (int nn = 0; nn < 2; ++nn)
@@ -310,21 +319,30 @@ QSA_DEVICE void ring_softmax(int base, unsigned mask, const bool (&live)[2], con
         sc[nn][2 * h + e] = p;
         sum += p;
       }
-    l[h] = l[h] * alpha + sum;
+    l[h] = l[h] * alpha[h] + sum;
     m[h] = m_new;
-#pragma unroll
-    for (int j = 0; j < 16; ++j) {
-      acc[j][2 * h] *= alpha;
-      acc[j][2 * h + 1] *= alpha;
-    }
   }
+  if (qsa_ballot(moved_any)) {  // warp-uniform
+#pragma unroll
+    for (int j = 0; j < 16; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[j][e] *= alpha[e >> 1];
+  }
+}
+
+// The running max's slack of ring_softmax: 0 (exact) unless `lazy`; then 8 for bf16 (P <= 256:
+// its 16-bit parts keep their relative precision) and 1 for f16, whose parts are of
+// P * 2^14 (RING_F16_PSCALE): 2^15 stays under f16's 65,504.
+template <typename E>
+QSA_DEVICE float ring_slack(int lazy) {
+  return lazy ? (E::is_bf16 ? 8.f : 1.f) : 0.f;
 }
 
 template <typename E, bool QS>
 QSA_DEVICE void ring_fwd(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
                          const int* __restrict__ ids, float* __restrict__ o, float* __restrict__ lse, int batch,
                          int q_len, int kv_len, int hq, int hkv, int t, float scale, int hc, int qt, int nstage,
-                         int halves, int nparts, int order) {
+                         int halves, int nparts, int order, int lazy) {
   QSA_DYNAMIC_SHARED(smem_raw);
   const int group = hq / hkv;
   const StagedCta c = ring_cta(q_len, hkv, group, hc, qt, order);
@@ -337,6 +355,7 @@ QSA_DEVICE void ring_fwd(const u16* __restrict__ q, const u16* __restrict__ k, c
   const int warp = tid / 32, lane = tid % 32, tg = lane / 4, tt = lane % 4;
   const int kw = 16 * warp;  // this warp's keys of every block
   const float scale2 = scale * 1.4426950408889634f;  // logits in log2 units: p = exp2(s2 - m2)
+  const float slack = ring_slack<E>(lazy);
   unsigned qa[8][4];  // !QS: q's A fragments, for every block
   if constexpr (QS) ring_store_q(qs, q, c, q_len, hq);
   else ring_load_q(q, c, q_len, hq, lane, qa);
@@ -405,7 +424,7 @@ QSA_DEVICE void ring_fwd(const u16* __restrict__ q, const u16* __restrict__ k, c
     if (k_piece) {
       if constexpr (QS) ring_qk_shared<E>(qs, buf, kw, lane, sc);
       else ring_qk<E>(qa, buf, kw, lane, sc);
-      ring_softmax(id * ATT_BLK, mask, live, tok, q_pos, scale2, kw, lane, sc, m, l, acc);
+      ring_softmax(id * ATT_BLK, mask, live, tok, q_pos, scale2, slack, kw, lane, sc, m, l, acc);
     }
     if (v_piece) ring_pv<E>(sc, halves ? buf : buf + ATT_BLK * KV_STRIDE, kw, lane, nparts >= 3, acc);
   }
@@ -431,8 +450,10 @@ QSA_DEVICE void ring_fwd(const u16* __restrict__ q, const u16* __restrict__ k, c
   }
   QSA_SYNC();
   {
-    // Row r = tid / 8, dims 16 (tid % 8) .. +15.
-    const int r = tid / 8, d0 = 16 * (tid % 8);
+    // Row r = tid / 8, dims 4 (tid % 8) + 32 u .. +3 (u < 4): the row's eight threads store 128
+    // contiguous bytes per instruction (16-byte pieces 64 bytes apart used half of every
+    // 32-byte sector: the H200 profile's uncoalesced stores).
+    const int r = tid / 8, d0 = 4 * (tid % 8);
     const int tok = r / c.hc, hh = r % c.hc;
     const int i = c.tile * c.qt + tok;
     if (r < rows_valid && i < q_len) {
@@ -450,7 +471,7 @@ QSA_DEVICE void ring_fwd(const u16* __restrict__ q, const u16* __restrict__ k, c
       const int hd = c.g * group + c.chunk * c.hc + hh;
       const long long row = (((long long)c.b * q_len + i) * hq + hd) + split * rows_total;
 #pragma unroll
-      for (int d = d0; d < d0 + 16; d += 4) {
+      for (int d = d0; d < ATT_D; d += 32) {
         float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
         for (int w = 0; w < ATT_THREADS / 32; ++w) {
@@ -472,8 +493,8 @@ QSA_DEVICE void ring_fwd(const u16* __restrict__ q, const u16* __restrict__ k, c
       qsa_attn_##NAME##_fwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids, float* o,     \
                               float* lse, int batch, int q_len, int kv_len, int hq, int hkv, int t,    \
                               float scale, int hc, int qt, int nstage, int halves, int nparts,         \
-                              int order) {                                                             \
-    ring_fwd<E, QS>(q, k, v, ids, o, lse, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt, nstage, halves,     \
-                nparts, order);                                                                        \
+                              int order, int lazy) {                                                   \
+    ring_fwd<E, QS>(q, k, v, ids, o, lse, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt, nstage, halves, \
+                    nparts, order, lazy);                                                              \
   }
 #endif  // QSA_ATTN_MMA

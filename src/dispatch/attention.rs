@@ -80,6 +80,10 @@ pub enum FwdPath {
         parts: usize,
         order: RingOrder,
         q_shared: bool,
+        /// `QSA_ATTN_RING_RESCALE=lazy`: the running max moves only past a slack (8 in log2
+        /// units for bf16, 1 for f16; ring_slack in the kernel), so O is rescaled only in the
+        /// blocks where some row of a warp moved; `exact` (the default) moves it every time.
+        lazy: bool,
         shared: u32,
     },
 }
@@ -154,7 +158,7 @@ pub fn ring_shared_bytes(cap: usize, stages: usize, halves: bool, q_shared: bool
 /// `QSA_ATTN_RING_SLOT=block|half` what a slot holds (default block), `QSA_ATTN_RING_PARTS=2|3`
 /// bf16 P's parts in P.V (default 3), `QSA_ATTN_RING_ORDER=token|head` the CTAs' order
 /// (RingOrder; default token), `QSA_ATTN_RING_Q=reg|shared` where q's fragments live (default
-/// reg).
+/// reg), `QSA_ATTN_RING_RESCALE=exact|lazy` when O is rescaled (default exact).
 pub fn choose_forward(
     caps: &TargetCaps,
     sw: &Switches,
@@ -216,6 +220,16 @@ pub fn choose_forward(
             )))
         }
     };
+    let lazy = match sw.get("QSA_ATTN_RING_RESCALE") {
+        None | Some("exact") => false,
+        Some("lazy") => true,
+        Some(v) => {
+            return Err(BackendError::Input(format!(
+                "QSA_ATTN_RING_RESCALE={}: expected exact or lazy",
+                crate::echo::value(v)
+            )))
+        }
+    };
     let order = match sw.get("QSA_ATTN_RING_ORDER") {
         None | Some("token") => RingOrder::Token,
         Some("head") => RingOrder::Head,
@@ -262,6 +276,7 @@ pub fn choose_forward(
         parts,
         order,
         q_shared,
+        lazy,
         shared: ring_shared_bytes(cap, stages, halves, q_shared) as u32,
     })
 }
@@ -596,6 +611,7 @@ mod tests {
                 parts: 3,
                 order: RingOrder::Token,
                 q_shared: false,
+                lazy: false,
                 shared: 69_904
             }
         );
@@ -608,6 +624,7 @@ mod tests {
                 parts: 3,
                 order: RingOrder::Token,
                 q_shared: false,
+                lazy: false,
                 shared: 69_904
             }
         );
@@ -640,6 +657,16 @@ mod tests {
                 ..
             }
         ));
+        assert!(matches!(
+            choose_forward(
+                &h200,
+                &sw(&[("QSA_ATTN_RING_RESCALE", "lazy")]),
+                &prefill,
+                16
+            )
+            .unwrap(),
+            FwdPath::Ring { lazy: true, .. }
+        ));
         let decode = staged_plan(&h200, 1, 1, 128, 8, 16, false).unwrap();
         assert!(decode.nsplit > 1);
         assert_eq!(
@@ -666,6 +693,7 @@ mod tests {
                 parts: 3,
                 order: RingOrder::Token,
                 q_shared: false,
+                lazy: false,
                 shared: 139_536
             }
         );
@@ -707,6 +735,7 @@ mod tests {
             ("QSA_ATTN_RING_PARTS", "1", "expected 2 or 3"),
             ("QSA_ATTN_RING_ORDER", "batch", "expected token or head"),
             ("QSA_ATTN_RING_Q", "smem", "expected reg or shared"),
+            ("QSA_ATTN_RING_RESCALE", "late", "expected exact or lazy"),
         ] {
             let e = choose_forward(&h200, &sw(&[(k, v)]), &prefill, 16)
                 .unwrap_err()

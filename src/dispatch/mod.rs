@@ -185,6 +185,10 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
         "token | head: the ring forward's CTA order, the kv heads of a token side by side or one (batch, kv head)'s tokens first (qsa's sweep switch)",
     ),
     (
+        "QSA_ATTN_RING_RESCALE",
+        "exact | lazy: the ring forward moves its running max on every increase, or only past a slack (bf16 8, f16 1 in log2 units) and then rescales O (qsa's sweep switch)",
+    ),
+    (
         "QSA_ATTN_RING_Q",
         "reg | shared: the ring forward keeps q's fragments in registers or reads them from shared memory (qsa_attn_ring_qs_fwd_*, four CTAs per SM; qsa's sweep switch)",
     ),

@@ -279,12 +279,14 @@ pub fn launch_plan(
                 halves,
                 parts,
                 order,
+                lazy,
                 ..
             } = fwd_path
             {
                 args.push(PlanArg::I32(i32::from(halves)));
                 args.push(PlanArg::I32(parts as i32));
                 args.push(PlanArg::I32(order.arg()));
+                args.push(PlanArg::I32(i32::from(lazy)));
             }
             let staged_dims = LaunchDims {
                 grid: (plan.items as u32, plan.nsplit as u32, 1),
