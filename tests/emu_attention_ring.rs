@@ -7,7 +7,7 @@
 //! last KV block, -1 and repeated ids, causal edges, groups of 2, 4 and 8 (several tokens per
 //! CTA with their selection masks), bf16 and f16, split lists (forced), slot counts and slots
 //! of whole blocks or of K / V halves, both CTA orders, q's fragments in registers or read from
-//! shared memory (qsa_attn_ring_qs_fwd_*).
+//! shared memory (qsa_attn_ring_qs_fwd_*), padded or swizzled slot rows (qsa_attn_ring_sw_fwd_*).
 
 mod emu_matrix;
 
@@ -144,6 +144,41 @@ fn ring_forward_matches_fp64_on_the_emulated_cases() {
                     ("QSA_ATTN_RING_PARTS", "2"),
                 ],
             ),
+            // Swizzled slot rows (qsa_attn_ring_sw_fwd_*): whole blocks split and not, three
+            // slots of halves, sm_86, and with the lazy rescale.
+            (
+                "sm_90",
+                vec![
+                    ("QSA_ATTN_FWD", "ring"),
+                    ("QSA_ATTN_RING_LAYOUT", "swizzle"),
+                ],
+            ),
+            (
+                "sm_90",
+                vec![
+                    ("QSA_ATTN_FWD", "ring"),
+                    ("QSA_ATTN_RING_LAYOUT", "swizzle"),
+                    ("QSA_ATTN_SPLITS", "1"),
+                ],
+            ),
+            (
+                "sm_90",
+                vec![
+                    ("QSA_ATTN_FWD", "ring"),
+                    ("QSA_ATTN_RING_LAYOUT", "swizzle"),
+                    ("QSA_ATTN_RING_SLOT", "half"),
+                    ("QSA_ATTN_STAGES", "3"),
+                    ("QSA_ATTN_SPLITS", "1"),
+                ],
+            ),
+            (
+                "sm_86",
+                vec![
+                    ("QSA_ATTN_FWD", "ring"),
+                    ("QSA_ATTN_RING_LAYOUT", "swizzle"),
+                    ("QSA_ATTN_RING_RESCALE", "lazy"),
+                ],
+            ),
             // The lazy running max (QSA_ATTN_RING_RESCALE=lazy), whole blocks and the q tile.
             (
                 "sm_90",
@@ -233,6 +268,12 @@ fn lazy_rescale_matches_fp64_when_the_max_keeps_moving() {
                 ("QSA_ATTN_RING_Q", "shared"),
                 ("QSA_ATTN_RING_SLOT", "half"),
                 ("QSA_ATTN_STAGES", "3"),
+            ],
+            vec![
+                ("QSA_ATTN_FWD", "ring"),
+                ("QSA_ATTN_RING_RESCALE", "lazy"),
+                ("QSA_ATTN_RING_LAYOUT", "swizzle"),
+                ("QSA_ATTN_SPLITS", "1"),
             ],
         ] {
             let (eo, el) = forward_errors("sm_90", &sw, &p, &want, "ring");

@@ -37,8 +37,25 @@
 // CTAs fit the registers (<= 128 per thread) where three slots of K or V rows fit the shared
 // memory (4 x 56,848 B at t = 16 on the H200): 16 resident warps per SM instead of 12.
 #define RING_QS_MIN_CTAS 4
+// q's fragments by ldmatrix in a swizzled qs kernel: 0, since at 128 registers it spilled 24
+// bytes (bf16; 16 with 32-bit q reads, so no swizzled qs kernel is instantiated: cargo xtask
+// build --target sm_90, 2026-12-02).
+#define RING_QS_LDMATRIX 0
 // f32 rows of the end-of-kernel merge: +4 floats between rows.
 #define RING_O_STRIDE (ATT_D + 4)
+
+// Ring slot rows: KV_STRIDE (136 u16: a 16-byte pad moves row c to bank 4c) or, swizzled
+// (SW, QSA_ATTN_RING_LAYOUT=swizzle), ATT_D (256 bytes, no pad) with 16-byte chunk ch of row r
+// stored at chunk ch ^ (r & 7): the same conflict-free reads (eight rows of one chunk land in
+// eight different chunks of a 128-byte line), 32 KB per block instead of 34 KB, and each
+// cp.async group of eight threads writes one whole 128-byte line. (The H200 profile of the
+// padded ring: 24 L2 sectors per 16-sector LDGSTS and 10.5 shared wavefronts where 4 would do;
+// whether the pad's 16-byte shift of every other row causes both is what this variant asks.)
+template <bool SW> struct RingLayout {
+  static constexpr int RS = SW ? ATT_D : KV_STRIDE;  // u16 per row
+  // u16 offset of 8-element chunk ch of row r within a piece.
+  QSA_DEVICE int at(int r, int ch) { return r * RS + (SW ? (ch ^ (r & 7)) : ch) * 8; }
+};
 
 // Shared-memory layout: the block list (as the staged kernels build it), then (q_tile) the q
 // rows [ATT_ROWS][KV_STRIDE] u16, then the ring. The host computes the same sizes in
@@ -84,24 +101,26 @@ QSA_DEVICE StagedCta ring_cta(int q_len, int hkv, int group, int hc, int qt, int
 // This thread's rows r0 + 8 u (u < 8) of one 64-row piece, 16 bytes each: dst and src point at
 // row r0 (its chunk); rows at or past nv (keys past kv_len: only a list's last block) are
 // zero-filled (a masked key's p is 0, and 0 * stale NaN would not be), reading nothing.
+template <int RS>
 QSA_DEVICE void ring_rows(u16* dst, const u16* src, long long row_stride, int r0, int nv) {
   constexpr int STEP = ATT_THREADS / (ATT_D / 8);  // 8 rows apart
   if (nv >= ATT_BLK) {  // the common case: no predicate, immediate offsets
 #pragma unroll
-    for (int u = 0; u < ATT_BLK / STEP; ++u) qsa_cp_async16(dst + u * STEP * KV_STRIDE, src + u * STEP * row_stride, 16);
+    for (int u = 0; u < ATT_BLK / STEP; ++u) qsa_cp_async16(dst + u * STEP * RS, src + u * STEP * row_stride, 16);
   } else {
 #pragma unroll
     for (int u = 0; u < ATT_BLK / STEP; ++u) {
       const bool valid = r0 + u * STEP < nv;
-      qsa_cp_async16(dst + u * STEP * KV_STRIDE, valid ? src + u * STEP * row_stride : src, valid ? 16 : 0);
+      qsa_cp_async16(dst + u * STEP * RS, valid ? src + u * STEP * row_stride : src, valid ? 16 : 0);
     }
   }
 }
 
 // Issue the copies of block `id` of (b, g) into one ring slot and commit them as one group:
-// piece 0 = K rows, 1 = V rows, 2 = both (K rows, then V rows ATT_BLK * KV_STRIDE later).
+// piece 0 = K rows, 1 = V rows, 2 = both (K rows, then V rows ATT_BLK rows later).
 // Thread tid copies 16-byte chunk tid % 16 of rows tid / 16 + 8 u: one address computation
 // per piece, a row stride after that.
+template <bool SW>
 QSA_DEVICE void ring_issue(u16* slot, const u16* k, const u16* v, int b, int g, int id, int kv_len, int hkv,
                            int piece) {
   const int ch = threadIdx.x % (ATT_D / 8), r0 = threadIdx.x / (ATT_D / 8);
@@ -109,9 +128,10 @@ QSA_DEVICE void ring_issue(u16* slot, const u16* k, const u16* v, int b, int g, 
   const long long row_stride = (long long)hkv * ATT_D;
   const long long off = (((long long)b * kv_len + first + r0) * hkv + g) * ATT_D + ch * 8;
   const int nv = kv_len - first < ATT_BLK ? (int)(kv_len - first) : ATT_BLK;
-  u16* dst = slot + r0 * KV_STRIDE + ch * 8;
-  if (piece != 1) ring_rows(dst, k + off, row_stride, r0, nv);
-  if (piece != 0) ring_rows(dst + (piece == 2 ? ATT_BLK * KV_STRIDE : 0), v + off, row_stride, r0, nv);
+  using L = RingLayout<SW>;
+  u16* dst = slot + L::at(r0, ch);  // rows r0 + 8 u keep r0 & 7: one swizzle for all
+  if (piece != 1) ring_rows<L::RS>(dst, k + off, row_stride, r0, nv);
+  if (piece != 0) ring_rows<L::RS>(dst + (piece == 2 ? ATT_BLK * L::RS : 0), v + off, row_stride, r0, nv);
   qsa_cp_async_commit();
 }
 
@@ -184,17 +204,19 @@ QSA_DEVICE void ring_p_parts(const float (&sc)[2][4], unsigned (&a0)[4], unsigne
 // acc[j] += P (this warp's keys kw .. kw+15) x V for dims 8 j .. 8 j + 7, all 128 dims. bf16
 // with three_parts = 0 drops P's third part (hi + mid: 2^-18 relative instead of 2^-27; the
 // host's QSA_ATTN_RING_PARTS=2, a sweep of the mma count against the error gate).
-template <typename E>
+template <typename E, bool SW>
 QSA_DEVICE void ring_pv(const float (&sc)[2][4], const u16* vs, int kw, int lane, bool three_parts,
                         float (&acc)[16][4]) {
   unsigned a0[4], a1[4], a2[4];
   ring_p_parts<E>(sc, a0, a1, a2);
   const int key = kw + (lane & 7) + ((lane >> 3) & 1) * 8;
-  const u16* vp = vs + key * KV_STRIDE + (lane >> 4) * 8;
+  // This lane's row (key) of chunk 2 jp + (lane >> 4); swizzled, key & 7 = lane & 7.
+  const u16* vr = vs + key * RingLayout<SW>::RS;
+  const int h = lane >> 4, kr = lane & 7;
 #pragma unroll
   for (int jp = 0; jp < ATT_D / 16; ++jp) {
     unsigned b0, b1, b2, b3;
-    qsa_ldmatrix_x4_trans(vp + 16 * jp, b0, b1, b2, b3);
+    qsa_ldmatrix_x4_trans(vr + (SW ? ((2 * jp + h) ^ kr) : (2 * jp + h)) * 8, b0, b1, b2, b3);
     tc_mma<E>(acc[2 * jp], a0, b0, b1);
     tc_mma<E>(acc[2 * jp + 1], a0, b2, b3);
     tc_mma<E>(acc[2 * jp], a1, b0, b1);
@@ -209,9 +231,15 @@ QSA_DEVICE void ring_pv(const float (&sc)[2][4], const u16* vs, int kw, int lane
 // sc[n][.] = q . K for keys k0 + 8 n + (2t, 2t+1), rows g / g+8 (tc_qk's layout), in four
 // accumulator chains of four mmas instead of two of eight: a warp waits on its QK^T's
 // dependent mma latency once per block, and three warps per SM sub-partition hide little.
-template <typename E>
-QSA_DEVICE void ring_qk(const unsigned (&qa)[8][4], const u16* ks, int k0, int lane, float (&sc)[2][4]) {
+// q's A fragments: registers (qa) or, QS, the shared tile (ring_store_q: rows g and g + 8 sit
+// 68 words apart, bank 4 g + t, so 32-bit reads are conflict-free). K's B fragments: 32-bit
+// reads of the padded rows, or (SW) one ldmatrix.x4 per two k16 steps of the swizzled rows:
+// 8 ldmatrix per block instead of 32 shared loads (q's could too: RING_QS_LDMATRIX).
+template <typename E, bool QS, bool SW>
+QSA_DEVICE void ring_qk(const unsigned (&qa)[8][4], const u16* qs, const u16* ks, int k0, int lane,
+                        float (&sc)[2][4]) {
   const int g = lane / 4, t = lane % 4;
+  const int lr = lane & 7, lm = lane >> 3;  // ldmatrix: this lane's row and matrix
   float odd[2][4];
 #pragma unroll
   for (int n = 0; n < 2; ++n)
@@ -220,50 +248,46 @@ QSA_DEVICE void ring_qk(const unsigned (&qa)[8][4], const u16* ks, int k0, int l
       sc[n][e] = 0.f;
       odd[n][e] = 0.f;
     }
-#pragma unroll
-  for (int kk = 0; kk < 8; kk += 2)
-#pragma unroll
-    for (int n = 0; n < 2; ++n) {
-      const u16* kp = ks + (k0 + 8 * n + g) * KV_STRIDE + kk * 16 + 2 * t;
-      tc_mma<E>(sc[n], qa[kk], *(const unsigned*)kp, *(const unsigned*)(kp + 8));
-      tc_mma<E>(odd[n], qa[kk + 1], *(const unsigned*)(kp + 16), *(const unsigned*)(kp + 24));
-    }
-#pragma unroll
-  for (int n = 0; n < 2; ++n)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) sc[n][e] += odd[n][e];
-}
-
-// ring_qk with q's A fragments read from the shared tile (ring_store_q) per k16 step: rows g
-// and g + 8 sit 68 words apart (bank 4 g + t), so a fragment's 32 loads are conflict-free.
-template <typename E>
-QSA_DEVICE void ring_qk_shared(const u16* qs, const u16* ks, int k0, int lane, float (&sc)[2][4]) {
-  const int g = lane / 4, t = lane % 4;
+  // SW: matrix lm of keys k0 + 8 n + lr is chunk 4 m + lm (m = kk / 2), stored at chunk
+  // (4 m + lm) ^ lr = ((4 (m & 1) + lm) ^ lr) + 8 (m >> 1).
+  const u16* kb = ks + (k0 + lr) * ATT_D;
+  const int x0 = (lm ^ lr) * 8, x1 = ((4 + lm) ^ lr) * 8;
+  // QS && SW: q's matrix lm is rows lr + 8 (lm & 1), chunk 2 ks + (lm >> 1) (A's order).
+  const u16* qb = qs + (lr + 8 * (lm & 1)) * KV_STRIDE + (lm >> 1) * 8;
   const u16* qr = qs + g * KV_STRIDE + 2 * t;
-  float odd[2][4];
-#pragma unroll
-  for (int n = 0; n < 2; ++n)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      sc[n][e] = 0.f;
-      odd[n][e] = 0.f;
-    }
 #pragma unroll
   for (int kk = 0; kk < 8; kk += 2) {
     unsigned a[2][4];
 #pragma unroll
-    for (int u = 0; u < 2; ++u) {  // ring_load_q's order: (g, 2t), (g+8, 2t), (g, 2t+8), (g+8, 2t+8)
-      const u16* p = qr + (kk + u) * 16;
-      a[u][0] = *(const unsigned*)p;
-      a[u][1] = *(const unsigned*)(p + 8 * KV_STRIDE);
-      a[u][2] = *(const unsigned*)(p + 8);
-      a[u][3] = *(const unsigned*)(p + 8 * KV_STRIDE + 8);
+    for (int u = 0; u < 2; ++u) {
+      if constexpr (QS && SW && RING_QS_LDMATRIX) {
+        qsa_ldmatrix_x4(qb + (kk + u) * 16, a[u][0], a[u][1], a[u][2], a[u][3]);
+      } else if constexpr (QS) {  // ring_load_q's order: (g, 2t), (g+8, 2t), (g, 2t+8), (g+8, 2t+8)
+        const u16* p = qr + (kk + u) * 16;
+        a[u][0] = *(const unsigned*)p;
+        a[u][1] = *(const unsigned*)(p + 8 * KV_STRIDE);
+        a[u][2] = *(const unsigned*)(p + 8);
+        a[u][3] = *(const unsigned*)(p + 8 * KV_STRIDE + 8);
+      } else {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) a[u][e] = qa[kk + u][e];
+      }
     }
 #pragma unroll
     for (int n = 0; n < 2; ++n) {
-      const u16* kp = ks + (k0 + 8 * n + g) * KV_STRIDE + kk * 16 + 2 * t;
-      tc_mma<E>(sc[n], a[0], *(const unsigned*)kp, *(const unsigned*)(kp + 8));
-      tc_mma<E>(odd[n], a[1], *(const unsigned*)(kp + 16), *(const unsigned*)(kp + 24));
+      unsigned b[4];
+      if constexpr (SW) {
+        const int m = kk / 2;
+        qsa_ldmatrix_x4(kb + 8 * n * ATT_D + ((m & 1) ? x1 : x0) + 64 * (m >> 1), b[0], b[1], b[2], b[3]);
+      } else {
+        const u16* kp = ks + (k0 + 8 * n + g) * KV_STRIDE + kk * 16 + 2 * t;
+        b[0] = *(const unsigned*)kp;
+        b[1] = *(const unsigned*)(kp + 8);
+        b[2] = *(const unsigned*)(kp + 16);
+        b[3] = *(const unsigned*)(kp + 24);
+      }
+      tc_mma<E>(sc[n], a[0], b[0], b[1]);
+      tc_mma<E>(odd[n], a[1], b[2], b[3]);
     }
   }
 #pragma unroll
@@ -272,7 +296,7 @@ QSA_DEVICE void ring_qk_shared(const u16* qs, const u16* ks, int k0, int lane, f
     for (int e = 0; e < 4; ++e) sc[n][e] += odd[n][e];
 }
 
-// One block's scores for this warp's keys (sc: q . K from ring_qk / ring_qk_shared) turned
+// One block's scores for this warp's keys (sc: q . K from ring_qk) turned
 // into P (probabilities, C layout of tc_qk) after masking (rows that did not select the block, keys past the row's position) and the online
 // softmax update of (m, l) and of O (acc rescaled by alpha). Scores and m are in log2 units
 // (scale2 = scale * log2(e)): exp2f is one MUFU.EX2, where expf took a range-reduction path
@@ -338,7 +362,7 @@ QSA_DEVICE float ring_slack(int lazy) {
   return lazy ? (E::is_bf16 ? 8.f : 1.f) : 0.f;
 }
 
-template <typename E, bool QS>
+template <typename E, bool QS, bool SW>
 QSA_DEVICE void ring_fwd(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
                          const int* __restrict__ ids, float* __restrict__ o, float* __restrict__ lse, int batch,
                          int q_len, int kv_len, int hq, int hkv, int t, float scale, int hc, int qt, int nstage,
@@ -367,7 +391,7 @@ QSA_DEVICE void ring_fwd(const u16* __restrict__ q, const u16* __restrict__ k, c
   const int n = end - beg;
   // A slot holds one piece: a block's K and V rows, or (halves) its K rows or its V rows.
   const int pp = halves ? 2 : 1;  // pieces per block (x / pp below is x >> 1 or x)
-  const int slot_elems = (halves ? 1 : 2) * ATT_BLK * KV_STRIDE;
+  const int slot_elems = (halves ? 1 : 2) * ATT_BLK * RingLayout<SW>::RS;
 
   // Per lane: rows tg (h = 0) and tg + 8 (h = 1): running max m (quad-uniform), this lane's
   // partial sum l (its four keys of each block; summed over the quad at the end), O.
@@ -402,7 +426,7 @@ QSA_DEVICE void ring_fwd(const u16* __restrict__ q, const u16* __restrict__ k, c
   int put = 0, get = 0;
   auto issue = [&](int x) {
     if (x < np)
-      ring_issue(s.kv + put * slot_elems, k, v, c.b, c.g, s.uid[beg + (halves ? x >> 1 : x)], kv_len, hkv,
+      ring_issue<SW>(s.kv + put * slot_elems, k, v, c.b, c.g, s.uid[beg + (halves ? x >> 1 : x)], kv_len, hkv,
                  halves ? (x & 1) : 2);
     else
       qsa_cp_async_commit();
@@ -422,11 +446,10 @@ QSA_DEVICE void ring_fwd(const u16* __restrict__ q, const u16* __restrict__ k, c
     const unsigned mask = s.umask[blk];
     const bool k_piece = !halves || !(x & 1), v_piece = !halves || (x & 1);
     if (k_piece) {
-      if constexpr (QS) ring_qk_shared<E>(qs, buf, kw, lane, sc);
-      else ring_qk<E>(qa, buf, kw, lane, sc);
+      ring_qk<E, QS, SW>(qa, qs, buf, kw, lane, sc);
       ring_softmax(id * ATT_BLK, mask, live, tok, q_pos, scale2, slack, kw, lane, sc, m, l, acc);
     }
-    if (v_piece) ring_pv<E>(sc, halves ? buf : buf + ATT_BLK * KV_STRIDE, kw, lane, nparts >= 3, acc);
+    if (v_piece) ring_pv<E, SW>(sc, halves ? buf : buf + ATT_BLK * RingLayout<SW>::RS, kw, lane, nparts >= 3, acc);
   }
 
   // Merge the four warps' (m, l, O) per row through the drained ring.
@@ -488,13 +511,13 @@ QSA_DEVICE void ring_fwd(const u16* __restrict__ q, const u16* __restrict__ k, c
   }
 }
 
-#define QSA_ATTN_RING_INSTANCE(NAME, SUF, E, QS, MIN_CTAS)                                              \
+#define QSA_ATTN_RING_INSTANCE(NAME, SUF, E, QS, SW, MIN_CTAS)                                              \
   QSA_KERNEL void __launch_bounds__(ATT_THREADS, MIN_CTAS)                                              \
       qsa_attn_##NAME##_fwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids, float* o,     \
                               float* lse, int batch, int q_len, int kv_len, int hq, int hkv, int t,    \
                               float scale, int hc, int qt, int nstage, int halves, int nparts,         \
                               int order, int lazy) {                                                   \
-    ring_fwd<E, QS>(q, k, v, ids, o, lse, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt, nstage, halves, \
+    ring_fwd<E, QS, SW>(q, k, v, ids, o, lse, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt, nstage, halves, \
                     nparts, order, lazy);                                                              \
   }
 #endif  // QSA_ATTN_MMA

@@ -84,6 +84,10 @@ pub enum FwdPath {
         /// units for bf16, 1 for f16; ring_slack in the kernel), so O is rescaled only in the
         /// blocks where some row of a warp moved; `exact` (the default) moves it every time.
         lazy: bool,
+        /// `QSA_ATTN_RING_LAYOUT=swizzle`: `qsa_attn_ring_sw_fwd_*`, slot rows of 256 bytes with
+        /// 16-byte chunk ch of row r at ch ^ (r & 7) instead of 272-byte padded rows, K's
+        /// fragments by ldmatrix (with q in registers only: the q-in-shared build spilled).
+        swizzle: bool,
         shared: u32,
     },
 }
@@ -133,6 +137,9 @@ impl FwdPath {
 pub const RING_STAGES: usize = 2;
 /// Resident ring CTAs per multiprocessor the default dispatch asks for.
 const RING_MIN_RESIDENT: usize = 2;
+/// The ring forward's end-of-kernel merge of its four warps' (m, l, O) in the drained ring:
+/// 4 x 16 x (128 + 4) + 2 x 64 floats.
+const RING_MERGE_BYTES: usize = 34_304;
 /// The kernel's range of slots (RING_MAX_STAGES; ring_wait waits for at most five later groups).
 pub const RING_MAX_STAGES: usize = 7;
 
@@ -140,8 +147,19 @@ pub const RING_MAX_STAGES: usize = 7;
 /// `stages` slots of K and V rows (K or V rows with `halves`). The end-of-kernel merge of the
 /// four warps' (m, l, O), 4 x 16 x (128 + 4) + 2 x 64 floats = 34,304 B, reuses the drained
 /// ring (two slots of halves are 34,816 B).
-pub fn ring_shared_bytes(cap: usize, stages: usize, halves: bool, q_shared: bool) -> usize {
-    let slot = if halves { 1 } else { 2 } * BLOCK * KV_STRIDE * 2;
+pub fn ring_shared_bytes(
+    cap: usize,
+    stages: usize,
+    halves: bool,
+    q_shared: bool,
+    swizzle: bool,
+) -> usize {
+    let row = if swizzle {
+        crate::problem::HEAD_DIM
+    } else {
+        KV_STRIDE
+    };
+    let slot = if halves { 1 } else { 2 } * BLOCK * row * 2;
     let q_tile = if q_shared {
         STAGED_ROWS * KV_STRIDE * 2
     } else {
@@ -230,6 +248,26 @@ pub fn choose_forward(
             )))
         }
     };
+    let swizzle = match sw.get("QSA_ATTN_RING_LAYOUT") {
+        None | Some("pad") => false,
+        Some("swizzle") => true,
+        Some(v) => {
+            return Err(BackendError::Input(format!(
+                "QSA_ATTN_RING_LAYOUT={}: expected pad or swizzle",
+                crate::echo::value(v)
+            )))
+        }
+    };
+    // qsa_attn_ring_sw_fwd_* is built for sm_90+ only (sm_86's build spilled): elsewhere a
+    // forced swizzle falls back to the padded rows, as a forced ring falls back to staged.
+    let swizzle = swizzle && caps.has(Feature::Clusters);
+    if swizzle && q_shared {
+        return Err(BackendError::Input(
+            "QSA_ATTN_RING_LAYOUT=swizzle with QSA_ATTN_RING_Q=shared: that kernel is not built \
+             (it spilled at 128 registers); drop one of the two"
+                .to_string(),
+        ));
+    }
     let order = match sw.get("QSA_ATTN_RING_ORDER") {
         None | Some("token") => RingOrder::Token,
         Some("head") => RingOrder::Head,
@@ -249,7 +287,14 @@ pub fn choose_forward(
     let default_stages = if halves { 2 * RING_STAGES } else { RING_STAGES };
     let stages = match stages {
         Some(n) => {
-            let shared = ring_shared_bytes(cap, n, halves, q_shared);
+            let shared = ring_shared_bytes(cap, n, halves, q_shared, swizzle);
+            let ring = shared - ring_shared_bytes(cap, 0, halves, q_shared, swizzle);
+            if ring < RING_MERGE_BYTES {
+                return Err(BackendError::Input(format!(
+                    "QSA_ATTN_STAGES={n}: {ring} bytes of ring, the end-of-kernel merge of the \
+                     four warps needs {RING_MERGE_BYTES}: use more slots"
+                )));
+            }
             if shared > limit {
                 return Err(BackendError::Shape(format!(
                     "QSA_ATTN_STAGES={n} needs {shared} bytes of shared memory for t = {t}, {} allows {limit}",
@@ -263,7 +308,7 @@ pub fn choose_forward(
         // barrier, so sm_86 (99 KiB) keeps the staged kernel's two CTAs (a guess, not
         // measured); forced, wherever one fits.
         None if (if forced { 1 } else { RING_MIN_RESIDENT })
-            * ring_shared_bytes(cap, default_stages, halves, q_shared)
+            * ring_shared_bytes(cap, default_stages, halves, q_shared, swizzle)
             <= limit =>
         {
             default_stages
@@ -277,7 +322,8 @@ pub fn choose_forward(
         order,
         q_shared,
         lazy,
-        shared: ring_shared_bytes(cap, stages, halves, q_shared) as u32,
+        swizzle,
+        shared: ring_shared_bytes(cap, stages, halves, q_shared, swizzle) as u32,
     })
 }
 
@@ -596,13 +642,15 @@ mod tests {
         };
         let none = sw(&[]);
         let mut h200 = caps("sm_90", 227, 132);
-        h200.features = vec![Feature::Tf32Tc, Feature::Bf16Tc];
+        h200.features = vec![Feature::Tf32Tc, Feature::Bf16Tc, Feature::Clusters];
         let prefill = staged_plan(&h200, 4, 16384, 64, 4, 16, false).unwrap();
         // list 16 ids: 4 x 16 x 4 + 4 = 260 -> 272 B, then 2 x 34,816.
-        assert_eq!(ring_shared_bytes(16, 2, false, false), 69_904);
-        assert_eq!(ring_shared_bytes(16, 4, true, false), 69_904);
+        assert_eq!(ring_shared_bytes(16, 2, false, false, false), 69_904);
+        assert_eq!(ring_shared_bytes(16, 4, true, false, false), 69_904);
         // q tile 16 x 272 B, then three slots of halves: four CTAs in the H200's 228 KiB.
-        assert_eq!(ring_shared_bytes(16, 3, true, true), 56_848);
+        assert_eq!(ring_shared_bytes(16, 3, true, true, false), 56_848);
+        // Swizzled rows of 256 B: 272 + 2 x 32,768.
+        assert_eq!(ring_shared_bytes(16, 2, false, false, true), 65_808);
         assert_eq!(
             choose_forward(&h200, &none, &prefill, 16).unwrap(),
             FwdPath::Ring {
@@ -612,6 +660,7 @@ mod tests {
                 order: RingOrder::Token,
                 q_shared: false,
                 lazy: false,
+                swizzle: false,
                 shared: 69_904
             }
         );
@@ -625,6 +674,7 @@ mod tests {
                 order: RingOrder::Token,
                 q_shared: false,
                 lazy: false,
+                swizzle: false,
                 shared: 69_904
             }
         );
@@ -667,6 +717,42 @@ mod tests {
             .unwrap(),
             FwdPath::Ring { lazy: true, .. }
         ));
+        assert!(matches!(
+            choose_forward(
+                &h200,
+                &sw(&[("QSA_ATTN_RING_LAYOUT", "swizzle")]),
+                &prefill,
+                16
+            )
+            .unwrap(),
+            FwdPath::Ring {
+                swizzle: true,
+                shared: 65_808,
+                ..
+            }
+        ));
+        for (bad, want) in [
+            (
+                vec![
+                    ("QSA_ATTN_RING_LAYOUT", "swizzle"),
+                    ("QSA_ATTN_RING_Q", "shared"),
+                ],
+                "that kernel is not built",
+            ),
+            (
+                vec![
+                    ("QSA_ATTN_RING_LAYOUT", "swizzle"),
+                    ("QSA_ATTN_RING_SLOT", "half"),
+                    ("QSA_ATTN_STAGES", "2"),
+                ],
+                "merge of the four warps needs 34304",
+            ),
+        ] {
+            let e = choose_forward(&h200, &sw(&bad), &prefill, 16)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{bad:?}: {e}");
+        }
         let decode = staged_plan(&h200, 1, 1, 128, 8, 16, false).unwrap();
         assert!(decode.nsplit > 1);
         assert_eq!(
@@ -694,6 +780,7 @@ mod tests {
                 order: RingOrder::Token,
                 q_shared: false,
                 lazy: false,
+                swizzle: false,
                 shared: 139_536
             }
         );
@@ -709,6 +796,22 @@ mod tests {
             choose_forward(&sm86, &ring, &prefill, 16).unwrap(),
             FwdPath::Ring { stages: 2, .. }
         ));
+        assert!(
+            matches!(
+                choose_forward(
+                    &sm86,
+                    &sw(&[
+                        ("QSA_ATTN_FWD", "ring"),
+                        ("QSA_ATTN_RING_LAYOUT", "swizzle")
+                    ]),
+                    &prefill,
+                    16
+                )
+                .unwrap(),
+                FwdPath::Ring { swizzle: false, .. }
+            ),
+            "the swizzled ring is built for sm_90+ only: sm_86 keeps the padded rows"
+        );
         let e = choose_forward(&sm86, &four, &prefill, 16)
             .unwrap_err()
             .to_string();
@@ -736,6 +839,7 @@ mod tests {
             ("QSA_ATTN_RING_ORDER", "batch", "expected token or head"),
             ("QSA_ATTN_RING_Q", "smem", "expected reg or shared"),
             ("QSA_ATTN_RING_RESCALE", "late", "expected exact or lazy"),
+            ("QSA_ATTN_RING_LAYOUT", "xor", "expected pad or swizzle"),
         ] {
             let e = choose_forward(&h200, &sw(&[(k, v)]), &prefill, 16)
                 .unwrap_err()

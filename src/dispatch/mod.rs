@@ -189,6 +189,10 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
         "exact | lazy: the ring forward moves its running max on every increase, or only past a slack (bf16 8, f16 1 in log2 units) and then rescales O (qsa's sweep switch)",
     ),
     (
+        "QSA_ATTN_RING_LAYOUT",
+        "pad | swizzle: the ring forward's slot rows, 272-byte padded or 256-byte with XOR-swizzled 16-byte chunks (qsa_attn_ring_sw_fwd_*; qsa's sweep switch)",
+    ),
+    (
         "QSA_ATTN_RING_Q",
         "reg | shared: the ring forward keeps q's fragments in registers or reads them from shared memory (qsa_attn_ring_qs_fwd_*, four CTAs per SM; qsa's sweep switch)",
     ),

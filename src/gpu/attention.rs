@@ -267,8 +267,17 @@ pub fn launch_plan(
                     stages,
                     shared,
                     q_shared,
+                    swizzle,
                     ..
-                } => (if q_shared { "ring_qs" } else { "ring" }, shared, stages),
+                } => (
+                    match (q_shared, swizzle) {
+                        (true, _) => "ring_qs",
+                        (false, true) => "ring_sw",
+                        (false, false) => "ring",
+                    },
+                    shared,
+                    stages,
+                ),
             };
             args.extend([
                 PlanArg::I32(plan.hc as i32),
