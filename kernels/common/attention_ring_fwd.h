@@ -138,6 +138,10 @@ QSA_DEVICE void ring_issue(u16* slot, const u16* k, const u16* v, int b, int g, 
 // Wait until piece x's group has landed: `pending` = nstage - 2 later groups may still fly
 // (0 .. RING_MAX_STAGES - 2; the host checks the range).
 QSA_DEVICE void ring_wait(int pending) {
+  if (pending == 0) {  // two slots, the default: no jump table
+    qsa_cp_async_wait_group<0>();
+    return;
+  }
   switch (pending) {
     case 0: qsa_cp_async_wait_group<0>(); break;
     case 1: qsa_cp_async_wait_group<1>(); break;

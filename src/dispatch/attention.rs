@@ -135,6 +135,12 @@ impl FwdPath {
 /// 3.9x the gather kernel's o error on the check shapes: not taken). The first version's
 /// sweep (03:22 UTC): block 2 / 3 / 4 slots 31.02 / 38.44 / 62.71 ms (3 / 2 / 1 CTAs per SM).
 pub const RING_STAGES: usize = 2;
+/// The ring's defaults for the switches QSA_ATTN_RING_ORDER / _RESCALE / _LAYOUT / _Q (the
+/// session-6 kernel's choices until the H200 says otherwise; H200.md sweeps each).
+pub const RING_DEFAULT_ORDER: RingOrder = RingOrder::Token;
+pub const RING_DEFAULT_LAZY: bool = false;
+pub const RING_DEFAULT_SWIZZLE: bool = false;
+pub const RING_DEFAULT_Q_SHARED: bool = false;
 /// Resident ring CTAs per multiprocessor the default dispatch asks for.
 const RING_MIN_RESIDENT: usize = 2;
 /// The ring forward's end-of-kernel merge of its four warps' (m, l, O) in the drained ring:
@@ -229,7 +235,8 @@ pub fn choose_forward(
         }
     };
     let q_shared = match sw.get("QSA_ATTN_RING_Q") {
-        None | Some("reg") => false,
+        None => RING_DEFAULT_Q_SHARED,
+        Some("reg") => false,
         Some("shared") => true,
         Some(v) => {
             return Err(BackendError::Input(format!(
@@ -239,7 +246,8 @@ pub fn choose_forward(
         }
     };
     let lazy = match sw.get("QSA_ATTN_RING_RESCALE") {
-        None | Some("exact") => false,
+        None => RING_DEFAULT_LAZY,
+        Some("exact") => false,
         Some("lazy") => true,
         Some(v) => {
             return Err(BackendError::Input(format!(
@@ -249,7 +257,8 @@ pub fn choose_forward(
         }
     };
     let swizzle = match sw.get("QSA_ATTN_RING_LAYOUT") {
-        None | Some("pad") => false,
+        None => RING_DEFAULT_SWIZZLE,
+        Some("pad") => false,
         Some("swizzle") => true,
         Some(v) => {
             return Err(BackendError::Input(format!(
@@ -269,7 +278,8 @@ pub fn choose_forward(
         ));
     }
     let order = match sw.get("QSA_ATTN_RING_ORDER") {
-        None | Some("token") => RingOrder::Token,
+        None => RING_DEFAULT_ORDER,
+        Some("token") => RingOrder::Token,
         Some("head") => RingOrder::Head,
         Some(v) => {
             return Err(BackendError::Input(format!(
