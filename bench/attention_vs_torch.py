@@ -41,9 +41,10 @@ SWEEP_SPLITS = (1, 2, 4, 6, 8, 12, 16, 32)
 # four CTAs per SM on the H200, 56,848 B each); rescale `lazy` moves the running max only past a
 # slack and skips O's rescale where no row moved (QSA_ATTN_RING_RESCALE); layout `swizzle`:
 # 256-byte slot rows with XOR-swizzled 16-byte chunks and K's fragments by ldmatrix
-# (QSA_ATTN_RING_LAYOUT, q in registers only).
+# (QSA_ATTN_RING_LAYOUT, q in registers only); copy `warp`: each warp copies its own keys' rows
+# and syncs with __syncwarp, no CTA barrier per slot (QSA_ATTN_RING_COPY, padded rows only).
 SWEEP_RING = tuple(
-    (slot, st, parts, order, qmem, rescale, "pad")
+    (slot, st, parts, order, qmem, rescale, "pad", "cta")
     for rescale, rows in (
         ("exact", (("block", 2, 3, "token", "reg"), ("block", 3, 3, "token", "reg"), ("half", 4, 3, "token", "reg"),
                    ("block", 2, 2, "token", "reg"), ("block", 2, 3, "head", "reg"), ("block", 3, 3, "head", "reg"),
@@ -55,11 +56,18 @@ SWEEP_RING = tuple(
                   ("half", 4, 3, "head", "reg"), ("half", 3, 3, "token", "shared"), ("half", 3, 3, "head", "shared"),
                   ("half", 3, 2, "head", "shared"))))
     for slot, st, parts, order, qmem in rows) + tuple(
-    (slot, st, parts, order, "reg", rescale, "swizzle")
+    (slot, st, parts, order, "reg", rescale, "swizzle", "cta")
     for slot, st, parts, order, rescale in (
         ("block", 2, 3, "token", "exact"), ("block", 2, 3, "head", "exact"), ("half", 4, 3, "head", "exact"),
         ("block", 2, 3, "token", "lazy"), ("block", 2, 3, "head", "lazy"), ("block", 2, 2, "head", "lazy"),
-        ("half", 4, 3, "head", "lazy")))
+        ("half", 4, 3, "head", "lazy"))) + tuple(
+    (slot, st, parts, order, qmem, rescale, "pad", "warp")
+    for slot, st, parts, order, qmem, rescale in (
+        ("block", 2, 3, "token", "reg", "exact"), ("block", 2, 3, "token", "reg", "lazy"),
+        ("block", 2, 3, "head", "reg", "lazy"), ("block", 3, 3, "head", "reg", "lazy"),
+        ("half", 4, 3, "head", "reg", "lazy"), ("half", 5, 3, "head", "reg", "lazy"),
+        ("half", 3, 3, "head", "shared", "lazy"), ("half", 3, 3, "token", "shared", "exact"),
+        ("block", 2, 2, "head", "reg", "lazy"), ("half", 3, 2, "head", "shared", "lazy")))
 # The decode kernel's sweep, one factor group at a time around the dispatched plan: warps x ring
 # stages at its splits, then splits x merge at its warps and stages (plans that do not fit the
 # target's shared memory are refused by `qsa plan` and skipped).
@@ -85,7 +93,8 @@ class Qsa:
         self.launcher = launcher
 
     def plan(self, shape, backward=False, variant="auto", nbuf=None, nsplit=None, bwd=None, fwd=None,
-             stages=None, slot=None, parts=None, order=None, qmem=None, rescale=None, layout=None, sw=None):
+             stages=None, slot=None, parts=None, order=None, qmem=None, rescale=None, layout=None, copy=None,
+             sw=None):
         sw = dict(sw or {})
         if fwd is not None:
             sw["QSA_ATTN_FWD"] = fwd  # staged | ring: the forward's kernel
@@ -103,6 +112,8 @@ class Qsa:
             sw["QSA_ATTN_RING_RESCALE"] = rescale  # exact | lazy: when the ring rescales O
         if layout is not None:
             sw["QSA_ATTN_RING_LAYOUT"] = layout  # pad | swizzle: the ring's slot rows
+        if copy is not None:
+            sw["QSA_ATTN_RING_COPY"] = copy  # cta | warp: who copies which K / V rows
         if nbuf is not None:
             sw["QSA_ATTN_NBUF"] = nbuf
         if nsplit is not None:
@@ -151,11 +162,11 @@ def sweep(qsa, shape, base, backward=False, splits=True):
 def ring_sweep(qsa, shape, base):
     """(label, plan) of the ring forward's slots (kernels/common/attention_ring_fwd.h) whose
     launches differ from `base`: whole-block slots and slots of K or V rows ("half")."""
-    for slot, st, parts, order, qmem, rescale, layout in SWEEP_RING:
+    for slot, st, parts, order, qmem, rescale, layout, copy in SWEEP_RING:
         p = qsa.plan(shape, fwd="ring", stages=st, slot=slot, parts=parts, order=order, qmem=qmem, rescale=rescale,
-                     layout=layout)
+                     layout=layout, copy=copy)
         if p["call"] != base["call"]:
-            yield f"ring {slot} stages={st} parts={parts} order={order} q={qmem} rescale={rescale} {layout}", p
+            yield f"ring {slot} stages={st} parts={parts} order={order} q={qmem} rescale={rescale} {layout} copy={copy}", p
 
 
 CHECK_VARIANTS = [("gather", "gather", {}), ("staged", "auto", {}), ("staged nbuf=1", "auto", {"nbuf": 1}),
@@ -173,7 +184,10 @@ CHECK_VARIANTS = [("gather", "gather", {}), ("staged", "auto", {}), ("staged nbu
                                                                "slot": "half", "stages": 3}),
                   ("ring swizzle", "auto", {"fwd": "ring", "layout": "swizzle"}),
                   ("ring swizzle lazy half stages=3", "auto", {"fwd": "ring", "layout": "swizzle", "rescale": "lazy",
-                                                              "slot": "half", "stages": 3})]
+                                                              "slot": "half", "stages": 3}),
+                  ("ring copy=warp", "auto", {"fwd": "ring", "copy": "warp"}),
+                  ("ring copy=warp lazy q=shared half stages=3", "auto", {"fwd": "ring", "copy": "warp", "rescale": "lazy",
+                                                                         "qmem": "shared", "slot": "half", "stages": 3})]
 # The prefill backward's variants (label, switches): the default, each backward path forced
 # (kvdq: the KV-block-major kernel alone, dQ by atomics), and the query-side pass with
 # double-buffered K / V (QSA_ATTN_NBUF=2) where there is one.

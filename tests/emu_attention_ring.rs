@@ -7,7 +7,8 @@
 //! last KV block, -1 and repeated ids, causal edges, groups of 2, 4 and 8 (several tokens per
 //! CTA with their selection masks), bf16 and f16, split lists (forced), slot counts and slots
 //! of whole blocks or of K / V halves, both CTA orders, q's fragments in registers or read from
-//! shared memory (qsa_attn_ring_qs_fwd_*), padded or swizzled slot rows (qsa_attn_ring_sw_fwd_*).
+//! shared memory (qsa_attn_ring_qs_fwd_*), padded or swizzled slot rows (qsa_attn_ring_sw_fwd_*),
+//! K / V rows copied by the CTA or by each warp for its own keys.
 
 mod emu_matrix;
 
@@ -178,6 +179,45 @@ fn ring_forward_matches_fp64_on_the_emulated_cases() {
                     ("QSA_ATTN_RING_LAYOUT", "swizzle"),
                     ("QSA_ATTN_RING_RESCALE", "lazy"),
                 ],
+            ),
+            // Warp-local copies (QSA_ATTN_RING_COPY=warp: each warp its own keys' rows, a
+            // __syncwarp per slot): whole blocks split and not, halves, the q tile, sm_86.
+            (
+                "sm_90",
+                vec![("QSA_ATTN_FWD", "ring"), ("QSA_ATTN_RING_COPY", "warp")],
+            ),
+            (
+                "sm_90",
+                vec![
+                    ("QSA_ATTN_FWD", "ring"),
+                    ("QSA_ATTN_RING_COPY", "warp"),
+                    ("QSA_ATTN_SPLITS", "1"),
+                ],
+            ),
+            (
+                "sm_90",
+                vec![
+                    ("QSA_ATTN_FWD", "ring"),
+                    ("QSA_ATTN_RING_COPY", "warp"),
+                    ("QSA_ATTN_RING_SLOT", "half"),
+                    ("QSA_ATTN_STAGES", "5"),
+                    ("QSA_ATTN_SPLITS", "1"),
+                ],
+            ),
+            (
+                "sm_90",
+                vec![
+                    ("QSA_ATTN_FWD", "ring"),
+                    ("QSA_ATTN_RING_COPY", "warp"),
+                    ("QSA_ATTN_RING_Q", "shared"),
+                    ("QSA_ATTN_RING_SLOT", "half"),
+                    ("QSA_ATTN_STAGES", "3"),
+                    ("QSA_ATTN_RING_RESCALE", "lazy"),
+                ],
+            ),
+            (
+                "sm_86",
+                vec![("QSA_ATTN_FWD", "ring"), ("QSA_ATTN_RING_COPY", "warp")],
             ),
             // The lazy running max (QSA_ATTN_RING_RESCALE=lazy), whole blocks and the q tile.
             (

@@ -98,20 +98,24 @@ QSA_DEVICE StagedCta ring_cta(int q_len, int hkv, int group, int hc, int qt, int
 // The kernel exists where the staged kernels run on tensor cores (QSA_ATTN_MMA: sm_80+ CUDA);
 // src/dispatch/attention.rs (choose_forward) dispatches it nowhere else.
 #if defined(QSA_ATTN_MMA)
-// This thread's rows r0 + 8 u (u < 8) of one 64-row piece, 16 bytes each: dst and src point at
-// row r0 (its chunk); rows at or past nv (keys past kv_len: only a list's last block) are
-// zero-filled (a masked key's p is 0, and 0 * stale NaN would not be), reading nothing.
-template <int RS>
-QSA_DEVICE void ring_rows(u16* dst, const u16* src, long long row_stride, int r0, int nv) {
-  constexpr int STEP = ATT_THREADS / (ATT_D / 8);  // 8 rows apart
-  if (nv >= ATT_BLK) {  // the common case: no predicate, immediate offsets
+// This thread's rows r0 + STEP u (u < 8) of one piece, chunk ch, 16 bytes each, into `piece`
+// (the slot's K or V rows); src points at row r0's chunk. Rows at or past nv (keys past
+// kv_len: only a list's last block) are zero-filled (a masked key's p is 0, and 0 * stale NaN
+// would not be), reading nothing. STEP 8: the CTA's 128 threads copy all 64 rows; STEP 2: a
+// warp's 32 lanes copy its own 16 rows (ring_issue's warp_local).
+template <bool SW, int STEP>
+QSA_DEVICE void ring_rows(u16* piece, const u16* src, long long row_stride, int r0, int ch, int nv) {
+  using L = RingLayout<SW>;
+  // The swizzle keeps r & 7 for rows 8 apart: one offset and immediates after it.
+  auto dst = [&](int u) { return STEP % 8 == 0 ? piece + L::at(r0, ch) + u * STEP * L::RS : piece + L::at(r0 + u * STEP, ch); };
+  if (nv >= ATT_BLK) {  // the common case: no predicate
 #pragma unroll
-    for (int u = 0; u < ATT_BLK / STEP; ++u) qsa_cp_async16(dst + u * STEP * RS, src + u * STEP * row_stride, 16);
+    for (int u = 0; u < 8; ++u) qsa_cp_async16(dst(u), src + u * STEP * row_stride, 16);
   } else {
 #pragma unroll
-    for (int u = 0; u < ATT_BLK / STEP; ++u) {
+    for (int u = 0; u < 8; ++u) {
       const bool valid = r0 + u * STEP < nv;
-      qsa_cp_async16(dst + u * STEP * RS, valid ? src + u * STEP * row_stride : src, valid ? 16 : 0);
+      qsa_cp_async16(dst(u), valid ? src + u * STEP * row_stride : src, valid ? 16 : 0);
     }
   }
 }
@@ -119,19 +123,28 @@ QSA_DEVICE void ring_rows(u16* dst, const u16* src, long long row_stride, int r0
 // Issue the copies of block `id` of (b, g) into one ring slot and commit them as one group:
 // piece 0 = K rows, 1 = V rows, 2 = both (K rows, then V rows ATT_BLK rows later).
 // Thread tid copies 16-byte chunk tid % 16 of rows tid / 16 + 8 u: one address computation
-// per piece, a row stride after that.
+// per piece, a row stride after that. warp_local: the lanes of warp w copy chunk lane % 16 of
+// rows 16 w + lane / 16 + 2 u, the 16 keys the warp computes with (QK^T and P.V alike), so a
+// warp waits for its own copies only: __syncwarp instead of a CTA barrier per piece.
 template <bool SW>
 QSA_DEVICE void ring_issue(u16* slot, const u16* k, const u16* v, int b, int g, int id, int kv_len, int hkv,
-                           int piece) {
-  const int ch = threadIdx.x % (ATT_D / 8), r0 = threadIdx.x / (ATT_D / 8);
+                           int piece, bool warp_local) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int ch = threadIdx.x % (ATT_D / 8);
+  const int r0 = warp_local ? 16 * warp + lane / 16 : threadIdx.x / (ATT_D / 8);
   const long long first = (long long)id * ATT_BLK;  // visible: first <= q_pos < kv_len
   const long long row_stride = (long long)hkv * ATT_D;
   const long long off = (((long long)b * kv_len + first + r0) * hkv + g) * ATT_D + ch * 8;
   const int nv = kv_len - first < ATT_BLK ? (int)(kv_len - first) : ATT_BLK;
   using L = RingLayout<SW>;
-  u16* dst = slot + L::at(r0, ch);  // rows r0 + 8 u keep r0 & 7: one swizzle for all
-  if (piece != 1) ring_rows<L::RS>(dst, k + off, row_stride, r0, nv);
-  if (piece != 0) ring_rows<L::RS>(dst + (piece == 2 ? ATT_BLK * L::RS : 0), v + off, row_stride, r0, nv);
+  u16* vpiece = slot + (piece == 2 ? ATT_BLK * L::RS : 0);
+  if (warp_local) {
+    if (piece != 1) ring_rows<SW, 2>(slot, k + off, row_stride, r0, ch, nv);
+    if (piece != 0) ring_rows<SW, 2>(vpiece, v + off, row_stride, r0, ch, nv);
+  } else {
+    if (piece != 1) ring_rows<SW, 8>(slot, k + off, row_stride, r0, ch, nv);
+    if (piece != 0) ring_rows<SW, 8>(vpiece, v + off, row_stride, r0, ch, nv);
+  }
   qsa_cp_async_commit();
 }
 
@@ -370,7 +383,10 @@ template <typename E, bool QS, bool SW>
 QSA_DEVICE void ring_fwd(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
                          const int* __restrict__ ids, float* __restrict__ o, float* __restrict__ lse, int batch,
                          int q_len, int kv_len, int hq, int hkv, int t, float scale, int hc, int qt, int nstage,
-                         int halves, int nparts, int order, int lazy) {
+                         int halves, int nparts, int order, int lazy, int warp_local_arg) {
+  // The swizzled kernel copies per CTA only: its warp-local build spilled 8 bytes (f16,
+  // cargo xtask build --target sm_90, 2026-12-02); the host never asks it for warp copies.
+  const bool warp_local = !SW && warp_local_arg;
   QSA_DYNAMIC_SHARED(smem_raw);
   const int group = hq / hkv;
   const StagedCta c = ring_cta(q_len, hkv, group, hc, qt, order);
@@ -428,19 +444,25 @@ QSA_DEVICE void ring_fwd(const u16* __restrict__ q, const u16* __restrict__ k, c
   const int np = n * pp;
   // Slots of the next issue and of the next piece to compute, counted round the ring.
   int put = 0, get = 0;
+  // warp_local: a warp copies only its keys' rows, and none of a block it skips (kw at or past
+  // the block's key limit); an empty group keeps group x = piece x.
   auto issue = [&](int x) {
-    if (x < np)
-      ring_issue<SW>(s.kv + put * slot_elems, k, v, c.b, c.g, s.uid[beg + (halves ? x >> 1 : x)], kv_len, hkv,
-                 halves ? (x & 1) : 2);
+    const int blk = beg + (halves ? x >> 1 : x);
+    if (x < np && !(warp_local && kw >= klim[blk]))
+      ring_issue<SW>(s.kv + put * slot_elems, k, v, c.b, c.g, s.uid[blk], kv_len, hkv, halves ? (x & 1) : 2,
+                     warp_local);
     else
       qsa_cp_async_commit();
     put = put + 1 == nstage ? 0 : put + 1;
   };
+  if (warp_local) QSA_SYNC();  // klim is read by the prologue's issues
   for (int x = 0; x < nstage - 1; ++x) issue(x);
   float sc[2][4];  // this warp's P of the current block, from its K piece to its V piece
   for (int x = 0; x < np; ++x) {
     ring_wait(nstage - 2);
-    QSA_SYNC();  // piece x is everyone's; everyone is done with piece x-1's slot
+    // Piece x is everyone's (the warp's, warp_local), and everyone is done with piece x-1's slot.
+    if (warp_local) QSA_SYNCWARP();
+    else QSA_SYNC();
     issue(x + nstage - 1);  // into piece x-1's slot
     const u16* buf = s.kv + get * slot_elems;
     get = get + 1 == nstage ? 0 : get + 1;
@@ -520,8 +542,8 @@ QSA_DEVICE void ring_fwd(const u16* __restrict__ q, const u16* __restrict__ k, c
       qsa_attn_##NAME##_fwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids, float* o,     \
                               float* lse, int batch, int q_len, int kv_len, int hq, int hkv, int t,    \
                               float scale, int hc, int qt, int nstage, int halves, int nparts,         \
-                              int order, int lazy) {                                                   \
+                              int order, int lazy, int warp_local) {                                   \
     ring_fwd<E, QS, SW>(q, k, v, ids, o, lse, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt, nstage, halves, \
-                    nparts, order, lazy);                                                              \
+                        nparts, order, lazy, warp_local);                                              \
   }
 #endif  // QSA_ATTN_MMA

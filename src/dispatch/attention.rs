@@ -88,6 +88,10 @@ pub enum FwdPath {
         /// 16-byte chunk ch of row r at ch ^ (r & 7) instead of 272-byte padded rows, K's
         /// fragments by ldmatrix (with q in registers only: the q-in-shared build spilled).
         swizzle: bool,
+        /// `QSA_ATTN_RING_COPY=warp`: each warp copies the K / V rows of its own 16 keys and
+        /// waits for them with a __syncwarp, no CTA barrier per slot (`cta`: the CTA copies
+        /// every row, one barrier per slot).
+        warp_copy: bool,
         shared: u32,
     },
 }
@@ -135,12 +139,13 @@ impl FwdPath {
 /// 3.9x the gather kernel's o error on the check shapes: not taken). The first version's
 /// sweep (03:22 UTC): block 2 / 3 / 4 slots 31.02 / 38.44 / 62.71 ms (3 / 2 / 1 CTAs per SM).
 pub const RING_STAGES: usize = 2;
-/// The ring's defaults for the switches QSA_ATTN_RING_ORDER / _RESCALE / _LAYOUT / _Q (the
+/// The ring's defaults for the switches QSA_ATTN_RING_ORDER / _RESCALE / _LAYOUT / _Q / _COPY (the
 /// session-6 kernel's choices until the H200 says otherwise; H200.md sweeps each).
 pub const RING_DEFAULT_ORDER: RingOrder = RingOrder::Token;
 pub const RING_DEFAULT_LAZY: bool = false;
 pub const RING_DEFAULT_SWIZZLE: bool = false;
 pub const RING_DEFAULT_Q_SHARED: bool = false;
+pub const RING_DEFAULT_WARP_COPY: bool = false;
 /// Resident ring CTAs per multiprocessor the default dispatch asks for.
 const RING_MIN_RESIDENT: usize = 2;
 /// The ring forward's end-of-kernel merge of its four warps' (m, l, O) in the drained ring:
@@ -182,7 +187,9 @@ pub fn ring_shared_bytes(
 /// `QSA_ATTN_RING_SLOT=block|half` what a slot holds (default block), `QSA_ATTN_RING_PARTS=2|3`
 /// bf16 P's parts in P.V (default 3), `QSA_ATTN_RING_ORDER=token|head` the CTAs' order
 /// (RingOrder; default token), `QSA_ATTN_RING_Q=reg|shared` where q's fragments live (default
-/// reg), `QSA_ATTN_RING_RESCALE=exact|lazy` when O is rescaled (default exact).
+/// reg), `QSA_ATTN_RING_RESCALE=exact|lazy` when O is rescaled (default exact),
+/// `QSA_ATTN_RING_LAYOUT=pad|swizzle` the slot rows, `QSA_ATTN_RING_COPY=cta|warp` who copies
+/// which rows (the RING_DEFAULT_* constants).
 pub fn choose_forward(
     caps: &TargetCaps,
     sw: &Switches,
@@ -277,6 +284,24 @@ pub fn choose_forward(
                 .to_string(),
         ));
     }
+    let warp_copy = match sw.get("QSA_ATTN_RING_COPY") {
+        None => RING_DEFAULT_WARP_COPY,
+        Some("cta") => false,
+        Some("warp") => true,
+        Some(v) => {
+            return Err(BackendError::Input(format!(
+                "QSA_ATTN_RING_COPY={}: expected cta or warp",
+                crate::echo::value(v)
+            )))
+        }
+    };
+    if swizzle && warp_copy {
+        return Err(BackendError::Input(
+            "QSA_ATTN_RING_LAYOUT=swizzle with QSA_ATTN_RING_COPY=warp: that kernel is not built \
+             (it spilled); drop one of the two"
+                .to_string(),
+        ));
+    }
     let order = match sw.get("QSA_ATTN_RING_ORDER") {
         None => RING_DEFAULT_ORDER,
         Some("token") => RingOrder::Token,
@@ -333,6 +358,7 @@ pub fn choose_forward(
         q_shared,
         lazy,
         swizzle,
+        warp_copy,
         shared: ring_shared_bytes(cap, stages, halves, q_shared, swizzle) as u32,
     })
 }
@@ -671,6 +697,7 @@ mod tests {
                 q_shared: false,
                 lazy: false,
                 swizzle: false,
+                warp_copy: false,
                 shared: 69_904
             }
         );
@@ -685,6 +712,7 @@ mod tests {
                 q_shared: false,
                 lazy: false,
                 swizzle: false,
+                warp_copy: false,
                 shared: 69_904
             }
         );
@@ -791,6 +819,7 @@ mod tests {
                 q_shared: false,
                 lazy: false,
                 swizzle: false,
+                warp_copy: false,
                 shared: 139_536
             }
         );
@@ -850,6 +879,7 @@ mod tests {
             ("QSA_ATTN_RING_Q", "smem", "expected reg or shared"),
             ("QSA_ATTN_RING_RESCALE", "late", "expected exact or lazy"),
             ("QSA_ATTN_RING_LAYOUT", "xor", "expected pad or swizzle"),
+            ("QSA_ATTN_RING_COPY", "lane", "expected cta or warp"),
         ] {
             let e = choose_forward(&h200, &sw(&[(k, v)]), &prefill, 16)
                 .unwrap_err()

@@ -193,6 +193,10 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
         "pad | swizzle: the ring forward's slot rows, 272-byte padded or 256-byte with XOR-swizzled 16-byte chunks (qsa_attn_ring_sw_fwd_*; qsa's sweep switch)",
     ),
     (
+        "QSA_ATTN_RING_COPY",
+        "cta | warp: the ring forward's CTA copies every K / V row with a barrier per slot, or each warp its own 16 keys' rows with a __syncwarp (qsa's sweep switch)",
+    ),
+    (
         "QSA_ATTN_RING_Q",
         "reg | shared: the ring forward keeps q's fragments in registers or reads them from shared memory (qsa_attn_ring_qs_fwd_*, four CTAs per SM; qsa's sweep switch)",
     ),

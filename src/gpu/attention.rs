@@ -289,6 +289,7 @@ pub fn launch_plan(
                 parts,
                 order,
                 lazy,
+                warp_copy,
                 ..
             } = fwd_path
             {
@@ -296,6 +297,7 @@ pub fn launch_plan(
                 args.push(PlanArg::I32(parts as i32));
                 args.push(PlanArg::I32(order.arg()));
                 args.push(PlanArg::I32(i32::from(lazy)));
+                args.push(PlanArg::I32(i32::from(warp_copy)));
             }
             let staged_dims = LaunchDims {
                 grid: (plan.items as u32, plan.nsplit as u32, 1),
