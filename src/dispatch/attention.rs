@@ -82,7 +82,7 @@ pub enum FwdPath {
         q_shared: bool,
         /// `QSA_ATTN_RING_RESCALE=lazy`: the running max moves only past a slack (8 in log2
         /// units for bf16, 1 for f16; ring_slack in the kernel), so O is rescaled only in the
-        /// blocks where some row of a warp moved; `exact` (the default) moves it every time.
+        /// blocks where some row of a warp moved (the default); `exact` moves it every time.
         lazy: bool,
         /// `QSA_ATTN_RING_LAYOUT=swizzle`: `qsa_attn_ring_sw_fwd_*`, slot rows of 256 bytes with
         /// 16-byte chunk ch of row r at ch ^ (r & 7) instead of 272-byte padded rows, K's
@@ -136,13 +136,21 @@ impl FwdPath {
 /// (bench/attention_vs_torch.py --bench --prefill-only, prefill B=4, T=16K, 64 / 4 heads,
 /// 2026-12-02 03:45 UTC, /work/wt/results/attnfwd-2): block 2 slots 27.16 ms, block 3 32.40,
 /// half 4 / 5 / 6 29.60 / 36.09 / 36.58; bf16 P in two parts 26.96 (block 2, -0.7%, for up to
-/// 3.9x the gather kernel's o error on the check shapes: not taken). The first version's
+/// 3.9x the gather kernel's o error on the check shapes: not taken; 2026-12-02 06:10 UTC with
+/// the coalesced o stores: block 2 25.57 ms, block 3 31.74, half 4 28.56, parts 2 25.37,
+/// /work/wt/results/attnfwd-1.md). The first version's
 /// sweep (03:22 UTC): block 2 / 3 / 4 slots 31.02 / 38.44 / 62.71 ms (3 / 2 / 1 CTAs per SM).
 pub const RING_STAGES: usize = 2;
-/// The ring's defaults for the switches QSA_ATTN_RING_ORDER / _RESCALE / _LAYOUT / _Q / _COPY (the
-/// session-6 kernel's choices until the H200 says otherwise; H200.md sweeps each).
+/// The ring's defaults for the switches QSA_ATTN_RING_ORDER / _RESCALE / _LAYOUT / _Q / _COPY.
+/// Measured on the H200 (bench/attention_vs_torch.py --check --bench --prefill-only, prefill
+/// B=4, T=16K, 64 / 4 heads, 16 blocks, 2026-12-02 06:10 UTC, /work/wt/results/attnfwd-1.md;
+/// fla parallel_nsa fwd 20.84 ms in the same run): two block slots, token order, exact 25.57 ms,
+/// lazy 25.13 (taken); head order 25.57 / lazy 25.70 (not taken: the profile's 98% L2 hits);
+/// q in shared memory, three slots of halves (16 warps / SM) 26.25, lazy 25.71 / 26.00 (head /
+/// token): not taken. The swizzled rows and the warp copies were built after that call:
+/// unmeasured, off.
 pub const RING_DEFAULT_ORDER: RingOrder = RingOrder::Token;
-pub const RING_DEFAULT_LAZY: bool = false;
+pub const RING_DEFAULT_LAZY: bool = true;
 pub const RING_DEFAULT_SWIZZLE: bool = false;
 pub const RING_DEFAULT_Q_SHARED: bool = false;
 pub const RING_DEFAULT_WARP_COPY: bool = false;
@@ -187,7 +195,7 @@ pub fn ring_shared_bytes(
 /// `QSA_ATTN_RING_SLOT=block|half` what a slot holds (default block), `QSA_ATTN_RING_PARTS=2|3`
 /// bf16 P's parts in P.V (default 3), `QSA_ATTN_RING_ORDER=token|head` the CTAs' order
 /// (RingOrder; default token), `QSA_ATTN_RING_Q=reg|shared` where q's fragments live (default
-/// reg), `QSA_ATTN_RING_RESCALE=exact|lazy` when O is rescaled (default exact),
+/// reg), `QSA_ATTN_RING_RESCALE=exact|lazy` when O is rescaled (default lazy),
 /// `QSA_ATTN_RING_LAYOUT=pad|swizzle` the slot rows, `QSA_ATTN_RING_COPY=cta|warp` who copies
 /// which rows (the RING_DEFAULT_* constants).
 pub fn choose_forward(
@@ -695,7 +703,7 @@ mod tests {
                 parts: 3,
                 order: RingOrder::Token,
                 q_shared: false,
-                lazy: false,
+                lazy: true,
                 swizzle: false,
                 warp_copy: false,
                 shared: 69_904
@@ -710,7 +718,7 @@ mod tests {
                 parts: 3,
                 order: RingOrder::Token,
                 q_shared: false,
-                lazy: false,
+                lazy: true,
                 swizzle: false,
                 warp_copy: false,
                 shared: 69_904
@@ -748,12 +756,12 @@ mod tests {
         assert!(matches!(
             choose_forward(
                 &h200,
-                &sw(&[("QSA_ATTN_RING_RESCALE", "lazy")]),
+                &sw(&[("QSA_ATTN_RING_RESCALE", "exact")]),
                 &prefill,
                 16
             )
             .unwrap(),
-            FwdPath::Ring { lazy: true, .. }
+            FwdPath::Ring { lazy: false, .. }
         ));
         assert!(matches!(
             choose_forward(
@@ -817,7 +825,7 @@ mod tests {
                 parts: 3,
                 order: RingOrder::Token,
                 q_shared: false,
-                lazy: false,
+                lazy: true,
                 swizzle: false,
                 warp_copy: false,
                 shared: 139_536
