@@ -39,8 +39,39 @@ D, BLK = 128, 64  # head dim and KV block of the problem (the kernels' contract)
 # ---- our kernels: plans of `qsa plan` (this script derives no launch rule) ------------------
 SWEEP_NBUF = (1, 2)
 SWEEP_SPLITS = (1, 2, 4, 6, 8, 12, 16, 32)
-SWEEP_RING = (("block", 2, 3), ("block", 3, 3), ("half", 4, 3), ("half", 5, 3), ("half", 6, 3),
-              ("block", 2, 2), ("half", 4, 2), ("half", 5, 2))
+# The ring forward's sweep: (slot, stages, parts, CTA order, q, rescale); `head` walks one
+# (batch, kv head)'s tokens first (QSA_ATTN_RING_ORDER), `token` is the staged kernel's order;
+# q `shared` reads q's fragments from shared memory (QSA_ATTN_RING_Q; 128 registers: half 3 is
+# four CTAs per SM on the H200, 56,848 B each); rescale `lazy` moves the running max only past a
+# slack and skips O's rescale where no row moved (QSA_ATTN_RING_RESCALE); layout `swizzle`:
+# 256-byte slot rows with XOR-swizzled 16-byte chunks and K's fragments by ldmatrix
+# (QSA_ATTN_RING_LAYOUT, q in registers only); copy `warp`: each warp copies its own keys' rows
+# and syncs with __syncwarp, no CTA barrier per slot (QSA_ATTN_RING_COPY, padded rows only).
+SWEEP_RING = tuple(
+    (slot, st, parts, order, qmem, rescale, "pad", "cta")
+    for rescale, rows in (
+        ("exact", (("block", 2, 3, "token", "reg"), ("block", 3, 3, "token", "reg"), ("half", 4, 3, "token", "reg"),
+                   ("block", 2, 2, "token", "reg"), ("block", 2, 3, "head", "reg"), ("block", 3, 3, "head", "reg"),
+                   ("half", 4, 3, "head", "reg"), ("half", 5, 3, "head", "reg"), ("half", 6, 3, "head", "reg"),
+                   ("block", 2, 2, "head", "reg"), ("half", 4, 2, "head", "reg"), ("half", 3, 3, "token", "shared"),
+                   ("half", 3, 3, "head", "shared"), ("half", 3, 2, "head", "shared"), ("half", 4, 3, "head", "shared"),
+                   ("block", 2, 3, "head", "shared"))),
+        ("lazy", (("block", 2, 3, "token", "reg"), ("block", 2, 3, "head", "reg"), ("block", 2, 2, "head", "reg"),
+                  ("half", 4, 3, "head", "reg"), ("half", 3, 3, "token", "shared"), ("half", 3, 3, "head", "shared"),
+                  ("half", 3, 2, "head", "shared"))))
+    for slot, st, parts, order, qmem in rows) + tuple(
+    (slot, st, parts, order, "reg", rescale, "swizzle", "cta")
+    for slot, st, parts, order, rescale in (
+        ("block", 2, 3, "token", "exact"), ("block", 2, 3, "head", "exact"), ("half", 4, 3, "head", "exact"),
+        ("block", 2, 3, "token", "lazy"), ("block", 2, 3, "head", "lazy"), ("block", 2, 2, "head", "lazy"),
+        ("half", 4, 3, "head", "lazy"))) + tuple(
+    (slot, st, parts, order, qmem, rescale, "pad", "warp")
+    for slot, st, parts, order, qmem, rescale in (
+        ("block", 2, 3, "token", "reg", "exact"), ("block", 2, 3, "token", "reg", "lazy"),
+        ("block", 2, 3, "head", "reg", "lazy"), ("block", 3, 3, "head", "reg", "lazy"),
+        ("half", 4, 3, "head", "reg", "lazy"), ("half", 5, 3, "head", "reg", "lazy"),
+        ("half", 3, 3, "head", "shared", "lazy"), ("half", 3, 3, "token", "shared", "exact"),
+        ("block", 2, 2, "head", "reg", "lazy"), ("half", 3, 2, "head", "shared", "lazy")))
 # The decode kernel's sweep, one factor group at a time around the dispatched plan: warps x ring
 # stages at its splits, then splits x merge at its warps and stages (plans that do not fit the
 # target's shared memory are refused by `qsa plan` and skipped).
@@ -82,7 +113,8 @@ class Qsa:
         self.launcher = launcher
 
     def plan(self, shape, backward=False, variant="auto", nbuf=None, nsplit=None, bwd=None, fwd=None,
-             stages=None, slot=None, parts=None, sw=None):
+             stages=None, slot=None, parts=None, order=None, qmem=None, rescale=None, layout=None, copy=None,
+             sw=None):
         sw = dict(sw or {})
         if fwd is not None:
             sw["QSA_ATTN_FWD"] = fwd  # staged | ring: the forward's kernel
@@ -92,6 +124,16 @@ class Qsa:
             sw["QSA_ATTN_RING_SLOT"] = slot  # block | half: a slot holds K and V, or K or V
         if parts is not None:
             sw["QSA_ATTN_RING_PARTS"] = parts  # 2 | 3: bf16 P's parts in the ring's P.V
+        if order is not None:
+            sw["QSA_ATTN_RING_ORDER"] = order  # token | head: the ring's CTA order
+        if qmem is not None:
+            sw["QSA_ATTN_RING_Q"] = qmem  # reg | shared: where the ring keeps q's fragments
+        if rescale is not None:
+            sw["QSA_ATTN_RING_RESCALE"] = rescale  # exact | lazy: when the ring rescales O
+        if layout is not None:
+            sw["QSA_ATTN_RING_LAYOUT"] = layout  # pad | swizzle: the ring's slot rows
+        if copy is not None:
+            sw["QSA_ATTN_RING_COPY"] = copy  # cta | warp: who copies which K / V rows
         if nbuf is not None:
             sw["QSA_ATTN_NBUF"] = nbuf
         if nsplit is not None:
@@ -141,10 +183,11 @@ def sweep(qsa, shape, base, backward=False, splits=True):
 def ring_sweep(qsa, shape, base):
     """(label, plan) of the ring forward's slots (kernels/common/attention_ring_fwd.h) whose
     launches differ from `base`: whole-block slots and slots of K or V rows ("half")."""
-    for slot, st, parts in SWEEP_RING:
-        p = qsa.plan(shape, fwd="ring", stages=st, slot=slot, parts=parts)
+    for slot, st, parts, order, qmem, rescale, layout, copy in SWEEP_RING:
+        p = qsa.plan(shape, fwd="ring", stages=st, slot=slot, parts=parts, order=order, qmem=qmem, rescale=rescale,
+                     layout=layout, copy=copy)
         if p["call"] != base["call"]:
-            yield f"ring {slot} stages={st} parts={parts}", p
+            yield f"ring {slot} stages={st} parts={parts} order={order} q={qmem} rescale={rescale} {layout} copy={copy}", p
 
 
 CHECK_VARIANTS = [("gather", "gather", {}), ("staged", "auto", {}), ("staged nbuf=1", "auto", {"nbuf": 1}),
@@ -153,7 +196,19 @@ CHECK_VARIANTS = [("gather", "gather", {}), ("staged", "auto", {}), ("staged nbu
                   ("staged fwd", "auto", {"fwd": "staged"}), ("ring", "auto", {"fwd": "ring"}),
                   ("ring stages=4 split=3", "auto", {"fwd": "ring", "stages": 4, "nsplit": 3}),
                   ("ring half stages=5", "auto", {"fwd": "ring", "stages": 5, "slot": "half"}),
-                  ("ring parts=2", "auto", {"fwd": "ring", "parts": 2})]
+                  ("ring parts=2", "auto", {"fwd": "ring", "parts": 2}),
+                  ("ring order=head", "auto", {"fwd": "ring", "order": "head"}),
+                  ("ring q=shared half stages=3", "auto", {"fwd": "ring", "qmem": "shared", "slot": "half",
+                                                          "stages": 3}),
+                  ("ring lazy", "auto", {"fwd": "ring", "rescale": "lazy"}),
+                  ("ring lazy q=shared half stages=3", "auto", {"fwd": "ring", "rescale": "lazy", "qmem": "shared",
+                                                               "slot": "half", "stages": 3}),
+                  ("ring swizzle", "auto", {"fwd": "ring", "layout": "swizzle"}),
+                  ("ring swizzle lazy half stages=3", "auto", {"fwd": "ring", "layout": "swizzle", "rescale": "lazy",
+                                                              "slot": "half", "stages": 3}),
+                  ("ring copy=warp", "auto", {"fwd": "ring", "copy": "warp"}),
+                  ("ring copy=warp lazy q=shared half stages=3", "auto", {"fwd": "ring", "copy": "warp", "rescale": "lazy",
+                                                                         "qmem": "shared", "slot": "half", "stages": 3})]
 # The prefill backward's variants (label, switches): the default, each backward path forced
 # (kvdq: the KV-block-major kernel alone, dQ by atomics), and the query-side pass with
 # double-buffered K / V (QSA_ATTN_NBUF=2) where there is one.

@@ -1722,6 +1722,14 @@ QSA_KERNEL void __launch_bounds__(256) qsa_attn_bwd_delta(const float* __restric
 // qsa:block 128 for qsa_attn_ring_fwd_f16
 // qsa:dynamic_shared 69904 for qsa_attn_ring_fwd_bf16
 // qsa:dynamic_shared 69904 for qsa_attn_ring_fwd_f16
+// qsa:block 128 for qsa_attn_ring_qs_fwd_bf16
+// qsa:block 128 for qsa_attn_ring_qs_fwd_f16
+// qsa:dynamic_shared 56848 for qsa_attn_ring_qs_fwd_bf16
+// qsa:dynamic_shared 56848 for qsa_attn_ring_qs_fwd_f16
+// qsa:block 128 for qsa_attn_ring_sw_fwd_bf16
+// qsa:block 128 for qsa_attn_ring_sw_fwd_f16
+// qsa:dynamic_shared 65808 for qsa_attn_ring_sw_fwd_bf16
+// qsa:dynamic_shared 65808 for qsa_attn_ring_sw_fwd_f16
 // qsa:dynamic_shared 60880 for qsa_attn_staged_bwd_bf16
 // qsa:dynamic_shared 60880 for qsa_attn_staged_bwd_f16
 // qsa_attn_kv_bwd_bf16, qsa_attn_kv_bwd_f16, qsa_attn_kv_dq_bwd_bf16 and qsa_attn_kv_dq_bwd_f16
@@ -1786,11 +1794,20 @@ QSA_ATTN_INSTANCES(f16, F16)
 QSA_ATTN_KV_INSTANCE(bf16, Bf16)
 QSA_ATTN_KV_INSTANCE(f16, F16)
 #endif
-// qsa_attn_ring_fwd_bf16 and qsa_attn_ring_fwd_f16 (common/attention_ring_fwd.h) exist where the
-// staged kernels run on tensor cores only: sm_80+ CUDA.
+// qsa_attn_ring_fwd_bf16, qsa_attn_ring_fwd_f16, (q in shared memory, four CTAs per SM)
+// qsa_attn_ring_qs_fwd_bf16, qsa_attn_ring_qs_fwd_f16 and the swizzled-slot twins of the first
+// two, qsa_attn_ring_sw_fwd_bf16, qsa_attn_ring_sw_fwd_f16 (common/attention_ring_fwd.h; sm_90+
+// only; the q-in-shared one spilled 16 bytes at 128 registers swizzled, so it is not built)
+// exist where the staged kernels run on tensor cores only: sm_80+ CUDA.
 #if defined(QSA_ATTN_MMA)
-QSA_ATTN_RING_INSTANCE(bf16, Bf16)
-QSA_ATTN_RING_INSTANCE(f16, F16)
+QSA_ATTN_RING_INSTANCE(ring, bf16, Bf16, false, false, RING_MIN_CTAS)
+QSA_ATTN_RING_INSTANCE(ring, f16, F16, false, false, RING_MIN_CTAS)
+QSA_ATTN_RING_INSTANCE(ring_qs, bf16, Bf16, true, false, RING_QS_MIN_CTAS)
+QSA_ATTN_RING_INSTANCE(ring_qs, f16, F16, true, false, RING_QS_MIN_CTAS)
+#if __CUDA_ARCH__ >= 900  // sm_86's build of it spilled 8 bytes (cargo xtask build, 2026-12-02)
+QSA_ATTN_RING_INSTANCE(ring_sw, bf16, Bf16, false, true, RING_MIN_CTAS)
+QSA_ATTN_RING_INSTANCE(ring_sw, f16, F16, false, true, RING_MIN_CTAS)
+#endif
 #endif
 
 // The decode forward (kernels/common/attention_decode.h), in this family's code object: one

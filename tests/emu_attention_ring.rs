@@ -6,7 +6,9 @@
 //! floor, under the race check's schedules, on the matrix's emulated attention cases: partial
 //! last KV block, -1 and repeated ids, causal edges, groups of 2, 4 and 8 (several tokens per
 //! CTA with their selection masks), bf16 and f16, split lists (forced), slot counts and slots
-//! of whole blocks or of K / V halves.
+//! of whole blocks or of K / V halves, both CTA orders, q's fragments in registers or read from
+//! shared memory (qsa_attn_ring_qs_fwd_*), padded or swizzled slot rows (qsa_attn_ring_sw_fwd_*),
+//! K / V rows copied by the CTA or by each warp for its own keys.
 
 mod emu_matrix;
 
@@ -101,6 +103,142 @@ fn ring_forward_matches_fp64_on_the_emulated_cases() {
                 "sm_90",
                 vec![("QSA_ATTN_FWD", "ring"), ("QSA_ATTN_RING_SLOT", "half")],
             ),
+            // The CTAs walk (batch, kv head) first: same rows, another blockIdx decode.
+            (
+                "sm_90",
+                vec![
+                    ("QSA_ATTN_FWD", "ring"),
+                    ("QSA_ATTN_RING_ORDER", "head"),
+                    ("QSA_ATTN_SPLITS", "1"),
+                ],
+            ),
+            (
+                "sm_90",
+                vec![
+                    ("QSA_ATTN_FWD", "ring"),
+                    ("QSA_ATTN_RING_ORDER", "head"),
+                    ("QSA_ATTN_STAGES", "3"),
+                ],
+            ),
+            // q's fragments from shared memory (qsa_attn_ring_qs_fwd_*): three slots of halves
+            // (the four-CTA plan), whole blocks on sm_86, and with the head-major order.
+            (
+                "sm_90",
+                vec![
+                    ("QSA_ATTN_FWD", "ring"),
+                    ("QSA_ATTN_RING_Q", "shared"),
+                    ("QSA_ATTN_RING_SLOT", "half"),
+                    ("QSA_ATTN_STAGES", "3"),
+                    ("QSA_ATTN_SPLITS", "1"),
+                ],
+            ),
+            (
+                "sm_86",
+                vec![("QSA_ATTN_FWD", "ring"), ("QSA_ATTN_RING_Q", "shared")],
+            ),
+            (
+                "sm_90",
+                vec![
+                    ("QSA_ATTN_FWD", "ring"),
+                    ("QSA_ATTN_RING_Q", "shared"),
+                    ("QSA_ATTN_RING_ORDER", "head"),
+                    ("QSA_ATTN_RING_PARTS", "2"),
+                ],
+            ),
+            // Swizzled slot rows (qsa_attn_ring_sw_fwd_*): whole blocks split and not, three
+            // slots of halves, sm_86, and with the lazy rescale.
+            (
+                "sm_90",
+                vec![
+                    ("QSA_ATTN_FWD", "ring"),
+                    ("QSA_ATTN_RING_LAYOUT", "swizzle"),
+                ],
+            ),
+            (
+                "sm_90",
+                vec![
+                    ("QSA_ATTN_FWD", "ring"),
+                    ("QSA_ATTN_RING_LAYOUT", "swizzle"),
+                    ("QSA_ATTN_SPLITS", "1"),
+                ],
+            ),
+            (
+                "sm_90",
+                vec![
+                    ("QSA_ATTN_FWD", "ring"),
+                    ("QSA_ATTN_RING_LAYOUT", "swizzle"),
+                    ("QSA_ATTN_RING_SLOT", "half"),
+                    ("QSA_ATTN_STAGES", "3"),
+                    ("QSA_ATTN_SPLITS", "1"),
+                ],
+            ),
+            (
+                "sm_86",
+                vec![
+                    ("QSA_ATTN_FWD", "ring"),
+                    ("QSA_ATTN_RING_LAYOUT", "swizzle"),
+                    ("QSA_ATTN_RING_RESCALE", "lazy"),
+                ],
+            ),
+            // Warp-local copies (QSA_ATTN_RING_COPY=warp: each warp its own keys' rows, a
+            // __syncwarp per slot): whole blocks split and not, halves, the q tile, sm_86.
+            (
+                "sm_90",
+                vec![("QSA_ATTN_FWD", "ring"), ("QSA_ATTN_RING_COPY", "warp")],
+            ),
+            (
+                "sm_90",
+                vec![
+                    ("QSA_ATTN_FWD", "ring"),
+                    ("QSA_ATTN_RING_COPY", "warp"),
+                    ("QSA_ATTN_SPLITS", "1"),
+                ],
+            ),
+            (
+                "sm_90",
+                vec![
+                    ("QSA_ATTN_FWD", "ring"),
+                    ("QSA_ATTN_RING_COPY", "warp"),
+                    ("QSA_ATTN_RING_SLOT", "half"),
+                    ("QSA_ATTN_STAGES", "5"),
+                    ("QSA_ATTN_SPLITS", "1"),
+                ],
+            ),
+            (
+                "sm_90",
+                vec![
+                    ("QSA_ATTN_FWD", "ring"),
+                    ("QSA_ATTN_RING_COPY", "warp"),
+                    ("QSA_ATTN_RING_Q", "shared"),
+                    ("QSA_ATTN_RING_SLOT", "half"),
+                    ("QSA_ATTN_STAGES", "3"),
+                    ("QSA_ATTN_RING_RESCALE", "lazy"),
+                ],
+            ),
+            (
+                "sm_86",
+                vec![("QSA_ATTN_FWD", "ring"), ("QSA_ATTN_RING_COPY", "warp")],
+            ),
+            // The lazy running max (QSA_ATTN_RING_RESCALE=lazy), whole blocks and the q tile.
+            (
+                "sm_90",
+                vec![
+                    ("QSA_ATTN_FWD", "ring"),
+                    ("QSA_ATTN_RING_RESCALE", "lazy"),
+                    ("QSA_ATTN_SPLITS", "1"),
+                ],
+            ),
+            (
+                "sm_90",
+                vec![
+                    ("QSA_ATTN_FWD", "ring"),
+                    ("QSA_ATTN_RING_RESCALE", "lazy"),
+                    ("QSA_ATTN_RING_Q", "shared"),
+                    ("QSA_ATTN_RING_SLOT", "half"),
+                    ("QSA_ATTN_STAGES", "3"),
+                    ("QSA_ATTN_RING_ORDER", "head"),
+                ],
+            ),
             // bf16 P in two parts (f16 always runs two): within the gate, not the mutant's
             // one part.
             (
@@ -138,6 +276,54 @@ fn ring_forward_matches_fp64_on_the_emulated_cases() {
                     e <= MMA_LIMIT,
                     "{what} {name}: relative max error {e:e} past the mma limit {MMA_LIMIT:e} \
                      (gather {base:e}): the ring forward lost keys, rows or precision"
+                );
+            }
+        }
+    }
+}
+
+/// QSA_ATTN_RING_RESCALE=lazy moves a row's running max only past a slack (bf16 8, f16 1 in
+/// log2 units) and skips the O rescale where no row of a warp moved. With the cases' own scale
+/// the logits spread ~1.4 log2 units, so after the first block the max never moves past the
+/// slack: here the scale is raised to 2 (logits ~32 log2 units apart), so rows move late and
+/// the lazy path's rescales run, against FP64 and against the exact path.
+#[test]
+fn lazy_rescale_matches_fp64_when_the_max_keeps_moving() {
+    let m = matrix();
+    for case in ["attn_emu_g4", "attn_emu_g8_f16"] {
+        let c = m.cases.iter().find(|c| c.name == case).unwrap();
+        let mut p = qsa::cases::attn_problem(m.seed, c, "random_ids").unwrap();
+        p.scale = 2.0;
+        let want = attn_forward_f64(&p, None).unwrap();
+        for sw in [
+            vec![("QSA_ATTN_FWD", "ring"), ("QSA_ATTN_SPLITS", "1")],
+            vec![
+                ("QSA_ATTN_FWD", "ring"),
+                ("QSA_ATTN_RING_RESCALE", "lazy"),
+                ("QSA_ATTN_SPLITS", "1"),
+            ],
+            vec![
+                ("QSA_ATTN_FWD", "ring"),
+                ("QSA_ATTN_RING_RESCALE", "lazy"),
+                ("QSA_ATTN_RING_Q", "shared"),
+                ("QSA_ATTN_RING_SLOT", "half"),
+                ("QSA_ATTN_STAGES", "3"),
+            ],
+            vec![
+                ("QSA_ATTN_FWD", "ring"),
+                ("QSA_ATTN_RING_RESCALE", "lazy"),
+                ("QSA_ATTN_RING_LAYOUT", "swizzle"),
+                ("QSA_ATTN_SPLITS", "1"),
+            ],
+        ] {
+            let (eo, el) = forward_errors("sm_90", &sw, &p, &want, "ring");
+            let what = format!("sm_90 {case} scale 2 {sw:?}");
+            eprintln!("{what}: o {eo:.2e}, lse {el:.2e}");
+            for (name, e) in [("o", eo), ("lse", el)] {
+                assert!(
+                    e <= MMA_LIMIT,
+                    "{what} {name}: relative max error {e:e} past the mma limit {MMA_LIMIT:e}: \
+                     the lazy rescale lost O's or l's scale when a row's max moved"
                 );
             }
         }

@@ -172,6 +172,23 @@ inline bool ldmatrix_x4_trans(void* const* lanes, std::string&) {
   return true;
 }
 
+// ---- ldmatrix.x4 (not transposed): lane l gets row l / 4, elements 2 (l % 4), + 1 ---------
+inline bool ldmatrix_x4(void* const* lanes, std::string&) {
+  unsigned out[32][4];
+  for (int l = 0; l < 32; ++l) {
+    const int t = l % 4, row = l / 4;
+    for (int i = 0; i < 4; ++i) {
+      const LdmatrixLane& R = *static_cast<const LdmatrixLane*>(lanes[8 * i + row]);
+      out[l][i] = (unsigned)R.row[2 * t] | ((unsigned)R.row[2 * t + 1] << 16);
+    }
+  }
+  for (int l = 0; l < 32; ++l) {
+    const LdmatrixLane& L = *static_cast<const LdmatrixLane*>(lanes[l]);
+    for (int i = 0; i < 4; ++i) *L.r[i] = out[l][i];
+  }
+  return true;
+}
+
 // ---- AMD matrix cores: D = A (16 x 8G) B (8G x 16) + C over one wave ----------------------
 template <class Acc> struct AmdLane {
   const unsigned short* a;  // 8 bf16 slots
@@ -274,6 +291,10 @@ inline void qsa_mma_m16n8k16_f16(float (&c)[4], const unsigned (&a)[4], unsigned
 inline void qsa_ldmatrix_x4_trans(const void* p, unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3) {
   qsa_emu::LdmatrixLane L{static_cast<const unsigned short*>(p), {&r0, &r1, &r2, &r3}};
   qsa_emu::exchange(&qsa_emu::ldmatrix_x4_trans, &L);
+}
+inline void qsa_ldmatrix_x4(const void* p, unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3) {
+  qsa_emu::LdmatrixLane L{static_cast<const unsigned short*>(p), {&r0, &r1, &r2, &r3}};
+  qsa_emu::exchange(&qsa_emu::ldmatrix_x4, &L);
 }
 #endif
 

@@ -156,6 +156,14 @@ QSA_DEVICE void qsa_ldmatrix_x4_trans(const void* p, unsigned& r0, unsigned& r1,
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
                : "r"(a));
 }
+// Four 8 x 8 b16 matrices, not transposed: lanes 8 i .. 8 i + 7 address the rows of matrix i;
+// lane l receives row l / 4, elements 2 (l % 4) and + 1 of each (an mma A or B fragment).
+QSA_DEVICE void qsa_ldmatrix_x4(const void* p, unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(a));
+}
 #endif  // __CUDA_ARCH__ >= 800
 
 #if defined(QSA_WGMMA)

@@ -58,157 +58,12 @@ impl BwdPath {
     }
 }
 
-/// How the staged forward runs (the backward keeps the staged kernel).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FwdPath {
-    /// `qsa_attn_staged_fwd_*`: one K/V buffer (or two), four barriers per block (every
-    /// target).
-    Staged,
-    /// `qsa_attn_ring_fwd_*` (kernels/common/attention_ring_fwd.h): a ring of `stages` slots
-    /// filled by cp.async, each warp's own online softmax in registers, one barrier per slot
-    /// (NVIDIA tensor cores only: the kernel's QSA_ATTN_MMA, sm_80+). A slot holds a block's K
-    /// and V rows, or with `halves` its K rows or its V rows (twice the slots, and the bytes in
-    /// flight, at the same shared memory; two barriers per block).
-    /// `parts`: bf16 P's 16-bit parts in P.V (3: 2^-27 relative, the default; 2: 2^-18, one
-    /// third fewer P.V mmas); f16 always runs two parts of P * 2^14.
-    Ring {
-        stages: usize,
-        halves: bool,
-        parts: usize,
-        shared: u32,
-    },
-}
-
-impl FwdPath {
-    /// The dispatch name of a forward call (`staged_split` where the plan splits lists).
-    pub fn name(self, split: bool) -> &'static str {
-        match (self, split) {
-            (FwdPath::Staged, false) => "staged",
-            (FwdPath::Staged, true) => "staged_split",
-            (FwdPath::Ring { .. }, false) => "ring",
-            (FwdPath::Ring { .. }, true) => "ring_split",
-        }
-    }
-}
-
-/// Slots of the ring forward unless `QSA_ATTN_STAGES` says otherwise: two whole-block slots
-/// (69,904 B at t = 16) keep three CTAs resident on the H200 (168 registers, 227 KiB shared
-/// per SM), each with one block in flight while it computes the other. Measured on the H200
-/// (bench/attention_vs_torch.py --bench --prefill-only, prefill B=4, T=16K, 64 / 4 heads,
-/// 2026-12-02 03:45 UTC, /work/wt/results/attnfwd-2): block 2 slots 27.16 ms, block 3 32.40,
-/// half 4 / 5 / 6 29.60 / 36.09 / 36.58; bf16 P in two parts 26.96 (block 2, -0.7%, for up to
-/// 3.9x the gather kernel's o error on the check shapes: not taken). The first version's
-/// sweep (03:22 UTC): block 2 / 3 / 4 slots 31.02 / 38.44 / 62.71 ms (3 / 2 / 1 CTAs per SM).
-pub const RING_STAGES: usize = 2;
-/// Resident ring CTAs per multiprocessor the default dispatch asks for.
-const RING_MIN_RESIDENT: usize = 2;
-/// The kernel's range of slots (RING_MAX_STAGES; ring_wait waits for at most five later groups).
-pub const RING_MAX_STAGES: usize = 7;
-
-/// Dynamic shared bytes of a ring-forward CTA (`ring_smem` in the kernel): the block list, then
-/// `stages` slots of K and V rows (K or V rows with `halves`). The end-of-kernel merge of the
-/// four warps' (m, l, O), 4 x 16 x (128 + 4) + 2 x 64 floats = 34,304 B, reuses the drained
-/// ring (two slots of halves are 34,816 B).
-pub fn ring_shared_bytes(cap: usize, stages: usize, halves: bool) -> usize {
-    let slot = if halves { 1 } else { 2 } * BLOCK * KV_STRIDE * 2;
-    ((4 * cap + 1) * 4).div_ceil(16) * 16 + stages * slot
-}
-
-/// The forward's kernel for a staged plan: the ring where it is built (NVIDIA bf16 tensor
-/// cores) and the plan does not split lists (decode splits keep the staged kernel and its
-/// measured plan); `QSA_ATTN_FWD=staged|ring` forces one (a forced ring falls back to the
-/// staged kernel where it is not built, as a forced top-k kernel does, so a matrix variant
-/// forcing it runs on every target), `QSA_ATTN_STAGES=2..7` sets its slots and
-/// `QSA_ATTN_RING_SLOT=block|half` what a slot holds (default block), `QSA_ATTN_RING_PARTS=2|3`
-/// bf16 P's parts in P.V (default 3).
-pub fn choose_forward(
-    caps: &TargetCaps,
-    sw: &Switches,
-    plan: &StagedPlan,
-    t: usize,
-) -> Result<FwdPath, BackendError> {
-    let built = caps.vendor == Vendor::Nvidia && caps.has(Feature::Bf16Tc);
-    let forced = sw.get("QSA_ATTN_FWD") == Some("ring");
-    let want_ring = match sw.get("QSA_ATTN_FWD") {
-        None => plan.nsplit == 1,
-        Some("staged") => false,
-        Some("ring") => true,
-        Some(v) => {
-            return Err(BackendError::Input(format!(
-                "QSA_ATTN_FWD={}: expected staged or ring",
-                crate::echo::value(v)
-            )))
-        }
-    };
-    let stages = match sw.get("QSA_ATTN_STAGES") {
-        None => None,
-        Some(v) => match v.parse::<usize>() {
-            Ok(n) if (2..=RING_MAX_STAGES).contains(&n) => Some(n),
-            _ => {
-                return Err(BackendError::Input(format!(
-                    "QSA_ATTN_STAGES={}: expected a whole number from 2 to {RING_MAX_STAGES}",
-                    crate::echo::value(v)
-                )))
-            }
-        },
-    };
-    let parts = match sw.get("QSA_ATTN_RING_PARTS") {
-        None | Some("3") => 3,
-        Some("2") => 2,
-        Some(v) => {
-            return Err(BackendError::Input(format!(
-                "QSA_ATTN_RING_PARTS={}: expected 2 or 3",
-                crate::echo::value(v)
-            )))
-        }
-    };
-    let halves = match sw.get("QSA_ATTN_RING_SLOT") {
-        None | Some("block") => false,
-        Some("half") => true,
-        Some(v) => {
-            return Err(BackendError::Input(format!(
-                "QSA_ATTN_RING_SLOT={}: expected block or half",
-                crate::echo::value(v)
-            )))
-        }
-    };
-    if !(built && want_ring) {
-        return Ok(FwdPath::Staged);
-    }
-    let cap = plan.qt * t;
-    let limit = caps.shared_per_block as usize;
-    // Halves: twice the slots at the same shared memory by default.
-    let default_stages = if halves { 2 * RING_STAGES } else { RING_STAGES };
-    let stages = match stages {
-        Some(n) => {
-            let shared = ring_shared_bytes(cap, n, halves);
-            if shared > limit {
-                return Err(BackendError::Shape(format!(
-                    "QSA_ATTN_STAGES={n} needs {shared} bytes of shared memory for t = {t}, {} allows {limit}",
-                    caps.name
-                )));
-            }
-            n
-        }
-        // By default where two CTAs fit (shared memory per multiprocessor approximated by the
-        // per-block limit, as staged_plan does): one CTA per SM would idle at each block's
-        // barrier, so sm_86 (99 KiB) keeps the staged kernel's two CTAs (a guess, not
-        // measured); forced, wherever one fits.
-        None if (if forced { 1 } else { RING_MIN_RESIDENT })
-            * ring_shared_bytes(cap, default_stages, halves)
-            <= limit =>
-        {
-            default_stages
-        }
-        None => return Ok(FwdPath::Staged),
-    };
-    Ok(FwdPath::Ring {
-        stages,
-        halves,
-        parts,
-        shared: ring_shared_bytes(cap, stages, halves) as u32,
-    })
-}
+// The forward's kernel choice (staged or ring) and the ring's plan: attention_ring.rs.
+pub use super::attention_ring::{
+    choose_forward, ring_shared_bytes, FwdPath, RingOrder, RING_DEFAULT_LAZY, RING_DEFAULT_ORDER,
+    RING_DEFAULT_Q_SHARED, RING_DEFAULT_SWIZZLE, RING_DEFAULT_WARP_COPY, RING_MAX_STAGES,
+    RING_STAGES,
+};
 
 /// Threads of a `qsa_attn_kv_bwd_*` CTA (KVB_THREADS in the kernel).
 pub const KV_BWD_THREADS: u32 = 256;
@@ -269,8 +124,8 @@ pub const GATHER_THREADS: u32 = 256;
 /// Shared-memory strides of the kernel (Q_STRIDE, S_STRIDE floats; KV_STRIDE u16).
 const Q_STRIDE: usize = 132;
 const S_STRIDE: usize = 68;
-const KV_STRIDE: usize = 136;
-const BLOCK: usize = crate::problem::ATTN_BLOCK;
+pub(crate) const KV_STRIDE: usize = 136;
+pub(crate) const BLOCK: usize = crate::problem::ATTN_BLOCK;
 /// Decode splits aim at this many CTAs per multiprocessor: four resident staged CTAs per SM
 /// on the H200, and with tensor cores a block costs mostly its copy latency, so filling every
 /// slot wins (.devrun/attention2/run1: 16 q x 8 kv heads at 262K, 41 us at four per SM
@@ -420,11 +275,11 @@ pub fn staged_plan_for(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::dispatch::Vendor;
 
-    fn caps(name: &str, shared_kib: u32, sms: u32) -> TargetCaps {
+    pub(crate) fn caps(name: &str, shared_kib: u32, sms: u32) -> TargetCaps {
         TargetCaps {
             name: name.into(),
             vendor: Vendor::Nvidia,
@@ -511,113 +366,6 @@ mod tests {
             BwdPath::Atomic,
             "a forced kvdq falls back where the kernel is not built"
         );
-    }
-
-    #[test]
-    fn ring_forward_for_unsplit_plans_on_nvidia_tensor_cores() {
-        let sw = |pairs: &[(&str, &str)]| {
-            Switches::new(
-                pairs
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-            )
-        };
-        let none = sw(&[]);
-        let mut h200 = caps("sm_90", 227, 132);
-        h200.features = vec![Feature::Tf32Tc, Feature::Bf16Tc];
-        let prefill = staged_plan(&h200, 4, 16384, 64, 4, 16, false).unwrap();
-        // list 16 ids: 4 x 16 x 4 + 4 = 260 -> 272 B, then 2 x 34,816.
-        assert_eq!(ring_shared_bytes(16, 2, false), 69_904);
-        assert_eq!(ring_shared_bytes(16, 4, true), 69_904);
-        assert_eq!(
-            choose_forward(&h200, &none, &prefill, 16).unwrap(),
-            FwdPath::Ring {
-                stages: 2,
-                halves: false,
-                parts: 3,
-                shared: 69_904
-            }
-        );
-        let half = sw(&[("QSA_ATTN_RING_SLOT", "half")]);
-        assert_eq!(
-            choose_forward(&h200, &half, &prefill, 16).unwrap(),
-            FwdPath::Ring {
-                stages: 4,
-                halves: true,
-                parts: 3,
-                shared: 69_904
-            }
-        );
-        let decode = staged_plan(&h200, 1, 1, 128, 8, 16, false).unwrap();
-        assert!(decode.nsplit > 1);
-        assert_eq!(
-            choose_forward(&h200, &none, &decode, 16).unwrap(),
-            FwdPath::Staged,
-            "split plans keep the staged kernel unless the ring is forced"
-        );
-        let ring = sw(&[("QSA_ATTN_FWD", "ring")]);
-        assert!(matches!(
-            choose_forward(&h200, &ring, &decode, 16).unwrap(),
-            FwdPath::Ring { stages: 2, .. }
-        ));
-        let staged = sw(&[("QSA_ATTN_FWD", "staged")]);
-        assert_eq!(
-            choose_forward(&h200, &staged, &prefill, 16).unwrap(),
-            FwdPath::Staged
-        );
-        let four = sw(&[("QSA_ATTN_STAGES", "4")]);
-        assert_eq!(
-            choose_forward(&h200, &four, &prefill, 16).unwrap(),
-            FwdPath::Ring {
-                stages: 4,
-                halves: false,
-                parts: 3,
-                shared: 139_536
-            }
-        );
-        // sm_86: two ring CTAs do not fit 99 KiB, so the default keeps the staged kernel; forced,
-        // one CTA fits; four slots do not.
-        let mut sm86 = caps("sm_86", 99, 82);
-        sm86.features = vec![Feature::Tf32Tc, Feature::Bf16Tc];
-        assert_eq!(
-            choose_forward(&sm86, &none, &prefill, 16).unwrap(),
-            FwdPath::Staged
-        );
-        assert!(matches!(
-            choose_forward(&sm86, &ring, &prefill, 16).unwrap(),
-            FwdPath::Ring { stages: 2, .. }
-        ));
-        let e = choose_forward(&sm86, &four, &prefill, 16)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("QSA_ATTN_STAGES=4 needs 139536 bytes"), "{e}");
-        // Not built without NVIDIA bf16 tensor cores: a forced ring falls back.
-        let sm75 = caps("sm_75", 64, 68);
-        assert_eq!(
-            choose_forward(&sm75, &ring, &prefill, 16).unwrap(),
-            FwdPath::Staged
-        );
-        let mut gfx950 = caps("gfx950", 160, 256);
-        gfx950.vendor = Vendor::Amd;
-        gfx950.features = vec![Feature::Bf16Tc];
-        assert_eq!(
-            choose_forward(&gfx950, &ring, &prefill, 16).unwrap(),
-            FwdPath::Staged,
-            "gfx950 has bf16 matrix cores but no ring kernel (sm_80+ CUDA only): staged"
-        );
-        for (k, v, want) in [
-            ("QSA_ATTN_FWD", "fast", "expected staged or ring"),
-            ("QSA_ATTN_STAGES", "1", "from 2 to 7"),
-            ("QSA_ATTN_STAGES", "8", "from 2 to 7"),
-            ("QSA_ATTN_RING_SLOT", "quarter", "expected block or half"),
-            ("QSA_ATTN_RING_PARTS", "1", "expected 2 or 3"),
-        ] {
-            let e = choose_forward(&h200, &sw(&[(k, v)]), &prefill, 16)
-                .unwrap_err()
-                .to_string();
-            assert!(e.contains(want), "{k}={v}: {e}");
-        }
     }
 
     #[test]

@@ -7,6 +7,7 @@
 
 pub mod attention;
 pub mod attention_decode;
+pub mod attention_ring;
 pub mod scores;
 pub mod topk;
 
@@ -211,6 +212,26 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
     (
         "QSA_ATTN_RING_SLOT",
         "block | half: a ring slot holds a block's K and V rows, or its K or its V rows (qsa's sweep switch)",
+    ),
+    (
+        "QSA_ATTN_RING_ORDER",
+        "token | head: the ring forward's CTA order, the kv heads of a token side by side or one (batch, kv head)'s tokens first (qsa's sweep switch)",
+    ),
+    (
+        "QSA_ATTN_RING_RESCALE",
+        "exact | lazy: the ring forward moves its running max on every increase, or only past a slack (bf16 8, f16 1 in log2 units) and then rescales O (qsa's sweep switch)",
+    ),
+    (
+        "QSA_ATTN_RING_LAYOUT",
+        "pad | swizzle: the ring forward's slot rows, 272-byte padded or 256-byte with XOR-swizzled 16-byte chunks (qsa_attn_ring_sw_fwd_*; qsa's sweep switch)",
+    ),
+    (
+        "QSA_ATTN_RING_COPY",
+        "cta | warp: the ring forward's CTA copies every K / V row with a barrier per slot, or each warp its own 16 keys' rows with a __syncwarp (qsa's sweep switch)",
+    ),
+    (
+        "QSA_ATTN_RING_Q",
+        "reg | shared: the ring forward keeps q's fragments in registers or reads them from shared memory (qsa_attn_ring_qs_fwd_*, four CTAs per SM; qsa's sweep switch)",
     ),
     (
         "QSA_ATTN_BWD",

@@ -263,16 +263,41 @@ pub fn launch_plan(
             // The ring kernel takes its slot count where the staged one takes nbuf.
             let (name, shared, depth) = match fwd_path {
                 FwdPath::Staged => ("staged", plan.shared, plan.nbuf),
-                FwdPath::Ring { stages, shared, .. } => ("ring", shared, stages),
+                FwdPath::Ring {
+                    stages,
+                    shared,
+                    q_shared,
+                    swizzle,
+                    ..
+                } => (
+                    match (q_shared, swizzle) {
+                        (true, _) => "ring_qs",
+                        (false, true) => "ring_sw",
+                        (false, false) => "ring",
+                    },
+                    shared,
+                    stages,
+                ),
             };
             args.extend([
                 PlanArg::I32(plan.hc as i32),
                 PlanArg::I32(plan.qt as i32),
                 PlanArg::I32(depth as i32),
             ]);
-            if let FwdPath::Ring { halves, parts, .. } = fwd_path {
+            if let FwdPath::Ring {
+                halves,
+                parts,
+                order,
+                lazy,
+                warp_copy,
+                ..
+            } = fwd_path
+            {
                 args.push(PlanArg::I32(i32::from(halves)));
                 args.push(PlanArg::I32(parts as i32));
+                args.push(PlanArg::I32(order.arg()));
+                args.push(PlanArg::I32(i32::from(lazy)));
+                args.push(PlanArg::I32(i32::from(warp_copy)));
             }
             let staged_dims = LaunchDims {
                 grid: (plan.items as u32, plan.nsplit as u32, 1),
