@@ -989,7 +989,14 @@ template <int ITEMS>
 QSA_DEVICE int topk_load_chunk_items(const float* row, int n, int chunk, bool vec4, unsigned (&key)[ITEMS]) {
   const int base = chunk * (ITEMS * TOPK_SPLIT_THREADS) + threadIdx.x * ITEMS;
   const int nv = max(0, min(ITEMS, n - base));
-  if (vec4 && nv == ITEMS && ((size_t)(row + base) & 15u) == 0) {
+  // `whole` is tested on n - base itself, not as nv == ITEMS: nvcc 13.0 folded that test into
+  // the VIMNMX computing nv (sm_90 SASS: `VIMNMX.RELU R37, P0, P0, R47, 0x8`, then `@P0 BRA
+  // !P1` into the LDG.128s) and on the card the 16-byte loads ran for a thread with 3 of its 8
+  // entries (read past the row's end): compute-sanitizer memcheck on the H200,
+  // 2026-12-02, "Invalid __global__ read of size 16 bytes in kernel qsa_topk_spec", n = 20,803,
+  // and the full chunks took the scalar loads (why vec4 measured no gain in call A1).
+  const bool whole = n - base >= ITEMS;
+  if (vec4 && whole && ((size_t)(row + base) & 15u) == 0) {
     const float4* row4 = (const float4*)(row + base);
     float4 x[ITEMS / 4];
 #pragma unroll
