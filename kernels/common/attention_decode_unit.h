@@ -127,34 +127,33 @@ QSA_DEVICE long long dec_unit_key(const DecList& L, int u) {
   return (long long)id * DEC_BLK + (long long)(u - excl) * DEC_KEYS;
 }
 
-// A unit's copies: lane l copies row l / 2 of the unit's 16 keys, its 16-byte chunks 2j + l % 2
-// (j = 0..7), so each copy instruction reads one whole 32-byte sector of each of the 16 rows
-// and a lane's 8 copies of a tile are one pointer plus immediate offsets (32 j bytes). The row's
-// offset into k / v for key 0, once per warp:
+// Where lane `lane` copies from in a unit (the unit's row r0 + 2c, 16-byte chunk lane % 16, for
+// c = 0..7), as an offset into k / v for the unit starting at key 0: one 64-bit add per copy
+// per unit instead of the full index product (the address math was ~150 of the loop's ~900
+// instructions per unit, sm_90 SASS of 2026-12-02).
 QSA_DEVICE long long dec_lane_offset(const DecItem& it, int kv_len, int hkv) {
-  return ((long long)it.b * kv_len * hkv + it.g) * DEC_D + (qsa_lane() % 2) * 8;
+  const int lane = qsa_lane();
+  return (((long long)it.b * kv_len + lane / 16) * hkv + it.g) * DEC_D + (lane % 16) * 8;
 }
 
-// Issue the unit at `key0`: its K and V sub-tiles (16 keys x 256 bytes each) into `stage`; rows
-// past the causal edge are zero-filled (p = 0 there, and 0 x a stale NaN would not be 0) and
-// addressed at the edge's key (src-size 0 reads nothing; the address stays in the tensor).
-// `row` = hkv x DEC_D, the distance between consecutive keys. Per unit and lane: one address,
-// one predicate, 16 copies (the per-copy 64-bit index math was ~90 of the loop's ~640
-// instructions, sm_90 SASS of 2026-12-02).
+// Measured on the H200 (2026-12-02, bench/attention_vs_torch.py --decode-only, 16 q x 8 KV,
+// group 16): this layout (two rows of 256 contiguous bytes per copy instruction) 22.6 us; one
+// address per lane instead (lane = row / 2, chunks 2j + lane % 2: 16 rows of 32 bytes per
+// copy instruction, fewer address instructions) 31.5 us. Keep whole rows per instruction.
+// Issue the unit at `key0`: its K and V sub-tiles (16 keys x 256 bytes each) into `stage`; keys
+// past the causal edge are zero-filled (p = 0 there, and 0 x a stale NaN would not be 0).
+// `row` = hkv x DEC_D, the distance between consecutive keys.
 QSA_DEVICE void dec_issue(dec_u16* stage, const dec_u16* __restrict__ k, const dec_u16* __restrict__ v,
-                          long long lane_off, int row, long long key0, long long q_pos) {
-  const int lane = qsa_lane(), r = lane / 2;
-  const long long left = q_pos - key0;  // >= 0: a unit starts at a visible key
-  const bool valid = r <= left;
-  const long long off = lane_off + (key0 + (valid ? r : left)) * row;
-  const dec_u16* ks = k + off;
-  const dec_u16* vs = v + off;
-  dec_u16* dst = stage + r * DEC_STRIDE + (lane % 2) * 8;
-  const int bytes = valid ? 16 : 0;
+                          long long lane_off, long long row, long long key0, long long q_pos) {
+  const int lane = qsa_lane(), r0 = lane / 16;
+  dec_u16* dst = stage + r0 * DEC_STRIDE + (lane % 16) * 8;
+  const long long first = lane_off + key0 * row;
 #pragma unroll
-  for (int j = 0; j < DEC_D / 16; ++j) {
-    qsa_cp_async16(dst + 16 * j, ks + 16 * j, bytes);
-    qsa_cp_async16(dst + DEC_TILE + 16 * j, vs + 16 * j, bytes);
+  for (int c = 0; c < DEC_KEYS / 2; ++c) {
+    const bool valid = key0 + r0 + 2 * c <= q_pos;
+    const long long off = valid ? first + 2 * c * row : 0;
+    qsa_cp_async16(dst + 2 * c * DEC_STRIDE, k + off, valid ? 16 : 0);
+    qsa_cp_async16(dst + DEC_TILE + 2 * c * DEC_STRIDE, v + off, valid ? 16 : 0);
   }
   qsa_cp_async_commit();
 }
