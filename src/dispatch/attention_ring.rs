@@ -155,17 +155,7 @@ pub fn choose_forward(
 ) -> Result<FwdPath, BackendError> {
     let built = caps.vendor == Vendor::Nvidia && caps.has(Feature::Bf16Tc);
     let forced = sw.get("QSA_ATTN_FWD") == Some("ring");
-    let want_ring = match sw.get("QSA_ATTN_FWD") {
-        None => plan.nsplit == 1,
-        Some("staged") => false,
-        Some("ring") => true,
-        Some(v) => {
-            return Err(BackendError::Input(format!(
-                "QSA_ATTN_FWD={}: expected staged or ring",
-                crate::echo::value(v)
-            )))
-        }
-    };
+    let want_ring = sw.either("QSA_ATTN_FWD", plan.nsplit == 1, "staged", "ring")?;
     let stages = match sw.get("QSA_ATTN_STAGES") {
         None => None,
         Some(v) => match v.parse::<usize>() {
@@ -188,49 +178,15 @@ pub fn choose_forward(
             )))
         }
     };
-    let halves = match sw.get("QSA_ATTN_RING_SLOT") {
-        None | Some("block") => false,
-        Some("half") => true,
-        Some(v) => {
-            return Err(BackendError::Input(format!(
-                "QSA_ATTN_RING_SLOT={}: expected block or half",
-                crate::echo::value(v)
-            )))
-        }
-    };
-    let q_shared = match sw.get("QSA_ATTN_RING_Q") {
-        None => RING_DEFAULT_Q_SHARED,
-        Some("reg") => false,
-        Some("shared") => true,
-        Some(v) => {
-            return Err(BackendError::Input(format!(
-                "QSA_ATTN_RING_Q={}: expected reg or shared",
-                crate::echo::value(v)
-            )))
-        }
-    };
-    let lazy = match sw.get("QSA_ATTN_RING_RESCALE") {
-        None => RING_DEFAULT_LAZY,
-        Some("exact") => false,
-        Some("lazy") => true,
-        Some(v) => {
-            return Err(BackendError::Input(format!(
-                "QSA_ATTN_RING_RESCALE={}: expected exact or lazy",
-                crate::echo::value(v)
-            )))
-        }
-    };
-    let swizzle = match sw.get("QSA_ATTN_RING_LAYOUT") {
-        None => RING_DEFAULT_SWIZZLE,
-        Some("pad") => false,
-        Some("swizzle") => true,
-        Some(v) => {
-            return Err(BackendError::Input(format!(
-                "QSA_ATTN_RING_LAYOUT={}: expected pad or swizzle",
-                crate::echo::value(v)
-            )))
-        }
-    };
+    let halves = sw.either("QSA_ATTN_RING_SLOT", false, "block", "half")?;
+    let q_shared = sw.either("QSA_ATTN_RING_Q", RING_DEFAULT_Q_SHARED, "reg", "shared")?;
+    let lazy = sw.either("QSA_ATTN_RING_RESCALE", RING_DEFAULT_LAZY, "exact", "lazy")?;
+    let swizzle = sw.either(
+        "QSA_ATTN_RING_LAYOUT",
+        RING_DEFAULT_SWIZZLE,
+        "pad",
+        "swizzle",
+    )?;
     // qsa_attn_ring_sw_fwd_* is built for sm_90+ only (sm_86's build spilled): elsewhere a
     // forced swizzle falls back to the padded rows, as a forced ring falls back to staged.
     let swizzle = swizzle && caps.has(Feature::Clusters);
@@ -241,17 +197,7 @@ pub fn choose_forward(
                 .to_string(),
         ));
     }
-    let warp_copy = match sw.get("QSA_ATTN_RING_COPY") {
-        None => RING_DEFAULT_WARP_COPY,
-        Some("cta") => false,
-        Some("warp") => true,
-        Some(v) => {
-            return Err(BackendError::Input(format!(
-                "QSA_ATTN_RING_COPY={}: expected cta or warp",
-                crate::echo::value(v)
-            )))
-        }
-    };
+    let warp_copy = sw.either("QSA_ATTN_RING_COPY", RING_DEFAULT_WARP_COPY, "cta", "warp")?;
     if swizzle && warp_copy {
         return Err(BackendError::Input(
             "QSA_ATTN_RING_LAYOUT=swizzle with QSA_ATTN_RING_COPY=warp: that kernel is not built \
@@ -259,16 +205,10 @@ pub fn choose_forward(
                 .to_string(),
         ));
     }
-    let order = match sw.get("QSA_ATTN_RING_ORDER") {
-        None => RING_DEFAULT_ORDER,
-        Some("token") => RingOrder::Token,
-        Some("head") => RingOrder::Head,
-        Some(v) => {
-            return Err(BackendError::Input(format!(
-                "QSA_ATTN_RING_ORDER={}: expected token or head",
-                crate::echo::value(v)
-            )))
-        }
+    let by_head = RING_DEFAULT_ORDER == RingOrder::Head;
+    let order = match sw.either("QSA_ATTN_RING_ORDER", by_head, "token", "head")? {
+        false => RingOrder::Token,
+        true => RingOrder::Head,
     };
     if !(built && want_ring) {
         return Ok(FwdPath::Staged);

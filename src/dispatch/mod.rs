@@ -257,4 +257,31 @@ impl Switches {
     pub fn vars(&self) -> &BTreeMap<String, String> {
         &self.vars
     }
+    /// A two-valued switch: unset gives `default`, `off` false, `on` true; anything else is
+    /// refused naming the switch and both values.
+    pub fn either(
+        &self,
+        key: &str,
+        default: bool,
+        off: &str,
+        on: &str,
+    ) -> Result<bool, crate::backend::BackendError> {
+        match self.get(key) {
+            None => Ok(default),
+            Some(v) if v == off => Ok(false),
+            Some(v) if v == on => Ok(true),
+            Some(v) => Err(crate::backend::BackendError::Input(format!(
+                "{key}={}: expected {off} or {on}",
+                crate::echo::value(v)
+            ))),
+        }
+    }
+    /// Switches from (name, value) pairs (tests and tools).
+    pub fn from_pairs(kv: &[(&str, &str)]) -> Self {
+        Switches::new(
+            kv.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
+    }
 }

@@ -292,11 +292,7 @@ mod tests {
     }
 
     fn sw(kv: &[(&str, &str)]) -> Switches {
-        Switches::new(
-            kv.iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-        )
+        Switches::from_pairs(kv)
     }
 
     #[test]
