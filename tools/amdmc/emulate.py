@@ -2,7 +2,7 @@
 """CPU emulation of block_scores_wmma_bf16 (gfx12) / block_scores_mfma_bf16 (gfx950).
 
 No AMD GPU exists here, so the kernels' lane mapping is checked by running the kernel's own
-index arithmetic (amc_body in kernels/block_scores.cu, transcribed statement by statement)
+index arithmetic (amc_body in kernels/common/scores_amd_mc.h, transcribed statement by statement)
 on emulated waves whose matrix instruction is a reference MMA built from the DOCUMENTED
 operand / accumulator layouts. Constants (AMC_NT per arch, AMC_QPC, the host's AMC_* and
 THREADS) are read from the sources, so a change there is seen here.
@@ -38,10 +38,10 @@ HEAD_DIM = 128
 
 # --- constants from the sources --------------------------------------------------------
 def read_constants():
-    cu = (ROOT / "kernels/block_scores.cu").read_text()
+    cu = (ROOT / "kernels/common/scores_amd_mc.h").read_text()
     rs = (ROOT / "src/gpu/scores.rs").read_text()
     m = re.search(r"#if defined\(__gfx950__\)\s*#define AMC_NT (\d+)\s*#else\s*#define AMC_NT (\d+)", cu)
-    assert m, "AMC_NT block not found in block_scores.cu"
+    assert m, "AMC_NT block not found in kernels/common/scores_amd_mc.h"
     nt_mfma, nt_wmma = int(m.group(1)), int(m.group(2))
     qpc = int(re.search(r"#define AMC_QPC (\d+)", cu).group(1))
 
