@@ -6,7 +6,7 @@
 // staged geometry (16 rows = query heads x query tokens, one kv head), the same (o, lse) contract and
 // the same split-partial layout (gridDim.y > 1 writes partials for qsa_attn_combine).
 //
-// What limits the staged forward (kernels/selection_attention.cu, staged_fwd, on the H200 at
+// What limits the staged forward (common/attention_staged_kernels.h, staged_fwd, on the H200 at
 // prefill B=4, T=16K, group 16: 38.9 ms, K/V through L2 at ~3.5 TB/s), read from its code:
 //   - one K/V buffer (48,080 B shared, 4 CTAs/SM at 121 registers): each block is copied,
 //     waited for, then computed, so a CTA has bytes in flight only between its compute phases;
