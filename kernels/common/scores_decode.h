@@ -1,7 +1,8 @@
 // The decode scorers of kernels/block_scores.cu (block_scores_tf32_decode,
 // block_scores_bf16_decode): one streaming pass over Kb at HBM rate for calls whose rows
 // (queries x heads padded to m-tiles of 16) fit one CTA's 64. Included by block_scores.cu
-// inside its NVIDIA sm_80+ section (it uses TC_LD, qsa_relu and the mma.h names); it lives
+// inside its NVIDIA sm_80+ section, after common/scores_tc.h (it uses TC_LD, tc_mtile_sum
+// and the mma.h names); it lives
 // in common/ so that the emulator's module cache (keyed by every common header) sees it.
 //
 // Why a kernel of its own: Q is 64 rows x 128 d (32 KB) and Kb is 134 MB at 262,144 blocks,
@@ -219,20 +220,10 @@ __device__ __forceinline__ void dec_body(const float* __restrict__ q, const floa
 
     // Epilogue of the tile, in registers: part[i] = the 16 rows of m-tile i summed for this
     // lane's block column; a query's m-tiles then added in ascending order.
+    // tc_body's m-tile epilogue (common/scores_tc.h).
     float part[DEC_MT];
 #pragma unroll
-    for (int i = 0; i < DEC_MT; ++i) {
-      float v[8];  // u = 2j + c  <->  block column 8j + 2t + c
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-#pragma unroll
-        for (int e = 0; e < 2; ++e)
-          v[2 * j + e] =
-              fmaf(w_hi[i], qsa_relu(acc[i][j][2 + e]), w_lo[i] * qsa_relu(acc[i][j][e]));
-      // Transpose-reduce over g (lane bits 2..4): lane (g, t) ends with u = g over 16 rows.
-      v[0] = qsa_tile_rows16_sum(v, g);
-      part[i] = v[0];
-    }
+    for (int i = 0; i < DEC_MT; ++i) part[i] = tc_mtile_sum(acc, i, w_lo[i], w_hi[i], g);
     const int b = tile_b0(c) + warp * 32 + 8 * (g >> 1) + 2 * t + (g & 1);
     float sum = 0.f;
 #pragma unroll
