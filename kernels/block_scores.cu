@@ -21,6 +21,7 @@
 //   block_scores_bf16_wgmma   memory), the prefill kernels of sm_90 (built as sm_90a) only.
 //   block_scores_tf32_decode_wg  decode on wgmma (sm_90a only): Kb tiles as A from registers,
 //   block_scores_bf16_decode_wg  Q resident as B (common/scores_decode_wg.h), heads <= 64.
+//   block_scores_{tf32,bf16}_decode_wgc  the same, A through a cp.async ring in shared memory.
 //   block_scores_{tf32,bf16}_wgrs{128,256}[p][s|o]  wgmma with A from registers (RS), sm_90a only
 //                             (common/scores_wgrs.h; QSA_SCORES_WG picks one).
 //
@@ -205,6 +206,26 @@ QSA_KERNEL void __launch_bounds__(128, 2)
                                 const float* __restrict__ w, float* __restrict__ s, int nq,
                                 int heads, int blocks) {
   dwg_body<true>(q, kb, w, s, nq, heads, blocks);
+}
+// The same with A staged through a per-thread cp.async ring of `stages` (2 .. 6) tiles in
+// shared memory instead of a second register tile (suffix c; QSA_SCORES_DECODE_WG_RING):
+// more bytes in flight per SM and fewer registers. Launch shape declared for the occupancy
+// report: TF32, 2 stages (Q 32,768 B + 2 x 32,768 B), 2 CTAs per SM.
+// qsa:block 128
+// qsa:dynamic_shared 98304
+QSA_KERNEL void __launch_bounds__(128, 2)
+    block_scores_tf32_decode_wgc(const float* __restrict__ q, const float* __restrict__ kb,
+                                 const float* __restrict__ w, float* __restrict__ s, int nq,
+                                 int heads, int blocks, int stages) {
+  dwg_body<false, true>(q, kb, w, s, nq, heads, blocks, stages);
+}
+// qsa:block 128
+// qsa:dynamic_shared 81920
+QSA_KERNEL void __launch_bounds__(128, 2)
+    block_scores_bf16_decode_wgc(const float* __restrict__ q, const float* __restrict__ kb,
+                                 const float* __restrict__ w, float* __restrict__ s, int nq,
+                                 int heads, int blocks, int stages) {
+  dwg_body<true, true>(q, kb, w, s, nq, heads, blocks, stages);
 }
 // A in registers (wgmma RS), B resident, no barrier after B's staging: rs_body and why, in
 // common/scores_wgrs.h. Name: _wgrs<BN>[p]: p loads the next item's A during the MMAs. The

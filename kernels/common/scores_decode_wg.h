@@ -67,6 +67,7 @@
 #define DWG_M 64  // blocks per tile: wgmma's M
 #define DWG_N 64  // CTA rows (4 m-tiles of 16): wgmma's N
 #define DWG_MT 4  // m-tiles of 16 rows per CTA
+#define DWG_RING_SLOT (16 * DWG_THREADS)  // float4 per ring slot: one tile of A, 32 KiB
 
 // Logical k (the MMA's k index: 8 s + c for tf32 step s, 16 s + c for bf16) of physical k
 // `kp` of a row (the inverse of the A feed above; the same map for Q).
@@ -83,16 +84,58 @@ template <int ES> QSA_DEVICE unsigned dwg_canon(int n, int k) {
   return (unsigned)(n / 8) * (8u * 128u * ES) + (kb / 16) * 128u + (unsigned)(n % 8) * 16u + kb % 16;
 }
 
-template <bool BF16>
+// The ring of the _wgc kernels (RING): `stages` slots after Q in dynamic shared memory; slot
+// k holds float4 (h * 8 + p) of thread tid (its tile rows row0 + 8 h, float4 p of each, as
+// `load` below) at float4 index k * DWG_RING_SLOT + (h * 8 + p) * DWG_THREADS + tid, so a
+// warp's 16-byte copies and LDS.128 cover 512 contiguous bytes (no bank conflict). Each
+// thread reads back only what it copied: cp.async.wait_group orders it, no barrier.
+template <bool BF16> QSA_DEVICE float4* dwg_ring() {
+  QSA_DYNAMIC_SHARED(smem_raw);
+  return reinterpret_cast<float4*>(smem_raw + DWG_N * QSA_HEAD_DIM * (BF16 ? 2 : 4));
+}
+// Tiles of this CTA (tile blockIdx.x + i * gridDim.x for i < this).
+QSA_DEVICE int dwg_my_tiles(int blocks) {
+  const int tiles = (blocks + DWG_M - 1) / DWG_M;
+  return (int)blockIdx.x < tiles ? (tiles - 1 - (int)blockIdx.x) / (int)gridDim.x + 1 : 0;
+}
+// This thread's 16 float4 of tile i into ring slot i % stages (blocks past the end
+// zero-filled, never stored). The caller commits the group: one per tile.
+template <bool BF16> QSA_DEVICE void dwg_issue(const float* __restrict__ kb, int blocks, int i, int stages) {
+  const int tid = threadIdx.x, g = (tid % 32) >> 2, t = tid & 3;
+  float4* slot = dwg_ring<BF16>() + (i % stages) * DWG_RING_SLOT + tid;
+  const int b0 = ((int)blockIdx.x + i * (int)gridDim.x) * DWG_M + 16 * (tid / 32) + g;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int b = b0 + 8 * h;
+    const float4* src = reinterpret_cast<const float4*>(kb + (size_t)(b < blocks ? b : 0) * QSA_HEAD_DIM) + t;
+#pragma unroll
+    for (int p = 0; p < 8; ++p)
+      qsa_cp_async16(slot + (h * 8 + p) * DWG_THREADS, src + 4 * p, b < blocks ? 16 : 0);
+  }
+}
+// The first stages - 1 tiles' copies, issued before Q is staged so that their latency
+// overlaps Q's loads, conversion and barrier.
+template <bool BF16> QSA_DEVICE void dwg_ring_prologue(const float* __restrict__ kb, int blocks, int stages) {
+  const int my_tiles = dwg_my_tiles(blocks);
+#pragma unroll 1
+  for (int c = 0; c < stages - 1; ++c) {
+    if (c < my_tiles) dwg_issue<BF16>(kb, blocks, c, stages);
+    qsa_cp_async_commit();
+  }
+}
+
+// RING: false = two tiles of A in registers (block_scores_*_decode_wg); true = `stages` tiles
+// in a per-thread cp.async ring in shared memory (block_scores_*_decode_wgc; "Ring" above).
+template <bool BF16, bool RING = false>
 __device__ __forceinline__ void dwg_body(const float* __restrict__ q, const float* __restrict__ kb,
                                          const float* __restrict__ w, float* __restrict__ s,
-                                         int nq, int heads, int blocks) {
+                                         int nq, int heads, int blocks, int stages = 0) {
   constexpr int ES = BF16 ? 2 : 4;
   QSA_DYNAMIC_SHARED(smem_raw);
   unsigned char* Qs = smem_raw;  // [64 rows][128] canonical, ES bytes each
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int g = lane >> 2, t = lane & 3;
-
+  if constexpr (RING) dwg_ring_prologue<BF16>(kb, blocks, stages);
   const int mtq = (heads + 15) / 16;
   const int qpc = DWG_MT / mtq;
   const int qbase = blockIdx.y * qpc;
@@ -229,6 +272,26 @@ __device__ __forceinline__ void dwg_body(const float* __restrict__ q, const floa
     }
   };
 
+  if constexpr (RING) {
+#pragma unroll 1
+    for (int i = 0; i < my_tiles; ++i) {
+      dec_wait_pending(stages - 2);  // tile i's copies (this thread's own) have landed
+      // Refill the slot of tile i - 1: this thread read it into registers last iteration and
+      // its MMAs waited on them, so the copy cannot overwrite data still to be read.
+      if (i + stages - 1 < my_tiles) dwg_issue<BF16>(kb, blocks, i + stages - 1, stages);
+      qsa_cp_async_commit();
+      float4 v[2][8];
+      const float4* slot = dwg_ring<BF16>() + (i % stages) * DWG_RING_SLOT + threadIdx.x;
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int p = 0; p < 8; ++p) v[h][p] = slot[(h * 8 + p) * DWG_THREADS];
+      mma(v);
+      epilogue(i);
+    }
+    qsa_cp_async_wait_group<0>();  // only empty groups can remain; leave none in flight
+    return;
+  }
   // Two whole tiles in registers: the next tile's 16 loads in flight during this one.
   float4 va[2][8], vb[2][8];
   if (my_tiles > 0) load(va, 0);
