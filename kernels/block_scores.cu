@@ -21,7 +21,8 @@
 //   block_scores_bf16_wgmma   memory), the prefill kernels of sm_90 (built as sm_90a) only.
 //   block_scores_tf32_decode_wg  decode on wgmma (sm_90a only): Kb tiles as A from registers,
 //   block_scores_bf16_decode_wg  Q resident as B (common/scores_decode_wg.h), heads <= 64.
-//   block_scores_{tf32,bf16}_decode_wgc  the same, A through a cp.async ring in shared memory.
+//   block_scores_{tf32,bf16}_decode_wgc  the same, A through a cp.async ring in shared memory;
+//   block_scores_{tf32,bf16}_decode_wgc2 two warpgroups per CTA sharing Q, a ring each.
 //   block_scores_{tf32,bf16}_wgrs{128,256}[p][s|o]  wgmma with A from registers (RS), sm_90a only
 //                             (common/scores_wgrs.h; QSA_SCORES_WG picks one).
 //
@@ -226,6 +227,25 @@ QSA_KERNEL void __launch_bounds__(128, 2)
                                  const float* __restrict__ w, float* __restrict__ s, int nq,
                                  int heads, int blocks, int stages) {
   dwg_body<true, true>(q, kb, w, s, nq, heads, blocks, stages);
+}
+// Two warpgroups per CTA sharing Q, each streaming its own tiles through its own ring
+// (suffix c2): twice the tiles in flight per SM that one CTA of the same shared memory holds.
+// Launch shape declared: TF32, 3 stages per warpgroup (32,768 + 6 x 32,768 B), 1 CTA per SM.
+// qsa:block 256
+// qsa:dynamic_shared 229376
+QSA_KERNEL void __launch_bounds__(256, 1)
+    block_scores_tf32_decode_wgc2(const float* __restrict__ q, const float* __restrict__ kb,
+                                  const float* __restrict__ w, float* __restrict__ s, int nq,
+                                  int heads, int blocks, int stages) {
+  dwg_body<false, true, 2>(q, kb, w, s, nq, heads, blocks, stages);
+}
+// qsa:block 256
+// qsa:dynamic_shared 212992
+QSA_KERNEL void __launch_bounds__(256, 1)
+    block_scores_bf16_decode_wgc2(const float* __restrict__ q, const float* __restrict__ kb,
+                                  const float* __restrict__ w, float* __restrict__ s, int nq,
+                                  int heads, int blocks, int stages) {
+  dwg_body<true, true, 2>(q, kb, w, s, nq, heads, blocks, stages);
 }
 // A in registers (wgmma RS), B resident, no barrier after B's staging: rs_body and why, in
 // common/scores_wgrs.h. Name: _wgrs<BN>[p]: p loads the next item's A during the MMAs. The

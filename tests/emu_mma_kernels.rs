@@ -186,6 +186,7 @@ fn run_scorer_switched(
     let (probe, entry) = match (kernel, l.kernel.ends_with("_decode")) {
         (ScoresKernel::AmdMatrixBf16(_), _) => ("scores_amd_matrix.cu", "scores_amd_matrix"),
         _ if l.kernel.ends_with("_decode_wg") => ("scores_tc_nvidia.cu", "scores_tc_decode_wg"),
+        _ if l.kernel.contains("_decode_wgc") => ("scores_tc_nvidia.cu", "scores_tc_decode_wgc"),
         _ if l.kernel.ends_with("_wgmma") => ("scores_tc_nvidia.cu", "scores_tc_wgmma"),
         _ if l.kernel.contains("_wgrs") => ("scores_tc_nvidia.cu", "scores_tc_wgrs"),
         (_, false) => ("scores_tc_nvidia.cu", "scores_tc_wide"),
@@ -206,7 +207,10 @@ fn run_scorer_switched(
     if let Some(i) = WGRS.iter().position(|k| l.kernel.ends_with(k)) {
         args.push(Arg::I32(i as i32));
     }
-    // The mma.sync decode kernels' ring depth.
+    if l.kernel.contains("_decode_wgc") {
+        args.push(Arg::I32(l.kernel.ends_with("_wgc2") as i32));
+    }
+    // The decode kernels' ring depth.
     args.extend(l.extra_args.iter().map(|&a| Arg::I32(a)));
     api.launch_source(&root().join("tests/emu").join(probe), entry, dims, &args)
         .unwrap_or_else(|e| panic!("{}: {}: {e}", c.name, l.kernel));
@@ -355,6 +359,46 @@ fn nvidia_wgmma_decode_scorers_on_emulated_wgmma() {
         }
         // Ten tiles: five per CTA, the loop's odd exit.
         run_scorer_on(&c, kernel, TcEngine::Wgmma, (1, 64, 600));
+    }
+}
+
+/// The cp.async-ring twins (`QSA_SCORES_DECODE_WG_RING`, `_WG_GROUPS`, `QSA_SCORES_DECODE_GRID`)
+/// against the FP64 reference: rings of 2, 3 and 4 tiles over up to 16 tiles per CTA (each
+/// slot refilled several times), two warpgroups sharing Q (one of them with fewer tiles, or
+/// none), an even grid, a partial last tile and 4 queries of 7 heads in one CTA row. (Deeper
+/// rings exceed the emulator's 227 KiB with block_scores.cu's 50,688 B of static shared
+/// memory, which it charges to every kernel of the source.)
+#[test]
+fn nvidia_wgmma_decode_ring_scorers_on_emulated_wgmma() {
+    let mut c = caps("sm_90", Vendor::Nvidia, 32, 232_448);
+    c.features = vec![qsa::dispatch::Feature::Wgmma];
+    let configs: [&[(&str, &str)]; 4] = [
+        &[("QSA_SCORES_DECODE_WG_RING", "2")],
+        &[("QSA_SCORES_DECODE_WG_RING", "4")],
+        &[
+            ("QSA_SCORES_DECODE_WG_RING", "3"),
+            ("QSA_SCORES_DECODE_GRID", "even"),
+        ],
+        &[
+            ("QSA_SCORES_DECODE_WG_RING", "2"),
+            ("QSA_SCORES_DECODE_WG_GROUPS", "2"),
+        ],
+    ];
+    for kernel in [ScoresKernel::Tf32, ScoresKernel::Bf16] {
+        for kv in configs {
+            let sw = Switches::from_pairs(kv);
+            for shape in [(1, 64, 600), (4, 7, 77), (1, 40, 1000), (1, 64, 130)] {
+                run_scorer_switched(
+                    &c,
+                    kernel,
+                    TcEngine::Wgmma,
+                    shape,
+                    None,
+                    &sw,
+                    Schedule::Forward,
+                );
+            }
+        }
     }
 }
 

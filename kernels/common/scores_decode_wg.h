@@ -89,21 +89,28 @@ template <int ES> QSA_DEVICE unsigned dwg_canon(int n, int k) {
 // `load` below) at float4 index k * DWG_RING_SLOT + (h * 8 + p) * DWG_THREADS + tid, so a
 // warp's 16-byte copies and LDS.128 cover 512 contiguous bytes (no bank conflict). Each
 // thread reads back only what it copied: cp.async.wait_group orders it, no barrier.
+// With WGS warpgroups per CTA each warpgroup streams tiles of its own ("streamer" blockIdx.x *
+// WGS + warpgroup of gridDim.x * WGS) through a ring of its own (slots wg * stages ..).
+template <int WGS> QSA_DEVICE int dwg_streamer() {
+  return WGS == 1 ? (int)blockIdx.x : (int)blockIdx.x * WGS + (int)threadIdx.x / DWG_THREADS;
+}
 template <bool BF16> QSA_DEVICE float4* dwg_ring() {
   QSA_DYNAMIC_SHARED(smem_raw);
   return reinterpret_cast<float4*>(smem_raw + DWG_N * QSA_HEAD_DIM * (BF16 ? 2 : 4));
 }
-// Tiles of this CTA (tile blockIdx.x + i * gridDim.x for i < this).
-QSA_DEVICE int dwg_my_tiles(int blocks) {
-  const int tiles = (blocks + DWG_M - 1) / DWG_M;
-  return (int)blockIdx.x < tiles ? (tiles - 1 - (int)blockIdx.x) / (int)gridDim.x + 1 : 0;
+// Tiles of this streamer (tile streamer + i * streamers for i < this).
+template <int WGS> QSA_DEVICE int dwg_my_tiles(int blocks) {
+  const int tiles = (blocks + DWG_M - 1) / DWG_M, sidx = dwg_streamer<WGS>();
+  return sidx < tiles ? (tiles - 1 - sidx) / ((int)gridDim.x * WGS) + 1 : 0;
 }
 // This thread's 16 float4 of tile i into ring slot i % stages (blocks past the end
 // zero-filled, never stored). The caller commits the group: one per tile.
-template <bool BF16> QSA_DEVICE void dwg_issue(const float* __restrict__ kb, int blocks, int i, int stages) {
-  const int tid = threadIdx.x, g = (tid % 32) >> 2, t = tid & 3;
-  float4* slot = dwg_ring<BF16>() + (i % stages) * DWG_RING_SLOT + tid;
-  const int b0 = ((int)blockIdx.x + i * (int)gridDim.x) * DWG_M + 16 * (tid / 32) + g;
+template <bool BF16, int WGS>
+QSA_DEVICE void dwg_issue(const float* __restrict__ kb, int blocks, int i, int stages) {
+  const int tid = threadIdx.x % DWG_THREADS, g = (tid % 32) >> 2, t = tid & 3;
+  const int wg = (int)threadIdx.x / DWG_THREADS;
+  float4* slot = dwg_ring<BF16>() + (wg * stages + i % stages) * DWG_RING_SLOT + tid;
+  const int b0 = (dwg_streamer<WGS>() + i * (int)gridDim.x * WGS) * DWG_M + 16 * (tid / 32) + g;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int b = b0 + 8 * h;
@@ -115,27 +122,29 @@ template <bool BF16> QSA_DEVICE void dwg_issue(const float* __restrict__ kb, int
 }
 // The first stages - 1 tiles' copies, issued before Q is staged so that their latency
 // overlaps Q's loads, conversion and barrier.
-template <bool BF16> QSA_DEVICE void dwg_ring_prologue(const float* __restrict__ kb, int blocks, int stages) {
-  const int my_tiles = dwg_my_tiles(blocks);
+template <bool BF16, int WGS>
+QSA_DEVICE void dwg_ring_prologue(const float* __restrict__ kb, int blocks, int stages) {
+  const int my_tiles = dwg_my_tiles<WGS>(blocks);
 #pragma unroll 1
   for (int c = 0; c < stages - 1; ++c) {
-    if (c < my_tiles) dwg_issue<BF16>(kb, blocks, c, stages);
+    if (c < my_tiles) dwg_issue<BF16, WGS>(kb, blocks, c, stages);
     qsa_cp_async_commit();
   }
 }
 
 // RING: false = two tiles of A in registers (block_scores_*_decode_wg); true = `stages` tiles
 // in a per-thread cp.async ring in shared memory (block_scores_*_decode_wgc; "Ring" above).
-template <bool BF16, bool RING = false>
+template <bool BF16, bool RING = false, int WGS = 1>
 __device__ __forceinline__ void dwg_body(const float* __restrict__ q, const float* __restrict__ kb,
                                          const float* __restrict__ w, float* __restrict__ s,
                                          int nq, int heads, int blocks, int stages = 0) {
   constexpr int ES = BF16 ? 2 : 4;
   QSA_DYNAMIC_SHARED(smem_raw);
   unsigned char* Qs = smem_raw;  // [64 rows][128] canonical, ES bytes each
-  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  static_assert(WGS == 1 || RING, "several warpgroups per CTA stream through rings");
+  const int tid = threadIdx.x, warp = (WGS == 1 ? tid : tid % DWG_THREADS) / 32, lane = tid % 32;
   const int g = lane >> 2, t = lane & 3;
-  if constexpr (RING) dwg_ring_prologue<BF16>(kb, blocks, stages);
+  if constexpr (RING) dwg_ring_prologue<BF16, WGS>(kb, blocks, stages);
   const int mtq = (heads + 15) / 16;
   const int qpc = DWG_MT / mtq;
   const int qbase = blockIdx.y * qpc;
@@ -148,8 +157,8 @@ __device__ __forceinline__ void dwg_body(const float* __restrict__ q, const floa
   };
 
   // Q once: thread tid takes float4 m = tid + 128 i of the 64 x 32 float4 (all 16 loads in
-  // flight), rounds and scatters its 4 values to their logical k.
-  {
+  // flight), rounds and scatters its 4 values to their logical k (the first warpgroup).
+  if (WGS == 1 || tid < DWG_THREADS) {
     constexpr int PER = DWG_N * (QSA_HEAD_DIM / 4) / DWG_THREADS;  // 16
     float4 v[PER];
 #pragma unroll
@@ -193,13 +202,13 @@ __device__ __forceinline__ void dwg_body(const float* __restrict__ q, const floa
   const unsigned q_addr = qsa_smem_addr(Qs);
 
   const int tiles = (blocks + DWG_M - 1) / DWG_M;
-  const int my_tiles =
-      (int)blockIdx.x < tiles ? (tiles - 1 - (int)blockIdx.x) / (int)gridDim.x + 1 : 0;
+  const int sidx = dwg_streamer<WGS>(), scount = (int)gridDim.x * WGS;
+  const int my_tiles = sidx < tiles ? (tiles - 1 - sidx) / scount + 1 : 0;
   const int row0 = 16 * warp + g;  // this thread's tile rows: row0 and row0 + 8
   // This thread's 2 rows x 8 float4 of tile i (blocks past the end: zeros, never stored):
   // float4 p is physical k 16 p + 4 t .. + 3.
   auto load = [&](float4 (&v)[2][8], int i) {
-    const int b0 = ((int)blockIdx.x + i * (int)gridDim.x) * DWG_M + row0;
+    const int b0 = (sidx + i * scount) * DWG_M + row0;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int b = b0 + 8 * h;
@@ -250,7 +259,7 @@ __device__ __forceinline__ void dwg_body(const float* __restrict__ q, const floa
   };
   // Tile i's scores from acc: per row, the query's columns summed, the quad's parts added.
   auto epilogue = [&](int i) {
-    const int b0 = ((int)blockIdx.x + i * (int)gridDim.x) * DWG_M + row0;
+    const int b0 = (sidx + i * scount) * DWG_M + row0;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int b = b0 + 8 * h;
@@ -278,10 +287,11 @@ __device__ __forceinline__ void dwg_body(const float* __restrict__ q, const floa
       dec_wait_pending(stages - 2);  // tile i's copies (this thread's own) have landed
       // Refill the slot of tile i - 1: this thread read it into registers last iteration and
       // its MMAs waited on them, so the copy cannot overwrite data still to be read.
-      if (i + stages - 1 < my_tiles) dwg_issue<BF16>(kb, blocks, i + stages - 1, stages);
+      if (i + stages - 1 < my_tiles) dwg_issue<BF16, WGS>(kb, blocks, i + stages - 1, stages);
       qsa_cp_async_commit();
       float4 v[2][8];
-      const float4* slot = dwg_ring<BF16>() + (i % stages) * DWG_RING_SLOT + threadIdx.x;
+      const float4* slot = dwg_ring<BF16>() +
+                           ((tid / DWG_THREADS) * stages + i % stages) * DWG_RING_SLOT + tid % DWG_THREADS;
 #pragma unroll
       for (int h = 0; h < 2; ++h)
 #pragma unroll

@@ -269,5 +269,4 @@ mod tests {
             launch_plan(&sm90, &props, &sw(&[("QSA_SCORES_SIMT_DC", "16")]), &shape).unwrap();
         assert_eq!(kernel_of(&tf32), "block_scores_tf32");
     }
-
 }

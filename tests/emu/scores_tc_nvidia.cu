@@ -23,6 +23,17 @@ QSA_KERNEL void scores_tc_decode_wg(const float* q, const float* kb, const float
   if (bf16) block_scores_bf16_decode_wg(q, kb, w, s, nq, heads, blocks);
   else block_scores_tf32_decode_wg(q, kb, w, s, nq, heads, blocks);
 }
+// Their cp.async-ring twins: one warpgroup per CTA (`_wgc`) or two (`_wgc2`), `stages` tiles.
+QSA_KERNEL void scores_tc_decode_wgc(const float* q, const float* kb, const float* w, float* s, int nq,
+                                     int heads, int blocks, int bf16, int two, int stages) {
+  if (two) {
+    if (bf16) block_scores_bf16_decode_wgc2(q, kb, w, s, nq, heads, blocks, stages);
+    else block_scores_tf32_decode_wgc2(q, kb, w, s, nq, heads, blocks, stages);
+  } else {
+    if (bf16) block_scores_bf16_decode_wgc(q, kb, w, s, nq, heads, blocks, stages);
+    else block_scores_tf32_decode_wgc(q, kb, w, s, nq, heads, blocks, stages);
+  }
+}
 #endif
 // sm_90a's wgmma scorers (QSA_WGMMA: the emulated sm_90 stands for that build).
 #if defined(QSA_WGMMA)

@@ -11,6 +11,29 @@ pub const STAGES_SWITCH: &str = "QSA_SCORES_DECODE_STAGES";
 pub const WARPS_SWITCH: &str = "QSA_SCORES_DECODE_WARPS";
 /// `QSA_SCORES_DECODE_CTAS_PER_SM`: persistent CTAs per multiprocessor, 1 ..= 4.
 pub const CTAS_SWITCH: &str = "QSA_SCORES_DECODE_CTAS_PER_SM";
+/// `QSA_SCORES_DECODE_GRID`: `full` (every CTA slot of the card, the default) or `even`
+/// (the fewest CTAs that keep each one's tile count, so all streamers take the same number of
+/// tiles and none idles through the last round); either engine.
+pub const GRID_SWITCH: &str = "QSA_SCORES_DECODE_GRID";
+
+/// How a persistent decode grid is sized (`GRID_SWITCH`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GridFill {
+    /// min(tiles, multiprocessors x CTAs per SM / query groups) CTAs per query group.
+    Full,
+    /// As `Full`, then shrunk to the fewest CTAs that give each streamer the same most tiles
+    /// (4,096 tiles on 264 slots: 16 each on 256 CTAs instead of 15 or 16 on 264).
+    Even,
+}
+
+/// `GRID_SWITCH`'s value (`Full` when unset).
+pub fn grid_fill(sw: &Switches) -> Result<GridFill, String> {
+    match sw.get(GRID_SWITCH) {
+        None | Some("full") => Ok(GridFill::Full),
+        Some("even") => Ok(GridFill::Even),
+        Some(v) => Err(format!("{GRID_SWITCH}={v}: expected full or even")),
+    }
+}
 
 /// 16-row m-tiles per CTA (DEC_MT): a query's heads are padded to whole m-tiles.
 pub const M_TILES: usize = 4;
@@ -42,6 +65,8 @@ pub struct DecodeConfig {
     pub stages: usize,
     /// Persistent CTAs per multiprocessor (grid.x = multiprocessors x this / query groups).
     pub ctas_per_sm: usize,
+    /// How the persistent grid is sized.
+    pub fill: GridFill,
 }
 
 impl DecodeConfig {
@@ -120,7 +145,8 @@ pub fn mma_only_switch(sw: &Switches) -> Option<&'static str> {
 /// The switches' values, checked before any work.
 pub fn check_switches(sw: &Switches) -> Result<(), String> {
     forced(sw)?;
-    super::decode_wg::check_engine(sw)
+    grid_fill(sw)?;
+    super::decode_wg::check_switches(sw)
 }
 
 /// The configuration for a target allowing `shared_limit` bytes per block: 4 warps; 2
@@ -139,12 +165,20 @@ pub fn config_for(sw: &Switches, shared_limit: u32) -> Result<DecodeConfig, Stri
         stages,
         ctas_per_sm: ctas,
     } = forced(sw)?;
+    if let Some(k) = super::decode_wg::wgmma_only_switch(sw) {
+        return Err(format!(
+            "{k} configures the wgmma decode scorer (sm_90a), and this call runs the mma.sync one; drop {k}, or set {} where the wgmma one is built",
+            super::decode_wg::ENGINE_SWITCH
+        ));
+    }
+    let fill = grid_fill(sw)?;
     let limit = shared_limit as usize;
     let fits = |c: &DecodeConfig| c.shared_bytes() <= limit;
     let with = |warps, stages| DecodeConfig {
         warps,
         stages,
         ctas_per_sm: 1,
+        fill,
     };
     let warps = warps.unwrap_or(DEFAULT_WARPS);
     let stages = stages.unwrap_or_else(|| {

@@ -4,7 +4,7 @@
 //! multiprocessor). Pure.
 
 use super::super::Switches;
-use super::decode::{ctas_per_sm, mma_only_switch, CTAS_SWITCH};
+use super::decode::{ctas_per_sm, grid_fill, mma_only_switch, GridFill, CTAS_SWITCH};
 
 /// `QSA_SCORES_DECODE_ENGINE`: `mma` (the mma.sync decode kernels) or `wgmma` (these, where
 /// the code object has them; elsewhere the switch falls back to mma.sync, as a forced kernel
@@ -35,8 +35,28 @@ pub const MAX_GROUPS_TF32: usize = 2;
 
 /// Blocks per tile: the wgmma's M (DWG_M).
 pub const TILE_BLOCKS: usize = 64;
-/// Threads per CTA: one warpgroup (DWG_THREADS).
+/// Threads per warpgroup (DWG_THREADS); a CTA has `warpgroups` of them.
 pub const THREADS: usize = 128;
+
+/// `QSA_SCORES_DECODE_WG_RING`: `regs` (two tiles of A in registers: `_decode_wg`, the
+/// default) or 2 ..= 6 (`_decode_wgc`: that many tiles per warpgroup in a per-thread cp.async
+/// ring in shared memory, stages - 1 in flight during a tile's MMAs, 164 registers).
+pub const RING_SWITCH: &str = "QSA_SCORES_DECODE_WG_RING";
+/// `QSA_SCORES_DECODE_WG_GROUPS`: warpgroups per CTA, 1 (default) or 2 (`_decode_wgc2`: two
+/// streamers sharing one copy of Q; needs a ring).
+pub const GROUPS_SWITCH: &str = "QSA_SCORES_DECODE_WG_GROUPS";
+/// The ring kernels' wait takes at most `stages - 2` = 4 pending groups (dec_wait_pending).
+pub const MAX_RING: usize = 6;
+/// Bytes of one ring slot: one tile of A, 64 blocks x 128 f32 (DWG_RING_SLOT float4).
+pub const RING_SLOT_BYTES: usize = TILE_BLOCKS * 128 * 4;
+/// Shared memory of one sm_90 multiprocessor (228 KiB), and what the driver reserves per CTA
+/// (1 KiB): the CTAs per SM a configuration can keep resident.
+pub const SM90_SHARED_PER_SM: usize = 233_472;
+pub const SHARED_RESERVED_PER_CTA: usize = 1024;
+/// What the wgmma decode kernels' registers allow per SM: 2 CTAs (249 / 236 registers for
+/// the register kernels, 164 / 161 for the ring ones at 128 threads: 3 would fit the
+/// registers, but no ring of 2+ tiles fits 3 CTAs' shared memory).
+const MAX_CTAS_BY_REGISTERS: usize = 2;
 
 /// `QSA_SCORES_DECODE_ENGINE`'s value, before any work.
 pub fn check_engine(sw: &Switches) -> Result<(), String> {
@@ -44,6 +64,44 @@ pub fn check_engine(sw: &Switches) -> Result<(), String> {
         None | Some("mma" | "wgmma") => Ok(()),
         Some(other) => Err(format!("{ENGINE_SWITCH}={other}: expected mma or wgmma")),
     }
+}
+
+/// `RING_SWITCH`: None for `regs` (or unset), else the ring depth.
+fn ring(sw: &Switches) -> Result<Option<usize>, String> {
+    match sw.get(RING_SWITCH) {
+        None | Some("regs") => Ok(None),
+        Some(v) => match v.parse::<usize>() {
+            Ok(n) if (2..=MAX_RING).contains(&n) => Ok(Some(n)),
+            _ => Err(format!(
+                "{RING_SWITCH}={v}: expected regs or 2 to {MAX_RING}"
+            )),
+        },
+    }
+}
+
+/// `GROUPS_SWITCH`: warpgroups per CTA (1 when unset).
+fn warpgroups(sw: &Switches) -> Result<usize, String> {
+    match sw.get(GROUPS_SWITCH) {
+        None | Some("1") => Ok(1),
+        Some("2") => Ok(2),
+        Some(v) => Err(format!("{GROUPS_SWITCH}={v}: expected 1 or 2")),
+    }
+}
+
+/// This engine's switches (engine, ring, warpgroups), before any work.
+pub fn check_switches(sw: &Switches) -> Result<(), String> {
+    check_engine(sw)?;
+    ring(sw)?;
+    warpgroups(sw)?;
+    Ok(())
+}
+
+/// Whether a wgmma-only switch (ring, warpgroups) is set: the mma.sync decode kernels
+/// refuse them (`decode::config_for`).
+pub fn wgmma_only_switch(sw: &Switches) -> Option<&'static str> {
+    [RING_SWITCH, GROUPS_SWITCH]
+        .into_iter()
+        .find(|k| sw.get(k).is_some())
 }
 
 /// Whether the switches (or the default) ask for the wgmma decode kernels.
@@ -60,29 +118,103 @@ pub fn wanted(sw: &Switches) -> bool {
 pub struct WgDecodeConfig {
     /// Persistent CTAs per multiprocessor (grid.x = multiprocessors x this / query groups).
     pub ctas_per_sm: usize,
+    /// None: A in registers (`_decode_wg`); Some(n): an n-tile cp.async ring per warpgroup.
+    pub ring: Option<usize>,
+    /// Warpgroups per CTA (1, or 2 with a ring: `_decode_wgc2`).
+    pub warpgroups: usize,
+    /// How the persistent grid is sized.
+    pub fill: GridFill,
 }
 
 impl WgDecodeConfig {
+    /// The register kernel with `ctas_per_sm` CTAs per SM and the full grid.
+    pub const fn regs(ctas_per_sm: usize) -> Self {
+        WgDecodeConfig {
+            ctas_per_sm,
+            ring: None,
+            warpgroups: 1,
+            fill: GridFill::Full,
+        }
+    }
     /// Dynamic shared memory: Q (64 rows x 128) in the operand format, 4 (TF32) or 2 (BF16)
-    /// bytes per element.
-    pub fn shared_bytes(bf16: bool) -> usize {
+    /// bytes per element, then each warpgroup's ring.
+    pub fn shared_bytes(&self, bf16: bool) -> usize {
         64 * 128 * if bf16 { 2 } else { 4 }
+            + self.warpgroups * self.ring.unwrap_or(0) * RING_SLOT_BYTES
+    }
+    /// Threads per CTA.
+    pub fn threads(&self) -> usize {
+        THREADS * self.warpgroups
+    }
+    /// CTAs of this configuration that one sm_90 SM's shared memory holds.
+    pub fn resident_per_sm(&self, bf16: bool) -> usize {
+        SM90_SHARED_PER_SM / (self.shared_bytes(bf16) + SHARED_RESERVED_PER_CTA)
+    }
+    /// (entry point, variant) for TF32 or BF16.
+    pub fn kernel(&self, bf16: bool) -> (&'static str, &'static str) {
+        match (bf16, self.ring.is_some(), self.warpgroups) {
+            (false, false, _) => ("block_scores_tf32_decode_wg", "tf32_decode_wg"),
+            (true, false, _) => ("block_scores_bf16_decode_wg", "bf16_decode_wg"),
+            (false, true, 1) => ("block_scores_tf32_decode_wgc", "tf32_decode_wgc"),
+            (true, true, 1) => ("block_scores_bf16_decode_wgc", "bf16_decode_wgc"),
+            (false, true, _) => ("block_scores_tf32_decode_wgc2", "tf32_decode_wgc2"),
+            (true, true, _) => ("block_scores_bf16_decode_wgc2", "bf16_decode_wgc2"),
+        }
+    }
+    /// Arguments past the common seven: the ring depth of the ring kernels.
+    pub fn extra_args(&self) -> Vec<i32> {
+        self.ring.map(|n| vec![n as i32]).unwrap_or_default()
     }
 }
 
-/// The configuration from the switches: CTAs per SM (`QSA_SCORES_DECODE_CTAS_PER_SM`, else
-/// `DEFAULT_CTAS_PER_SM`). The mma.sync kernels' ring depth and warps mean nothing here: a
-/// call that sets them is refused, naming the switch and the fix.
-pub fn config_for(sw: &Switches) -> Result<WgDecodeConfig, String> {
+/// The configuration of a TF32 (`bf16` false) or BF16 call from the switches: the ring
+/// (`RING_SWITCH`, else A in registers), warpgroups per CTA (`GROUPS_SWITCH`), the grid
+/// (`decode::GRID_SWITCH`) and CTAs per SM (`QSA_SCORES_DECODE_CTAS_PER_SM`, else
+/// `DEFAULT_CTAS_PER_SM` for the register kernel and, for a ring, as many as the SM's shared
+/// memory holds, at most 2). The mma.sync kernels' ring depth and warps mean nothing here: a
+/// call that sets them is refused, naming the switch and the fix; so is a configuration
+/// whose CTAs per SM cannot be resident together (the grid would run a second wave).
+pub fn config_for(sw: &Switches, bf16: bool) -> Result<WgDecodeConfig, String> {
     if let Some(k) = mma_only_switch(sw) {
         return Err(format!(
-            "{k} configures the mma.sync decode scorer, and this call runs the wgmma one; set {ENGINE_SWITCH}=mma to sweep it, or drop {k} (the wgmma one takes {CTAS_SWITCH} only)"
+            "{k} configures the mma.sync decode scorer, and this call runs the wgmma one; set {ENGINE_SWITCH}=mma to sweep it, or drop {k} (the wgmma one takes {CTAS_SWITCH}, {RING_SWITCH}, {GROUPS_SWITCH})"
         ));
     }
-    check_engine(sw)?;
-    Ok(WgDecodeConfig {
-        ctas_per_sm: ctas_per_sm(sw)?.unwrap_or(DEFAULT_CTAS_PER_SM),
-    })
+    check_switches(sw)?;
+    let mut c = WgDecodeConfig {
+        ring: ring(sw)?,
+        warpgroups: warpgroups(sw)?,
+        fill: grid_fill(sw)?,
+        ..WgDecodeConfig::regs(DEFAULT_CTAS_PER_SM)
+    };
+    if c.warpgroups > 1 && c.ring.is_none() {
+        return Err(format!(
+            "{GROUPS_SWITCH}={}: two warpgroups per CTA stream through rings; set {RING_SWITCH} to 2 .. {MAX_RING} too",
+            c.warpgroups
+        ));
+    }
+    let resident = c.resident_per_sm(bf16);
+    if resident == 0 {
+        return Err(format!(
+            "{RING_SWITCH}={} with {} warpgroup(s) needs {} B of shared memory per CTA, an sm_90 SM holds {SM90_SHARED_PER_SM}; lower {RING_SWITCH}",
+            c.ring.unwrap_or(0),
+            c.warpgroups,
+            c.shared_bytes(bf16)
+        ));
+    }
+    c.ctas_per_sm = match ctas_per_sm(sw)? {
+        Some(n) if c.ring.is_some() && n > resident => {
+            return Err(format!(
+                "{CTAS_SWITCH}={n} with {RING_SWITCH}={}: {n} CTAs x ({} + {SHARED_RESERVED_PER_CTA}) B exceed an sm_90 SM's {SM90_SHARED_PER_SM} B of shared memory (at most {resident} resident, the rest a second wave); lower one of them",
+                c.ring.unwrap_or(0),
+                c.shared_bytes(bf16)
+            ))
+        }
+        Some(n) => n,
+        None if c.ring.is_some() => resident.min(MAX_CTAS_BY_REGISTERS),
+        None => DEFAULT_CTAS_PER_SM,
+    };
+    Ok(c)
 }
 
 #[cfg(test)]
@@ -108,21 +240,84 @@ mod tests {
 
     #[test]
     fn config_takes_ctas_per_sm_and_refuses_the_ring_switches() {
-        assert_eq!(config_for(&sw(&[])).unwrap().ctas_per_sm, 2);
+        assert_eq!(config_for(&sw(&[]), false).unwrap().ctas_per_sm, 2);
         let four = sw(&[(CTAS_SWITCH, "4")]);
-        assert_eq!(config_for(&four).unwrap().ctas_per_sm, 4);
-        let e = config_for(&sw(&[(CTAS_SWITCH, "5")])).unwrap_err();
+        assert_eq!(config_for(&four, false).unwrap().ctas_per_sm, 4);
+        let e = config_for(&sw(&[(CTAS_SWITCH, "5")]), false).unwrap_err();
         assert!(
             e.contains("QSA_SCORES_DECODE_CTAS_PER_SM=5: expected 1 to 4"),
             "{e}"
         );
-        let e = config_for(&sw(&[("QSA_SCORES_DECODE_STAGES", "3")])).unwrap_err();
+        let e = config_for(&sw(&[("QSA_SCORES_DECODE_STAGES", "3")]), false).unwrap_err();
         assert!(
             e.contains("QSA_SCORES_DECODE_STAGES configures the mma.sync decode scorer")
                 && e.contains("QSA_SCORES_DECODE_ENGINE=mma"),
             "{e}"
         );
-        assert_eq!(WgDecodeConfig::shared_bytes(false), 32_768);
-        assert_eq!(WgDecodeConfig::shared_bytes(true), 16_384);
+        assert_eq!(WgDecodeConfig::regs(2).shared_bytes(false), 32_768);
+        assert_eq!(WgDecodeConfig::regs(2).shared_bytes(true), 16_384);
+    }
+
+    /// The ring kernels: depth, warpgroups and CTAs per SM from the switches and what an
+    /// sm_90 SM's shared memory holds; every impossible combination refused by name.
+    #[test]
+    fn ring_configs_fit_the_sm_or_are_refused() {
+        let cfg = |kv: &[(&str, &str)], bf16| config_for(&sw(kv), bf16);
+        // TF32, 2 tiles: Q 32 KiB + 64 KiB, two per SM (2 x 99,328 <= 233,472).
+        let c = cfg(&[(RING_SWITCH, "2")], false).unwrap();
+        assert_eq!((c.ring, c.warpgroups, c.ctas_per_sm), (Some(2), 1, 2));
+        assert_eq!(
+            (c.shared_bytes(false), c.kernel(false).0),
+            (98_304, "block_scores_tf32_decode_wgc")
+        );
+        assert_eq!(c.extra_args(), vec![2]);
+        // TF32, 3 tiles: one per SM; BF16 (Q 16 KiB), 3 tiles: still two.
+        assert_eq!(cfg(&[(RING_SWITCH, "3")], false).unwrap().ctas_per_sm, 1);
+        assert_eq!(cfg(&[(RING_SWITCH, "3")], true).unwrap().ctas_per_sm, 2);
+        // Two warpgroups of 3 tiles: 32 KiB + 6 x 32 KiB = 229,376 B, one CTA of 256 threads.
+        let c = cfg(&[(RING_SWITCH, "3"), (GROUPS_SWITCH, "2")], false).unwrap();
+        assert_eq!(
+            (c.shared_bytes(false), c.threads(), c.ctas_per_sm),
+            (229_376, 256, 1)
+        );
+        assert_eq!(
+            c.kernel(true),
+            ("block_scores_bf16_decode_wgc2", "bf16_decode_wgc2")
+        );
+        // Refusals: a ring that fits no SM, CTAs that cannot be resident, groups without a ring,
+        // values out of range.
+        let e = cfg(&[(RING_SWITCH, "4"), (GROUPS_SWITCH, "2")], false).unwrap_err();
+        assert!(
+            e.contains("needs 294912 B of shared memory per CTA")
+                && e.contains("lower QSA_SCORES_DECODE_WG_RING"),
+            "{e}"
+        );
+        let e = cfg(&[(RING_SWITCH, "3"), (CTAS_SWITCH, "2")], false).unwrap_err();
+        assert!(
+            e.contains("QSA_SCORES_DECODE_CTAS_PER_SM=2 with QSA_SCORES_DECODE_WG_RING=3")
+                && e.contains("at most 1 resident"),
+            "{e}"
+        );
+        let e = cfg(&[(GROUPS_SWITCH, "2")], false).unwrap_err();
+        assert!(
+            e.contains("set QSA_SCORES_DECODE_WG_RING to 2 .. 6 too"),
+            "{e}"
+        );
+        for (k, v, want) in [
+            (RING_SWITCH, "1", "expected regs or 2 to 6"),
+            (RING_SWITCH, "7", "expected regs or 2 to 6"),
+            (GROUPS_SWITCH, "3", "expected 1 or 2"),
+            ("QSA_SCORES_DECODE_GRID", "half", "expected full or even"),
+        ] {
+            let e = super::super::decode::check_switches(&sw(&[(k, v)])).unwrap_err();
+            assert!(e.contains(&format!("{k}={v}: {want}")), "{e}");
+        }
+        // The register kernel keeps its CTAs per SM (3 and 4 allowed: a measured second wave).
+        assert_eq!(
+            cfg(&[(RING_SWITCH, "regs"), (CTAS_SWITCH, "3")], false)
+                .unwrap()
+                .ctas_per_sm,
+            3
+        );
     }
 }

@@ -5,90 +5,50 @@
 
 use super::{shape_err, to_u32, ScoresLaunch, MAX_GRID_Y};
 use crate::backend::{BackendError, BackendResult};
-use crate::dispatch::scores::decode::{holds_heads, query_groups, DecodeConfig, MAX_STAGES};
-use crate::dispatch::scores::decode_wg::{WgDecodeConfig, THREADS, TILE_BLOCKS};
+use crate::dispatch::scores::decode::{
+    holds_heads, query_groups, DecodeConfig, GridFill, MAX_STAGES,
+};
+use crate::dispatch::scores::decode_wg::{WgDecodeConfig, TILE_BLOCKS};
 use crate::dispatch::scores::ScoresKernel;
 
-/// The wgmma decode scorer's launch for `nq x heads x blocks` (all >= 1) on `multiprocessors`
-/// SMs: grid = (min(tiles of 64 blocks, SMs x CTAs per SM / query groups), query groups),
-/// 128 threads, Q's bytes of dynamic shared memory; no arguments past the common seven.
-pub(super) fn plan_decode_wg(
-    kernel: ScoresKernel,
-    cfg: &WgDecodeConfig,
+/// What both decode scorers' persistent launches are made of.
+struct Persistent {
+    /// Entry point, for messages.
+    name: &'static str,
+    /// Blocks per tile.
+    tile_blocks: usize,
+    /// Streamers per CTA (each walks its own tiles: 1, or 2 warpgroups of `_decode_wgc2`).
+    streamers: usize,
+    /// Dynamic shared memory per CTA.
+    shared: usize,
+    ctas_per_sm: usize,
+    fill: GridFill,
+}
+
+/// The checks both decode scorers share (heads, shared memory, int32 block indices, grid.y)
+/// and their persistent grid: per query group, min(CTAs for one tile per streamer,
+/// multiprocessors x CTAs per SM / query groups); `GridFill::Even` then takes the fewest CTAs
+/// that keep the most tiles any streamer walks.
+fn persistent_grid(
+    p: &Persistent,
     multiprocessors: usize,
     (nq, heads, blocks): (usize, usize, usize),
     shared_limit: u32,
-) -> BackendResult<ScoresLaunch> {
-    let bf16 = kernel == ScoresKernel::Bf16;
-    let (name, variant) = if bf16 {
-        ("block_scores_bf16_decode_wg", "bf16_decode_wg")
-    } else {
-        ("block_scores_tf32_decode_wg", "tf32_decode_wg")
-    };
+) -> BackendResult<(u32, u32, u32)> {
+    let name = p.name;
     if !holds_heads(heads) {
         return Err(BackendError::Unsupported(format!(
             "{name} holds at most 64 heads per query (4 m-tiles of 16), the call has {heads}; drop QSA_SCORES_TILE=decode"
         )));
     }
-    let shared = WgDecodeConfig::shared_bytes(bf16);
-    if shared > shared_limit as usize {
+    if p.shared > shared_limit as usize {
         return Err(BackendError::Unsupported(format!(
-            "{name} needs {shared} B of shared memory per block, the target allows {shared_limit}"
+            "{name} needs {} B of shared memory per block, the target allows {shared_limit}",
+            p.shared
         )));
     }
-    // The kernel's block indices are ints up to tiles * 64 - 1 < blocks + 64.
-    if blocks > i32::MAX as usize - TILE_BLOCKS {
-        return Err(shape_err(format!(
-            "{name}: blocks = {blocks} exceeds 2^31 - 1 - {TILE_BLOCKS}; split the blocks"
-        )));
-    }
-    let groups = query_groups(nq, heads);
-    if groups > MAX_GRID_Y {
-        return Err(shape_err(format!(
-            "{name}: nq = {nq} needs grid.y = {groups} > {MAX_GRID_Y}; split the queries"
-        )));
-    }
-    let tiles = blocks.div_ceil(TILE_BLOCKS);
-    let per_group = (multiprocessors.max(1) * cfg.ctas_per_sm / groups).max(1);
-    Ok(ScoresLaunch {
-        kernel: name,
-        variant: variant.into(),
-        grid: (to_u32(per_group.min(tiles), "grid.x")?, groups as u32, 1),
-        block: THREADS as u32,
-        shared_bytes: shared as u32,
-        extra_args: Vec::new(),
-    })
-}
-
-/// Grid, block and shared memory of a decode scorer for `nq x heads x blocks` (all >= 1) on
-/// `multiprocessors` SMs; the kernel's last argument is `cfg.stages`.
-pub(super) fn plan_decode(
-    kernel: ScoresKernel,
-    cfg: &DecodeConfig,
-    multiprocessors: usize,
-    nq: usize,
-    heads: usize,
-    blocks: usize,
-    shared_limit: u32,
-) -> BackendResult<ScoresLaunch> {
-    let (name, variant) = match kernel {
-        ScoresKernel::Tf32 => ("block_scores_tf32_decode", "tf32_decode"),
-        _ => ("block_scores_bf16_decode", "bf16_decode"),
-    };
-    if !holds_heads(heads) {
-        return Err(BackendError::Unsupported(format!(
-            "{name} holds at most 64 heads per query (4 m-tiles of 16), the call has {heads}; drop QSA_SCORES_TILE=decode"
-        )));
-    }
-    debug_assert!((2..=MAX_STAGES).contains(&cfg.stages));
-    let shared = cfg.shared_bytes();
-    if shared > shared_limit as usize {
-        return Err(BackendError::Unsupported(format!(
-            "{name} needs {shared} B of shared memory per block, the target allows {shared_limit}"
-        )));
-    }
-    let bn = cfg.blocks_per_tile();
     // The kernel's block indices are ints up to tiles * bn - 1 < blocks + bn.
+    let bn = p.tile_blocks;
     if blocks > i32::MAX as usize - bn {
         return Err(shape_err(format!(
             "{name}: blocks = {blocks} exceeds 2^31 - 1 - {bn}; split the blocks"
@@ -102,13 +62,76 @@ pub(super) fn plan_decode(
     }
     // Persistent: the SMs' CTAs shared among the query groups, never more than the tiles.
     let tiles = blocks.div_ceil(bn);
-    let per_group = (multiprocessors.max(1) * cfg.ctas_per_sm / groups).max(1);
+    let per_group = (multiprocessors.max(1) * p.ctas_per_sm / groups).max(1);
+    let mut ctas = per_group.min(tiles.div_ceil(p.streamers));
+    if p.fill == GridFill::Even {
+        let most = tiles.div_ceil(ctas * p.streamers);
+        ctas = tiles.div_ceil(most * p.streamers);
+    }
+    Ok((to_u32(ctas, "grid.x")?, groups as u32, 1))
+}
+
+/// The wgmma decode scorer's launch for `nq x heads x blocks` (all >= 1) on `multiprocessors`
+/// SMs (kernels/common/scores_decode_wg.h, "Launch"): `persistent_grid` over tiles of 64
+/// blocks, one warpgroup per CTA (two for `_decode_wgc2`), Q's bytes (and the rings') of
+/// dynamic shared memory; the ring kernels' last argument is the ring depth.
+pub(super) fn plan_decode_wg(
+    kernel: ScoresKernel,
+    cfg: &WgDecodeConfig,
+    multiprocessors: usize,
+    shape: (usize, usize, usize),
+    shared_limit: u32,
+) -> BackendResult<ScoresLaunch> {
+    let bf16 = kernel == ScoresKernel::Bf16;
+    let (name, variant) = cfg.kernel(bf16);
+    let p = Persistent {
+        name,
+        tile_blocks: TILE_BLOCKS,
+        streamers: cfg.warpgroups,
+        shared: cfg.shared_bytes(bf16),
+        ctas_per_sm: cfg.ctas_per_sm,
+        fill: cfg.fill,
+    };
     Ok(ScoresLaunch {
         kernel: name,
         variant: variant.into(),
-        grid: (to_u32(per_group.min(tiles), "grid.x")?, groups as u32, 1),
+        grid: persistent_grid(&p, multiprocessors, shape, shared_limit)?,
         block: cfg.threads() as u32,
-        shared_bytes: shared as u32,
+        shared_bytes: p.shared as u32,
+        extra_args: cfg.extra_args(),
+    })
+}
+
+/// Grid, block and shared memory of a mma.sync decode scorer for `nq x heads x blocks`
+/// (all at least 1) on `multiprocessors` SMs (kernels/common/scores_decode.h, "Launch"):
+/// `persistent_grid` over tiles of 32 blocks per warp; the kernel's last argument is
+/// `cfg.stages`.
+pub(super) fn plan_decode(
+    kernel: ScoresKernel,
+    cfg: &DecodeConfig,
+    multiprocessors: usize,
+    shape: (usize, usize, usize),
+    shared_limit: u32,
+) -> BackendResult<ScoresLaunch> {
+    let (name, variant) = match kernel {
+        ScoresKernel::Tf32 => ("block_scores_tf32_decode", "tf32_decode"),
+        _ => ("block_scores_bf16_decode", "bf16_decode"),
+    };
+    debug_assert!((2..=MAX_STAGES).contains(&cfg.stages));
+    let p = Persistent {
+        name,
+        tile_blocks: cfg.blocks_per_tile(),
+        streamers: 1,
+        shared: cfg.shared_bytes(),
+        ctas_per_sm: cfg.ctas_per_sm,
+        fill: cfg.fill,
+    };
+    Ok(ScoresLaunch {
+        kernel: name,
+        variant: variant.into(),
+        grid: persistent_grid(&p, multiprocessors, shape, shared_limit)?,
+        block: cfg.threads() as u32,
+        shared_bytes: p.shared as u32,
         extra_args: vec![cfg.stages as i32],
     })
 }
@@ -121,11 +144,12 @@ mod tests {
         warps: 8,
         stages: 4,
         ctas_per_sm: 1,
+        fill: GridFill::Full,
     };
 
     #[test]
     fn one_persistent_cta_per_sm_and_query_group() {
-        let l = plan_decode(ScoresKernel::Tf32, &H200, 132, 1, 64, 262_144, 232_448).unwrap();
+        let l = plan_decode(ScoresKernel::Tf32, &H200, 132, (1, 64, 262_144), 232_448).unwrap();
         assert_eq!(
             (
                 l.kernel,
@@ -145,39 +169,37 @@ mod tests {
             )
         );
         // Two query groups share the SMs; 2 CTAs per SM double it.
-        let l = plan_decode(ScoresKernel::Bf16, &H200, 132, 2, 64, 262_144, 232_448).unwrap();
+        let l = plan_decode(ScoresKernel::Bf16, &H200, 132, (2, 64, 262_144), 232_448).unwrap();
         assert_eq!((l.kernel, l.grid), ("block_scores_bf16_decode", (66, 2, 1)));
         let two = DecodeConfig {
             ctas_per_sm: 2,
             ..H200
         };
-        let l = plan_decode(ScoresKernel::Tf32, &two, 132, 1, 64, 262_144, 232_448).unwrap();
+        let l = plan_decode(ScoresKernel::Tf32, &two, 132, (1, 64, 262_144), 232_448).unwrap();
         assert_eq!(l.grid, (264, 1, 1));
         // Never more CTAs than tiles of 256 blocks; 4 queries of 7 heads per CTA row.
-        let l = plan_decode(ScoresKernel::Tf32, &H200, 132, 9, 7, 77, 232_448).unwrap();
+        let l = plan_decode(ScoresKernel::Tf32, &H200, 132, (9, 7, 77), 232_448).unwrap();
         assert_eq!(l.grid, (1, 3, 1));
-        let l = plan_decode(ScoresKernel::Tf32, &H200, 2, 1, 64, 1100, 232_448).unwrap();
+        let l = plan_decode(ScoresKernel::Tf32, &H200, 2, (1, 64, 1100), 232_448).unwrap();
         assert_eq!(l.grid, (2, 1, 1));
     }
 
     #[test]
     fn refusals_name_the_limit() {
-        let e = plan_decode(ScoresKernel::Tf32, &H200, 132, 1, 65, 100, 232_448).unwrap_err();
+        let e = plan_decode(ScoresKernel::Tf32, &H200, 132, (1, 65, 100), 232_448).unwrap_err();
         assert!(
             e.to_string().contains("at most 64 heads per query")
                 && e.to_string().contains("drop QSA_SCORES_TILE=decode"),
             "{e}"
         );
-        let e = plan_decode(ScoresKernel::Tf32, &H200, 132, 1, 64, 100, 101_376).unwrap_err();
+        let e = plan_decode(ScoresKernel::Tf32, &H200, 132, (1, 64, 100), 101_376).unwrap_err();
         assert!(matches!(e, BackendError::Unsupported(_)), "{e}");
         assert!(e.to_string().contains("needs 181248 B"), "{e}");
         let e = plan_decode(
             ScoresKernel::Tf32,
             &H200,
             132,
-            1,
-            64,
-            i32::MAX as usize,
+            (1, 64, i32::MAX as usize),
             232_448,
         )
         .unwrap_err();
@@ -186,9 +208,7 @@ mod tests {
             ScoresKernel::Tf32,
             &H200,
             132,
-            4 * (MAX_GRID_Y + 1),
-            16,
-            1,
+            (4 * (MAX_GRID_Y + 1), 16, 1),
             232_448,
         )
         .unwrap_err();
@@ -197,7 +217,7 @@ mod tests {
 
     #[test]
     fn wgmma_decode_plans_cover_every_tile() {
-        let two = WgDecodeConfig { ctas_per_sm: 2 };
+        let two = WgDecodeConfig::regs(2);
         let l = plan_decode_wg(ScoresKernel::Tf32, &two, 132, (1, 64, 262_144), 232_448).unwrap();
         assert_eq!(
             (
@@ -238,6 +258,75 @@ mod tests {
         )
         .unwrap_err();
         assert!(matches!(e, BackendError::Shape(_)), "{e}");
+    }
+
+    /// `QSA_SCORES_DECODE_GRID=even`: the fewest CTAs that keep the most tiles per streamer,
+    /// so no CTA idles through the last round; the ring kernels' launches.
+    #[test]
+    fn even_grids_and_ring_launches() {
+        use crate::dispatch::scores::decode_wg::{config_for, GROUPS_SWITCH, RING_SWITCH};
+        use crate::dispatch::Switches;
+        let even = WgDecodeConfig {
+            fill: GridFill::Even,
+            ..WgDecodeConfig::regs(2)
+        };
+        // 4,096 tiles on 264 slots: 15 or 16 each on the full grid, 16 each on 256 CTAs.
+        let shape = (1, 64, 262_144);
+        let full = plan_decode_wg(
+            ScoresKernel::Tf32,
+            &WgDecodeConfig::regs(2),
+            132,
+            shape,
+            232_448,
+        );
+        assert_eq!(full.unwrap().grid, (264, 1, 1));
+        let l = plan_decode_wg(ScoresKernel::Tf32, &even, 132, shape, 232_448).unwrap();
+        assert_eq!(l.grid, (256, 1, 1));
+        // 700 blocks = 11 tiles on 4 slots: 3 each on 4 CTAs either way (11 = 3 + 3 + 3 + 2).
+        let l = plan_decode_wg(ScoresKernel::Tf32, &even, 2, (1, 64, 700), 232_448).unwrap();
+        assert_eq!(l.grid, (4, 1, 1));
+        // The mma.sync kernel too: 1,024 tiles of 256 blocks on 132 slots: 8 each on 128.
+        let h200_even = DecodeConfig {
+            fill: GridFill::Even,
+            ..H200
+        };
+        let l = plan_decode(ScoresKernel::Tf32, &h200_even, 132, shape, 232_448).unwrap();
+        assert_eq!(l.grid, (128, 1, 1));
+        // Ring kernels: one warpgroup x 4 tiles (one CTA per SM), two warpgroups x 3 tiles.
+        let sw = |kv: &[(&str, &str)]| Switches::from_pairs(kv);
+        let c = config_for(&sw(&[(RING_SWITCH, "4")]), false).unwrap();
+        let l = plan_decode_wg(ScoresKernel::Tf32, &c, 132, shape, 232_448).unwrap();
+        assert_eq!(
+            (l.kernel, l.grid, l.block, l.shared_bytes, l.extra_args),
+            (
+                "block_scores_tf32_decode_wgc",
+                (132, 1, 1),
+                128,
+                163_840,
+                vec![4]
+            )
+        );
+        let c = config_for(&sw(&[(RING_SWITCH, "3"), (GROUPS_SWITCH, "2")]), true).unwrap();
+        let l = plan_decode_wg(ScoresKernel::Bf16, &c, 132, shape, 232_448).unwrap();
+        assert_eq!(
+            (
+                l.kernel,
+                l.variant.as_str(),
+                l.grid,
+                l.block,
+                l.shared_bytes
+            ),
+            (
+                "block_scores_bf16_decode_wgc2",
+                "bf16_decode_wgc2",
+                (132, 1, 1),
+                256,
+                212_992
+            )
+        );
+        // Two streamers per CTA: 11 tiles need 6 CTAs, not 11.
+        let l = plan_decode_wg(ScoresKernel::Bf16, &c, 132, (1, 64, 700), 232_448).unwrap();
+        assert_eq!(l.grid, (6, 1, 1));
     }
 
     /// `plan_on` (what the runner and `qsa plan` call) takes the SM count and the switches.

@@ -30,7 +30,6 @@ const AMC_WMMA_NT: usize = 2;
 const AMC_MFMA_NT: usize = 4;
 const AMC_QPC: usize = 8;
 
-
 /// Grid and shared memory of `kernel` for `nq x heads x blocks` (all >= 1), or the limit the
 /// shape breaks; `tile` is the tensor-core kernels' CTA tile (`tc_tile_for`; the others
 /// ignore it). The SIMT kernel is planned with the default d-chunk (`with_simt_chunk` swaps
@@ -180,7 +179,8 @@ pub fn plan_on(
         ScoresKernel::Tf32 | ScoresKernel::Bf16
             if tile == TcTile::Decode && engine == TcEngine::Wgmma =>
         {
-            let cfg = crate::dispatch::scores::decode_wg::config_for(sw)
+            let bf16 = kernel == ScoresKernel::Bf16;
+            let cfg = crate::dispatch::scores::decode_wg::config_for(sw, bf16)
                 .map_err(BackendError::Unsupported)?;
             let sms = multiprocessors as usize;
             decode::plan_decode_wg(kernel, &cfg, sms, (nq, heads, blocks), shared_limit)
@@ -189,7 +189,7 @@ pub fn plan_on(
             let cfg = crate::dispatch::scores::decode::config_for(sw, shared_limit)
                 .map_err(BackendError::Unsupported)?;
             let sms = multiprocessors as usize;
-            decode::plan_decode(kernel, &cfg, sms, nq, heads, blocks, shared_limit)
+            decode::plan_decode(kernel, &cfg, sms, (nq, heads, blocks), shared_limit)
         }
         ScoresKernel::Tf32 | ScoresKernel::Bf16 if engine == TcEngine::Wgmma => {
             let bf16 = kernel == ScoresKernel::Bf16;
