@@ -40,6 +40,9 @@
 //         ascending order.
 //   wmma_bf16 / mfma_bf16: matrix-core order, heads summed per lane in ascending order
 //         then across lane groups; deterministic run to run, not equal to the above.
+// The bodies live in common/scores_*.h; the emulator (src/emu/compile.rs) reads the names of
+// dynamic shared arrays from this file's own text, so here is the one they all use:
+// QSA_DYNAMIC_SHARED(smem_raw).
 #include "common/portable.h"
 #include "common/tile_reduce.h"
 

@@ -51,7 +51,7 @@ pub fn predicted_kernel(
                 // One tile per arch: "wmma_bf16" (gfx12) or "mfma_bf16" (gfx950), no suffix.
                 (false, k @ scores::ScoresKernel::AmdMatrixBf16(_)) => k.name().into(),
                 // The decode tile: "tf32_decode", or on sm_90a's wgmma decode kernels
-                // "tf32_decode_wg" (and bf16).
+                // "tf32_decode_wg" (and bf16; "_wgc" / "_wgc2" with a ring switch).
                 (false, k)
                     if k.tensor_cores()
                         && scores::tc_tile_on(&caps, &sw, k, s.queries, s.heads)
@@ -59,7 +59,13 @@ pub fn predicted_kernel(
                 {
                     let wg = scores::tc_engine(&caps, &sw, scores::TcTile::Decode)
                         == scores::TcEngine::Wgmma;
-                    format!("{}_decode{}", k.name(), if wg { "_wg" } else { "" })
+                    if wg {
+                        let bf16 = k == scores::ScoresKernel::Bf16;
+                        let c = scores::decode_wg::config_for(&sw, bf16)?;
+                        c.kernel(bf16).1.to_string()
+                    } else {
+                        format!("{}_decode", k.name())
+                    }
                 }
                 // sm_90a's prefill TF32 / BF16: "tf32_wgmma", "bf16_wgmma".
                 (false, k)

@@ -162,6 +162,18 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
         "mma | wgmma: the decode scorers' engine; wgmma (sm_90a only, else mma) streams Kb tiles as register A operands (qsa's sweep switch)",
     ),
     (
+        "QSA_SCORES_DECODE_WG_RING",
+        "regs | 2 ..= 6: the wgmma decode scorer's A staging; N tiles per warpgroup in a cp.async ring in shared memory (_decode_wgc; qsa's sweep switch)",
+    ),
+    (
+        "QSA_SCORES_DECODE_WG_GROUPS",
+        "1 | 2: warpgroups per CTA of the wgmma decode scorer; 2 share Q and need a ring (_decode_wgc2; qsa's sweep switch)",
+    ),
+    (
+        "QSA_SCORES_DECODE_GRID",
+        "full | even: the decode scorers' persistent grid; even takes the fewest CTAs that keep the most tiles per CTA (qsa's sweep switch)",
+    ),
+    (
         "QSA_ATTN_KERNEL",
         "gather | staged | decode: force one selection-attention kernel (qsa's switch; decode where built, sm_80+ NVIDIA, else staged)",
     ),
