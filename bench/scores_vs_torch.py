@@ -73,6 +73,20 @@ FORCED += [(f"{v}:{','.join(f'{k}={x}' for k, x in sw.items())}", v, sw) for v, 
     # More query groups than the dispatch sends to the decode tile (each group streams Kb):
     # at 2 / 4 x 64 x 262,144 against the wide tile the dispatch takes (MAX_GROUPS).
     ("auto", {**WG, "QSA_SCORES_TILE": "decode"}))]
+# The wgmma decode kernels' staging and grid (src/dispatch/scores/decode_wg.rs): the register
+# kernel on an even grid, then A through a cp.async ring of N tiles per warpgroup (_wgc: 2 CTAs
+# per SM where shared memory holds them, else 1), two warpgroups sharing Q (_wgc2, 1 CTA per
+# SM). Elsewhere (no wgmma, or a shape the decode tile does not take) the same launch as
+# another row, run once.
+RING, EVEN = "QSA_SCORES_DECODE_WG_RING", {"QSA_SCORES_DECODE_GRID": "even"}
+GROUPS2 = {"QSA_SCORES_DECODE_WG_GROUPS": "2"}
+DECODE_FORMS = [
+    {**EVEN},
+    {RING: "2"}, {RING: "2", **EVEN}, {RING: "3"}, {RING: "4"}, {RING: "6"},
+    {RING: "2", **GROUPS2}, {RING: "3", **GROUPS2}, {RING: "3", **GROUPS2, **EVEN},
+]
+FORCED += [(f"{v}:{','.join(f'{k}={x}' for k, x in sw.items())}", v, sw)
+           for v in ("auto", "bf16") for sw in ({**WG, **f} for f in DECODE_FORMS)]
 # The wgmma kernels' units per CTA (sm_90a; elsewhere the same plan as the variant's, run once).
 FORCED += [(f"{v}:QSA_SCORES_WG_UPC={u}", v, {"QSA_SCORES_WG_UPC": str(u)})
            for v in ("auto", "bf16") for u in (1, 2, 4, 8, 16)]
@@ -203,6 +217,9 @@ def check(sc, shapes, log):
             kern = plan["call"][-1].get("kernel", "") if plan.get("call") else ""
             if "_wgrs" in kern:  # the RS wgmma kernels share the engine's label: name each
                 k = f"{k}/{kern.rsplit('_', 1)[-1]}"  # e.g. tf32_wgmma/wgrs256s
+            elif "_decode_wg" in kern and ":" in v:  # forced ring / grid forms: grid, bytes
+                last = plan["call"][-1]
+                k = f"{k}/grid{last['grid'][0]}/{last['shared_bytes']}B"
             s = torch.full((nq, blocks), float("nan"), device="cuda")
             sc.launcher_of(plan, q, kb, w, s)()
             torch.cuda.synchronize()
@@ -228,7 +245,8 @@ def check(sc, shapes, log):
         for k, r in rmse_of.items():
             engine = k.split("/")[0]
             twin = (engine[: -len("_wgmma")] if engine.endswith("_wgmma")
-                    else engine[: -len("_wg")] if engine.endswith("_decode_wg") else None)
+                    else engine.rsplit("_", 1)[0]
+                    if engine.endswith(("_decode_wg", "_decode_wgc", "_decode_wgc2")) else None)
             if twin in rmse_of and r > 2 * rmse_of[twin]:
                 log(f"| {nq}x{heads}x{blocks} | {k} | RMSE {r:.3e} > 2x {twin}'s {rmse_of[twin]:.3e}: FAIL | | | | |")
                 ok = False
@@ -319,6 +337,73 @@ def bench(sc, shapes, log):
     log("")
 
 
+# --stability: the BF16 / TF32 wide-tile wgmma kernels whose replays spread 2-3x in session 7's
+# call F1 (rs256p / rs256 / rs128: 48.7-146.2 us) while rs256ps / rs256o stayed tight.
+STABILITY_ROWS = [(f"{v}:QSA_SCORES_WG={k}", v, {"QSA_SCORES_WG": k})
+                  for v, ks in (("bf16", ("rs256p", "rs256", "rs128", "rs256ps", "rs256o")),
+                                ("auto", ("rs256", "rs256o")))
+                  for k in ks]
+
+
+def replays(fn, reps, inner):
+    """Per-call times (s) of `reps` batches of `inner` back-to-back calls, in launch order."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    out = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(inner):
+            fn()
+        b.record()
+        b.synchronize()
+        out.append(a.elapsed_time(b) * 1e-3 / inner)
+    return out
+
+
+def stability(sc, shape, rounds, reps, inner, log):
+    """Is a kernel's replay spread its own or the machine's? Every kernel of STABILITY_ROWS and
+    cuBLAS's BF16 GEMM alone (the control) are timed in `rounds` rounds, the order reversed
+    every other round, `reps` replays of `inner` calls each; per kernel: each round's median,
+    then over all replays p10 / p50 / p90 / max and how many exceed 1.25x its fastest. A spread
+    the control shares, or that moves with the position in the round, is the machine's; one
+    that stays with a kernel in every round and either order is the kernel's. With --inner 1
+    a bimodal kernel (replays at 1x and 2x / 3x its fastest) points at CTAs that did not all
+    fit one wave, a smeared one at clocks."""
+    nq, heads, blocks = shape
+    q, kb, w = make_inputs(nq, heads, blocks, 7)
+    s = torch.empty((nq, blocks), device="cuda")
+    rows = []
+    for label, v, sw in STABILITY_ROWS:
+        p = sc.planner.plan("scores", dict(nq=nq, heads=heads, blocks=blocks), v, sw)
+        kern = p["call"][-1]["kernel"]
+        rows.append((f"{kern} ({label})", sc.launcher_of(p, q, kb, w, s)))
+    qb, kbb = q.view(-1, HEAD_DIM).bfloat16(), kb.t().bfloat16()
+    rows.append(("cuBLAS BF16 GEMM alone (control)", lambda: torch.mm(qb, kbb)))
+    times = {name: [] for name, _ in rows}
+    medians = {name: [] for name, _ in rows}
+    for r in range(rounds):
+        order = rows if r % 2 == 0 else rows[::-1]
+        for pos, (name, fn) in enumerate(order):
+            ts = replays(fn, reps, inner)
+            times[name] += ts
+            medians[name].append((sorted(ts)[len(ts) // 2], pos))
+    log(f"## Replay stability at {nq}x{heads}x{blocks}: {rounds} rounds (order reversed every other), "
+        f"{reps} replays of {inner} call(s); {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}, "
+        f"{torch.cuda.get_device_name()}\n")
+    log("| kernel | median us per round (position) | p10 | p50 | p90 | max | replays > 1.25x fastest |")
+    log("|---|---|---|---|---|---|---|")
+    for name, _ in rows:
+        ts = sorted(times[name])
+        pick = lambda f: ts[min(len(ts) - 1, int(f * len(ts)))] * 1e6
+        slow = sum(1 for t in ts if t > 1.25 * ts[0])
+        per_round = ", ".join(f"{m * 1e6:.1f} ({pos})" for m, pos in medians[name])
+        log(f"| {name} | {per_round} | {pick(0.1):.1f} | {pick(0.5):.1f} | {pick(0.9):.1f} | "
+            f"{ts[-1] * 1e6:.1f} | {slow} of {len(ts)} |")
+    log("")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kernels", default="build/kernels/sm_90",
@@ -326,6 +411,12 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     ap.add_argument("--skip-check", action="store_true")
     ap.add_argument("--skip-bench", action="store_true")
+    ap.add_argument("--stability", action="store_true",
+                    help="only the replay-stability sweep of the wide wgmma kernels (STABILITY_ROWS)")
+    ap.add_argument("--stability-shape", default="256x64x4096", help="nq x heads x blocks (default %(default)s)")
+    ap.add_argument("--rounds", type=int, default=4, help="stability rounds (default %(default)s)")
+    ap.add_argument("--reps", type=int, default=30, help="stability replays per kernel and round (default %(default)s)")
+    ap.add_argument("--inner", type=int, default=10, help="calls per stability replay (default %(default)s)")
     qsa_plan.add_plan_args(ap)
     a = ap.parse_args()
     planner = qsa_plan.Planner(a.qsa, a.target, a.matrix)
@@ -345,6 +436,12 @@ def main():
     sc = Scorer(planner, a.kernels)
     qsa_plan.check_device(planner.plan("scores", dict(nq=1, heads=1, blocks=1)), log)
     ok = True
+    if a.stability:
+        shape = tuple(int(x) for x in a.stability_shape.split("x"))
+        stability(sc, shape, a.rounds, a.reps, a.inner, log)
+        with open(os.path.join(a.out, f"scores_stability_inner{a.inner}.md"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+        return
     if not a.skip_check:
         ok = check(sc, CHECK_SHAPES, log)
     if not a.skip_bench:
