@@ -91,7 +91,7 @@ FORCED += [(f"{v}:{','.join(f'{k}={x}' for k, x in sw.items())}", v, sw)
 FORCED += [(f"{v}:QSA_SCORES_WG_UPC={u}", v, {"QSA_SCORES_WG_UPC": str(u)})
            for v in ("auto", "bf16") for u in (1, 2, 4, 8, 16)]
 # sm_90a's wgmma kernels by QSA_SCORES_WG: session 6's ss and every A-in-registers kernel (the
-# defaults, rs256 / rs256p, are the auto / bf16 rows; elsewhere the variant's plan, run once).
+# defaults, rs256o / rs256ps, are the auto / bf16 rows; elsewhere the variant's plan, run once).
 FORCED += [(f"{v}:QSA_SCORES_WG={k}", v, {"QSA_SCORES_WG": k})
            for v, ks in (("auto", ("ss", "rs128", "rs128p", "rs256", "rs128s", "rs256s", "rs256o")),
                          ("bf16", ("ss", "rs128", "rs256", "rs256p", "rs128s", "rs256ps", "rs256o")))

@@ -24,8 +24,10 @@
 //     MMAs run (more registers, fewer warpgroups per SM).
 // Measured (H200, 2026-12-02 06:08 UTC, bench/scores_vs_torch.py, 256 x 64 x 4096, median):
 // TF32 rs256 67.6 us (the SS kernel 155.3, cuBLAS's TF32 GEMM alone 95.9), BF16 rs256p 51.2 us
-// (SS 85.8, cuBLAS BF16 on pre-converted inputs 50.3): sm_90's defaults (dispatch/scores/
-// engine.rs has every variant's figure). Swizzling B (s) did not pay for TF32 (70.1 us).
+// (SS 85.8, cuBLAS BF16 on pre-converted inputs 50.3). Since then sm_90's defaults are the
+// ping-pong rs256o for TF32 (60.4-65.4 us in two later calls) and rs256ps for BF16 (the one
+// BF16 form whose replays never spread); dispatch/scores/engine.rs has every figure.
+// Swizzling B (s) did not pay for TF32 (70.1 us).
 // The k order is permuted (the dot product's terms, not its value): within each 16-wide k
 // chunk i, thread t's float4 of A (k = 16 i + 4 t .. + 3) fills its fragment slots, so the
 // loads are whole float4; B is staged with the same permutation (rs_stage_b). Which logical k

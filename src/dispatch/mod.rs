@@ -139,7 +139,7 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
     ),
     (
         "QSA_SCORES_WG",
-        "ss | rs128 | rs128p | rs256 | rs256p | rs128s | rs128ps | rs256s | rs256ps | rs256o | rs256po: sm_90a's prefill wgmma scorer: A through shared memory (ss, session 6's) or A in registers (rs*, BN blocks per CTA; p: next A prefetched, s: swizzled B, o: ping-pong); default rs256 (TF32), rs256p (BF16) (qsa's sweep switch)",
+        "ss | rs128 | rs128p | rs256 | rs256p | rs128s | rs128ps | rs256s | rs256ps | rs256o | rs256po: sm_90a's prefill wgmma scorer: A through shared memory (ss, session 6's) or A in registers (rs*, BN blocks per CTA; p: next A prefetched, s: swizzled B, o: ping-pong); default rs256o (TF32), rs256ps (BF16) (qsa's sweep switch)",
     ),
     (
         "QSA_SCORES_SIMT_DC",

@@ -85,26 +85,30 @@ pub enum WgKernel {
     },
 }
 
-/// sm_90a's default per precision (TF32, BF16): the fastest measured. H200, 2026-12-02 06:08
-/// UTC, bench/scores_vs_torch.py (/work/wt/results/wgsc2-1.md), median us at 256 x 64 x 4096
-/// / 256 x 64 x 2048: TF32 ss 155.3 / 81.3, rs128 83.7 / 48.6, rs128p 76.5 / 44.1, **rs256
-/// 67.6 / 40.9**, rs128s 87.2 / 49.1, rs256s 70.1 / 40.9 (cuBLAS TF32 GEMM alone 95.9 /
-/// 52.5); BF16 ss 85.8 / 63.4, rs128 59.5 / 38.8, rs256 53.8 / 32.1, **rs256p 51.2 / 31.1**,
-/// rs128s 59.9 / 36.2, rs256ps 50.4 / 31.6 (cuBLAS BF16 on pre-converted inputs 50.3 / 27.8).
-/// rs256ps and rs256p are within each other's spread (47.0..53.1 / 49.2..56.0 us); the
-/// no-swizzle layout is kept, as TF32's swizzled rs256s was slower. rs256o (ping-pong) was
-/// added after that call and is unmeasured.
+/// sm_90a's default per precision (TF32, BF16): the fastest and steadiest measured. H200,
+/// bench/scores_vs_torch.py, median us (min..max) at 256 x 64 x 4096, three calls on
+/// 2026-12-02: TF32 rs256 / **rs256o** 67.6 / - (06:08, /work/wt/results/wgsc2-1.md, rs256o not
+/// yet built), 73.0 / 65.4 (06:50, call F1), 68.4 / 60.4 (08:22-08:29, call P,
+/// /work/wt/results/p/sbs/scores-1); cuBLAS TF32 GEMM alone 95.9 / 92.5. BF16 rs256p /
+/// **rs256ps**: 51.2 (49.2..56.0) / 50.4 (47.0..53.1) at 06:08; F1: rs256p's replays spread
+/// 48.7-146.2 (median 93.1) while rs256ps stayed at 48.6 (48.2..50.5); P: 48.6 (47.9..53.1) /
+/// 47.3 (46.7..48.8); cuBLAS BF16 alone 50.3 / 50.0. rs256o (ping-pong: the two warpgroups
+/// take turns issuing their MMAs) won TF32 by 11-12% in both calls that ran it; rs256ps (B
+/// swizzled, next A prefetched) was the faster or tied BF16 form in all three and never
+/// spread. At 256 x 64 x 2048 (06:08): TF32 rs256 40.9, rs256s 40.9; BF16 rs256p 31.1,
+/// rs256ps 31.6. H200.md's stability sweep (rounds of alternating order, cuBLAS as control)
+/// is the check of both choices; a revert is this table's one line per precision.
 pub const WG_KERNEL_DEFAULT: [WgKernel; 2] = [
     WgKernel::Rs {
         bn: 256,
         prefetch: false,
         swizzle: false,
-        pingpong: false,
+        pingpong: true,
     },
     WgKernel::Rs {
         bn: 256,
         prefetch: true,
-        swizzle: false,
+        swizzle: true,
         pingpong: false,
     },
 ];
