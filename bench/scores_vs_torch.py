@@ -72,7 +72,10 @@ FORCED += [(f"{v}:{','.join(f'{k}={x}' for k, x in sw.items())}", v, sw) for v, 
     ("bf16", {**WG, "QSA_SCORES_DECODE_CTAS_PER_SM": "1"}),
     # More query groups than the dispatch sends to the decode tile (each group streams Kb):
     # at 2 / 4 x 64 x 262,144 against the wide tile the dispatch takes (MAX_GROUPS).
-    ("auto", {**WG, "QSA_SCORES_TILE": "decode"}))]
+    ("auto", {**WG, "QSA_SCORES_TILE": "decode"}),
+    # BF16 keeps decode::MAX_GROUPS (1): at 2 x 64 x 262,144 it ran the wide bf16_wgmma (96.6 us
+    # in call P) where TF32's decode kernel took 66.5; this row measures BF16's decode kernel there.
+    ("bf16", {**WG, "QSA_SCORES_TILE": "decode"}))]
 # The wgmma decode kernels' staging and grid (src/dispatch/scores/decode_wg.rs): the register
 # kernel on an even grid, then A through a cp.async ring of N tiles per warpgroup (_wgc: 2 CTAs
 # per SM where shared memory holds them, else 1), two warpgroups sharing Q (_wgc2, 1 CTA per
@@ -411,6 +414,9 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     ap.add_argument("--skip-check", action="store_true")
     ap.add_argument("--skip-bench", action="store_true")
+    ap.add_argument("--shapes", default="",
+                    help="comma-separated nq x heads x blocks (e.g. 1x64x262144): check and bench only these "
+                         "of CHECK_SHAPES / BENCH_SHAPES (default: all)")
     ap.add_argument("--stability", action="store_true",
                     help="only the replay-stability sweep of the wide wgmma kernels (STABILITY_ROWS)")
     ap.add_argument("--stability-shape", default="256x64x4096", help="nq x heads x blocks (default %(default)s)")
@@ -419,6 +425,15 @@ def main():
     ap.add_argument("--inner", type=int, default=10, help="calls per stability replay (default %(default)s)")
     qsa_plan.add_plan_args(ap)
     a = ap.parse_args()
+    if a.shapes:
+        keep = set(a.shapes.split(","))
+        global CHECK_SHAPES, BENCH_SHAPES
+        known = sorted({"x".join(map(str, sh)) for sh, _ in CHECK_SHAPES} |
+                       {"x".join(map(str, sh)) for sh in BENCH_SHAPES})
+        CHECK_SHAPES = [(sh, seed) for sh, seed in CHECK_SHAPES if "x".join(map(str, sh)) in keep]
+        BENCH_SHAPES = [sh for sh in BENCH_SHAPES if "x".join(map(str, sh)) in keep]
+        if not CHECK_SHAPES and not BENCH_SHAPES:
+            sys.exit(f"--shapes {a.shapes}: none of the check or bench shapes; they are {', '.join(known)}")
     planner = qsa_plan.Planner(a.qsa, a.target, a.matrix)
     if a.plan_only:
         sys.exit(qsa_plan.plan_only(planned(planner, not a.skip_check, not a.skip_bench), sys.stdout))
