@@ -258,6 +258,20 @@ mod tests {
         }
     }
 
+    /// The wgmma decode scorer's switches mean nothing to the mma.sync one: refused by name.
+    #[test]
+    fn mma_decode_refuses_the_wgmma_switches() {
+        for k in ["QSA_SCORES_DECODE_WG_RING", "QSA_SCORES_DECODE_WG_GROUPS"] {
+            let e = config_for(&sw(&[(k, "2")]), 232_448).unwrap_err();
+            assert!(
+                e.contains(&format!("{k} configures the wgmma decode scorer (sm_90a)")),
+                "{e}"
+            );
+        }
+        let c = config_for(&sw(&[(GRID_SWITCH, "even")]), 232_448).unwrap();
+        assert_eq!(c.fill, GridFill::Even);
+    }
+
     #[test]
     fn decode_takes_calls_whose_rows_fit_one_cta() {
         assert_eq!(query_groups(1, 64), 1);

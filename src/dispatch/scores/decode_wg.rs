@@ -292,7 +292,8 @@ mod tests {
                 && e.contains("lower QSA_SCORES_DECODE_WG_RING"),
             "{e}"
         );
-        let e = cfg(&[(RING_SWITCH, "3"), (CTAS_SWITCH, "2")], false).unwrap_err();
+        let e = cfg(&[(RING_SWITCH, "3"), (CTAS_SWITCH, "2")], false)
+            .expect_err("2 CTAs of a 3-tile TF32 ring (2 x 132 KiB) cannot be resident on one SM");
         assert!(
             e.contains("QSA_SCORES_DECODE_CTAS_PER_SM=2 with QSA_SCORES_DECODE_WG_RING=3")
                 && e.contains("at most 1 resident"),

@@ -284,7 +284,11 @@ mod tests {
         assert_eq!(l.grid, (256, 1, 1));
         // 700 blocks = 11 tiles on 4 slots: 3 each on 4 CTAs either way (11 = 3 + 3 + 3 + 2).
         let l = plan_decode_wg(ScoresKernel::Tf32, &even, 2, (1, 64, 700), 232_448).unwrap();
-        assert_eq!(l.grid, (4, 1, 1));
+        assert_eq!(
+            l.grid,
+            (4, 1, 1),
+            "an even grid of 11 tiles, 3 per CTA, needs 4 CTAs"
+        );
         // The mma.sync kernel too: 1,024 tiles of 256 blocks on 132 slots: 8 each on 128.
         let h200_even = DecodeConfig {
             fill: GridFill::Even,
