@@ -272,13 +272,12 @@ def check(sc, shapes, log):
     return ok
 
 
-def time_it(fn, reps, inner=10, warmup=3):
-    """Median (min, max) over `reps` batches of the per-call time of `inner` back-to-back
-    calls between two CUDA events: batching keeps the host's launch cost off the GPU clock."""
-    for _ in range(warmup):
+def replays(fn, reps, inner):
+    """Per-call times (s) of `reps` batches of `inner` back-to-back calls, in launch order."""
+    for _ in range(3):
         fn()
     torch.cuda.synchronize()
-    ts = []
+    out = []
     for _ in range(reps):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
@@ -286,8 +285,14 @@ def time_it(fn, reps, inner=10, warmup=3):
             fn()
         b.record()
         b.synchronize()
-        ts.append(a.elapsed_time(b) * 1e-3 / inner)
-    ts.sort()
+        out.append(a.elapsed_time(b) * 1e-3 / inner)
+    return out
+
+
+def time_it(fn, reps, inner=10):
+    """Median (min, max) over `reps` batches of the per-call time of `inner` back-to-back
+    calls between two CUDA events: batching keeps the host's launch cost off the GPU clock."""
+    ts = sorted(replays(fn, reps, inner))
     return ts[len(ts) // 2], ts[0], ts[-1]
 
 
@@ -346,23 +351,6 @@ STABILITY_ROWS = [(f"{v}:QSA_SCORES_WG={k}", v, {"QSA_SCORES_WG": k})
                   for v, ks in (("bf16", ("rs256p", "rs256", "rs128", "rs256ps", "rs256o")),
                                 ("auto", ("rs256", "rs256o")))
                   for k in ks]
-
-
-def replays(fn, reps, inner):
-    """Per-call times (s) of `reps` batches of `inner` back-to-back calls, in launch order."""
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(inner):
-            fn()
-        b.record()
-        b.synchronize()
-        out.append(a.elapsed_time(b) * 1e-3 / inner)
-    return out
 
 
 def stability(sc, shape, rounds, reps, inner, log):

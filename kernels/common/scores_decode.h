@@ -1,8 +1,8 @@
 // The decode scorers of kernels/block_scores.cu (block_scores_tf32_decode,
 // block_scores_bf16_decode): one streaming pass over Kb at HBM rate for calls whose rows
 // (queries x heads padded to m-tiles of 16) fit one CTA's 64. Included by block_scores.cu
-// inside its NVIDIA sm_80+ section, after common/scores_tc.h (it uses TC_LD, tc_mtile_sum
-// and the mma.h names); it lives
+// inside its NVIDIA sm_80+ section, after common/scores_tc.h (it uses TC_LD, tc_mma_half,
+// tc_mtile_sum and the mma.h names); it lives
 // in common/ so that the emulator's module cache (keyed by every common header) sees it.
 //
 // Why a kernel of its own: Q is 64 rows x 128 d (32 KB) and Kb is 134 MB at 262,144 blocks,
@@ -192,28 +192,7 @@ __device__ __forceinline__ void dec_body(const float* __restrict__ q, const floa
         const float4 al = *reinterpret_cast<const float4*>(As + r * DEC_QLD + 8 * t + 4 * half);
         const float4 ah =
             *reinterpret_cast<const float4*>(As + (r + 8) * DEC_QLD + 8 * t + 4 * half);
-        if constexpr (BF16) {
-          const unsigned a[4] = {qsa_pack_bf16x2(al.x, al.y), qsa_pack_bf16x2(ah.x, ah.y),
-                                 qsa_pack_bf16x2(al.z, al.w), qsa_pack_bf16x2(ah.z, ah.w)};
-#pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            const unsigned b[2] = {qsa_pack_bf16x2(bf[j].x, bf[j].y),
-                                   qsa_pack_bf16x2(bf[j].z, bf[j].w)};
-            qsa_mma_m16n8k16_bf16(acc[i][j], a, b[0], b[1]);
-          }
-        } else {
-          const unsigned a0[4] = {__float_as_uint(al.x), __float_as_uint(ah.x),
-                                  __float_as_uint(al.y), __float_as_uint(ah.y)};
-          const unsigned a1[4] = {__float_as_uint(al.z), __float_as_uint(ah.z),
-                                  __float_as_uint(al.w), __float_as_uint(ah.w)};
-#pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            const unsigned b0v[2] = {__float_as_uint(bf[j].x), __float_as_uint(bf[j].y)};
-            const unsigned b1v[2] = {__float_as_uint(bf[j].z), __float_as_uint(bf[j].w)};
-            qsa_mma_m16n8k8_tf32(acc[i][j], a0, b0v);
-            qsa_mma_m16n8k8_tf32(acc[i][j], a1, b1v);
-          }
-        }
+        tc_mma_half<BF16>(acc[i], al, ah, bf);  // common/scores_tc.h
       }
     }
     if (kc != DEC_KCH - 1) continue;

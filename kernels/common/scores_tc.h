@@ -31,6 +31,36 @@
 #define TC_BK 32
 #define TC_LD 36  // shared row stride, floats
 
+// One m-tile's half k-chunk of a warp's mma.sync tile: A fragments al (row g) and ah (row
+// g + 8), k 8t + 4 half .. + 3 (the permuted order above), times the four n-tiles' B
+// fragments bf (8j + g's same k; TF32 values already rounded), accumulated into acc[j]: two
+// m16n8k8 TF32 steps or one m16n8k16 BF16 step per n-tile. tc_body and the mma.sync decode
+// scorers (scores_decode.h) share it.
+template <bool BF16>
+QSA_DEVICE void tc_mma_half(float (&acc)[4][4], float4 al, float4 ah, const float4 (&bf)[4]) {
+  if constexpr (BF16) {
+    const unsigned a[4] = {qsa_pack_bf16x2(al.x, al.y), qsa_pack_bf16x2(ah.x, ah.y),
+                           qsa_pack_bf16x2(al.z, al.w), qsa_pack_bf16x2(ah.z, ah.w)};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const unsigned b[2] = {qsa_pack_bf16x2(bf[j].x, bf[j].y), qsa_pack_bf16x2(bf[j].z, bf[j].w)};
+      qsa_mma_m16n8k16_bf16(acc[j], a, b[0], b[1]);
+    }
+  } else {
+    const unsigned a0[4] = {__float_as_uint(al.x), __float_as_uint(ah.x), __float_as_uint(al.y),
+                            __float_as_uint(ah.y)};
+    const unsigned a1[4] = {__float_as_uint(al.z), __float_as_uint(ah.z), __float_as_uint(al.w),
+                            __float_as_uint(ah.w)};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const unsigned b0v[2] = {__float_as_uint(bf[j].x), __float_as_uint(bf[j].y)};
+      const unsigned b1v[2] = {__float_as_uint(bf[j].z), __float_as_uint(bf[j].w)};
+      qsa_mma_m16n8k8_tf32(acc[j], a0, b0v);
+      qsa_mma_m16n8k8_tf32(acc[j], a1, b1v);
+    }
+  }
+}
+
 // The epilogue of one m-tile of a warp's 16-row x 32-block mma.sync tile (acc[j][e]: n-tile
 // j < 4, C fragment e; lane (g, t) holds rows g (e 0, 1) and g + 8 (e 2, 3) of columns
 // 8j + 2t + e % 2): w * relu(acc) per row (w_lo of row g, w_hi of row g + 8), the 16 rows
@@ -189,28 +219,7 @@ __device__ __forceinline__ void tc_body(const float* __restrict__ q, const float
           const float4 al = *reinterpret_cast<const float4*>(As + r * TC_LD + 8 * t + 4 * half);
           const float4 ah =
               *reinterpret_cast<const float4*>(As + (r + 8) * TC_LD + 8 * t + 4 * half);
-          if constexpr (BF16) {
-            const unsigned a[4] = {qsa_pack_bf16x2(al.x, al.y), qsa_pack_bf16x2(ah.x, ah.y),
-                                   qsa_pack_bf16x2(al.z, al.w), qsa_pack_bf16x2(ah.z, ah.w)};
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {
-              const unsigned b[2] = {qsa_pack_bf16x2(bf[j].x, bf[j].y),
-                                     qsa_pack_bf16x2(bf[j].z, bf[j].w)};
-              qsa_mma_m16n8k16_bf16(acc[i][j], a, b[0], b[1]);
-            }
-          } else {
-            const unsigned a0[4] = {__float_as_uint(al.x), __float_as_uint(ah.x),
-                                    __float_as_uint(al.y), __float_as_uint(ah.y)};
-            const unsigned a1[4] = {__float_as_uint(al.z), __float_as_uint(ah.z),
-                                    __float_as_uint(al.w), __float_as_uint(ah.w)};
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {
-              const unsigned b0v[2] = {__float_as_uint(bf[j].x), __float_as_uint(bf[j].y)};
-              const unsigned b1v[2] = {__float_as_uint(bf[j].z), __float_as_uint(bf[j].w)};
-              qsa_mma_m16n8k8_tf32(acc[i][j], a0, b0v);
-              qsa_mma_m16n8k8_tf32(acc[i][j], a1, b1v);
-            }
-          }
+          tc_mma_half<BF16>(acc[i], al, ah, bf);
         }
       }
     }

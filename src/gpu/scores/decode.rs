@@ -13,8 +13,14 @@ use crate::dispatch::scores::ScoresKernel;
 
 /// What both decode scorers' persistent launches are made of.
 struct Persistent {
-    /// Entry point, for messages.
+    /// Entry point.
     name: &'static str,
+    /// What `Prepared::dispatched` reports.
+    variant: &'static str,
+    /// Threads per CTA.
+    threads: usize,
+    /// Arguments past the common seven.
+    extra_args: Vec<i32>,
     /// Blocks per tile.
     tile_blocks: usize,
     /// Streamers per CTA (each walks its own tiles: 1, or 2 warpgroups of `_decode_wgc2`).
@@ -25,16 +31,16 @@ struct Persistent {
     fill: GridFill,
 }
 
-/// The checks both decode scorers share (heads, shared memory, int32 block indices, grid.y)
-/// and their persistent grid: per query group, min(CTAs for one tile per streamer,
-/// multiprocessors x CTAs per SM / query groups); `GridFill::Even` then takes the fewest CTAs
-/// that keep the most tiles any streamer walks.
-fn persistent_grid(
-    p: &Persistent,
+/// The launch of either decode scorer: the checks both share (heads, shared memory, int32
+/// block indices, grid.y) and their persistent grid: per query group, min(CTAs for one tile
+/// per streamer, multiprocessors x CTAs per SM / query groups); `GridFill::Even` then takes
+/// the fewest CTAs that keep the most tiles any streamer walks.
+fn persistent_launch(
+    p: Persistent,
     multiprocessors: usize,
     (nq, heads, blocks): (usize, usize, usize),
     shared_limit: u32,
-) -> BackendResult<(u32, u32, u32)> {
+) -> BackendResult<ScoresLaunch> {
     let name = p.name;
     if !holds_heads(heads) {
         return Err(BackendError::Unsupported(format!(
@@ -68,11 +74,18 @@ fn persistent_grid(
         let most = tiles.div_ceil(ctas * p.streamers);
         ctas = tiles.div_ceil(most * p.streamers);
     }
-    Ok((to_u32(ctas, "grid.x")?, groups as u32, 1))
+    Ok(ScoresLaunch {
+        kernel: p.name,
+        variant: p.variant.into(),
+        grid: (to_u32(ctas, "grid.x")?, groups as u32, 1),
+        block: p.threads as u32,
+        shared_bytes: p.shared as u32,
+        extra_args: p.extra_args,
+    })
 }
 
 /// The wgmma decode scorer's launch for `nq x heads x blocks` (all >= 1) on `multiprocessors`
-/// SMs (kernels/common/scores_decode_wg.h, "Launch"): `persistent_grid` over tiles of 64
+/// SMs (kernels/common/scores_decode_wg.h, "Launch"): `persistent_launch` over tiles of 64
 /// blocks, one warpgroup per CTA (two for `_decode_wgc2`), Q's bytes (and the rings') of
 /// dynamic shared memory; the ring kernels' last argument is the ring depth.
 pub(super) fn plan_decode_wg(
@@ -86,25 +99,21 @@ pub(super) fn plan_decode_wg(
     let (name, variant) = cfg.kernel(bf16);
     let p = Persistent {
         name,
+        variant,
+        threads: cfg.threads(),
+        extra_args: cfg.extra_args(),
         tile_blocks: TILE_BLOCKS,
         streamers: cfg.warpgroups,
         shared: cfg.shared_bytes(bf16),
         ctas_per_sm: cfg.ctas_per_sm,
         fill: cfg.fill,
     };
-    Ok(ScoresLaunch {
-        kernel: name,
-        variant: variant.into(),
-        grid: persistent_grid(&p, multiprocessors, shape, shared_limit)?,
-        block: cfg.threads() as u32,
-        shared_bytes: p.shared as u32,
-        extra_args: cfg.extra_args(),
-    })
+    persistent_launch(p, multiprocessors, shape, shared_limit)
 }
 
 /// Grid, block and shared memory of a mma.sync decode scorer for `nq x heads x blocks`
 /// (all at least 1) on `multiprocessors` SMs (kernels/common/scores_decode.h, "Launch"):
-/// `persistent_grid` over tiles of 32 blocks per warp; the kernel's last argument is
+/// `persistent_launch` over tiles of 32 blocks per warp; the kernel's last argument is
 /// `cfg.stages`.
 pub(super) fn plan_decode(
     kernel: ScoresKernel,
@@ -120,20 +129,16 @@ pub(super) fn plan_decode(
     debug_assert!((2..=MAX_STAGES).contains(&cfg.stages));
     let p = Persistent {
         name,
+        variant,
+        threads: cfg.threads(),
+        extra_args: vec![cfg.stages as i32],
         tile_blocks: cfg.blocks_per_tile(),
         streamers: 1,
         shared: cfg.shared_bytes(),
         ctas_per_sm: cfg.ctas_per_sm,
         fill: cfg.fill,
     };
-    Ok(ScoresLaunch {
-        kernel: name,
-        variant: variant.into(),
-        grid: persistent_grid(&p, multiprocessors, shape, shared_limit)?,
-        block: cfg.threads() as u32,
-        shared_bytes: p.shared as u32,
-        extra_args: vec![cfg.stages as i32],
-    })
+    persistent_launch(p, multiprocessors, shape, shared_limit)
 }
 
 #[cfg(test)]
