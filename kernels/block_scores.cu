@@ -4,7 +4,7 @@
 // A GEMM (M = nq*heads, N = blocks, K = 128) whose epilogue applies ReLU per head and sums
 // the heads of each query with their weights. relu(x) = fmaxf(x, 0) (a NaN dot gives 0).
 //
-// Kernels (extern "C", launched by name; launch rules are in src/gpu/scores.rs):
+// Kernels (extern "C", launched by name; launch rules are in src/gpu/scores/):
 //   block_scores_warp         the baseline: one 32-lane group per (q, b). Every target.
 //   block_scores_simt         FP32 tiled SIMT GEMM, 1 query x 8 heads x 8 blocks per
 //   block_scores_simt_d16     thread, d staged 8 (or 16, sm_90+ only) at a time. Every
@@ -141,7 +141,7 @@ QSA_KERNEL void __launch_bounds__(256, 2)
 // Decode scorers: Q resident, Kb streamed once through a cp.async ring by persistent CTAs
 // (common/scores_decode.h). Launch shape declared for the occupancy report: 4 warps, 3
 // stages (89,088 B: what sm_86's 99 KiB holds); sm_90 runs 8 warps x 4 stages (181,248 B,
-// one CTA per SM) unless the plan's switches say otherwise (src/gpu/scores.rs).
+// one CTA per SM) unless the plan's switches say otherwise (src/dispatch/scores/decode.rs).
 #include "common/scores_decode.h"
 // qsa:block 128
 // qsa:dynamic_shared 89088
@@ -252,7 +252,8 @@ QSA_KERNEL void __launch_bounds__(256, 1)
 }
 // A in registers (wgmma RS), B resident, no barrier after B's staging: rs_body and why, in
 // common/scores_wgrs.h. Name: _wgrs<BN>[p]: p loads the next item's A during the MMAs. The
-// minimum CTAs per SM of each launch bound is what src/gpu/scores.rs (WGRS) plans a wave with.
+// minimum CTAs per SM of each launch bound is what src/gpu/scores/wgrs.rs (RS_KERNELS) plans
+// a wave with.
 #include "common/scores_wgrs.h"
 // qsa:block 128
 // qsa:dynamic_shared 65536

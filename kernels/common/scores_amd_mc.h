@@ -43,7 +43,7 @@
 //
 // Launch: block = (256, 1, 1) (8 waves on gfx12, 4 on gfx950); BN = (256 / wave) * NT * 16
 // blocks per CTA (512 on gfx12, 256 on gfx950); grid = (ceil(blocks / BN), ceil(nq / QPC));
-// no dynamic LDS. NT and QPC are AMC_NT / AMC_QPC below; src/gpu/scores.rs mirrors them.
+// no dynamic LDS. NT and QPC are AMC_NT / AMC_QPC below; src/gpu/scores/plan.rs mirrors them.
 #pragma once
 
 // n-tiles (16 blocks each) per wave: their B fragments stay in registers, NT * 128 / G VGPRs.

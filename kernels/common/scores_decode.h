@@ -32,7 +32,7 @@
 // ascending order by the lane that holds the block; one store per (query, block).
 // Deterministic run to run; not the summation order of the warp / SIMT kernels.
 //
-// Launch (src/gpu/scores.rs, `decode_launch`): block = (32 W, 1, 1), grid = (min(tiles,
+// Launch (src/gpu/scores/decode.rs, `plan_decode`): block = (32 W, 1, 1), grid = (min(tiles,
 // multiprocessors x CTAs per SM), ceil(nq / QPC)); dynamic shared = DEC_Q_BYTES + stages x
 // BN x TC_LD x 4 bytes; the last argument is `stages` (2 .. DEC_MAX_STAGES). (An L2::256B
 // prefetch hint on the Kb copies was measured on the H200 and did nothing: 74.7 against

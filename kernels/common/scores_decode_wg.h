@@ -114,7 +114,8 @@ QSA_DEVICE void dwg_issue(const float* __restrict__ kb, int blocks, int i, int s
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int b = b0 + 8 * h;
-    const float4* src = reinterpret_cast<const float4*>(kb + (size_t)(b < blocks ? b : 0) * QSA_HEAD_DIM) + t;
+    const float4* src =
+        reinterpret_cast<const float4*>(kb + (size_t)(b < blocks ? b : 0) * QSA_HEAD_DIM) + t;
 #pragma unroll
     for (int p = 0; p < 8; ++p)
       qsa_cp_async16(slot + (h * 8 + p) * DWG_THREADS, src + 4 * p, b < blocks ? 16 : 0);
@@ -290,8 +291,9 @@ __device__ __forceinline__ void dwg_body(const float* __restrict__ q, const floa
       if (i + stages - 1 < my_tiles) dwg_issue<BF16, WGS>(kb, blocks, i + stages - 1, stages);
       qsa_cp_async_commit();
       float4 v[2][8];
-      const float4* slot = dwg_ring<BF16>() +
-                           ((tid / DWG_THREADS) * stages + i % stages) * DWG_RING_SLOT + tid % DWG_THREADS;
+      const int wg = tid / DWG_THREADS;
+      const float4* slot =
+          dwg_ring<BF16>() + (wg * stages + i % stages) * DWG_RING_SLOT + tid % DWG_THREADS;
 #pragma unroll
       for (int h = 0; h < 2; ++h)
 #pragma unroll

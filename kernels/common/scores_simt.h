@@ -24,8 +24,8 @@
 // nq / heads / blocks load zeros; their outputs are never stored.
 // Launch: grid = (ceil(blocks / 128), ceil(nq / 16)), block = (256, 1, 1), no dynamic shared
 // memory. Static shared: 2 buffers x 2 operands x DC x 132 x 4 B = 16,896 B (DC = 8) or
-// 33,792 B (DC = 16), under 48 KiB everywhere. Two kernels differ only in DC (src/gpu/scores.rs
-// picks one; QSA_SCORES_SIMT_DC forces it):
+// 33,792 B (DC = 16), under 48 KiB everywhere. Two kernels differ only in DC
+// (src/gpu/scores/plan.rs picks one; QSA_SCORES_SIMT_DC forces it):
 //   block_scores_simt      DC = 8:  128 stages (and barriers) per CTA at 64 heads. Every target.
 //   block_scores_simt_d16  DC = 16: 64 stages, 8 more staging registers. sm_90+ only.
 #pragma once

@@ -13,7 +13,7 @@
 //   block_scores_bf16_wgmma  wgmma m64n256k16 .bf16, 64 rows x 256 blocks per MMA tile
 // One warpgroup (128 threads) per CTA. The CTA's B tile (BN blocks x K = 128) is staged
 // once into shared memory; the CTA then walks upc = ceil(units / gridDim.y) "units" of 64
-// rows (the host picks grid.y: src/gpu/scores.rs, WG_UPC, QSA_SCORES_WG_UPC), restaging A
+// rows (the host picks grid.y: src/gpu/scores/plan.rs, WG_UPC, QSA_SCORES_WG_UPC), restaging A
 // (64 rows x 128) for each. A unit holds whole queries when heads <= 64: each query's heads
 // are padded to 16-row m-tiles (mtq = ceil(heads / 16)) and a unit holds 4 / mtq queries;
 // above 64 heads a unit is one query and the query takes ceil(mtq / 4) passes. Padded rows
@@ -34,7 +34,7 @@
 // Launch: block = (128, 1, 1); grid = (ceil(blocks / BN), ceil(units / UPC)) for any UPC >= 1, units =
 // ceil(nq / (4 / mtq)) (heads <= 64) or nq; dynamic shared = BN * 128 * E + 64 * 128 * E
 // + 4 * BN * 4 bytes (E = 4 for TF32, 2 for BF16): 100,352 B (TF32), 86,016 B (BF16), two
-// CTAs per SM. src/gpu/scores.rs mirrors BN and the shared size.
+// CTAs per SM. src/gpu/scores/plan.rs (plan_wgmma) mirrors BN and the shared size.
 #pragma once
 
 #define WG_THREADS 128

@@ -40,7 +40,7 @@
 // Sum order: per (query, block): the tensor core's k order; heads within a 16-head tile in
 // qsa_tile_rows16_sum's fixed tree; tiles in ascending order. Deterministic; not the SS
 // kernel's order.
-// Launch (src/gpu/scores.rs, plan_wgrs): block = (128 WGS); grid = (ceil(blocks / BN),
+// Launch (src/gpu/scores/wgrs.rs, plan_wgrs): block = (128 WGS); grid = (ceil(blocks / BN),
 // ceil(groups / gpc)), groups = ceil(nq / 4); the kernel takes gpc = ceil(groups / grid.y)
 // groups per CTA, warpgroup j the CTA's groups j, j + WGS, ...; dynamic shared = BN x 128 x E
 // (E = 4 TF32, 2 BF16), B only, + 1024 with the swizzled B (SW: its alignment). Block indices are ints up to blocks + BN - 1.

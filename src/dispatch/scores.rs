@@ -167,7 +167,7 @@ pub fn choose_for(caps: &TargetCaps, sw: &Switches, nq: usize) -> ScoresKernel {
     }
 }
 
-/// How many d the SIMT kernel stages per barrier (SIMT_DC in kernels/block_scores.cu,
+/// How many d the SIMT kernel stages per barrier (SIMT_DC in kernels/common/scores_simt.h,
 /// `simt_body`): one kernel each, the same tile, grid and summation order (so the same
 /// results bit for bit). 8 is the default and the only one built below sm_90
 /// (`simt_d16_built`); which is faster on the H200 is not measured yet:
@@ -203,7 +203,7 @@ pub fn simt_chunk_for(sw: &Switches) -> SimtChunk {
     }
 }
 
-/// CTA tile of the tensor-core kernels (kernels/block_scores.cu, `tc_body`).
+/// CTA tile of the tensor-core kernels (kernels/common/scores_tc.h, `tc_body`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TcTile {
     /// 128 rows (8 m-tiles of 16 heads) x 128 blocks: prefill.

@@ -8,7 +8,7 @@ operand / accumulator layouts. Constants (AMC_NT per arch, AMC_QPC, the host's A
 THREADS) are read from the sources, so a change there is seen here.
 
 What a pass proves (for the shapes below and both archs):
-  * the grid of src/gpu/scores.rs covers every (query, block) and the kernel stores each
+  * the grid of src/gpu/scores/plan.rs covers every (query, block) and the kernel stores each
     exactly once, never outside S, and never reads outside Q / Kb / w;
   * with the documented layouts, every product Q[q,h,k] * Kb[b,k] meets its partner once
     (a dot sums all 128 k), every row's weight and query are the right ones, padded rows
@@ -39,7 +39,7 @@ HEAD_DIM = 128
 # --- constants from the sources --------------------------------------------------------
 def read_constants():
     cu = (ROOT / "kernels/common/scores_amd_mc.h").read_text()
-    rs = (ROOT / "src/gpu/scores.rs").read_text()
+    rs = (ROOT / "src/gpu/scores/plan.rs").read_text()
     m = re.search(r"#if defined\(__gfx950__\)\s*#define AMC_NT (\d+)\s*#else\s*#define AMC_NT (\d+)", cu)
     assert m, "AMC_NT block not found in kernels/common/scores_amd_mc.h"
     nt_mfma, nt_wmma = int(m.group(1)), int(m.group(2))
@@ -214,7 +214,7 @@ def run_kernel(arch, qpc, q, kb, w, s, nq, heads, blocks, grid, epi_group_shift=
 
 
 def plan_grid(arch, qpc, nq, blocks):
-    """src/gpu/scores.rs, ScoresKernel::AmdMatrixBf16 arm."""
+    """src/gpu/scores/plan.rs, ScoresKernel::AmdMatrixBf16 arm."""
     per_cta = (256 // arch.wave) * arch.nt * 16
     return (-(-blocks // per_cta), -(-nq // qpc))
 
