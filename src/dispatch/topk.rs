@@ -46,7 +46,7 @@ pub const REGISTER_MAX_N: usize = 8192;
 pub const SPLIT_CHUNK: usize = 4096;
 /// Most queries for which the split pays (past that, one CTA per query fills the GPU).
 pub const SPLIT_MAX_QUERIES: usize = 16;
-/// CTAs of one query's cluster (TOPK_CLUSTER in kernels/topk.cu; 8 is the portable size).
+/// CTAs of one query's cluster (TOPK_CLUSTER in kernels/common/topk_cluster.h; 8 is the portable size).
 pub const CLUSTER_CTAS: usize = 8;
 /// Largest n the cluster kernel takes: a part of n / 8 keys staged in 160 KiB of shared
 /// memory, beside the kernel's 27.2 KiB of static shared memory (sm_90 resources snapshot).
@@ -171,7 +171,7 @@ impl SpecChunk {
 }
 
 /// The speculative kernel's variants (each exact; they differ in time): the chunk, and the
-/// `flags` bits of kernels/topk.cu (TOPK_SPEC_*).
+/// `flags` bits of the speculative kernel (TOPK_SPEC_* in kernels/common/topk_spec.h).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SpecOptions {
     pub chunk: SpecChunk,

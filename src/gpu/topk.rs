@@ -50,7 +50,7 @@ pub const WIDE_THREADS: u32 = 1024;
 /// Threads of a split CTA (TOPK_SPLIT_THREADS in kernels/topk.cu).
 pub const SPLIT_THREADS: u32 = 512;
 
-/// Threads of a cluster-kernel CTA (TOPK_CLUSTER_THREADS in kernels/topk.cu).
+/// Threads of a cluster-kernel CTA (TOPK_CLUSTER_THREADS in kernels/common/topk_cluster.h).
 pub const CLUSTER_THREADS: u32 = 1024;
 
 /// Entries of one CTA's part of a row in the cluster kernel.
@@ -92,7 +92,7 @@ pub fn split_chunks(n: usize) -> usize {
     n.div_ceil(SPLIT_CHUNK).max(1)
 }
 
-/// Bytes of the split's workspace (layout in kernels/topk.cu, TopkSplitWs).
+/// Bytes of the split's workspace (layout in kernels/common/topk_split.h, TopkSplitWs).
 pub fn split_workspace_bytes(nq: usize, n: usize, k: usize) -> usize {
     chunked_workspace_bytes(nq, n, k, SPLIT_CHUNK)
 }
@@ -312,12 +312,19 @@ mod tests {
     /// The kernel source's constants must agree with the host's launch rules.
     #[test]
     fn kernel_constants_match_the_host() {
-        let src = include_str!("../../kernels/topk.cu");
+        // The sizes live in topk.cu, the cluster kernel's in the header of its pieces.
+        let src = [
+            include_str!("../../kernels/topk.cu"),
+            include_str!("../../kernels/common/topk_cluster.h"),
+        ]
+        .concat();
         let define = |name: &str| -> usize {
             let line = src
                 .lines()
                 .find(|l| l.starts_with(&format!("#define {name} ")))
-                .unwrap_or_else(|| panic!("{name} not defined in kernels/topk.cu"));
+                .unwrap_or_else(|| {
+                    panic!("{name} not defined in kernels/topk.cu or common/topk_cluster.h")
+                });
             line.split_whitespace().nth(2).unwrap().parse().unwrap()
         };
         assert_eq!(define("TOPK_REG_ITEMS"), REGISTER_ITEMS);

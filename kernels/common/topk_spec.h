@@ -1,0 +1,205 @@
+// qsa top-k: the speculative decode kernel's body (one launch: each chunk keeps what its own
+// bound keeps; the query's last CTA proves no winner was dropped, or selects over the row).
+// Included by kernels/topk.cu, which holds the contract, the TOPK_* sizes (defined before
+// this), the entry points and their launch annotations; split out of it, one job per header.
+
+// Speculative kernel (decode in one launch). grid (m, nq), block TOPK_SPLIT_THREADS, the
+// split's workspace. Stage A's only job is a bound that every chunk can trust; here each
+// chunk trusts its own, checked afterwards:
+// 1. Chunk c keeps its entries >= b_c, b_c its own 16-bit-aligned bound with at least
+//    TOPK_SPEC_MARGIN * ceil(k / m) of its entries >= b_c (two radix digits, as stage A).
+//    Where that keeps more than kc (ties), it keeps its own top kc instead and publishes
+//    b_c = 0: a query's selection restricted to a chunk is a prefix of the chunk's order, of
+//    at most kc entries, so that chunk holds its part of the selection whatever the bound.
+// 2. The last CTA of the query selects k among the candidates (as the split's final step)
+//    and checks T >= max_c b_c, T the radix prefix of the selection's k-th key. If it holds,
+//    every entry of the row at or above the row's k-th key K* is a candidate (candidates are
+//    a subset of the row, so their k-th key T' satisfies b_c <= T <= T' <= K*), so the
+//    selection among candidates is the row's. If not (sorted rows: the late chunks' bounds
+//    sit above K*), that CTA selects over the whole row itself: exact, and slower.
+// For exchangeable scores the margin puts every chunk's bound below K*: the chunks' counts
+// at their bounds vary by about sqrt(count), far less than the margin (1 of 32 per chunk).
+#if !defined(TOPK_SPEC_MARGIN)  // overridable only by development probes
+#define TOPK_SPEC_MARGIN 2
+#endif
+// The speculative kernel's variants (the `flags` argument; src/dispatch/topk.rs sets them
+// from the QSA_TOPK_SPEC_* switches, all on by default: each measured faster on the H200):
+// each is exact either way, they differ in time only.
+// Final step: radix windows from the candidates' first differing bit (two passes where byte
+// digits take three for continuous scores).
+#define TOPK_SPEC_FINAL_WINDOW 1
+// Chunk bound in one histogram pass (topk_bound_window) instead of two radix digits.
+#define TOPK_SPEC_BOUND_WINDOW 2
+// Chunk keys loaded with 16-byte loads where the thread's entries are aligned and whole.
+#define TOPK_SPEC_LOAD_VEC4 4
+
+// A chunk's keys, blocked (thread t: entries t * ITEMS .. + ITEMS - 1 of the chunk).
+template <int ITEMS>
+QSA_DEVICE int topk_load_chunk_items(const float* row, int n, int chunk, bool vec4, unsigned (&key)[ITEMS]) {
+  const int base = chunk * (ITEMS * TOPK_SPLIT_THREADS) + threadIdx.x * ITEMS;
+  const int nv = max(0, min(ITEMS, n - base));
+  // `whole` is tested on n - base itself, not as nv == ITEMS: nvcc 13.0 folded that test into
+  // the VIMNMX computing nv (sm_90 SASS: `VIMNMX.RELU R37, P0, P0, R47, 0x8`, then `@P0 BRA
+  // !P1` into the LDG.128s) and on the card the 16-byte loads ran for a thread with 3 of its 8
+  // entries (read past the row's end): compute-sanitizer memcheck on the H200,
+  // 2026-12-02, "Invalid __global__ read of size 16 bytes in kernel qsa_topk_spec", n = 20,803,
+  // and the full chunks took the scalar loads (why vec4 measured no gain in call A1).
+  const bool whole = n - base >= ITEMS;
+  if (vec4 && whole && ((size_t)(row + base) & 15u) == 0) {
+    const float4* row4 = (const float4*)(row + base);
+    float4 x[ITEMS / 4];
+#pragma unroll
+    for (int j = 0; j < ITEMS / 4; ++j) x[j] = row4[j];
+#pragma unroll
+    for (int j = 0; j < ITEMS / 4; ++j) {
+      key[4 * j] = qsa_order_key(x[j].x);
+      key[4 * j + 1] = qsa_order_key(x[j].y);
+      key[4 * j + 2] = qsa_order_key(x[j].z);
+      key[4 * j + 3] = qsa_order_key(x[j].w);
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < ITEMS; ++j) key[j] = j < nv ? qsa_order_key(row[base + j]) : 0u;
+  }
+  return nv;
+}
+
+// A chunk bound in one histogram pass: the entries that share the chunk's largest key's top
+// 9 bits (sign and exponent of the score: its octave), binned by the next 8 bits; the
+// result is the lower edge of the bin where the count from the top reaches r, so at least r
+// entries lie at or above it (a 15-bit-aligned key, finer than two byte digits' 16 bits).
+// When the octave holds fewer than r entries (an outlier above the rest) the two-digit radix
+// bound is taken instead. Three block barriers plus one, where two digits take six.
+template <int ITEMS, bool LEAN = false>
+QSA_DEVICE unsigned topk_bound_window(const unsigned (&key)[ITEMS], int nv, unsigned r, TopkShared& s) {
+  const unsigned wave = threadIdx.x / QSA_WAVE;
+  const unsigned nwaves = blockDim.x / QSA_WAVE;
+  unsigned mx = 0u;
+#pragma unroll
+  for (int j = 0; j < ITEMS; ++j) mx = j < nv ? max(mx, key[j]) : mx;
+#pragma unroll
+  for (int off = QSA_WAVE / 2; off > 0; off >>= 1) mx = max(mx, (unsigned)qsa_shfl_xor(mx, off));
+  if (qsa_lane() == 0) s.waves[wave] = mx;
+  topk_hist_clear(s.hist[0]);
+  if (threadIdx.x == 0) s.count[0] = 0xffffffffu;  // no bin reached r
+  QSA_SYNC();
+  unsigned hi = 0u;
+  for (unsigned w = 0; w < nwaves; ++w) hi = max(hi, s.waves[w]);
+  const unsigned octave = hi & 0xff800000u;
+#pragma unroll
+  for (int j = 0; j < ITEMS; ++j) {
+    const bool v = j < nv && (key[j] & 0xff800000u) == octave;
+    if (!LEAN) {
+      topk_hist_add(s.hist[0], v, (key[j] >> 15) & 0xffu);
+    } else if (v) {  // the window's bins are spread: no whole-wave check
+      atomicAdd(&s.hist[0][(key[j] >> 15) & 0xffu], 1u);
+    }
+  }
+  QSA_SYNC();  // also: every thread has read s.waves before topk_choose_bin writes it
+  topk_choose_bin(s, 0, r);
+  if (s.count[0] != 0xffffffffu) return octave | (s.bin[0] << 15);  // block-uniform
+  return topk_radix_regs(key, nv, r, TOPK_BOUND_DIGITS, s).prefix;
+}
+
+// A chunk's candidate slots in the workspace.
+QSA_DEVICE unsigned* ckey_of(const TopkSplitWs& w, int q, int c) { return w.ckey + ((size_t)q * w.m + c) * w.kc; }
+QSA_DEVICE int* cidx_of(const TopkSplitWs& w, int q, int c) { return w.cidx + ((size_t)q * w.m + c) * w.kc; }
+
+// The lean keep: the chunk's entries >= bound, in index order, one compare per key; returns
+// how many, or 0xffffffff (nothing written) when more than kc (ties: the caller caps).
+template <int ITEMS>
+QSA_DEVICE unsigned topk_spec_keep_lean(const unsigned (&key)[ITEMS], int nv, unsigned bound, unsigned kc,
+                                        unsigned* ckey, int* cidx, int base, TopkShared& s) {
+  unsigned ge = 0u, total;
+#pragma unroll
+  for (int j = 0; j < ITEMS; ++j) ge += j < nv && key[j] >= bound;
+  unsigned pos = topk_block_scan(ge, total, s);
+  if (total > kc) return 0xffffffffu;  // block-uniform
+#pragma unroll
+  for (int j = 0; j < ITEMS; ++j) {
+    if (j < nv && key[j] >= bound) {
+      ckey[pos] = key[j];
+      cidx[pos] = base + j;
+      ++pos;
+    }
+  }
+  return total;
+}
+
+// The speculative kernel's body: chunks of 512 * ITEMS entries, `flags` TOPK_SPEC_*. LEAN
+// (the `_lean` entry points, not measured yet; the others are the H200's measured code): the
+// one-pass bound's histogram adds without the whole-wave check (its bins are spread), and
+// the entries >= bound counted and written with one compare per key, where the general
+// count / emit compare (key & mask) with the prefix twice.
+template <int ITEMS, bool LEAN = false>
+QSA_DEVICE void topk_spec(const float* __restrict__ scores, int capacity, int nq, int n, int k,
+                          unsigned* __restrict__ ws, int* __restrict__ out, int flags, TopkShared& s) {
+#if !defined(QSA_CUDA)
+  flags = 0;  // the variants are CUDA's (the host plans none elsewhere): no registers for them
+#endif
+  const int chunk = ITEMS * TOPK_SPLIT_THREADS;
+  const int c = blockIdx.x, q = blockIdx.y;
+  const TopkSplitWs w(ws, nq, n, k, chunk);
+  if (q >= nq || c >= (int)w.m) return;
+  int* o = out + (size_t)q * k;
+  if (k >= n) {  // every entry: no workspace, no ticket
+    if (c == 0) topk_write_all(o, n, k);
+    return;
+  }
+  const float* row = scores + (size_t)q * capacity;
+  TOPK_SPLIT_STAMP(1, c, 0, q);
+  unsigned key[ITEMS];
+  const int nv = topk_load_chunk_items(row, n, c, (flags & TOPK_SPEC_LOAD_VEC4) != 0, key);
+  const int base = c * chunk + threadIdx.x * ITEMS;
+  TOPK_SPLIT_STAMP(1, c, 1, q);
+  const int len = min(chunk, n - c * chunk);
+  const unsigned r = TOPK_SPEC_MARGIN * (((unsigned)k + w.m - 1) / w.m);
+  unsigned bound = 0u;  // every entry when the chunk has no more than r
+  if ((unsigned)len > r) {
+    bound = (flags & TOPK_SPEC_BOUND_WINDOW) ? topk_bound_window<ITEMS, LEAN>(key, nv, r, s)
+                                             : topk_radix_regs(key, nv, r, TOPK_BOUND_DIGITS, s).prefix;
+  }
+  TopkSel sel = {0xffffffffu, bound, 0xffffffffu};  // key >= bound, every tie
+  TOPK_SPLIT_STAMP(1, c, 2, q);
+  unsigned kept = 0xffffffffu;  // LEAN: set where the chunk keeps no more than kc
+  if (LEAN) kept = topk_spec_keep_lean(key, nv, bound, w.kc, ckey_of(w, q, c), cidx_of(w, q, c), base, s);
+  if (!LEAN || kept == 0xffffffffu) {
+    TopkCounts counts = topk_count_regs(key, nv, sel, s);
+    if (counts.gt_total + counts.eq_total > w.kc) {  // ties: the chunk's own top kc, proven
+      sel = topk_radix_regs(key, nv, w.kc, 4, s);
+      counts = topk_count_regs(key, nv, sel, s);
+      bound = 0u;
+    }
+    unsigned* ckey = ckey_of(w, q, c);
+    int* cidx = cidx_of(w, q, c);
+    kept = topk_emit_regs(key, nv, sel, counts, [&](unsigned pos, int j) {
+      ckey[pos] = key[j];
+      cidx[pos] = base + j;
+    });
+  }
+  if (threadIdx.x == 0) {
+    w.cnt[(size_t)q * w.m + c] = kept;
+    w.bound[(size_t)q * w.m + c] = bound;
+  }
+  TOPK_SPLIT_STAMP(1, c, 3, q);
+  __threadfence();
+  QSA_SYNC();
+  if (threadIdx.x == 0) {
+    const unsigned ticket = atomicAdd(&w.done[q], 1u);
+    s.flag = ticket == w.m - 1;
+    if (s.flag) w.done[q] = 0;  // ready for the next call
+    s.floor = 0u;
+  }
+  QSA_SYNC();
+  TOPK_SPLIT_STAMP(1, c, 4, q);
+  if (!s.flag) return;
+  __threadfence();
+  if (topk_split_final(w, q, k, o, s, w.bound + (size_t)q * w.m, (flags & TOPK_SPEC_FINAL_WINDOW) != 0)) {
+    TOPK_SPLIT_STAMP(2, 0, 7, q);
+    return;
+  }
+  // Not proven: select over the whole row (every chunk's bound is reset by its next call).
+  const TopkRowSrc src = {row};
+  const TopkSel all = topk_radix_stream(src, (unsigned)n, (unsigned)k, s);
+  topk_compact_stream(src, (unsigned)n, all, [&](unsigned pos, unsigned i) { o[pos] = (int)i; }, s);
+}
