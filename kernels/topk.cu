@@ -44,6 +44,8 @@
 #define TOPK_SPLIT_THREADS 512
 #endif
 #define TOPK_SPLIT_ITEMS (TOPK_SPLIT_CHUNK / TOPK_SPLIT_THREADS)
+// Threads of the speculative kernel's 1,024-thread entry point (qsa_topk_spec_t1024).
+#define TOPK_SPEC_WIDE_THREADS 1024
 // Split CTAs resident per SM the register budget must allow (CUDA's __launch_bounds__
 // minimum blocks): with 16 queries the split launches 1024 CTAs per stage, and their
 // sync-bound steps overlap only when several share an SM. sm_90 runs 2048 threads per SM;
@@ -290,6 +292,62 @@ QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void 
     int* __restrict__ out, int flags) {
   __shared__ TopkShared s;
   topk_spec<16, true>(scores, capacity, nq, n, k, ws, out, flags, s);
+}
+
+// Session 8 (not measured yet): `_x`, the 4,096- and 8,192-entry entry points with session
+// 8's flags compiled in (TOPK_SPEC_FENCE_ONE, _BOUND_TMAX, _FINAL_LEAN; TOPK_SPEC_X), their
+// lean forms (with the threads' maxima bound only), and 1,024-thread CTAs over 8,192-entry
+// chunks (8 entries per thread as qsa_topk_spec, half the CTAs: 3 queries x 262,144 in 96,
+// one per SM, where 192 CTAs of 4,096 put two on 60 SMs; the final step spreads its
+// candidates over twice the threads), general and lean, flags compiled in too.
+// qsa:block 512
+QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void qsa_topk_spec_x(
+    const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
+    int* __restrict__ out, int flags) {
+  __shared__ TopkShared s;
+  topk_spec<8, false, TOPK_SPLIT_THREADS, TOPK_SPEC_X>(scores, capacity, nq, n, k, ws, out, flags, s);
+}
+
+// qsa:block 512
+QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void qsa_topk_spec_8k_x(
+    const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
+    int* __restrict__ out, int flags) {
+  __shared__ TopkShared s;
+  topk_spec<16, false, TOPK_SPLIT_THREADS, TOPK_SPEC_X>(scores, capacity, nq, n, k, ws, out, flags, s);
+}
+
+// The lean entry points with session 8's flags: the bound from the threads' maxima (the
+// two-digit bound where the margin exceeds the threads), no one-pass bound.
+// qsa:block 512
+QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void qsa_topk_spec_lean_x(
+    const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
+    int* __restrict__ out, int flags) {
+  __shared__ TopkShared s;
+  topk_spec<8, true, TOPK_SPLIT_THREADS, TOPK_SPEC_X>(scores, capacity, nq, n, k, ws, out, flags, s);
+}
+
+// qsa:block 512
+QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void qsa_topk_spec_8k_lean_x(
+    const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
+    int* __restrict__ out, int flags) {
+  __shared__ TopkShared s;
+  topk_spec<16, true, TOPK_SPLIT_THREADS, TOPK_SPEC_X>(scores, capacity, nq, n, k, ws, out, flags, s);
+}
+
+// qsa:block 1024
+QSA_KERNEL __launch_bounds__(TOPK_SPEC_WIDE_THREADS, 1) void qsa_topk_spec_t1024_lean_x(
+    const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
+    int* __restrict__ out, int flags) {
+  __shared__ TopkShared s;
+  topk_spec<8, true, TOPK_SPEC_WIDE_THREADS, TOPK_SPEC_X>(scores, capacity, nq, n, k, ws, out, flags, s);
+}
+
+// qsa:block 1024
+QSA_KERNEL __launch_bounds__(TOPK_SPEC_WIDE_THREADS, 1) void qsa_topk_spec_t1024(
+    const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
+    int* __restrict__ out, int flags) {
+  __shared__ TopkShared s;
+  topk_spec<8, false, TOPK_SPEC_WIDE_THREADS, TOPK_SPEC_X>(scores, capacity, nq, n, k, ws, out, flags, s);
 }
 
 // qsa:block 512

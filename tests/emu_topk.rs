@@ -309,6 +309,66 @@ fn spec_variants_match_the_oracle() {
                 v.push(("QSA_TOPK_SPEC_KEEP", "lean"));
                 check_case(&caps, &v, &lean_case, &[Schedule::Forward]);
             }
+            // Session 8's forms (the `_x` entry points and the 1,024-thread one): thread 0's
+            // fences, the bound from the threads' maxima, the final's plain atomic adds; each
+            // alone and all together, on both schedules (the fences order the chunks'
+            // candidates before the last CTA reads them). ties: the threads' maxima are all
+            // the top value (one pass, p = 0); ascending fails the check (the row's select).
+            let x_forms: [&[(&str, &str)]; 4] = [
+                &[("QSA_TOPK_SPEC_FENCE", "one")],
+                &[("QSA_TOPK_SPEC_BOUND", "tmax")],
+                &[("QSA_TOPK_SPEC_FINAL", "window_lean")],
+                &[
+                    ("QSA_TOPK_SPEC_FENCE", "one"),
+                    ("QSA_TOPK_SPEC_BOUND", "tmax"),
+                    ("QSA_TOPK_SPEC_FINAL", "window_lean"),
+                ],
+            ];
+            let both = [Schedule::Forward, Schedule::Reverse];
+            let x_case = Case {
+                dists: &["uniform", "ties", "nan_cut", "ascending"],
+                active: None,
+                ..case
+            };
+            for chunk in [
+                ("QSA_TOPK_SPEC_CHUNK", "4096"),
+                ("QSA_TOPK_SPEC_CHUNK", "8192"),
+                ("QSA_TOPK_SPEC_THREADS", "1024"),
+            ] {
+                for form in x_forms {
+                    let mut v = vec![("QSA_TOPK_KERNEL", "spec"), chunk];
+                    v.extend_from_slice(form);
+                    check_case(&caps, &v, &x_case, &both);
+                }
+            }
+            let t1024 = [
+                ("QSA_TOPK_KERNEL", "spec"),
+                ("QSA_TOPK_SPEC_THREADS", "1024"),
+            ];
+            check_case(&caps, &t1024, &x_case, &both);
+            // The lean entry points with session 8's forms (the threads' maxima bound only).
+            for chunk in [
+                ("QSA_TOPK_SPEC_CHUNK", "4096"),
+                ("QSA_TOPK_SPEC_CHUNK", "8192"),
+                ("QSA_TOPK_SPEC_THREADS", "1024"),
+            ] {
+                for extra in [
+                    &[][..],
+                    &[
+                        ("QSA_TOPK_SPEC_FENCE", "one"),
+                        ("QSA_TOPK_SPEC_FINAL", "window_lean"),
+                    ][..],
+                ] {
+                    let mut v = vec![
+                        ("QSA_TOPK_KERNEL", "spec"),
+                        chunk,
+                        ("QSA_TOPK_SPEC_KEEP", "lean"),
+                        ("QSA_TOPK_SPEC_BOUND", "tmax"),
+                    ];
+                    v.extend_from_slice(extra);
+                    check_case(&caps, &v, &x_case, &both);
+                }
+            }
         }
     }
 }

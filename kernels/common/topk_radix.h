@@ -157,10 +157,11 @@ QSA_DEVICE TopkSel topk_radix_regs(const unsigned (&key)[ITEMS], int nv, unsigne
 // step starts at the highest bit in which its candidates differ: ~4,500 candidates for
 // k = 2048 of 262,144 span about 18 bits, so two 8-bit windows leave the k-th key's bin
 // alone where byte-aligned digits (the top byte shared) need three. Requires
-// 1 <= k <= entries taking part.
+// 1 <= k <= entries taking part. `lean`: plain atomic adds, without topk_hist_add's
+// whole-wave check (a window from the first differing bit spreads the keys over its bins).
 template <int ITEMS>
 QSA_DEVICE TopkSel topk_radix_regs_window(const unsigned (&key)[ITEMS], int nv, unsigned k, int p, unsigned prefix,
-                                          int passes, TopkShared& s) {
+                                          int passes, TopkShared& s, bool lean = false) {
   const unsigned top = p < 32 ? ~0u << p : 0u;
   TopkSel sel = {top, prefix & top, k};
   unsigned kr = k;
@@ -172,7 +173,11 @@ QSA_DEVICE TopkSel topk_radix_regs_window(const unsigned (&key)[ITEMS], int nv, 
 #pragma unroll
     for (int j = 0; j < ITEMS; ++j) {
       const bool v = j < nv && (key[j] & sel.mask) == sel.prefix;
-      topk_hist_add(s.hist[b], v, (key[j] >> shift) & wmask);
+      if (!lean) {
+        topk_hist_add(s.hist[b], v, (key[j] >> shift) & wmask);
+      } else if (v) {
+        atomicAdd(&s.hist[b][(key[j] >> shift) & wmask], 1u);
+      }
     }
     topk_hist_clear(s.hist[b ^ 1]);
     QSA_SYNC();

@@ -32,11 +32,24 @@
 #define TOPK_SPEC_BOUND_WINDOW 2
 // Chunk keys loaded with 16-byte loads where the thread's entries are aligned and whole.
 #define TOPK_SPEC_LOAD_VEC4 4
+// Session 8's variants (not measured yet; off by default), compiled into the `_x` entry
+// points only (topk_spec's X), so the measured kernels keep their registers and code:
+// Thread 0 alone fences before the query's ticket and after winning it, the other threads
+// ordered by the block barriers around it (cooperative groups' grid sync does the same),
+// where every thread fences twice.
+#define TOPK_SPEC_FENCE_ONE 8
+// Chunk bound from the threads' maxima (topk_bound_tmax): one histogram add per thread where
+// the one-pass bound adds every key of the chunk's top octave.
+#define TOPK_SPEC_BOUND_TMAX 16
+// The final step's window histograms by plain atomic adds (no whole-wave check).
+#define TOPK_SPEC_FINAL_LEAN 32
+// All three: what the `_x` entry points compile in.
+#define TOPK_SPEC_X (TOPK_SPEC_FENCE_ONE | TOPK_SPEC_BOUND_TMAX | TOPK_SPEC_FINAL_LEAN)
 
 // A chunk's keys, blocked (thread t: entries t * ITEMS .. + ITEMS - 1 of the chunk).
-template <int ITEMS>
+template <int ITEMS, int THREADS = TOPK_SPLIT_THREADS>
 QSA_DEVICE int topk_load_chunk_items(const float* row, int n, int chunk, bool vec4, unsigned (&key)[ITEMS]) {
-  const int base = chunk * (ITEMS * TOPK_SPLIT_THREADS) + threadIdx.x * ITEMS;
+  const int base = chunk * (ITEMS * THREADS) + threadIdx.x * ITEMS;
   const int nv = max(0, min(ITEMS, n - base));
   // `whole` is tested on n - base itself, not as nv == ITEMS: nvcc 13.0 folded that test into
   // the VIMNMX computing nv (sm_90 SASS: `VIMNMX.RELU R37, P0, P0, R47, 0x8`, then `@P0 BRA
@@ -101,6 +114,41 @@ QSA_DEVICE unsigned topk_bound_window(const unsigned (&key)[ITEMS], int nv, unsi
   return topk_radix_regs(key, nv, r, TOPK_BOUND_DIGITS, s).prefix;
 }
 
+// A chunk bound from its threads' maxima: the r-th largest of them (r <= blockDim) has r
+// distinct entries at or above it, one per thread. Windows from the maxima's first
+// differing bit (their block-wide min and max: one barrier) pick the bin that holds it, to
+// within 2^(p - 16) (two passes where the maxima differ above bit 16, else one); the bin's
+// lower edge is the bound. Per key only the max each thread takes anyway, where the one-pass
+// bound adds every key of the top octave to a histogram (instructions per key are what 16
+// queries' time scales with); the bound sits a little lower (a few more candidates). A thread
+// without entries holds 0, the lowest key, so a bound of 0 keeps every entry (capped at kc).
+template <int ITEMS>
+QSA_DEVICE unsigned topk_bound_tmax(const unsigned (&key)[ITEMS], int nv, unsigned r, TopkShared& s) {
+  const unsigned wave = threadIdx.x / QSA_WAVE;
+  const unsigned nwaves = blockDim.x / QSA_WAVE;
+  unsigned mx = 0u;
+#pragma unroll
+  for (int j = 0; j < ITEMS; ++j) mx = j < nv ? max(mx, key[j]) : mx;
+  unsigned lo = mx, hi = mx;
+#pragma unroll
+  for (int off = QSA_WAVE / 2; off > 0; off >>= 1) {
+    lo = min(lo, (unsigned)qsa_shfl_xor(lo, off));
+    hi = max(hi, (unsigned)qsa_shfl_xor(hi, off));
+  }
+  if (qsa_lane() == 0) {  // s.hist[1] is free until the window select's first pass clears it
+    s.waves[wave] = hi;
+    s.hist[1][wave] = lo;
+  }
+  QSA_SYNC();
+  for (unsigned w = 0; w < nwaves; ++w) {
+    hi = max(hi, s.waves[w]);
+    lo = min(lo, s.hist[1][w]);
+  }
+  const int p = lo == hi ? 0 : 32 - __clz((int)(lo ^ hi));
+  const unsigned v[1] = {mx};
+  return topk_radix_regs_window(v, 1, r, p, hi, p > 16 ? 2 : 1, s, true).prefix;
+}
+
 // A chunk's candidate slots in the workspace.
 QSA_DEVICE unsigned* ckey_of(const TopkSplitWs& w, int q, int c) { return w.ckey + ((size_t)q * w.m + c) * w.kc; }
 QSA_DEVICE int* cidx_of(const TopkSplitWs& w, int q, int c) { return w.cidx + ((size_t)q * w.m + c) * w.kc; }
@@ -126,18 +174,21 @@ QSA_DEVICE unsigned topk_spec_keep_lean(const unsigned (&key)[ITEMS], int nv, un
   return total;
 }
 
-// The speculative kernel's body: chunks of 512 * ITEMS entries, `flags` TOPK_SPEC_*. LEAN
-// (the `_lean` entry points, not measured yet; the others are the H200's measured code): the
-// one-pass bound's histogram adds without the whole-wave check (its bins are spread), and
-// the entries >= bound counted and written with one compare per key, where the general
-// count / emit compare (key & mask) with the prefix twice.
-template <int ITEMS, bool LEAN = false>
+// The speculative kernel's body: chunks of THREADS * ITEMS entries (THREADS = blockDim),
+// `flags` TOPK_SPEC_*. LEAN (the `_lean` entry points, not measured yet; the others are the
+// H200's measured code): the one-pass bound's histogram adds without the whole-wave check (its
+// bins are spread), and the entries >= bound counted and written with one compare per key,
+// where the general count / emit compare (key & mask) with the prefix twice. XF: which of
+// session 8's flags (TOPK_SPEC_FENCE_ONE, _BOUND_TMAX, _FINAL_LEAN) are compiled in; the
+// others are ignored, and their code (and its registers) is not there.
+template <int ITEMS, bool LEAN = false, int THREADS = TOPK_SPLIT_THREADS, int XF = 0>
 QSA_DEVICE void topk_spec(const float* __restrict__ scores, int capacity, int nq, int n, int k,
                           unsigned* __restrict__ ws, int* __restrict__ out, int flags, TopkShared& s) {
 #if !defined(QSA_CUDA)
   flags = 0;  // the variants are CUDA's (the host plans none elsewhere): no registers for them
 #endif
-  const int chunk = ITEMS * TOPK_SPLIT_THREADS;
+  flags &= TOPK_SPEC_FINAL_WINDOW | TOPK_SPEC_BOUND_WINDOW | TOPK_SPEC_LOAD_VEC4 | XF;
+  const int chunk = ITEMS * THREADS;
   const int c = blockIdx.x, q = blockIdx.y;
   const TopkSplitWs w(ws, nq, n, k, chunk);
   if (q >= nq || c >= (int)w.m) return;
@@ -149,15 +200,23 @@ QSA_DEVICE void topk_spec(const float* __restrict__ scores, int capacity, int nq
   const float* row = scores + (size_t)q * capacity;
   TOPK_SPLIT_STAMP(1, c, 0, q);
   unsigned key[ITEMS];
-  const int nv = topk_load_chunk_items(row, n, c, (flags & TOPK_SPEC_LOAD_VEC4) != 0, key);
+  const int nv = topk_load_chunk_items<ITEMS, THREADS>(row, n, c, (flags & TOPK_SPEC_LOAD_VEC4) != 0, key);
   const int base = c * chunk + threadIdx.x * ITEMS;
   TOPK_SPLIT_STAMP(1, c, 1, q);
   const int len = min(chunk, n - c * chunk);
   const unsigned r = TOPK_SPEC_MARGIN * (((unsigned)k + w.m - 1) / w.m);
   unsigned bound = 0u;  // every entry when the chunk has no more than r
-  if ((unsigned)len > r) {
-    bound = (flags & TOPK_SPEC_BOUND_WINDOW) ? topk_bound_window<ITEMS, LEAN>(key, nv, r, s)
-                                             : topk_radix_regs(key, nv, r, TOPK_BOUND_DIGITS, s).prefix;
+  // The lean entry points with the threads' maxima bound compiled in carry no one-pass bound
+  // (with both, nvcc 13.0.88 spilled 44 bytes per thread at 4,096 entries, 0 without it).
+  constexpr bool tmax_lean = LEAN && (XF & TOPK_SPEC_BOUND_TMAX) != 0;
+  if ((unsigned)len > r) {  // block-uniform
+    if ((flags & TOPK_SPEC_BOUND_TMAX) && r <= (unsigned)THREADS) {
+      bound = topk_bound_tmax(key, nv, r, s);
+    } else if (!tmax_lean && (flags & TOPK_SPEC_BOUND_WINDOW)) {
+      bound = topk_bound_window<ITEMS, LEAN>(key, nv, r, s);
+    } else {
+      bound = topk_radix_regs(key, nv, r, TOPK_BOUND_DIGITS, s).prefix;
+    }
   }
   TopkSel sel = {0xffffffffu, bound, 0xffffffffu};  // key >= bound, every tie
   TOPK_SPLIT_STAMP(1, c, 2, q);
@@ -182,19 +241,25 @@ QSA_DEVICE void topk_spec(const float* __restrict__ scores, int capacity, int nq
     w.bound[(size_t)q * w.m + c] = bound;
   }
   TOPK_SPLIT_STAMP(1, c, 3, q);
-  __threadfence();
+  const bool fence_one = (flags & TOPK_SPEC_FENCE_ONE) != 0;
+  if (!fence_one) __threadfence();
   QSA_SYNC();
   if (threadIdx.x == 0) {
+    if (fence_one) __threadfence();  // release: the barrier put every thread's writes before it
     const unsigned ticket = atomicAdd(&w.done[q], 1u);
     s.flag = ticket == w.m - 1;
-    if (s.flag) w.done[q] = 0;  // ready for the next call
+    if (s.flag) {
+      w.done[q] = 0;                   // ready for the next call
+      if (fence_one) __threadfence();  // acquire: the barrier below puts the CTA's reads after it
+    }
     s.floor = 0u;
   }
   QSA_SYNC();
   TOPK_SPLIT_STAMP(1, c, 4, q);
   if (!s.flag) return;
-  __threadfence();
-  if (topk_split_final(w, q, k, o, s, w.bound + (size_t)q * w.m, (flags & TOPK_SPEC_FINAL_WINDOW) != 0)) {
+  if (!fence_one) __threadfence();
+  if (topk_split_final(w, q, k, o, s, w.bound + (size_t)q * w.m, (flags & TOPK_SPEC_FINAL_WINDOW) != 0,
+                       (flags & TOPK_SPEC_FINAL_LEAN) != 0)) {
     TOPK_SPLIT_STAMP(2, 0, 7, q);
     return;
   }

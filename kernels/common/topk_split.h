@@ -75,9 +75,11 @@ struct TopkCandSrc {
 // query's chunk bounds `bounds` (m of them), the candidates are not proven to hold the
 // selection (the speculative kernel's check, below): nothing is written and the result is
 // false. The split passes no bounds: floor 0 (its bound X is proven). The bounds are read
-// with the chunks' counts, in one round trip to L2. s.floor must be 0 on entry.
+// with the chunks' counts, in one round trip to L2. s.floor must be 0 on entry. `window`:
+// radix windows from the candidates' first differing bit (`lean`: their histograms' adds
+// without the whole-wave check).
 QSA_DEVICE bool topk_split_final(const TopkSplitWs& w, int q, int k, int* o, TopkShared& s,
-                                 const unsigned* bounds, bool window = false) {
+                                 const unsigned* bounds, bool window = false, bool lean = false) {
   const unsigned* cnt = w.cnt + (size_t)q * w.m;
   const unsigned* ckey = w.ckey + (size_t)q * w.m * w.kc;
   const int* cidx = w.cidx + (size_t)q * w.m * w.kc;
@@ -179,7 +181,7 @@ QSA_DEVICE bool topk_split_final(const TopkSplitWs& w, int q, int k, int* o, Top
       }
     }
     TOPK_SPLIT_STAMP(2, 0, 3, q);
-    const TopkSel sel = window ? topk_radix_regs_window(key, nv, (unsigned)k, p, lo, 4, s)
+    const TopkSel sel = window ? topk_radix_regs_window(key, nv, (unsigned)k, p, lo, 4, s, lean)
                                : topk_radix_regs(key, nv, (unsigned)k, first, lo, 4, s);
     TOPK_SPLIT_STAMP(2, 0, 4, q);
     if (threadIdx.x == 0 && q == 0) TOPK_SPLIT_NOTE(first, total);

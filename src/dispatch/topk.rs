@@ -184,19 +184,55 @@ pub struct SpecOptions {
     /// The lean chunk step (`qsa_topk_spec[_8k]_lean`: one compare per key to keep the
     /// entries >= bound; not measured yet), chunks of 4,096 and 8,192 only.
     pub lean: bool,
+    /// Session 8's forms (not measured yet), in the `_x` entry points (chunks of 4,096 and
+    /// 8,192, not lean) and `qsa_topk_spec_t1024`: thread 0 alone fences around the query's
+    /// ticket (`QSA_TOPK_SPEC_FENCE=one`).
+    pub fence_one: bool,
+    /// The chunk bound from the threads' maxima (`QSA_TOPK_SPEC_BOUND=tmax`; the one-pass
+    /// bound where the margin asks for more entries than the CTA has threads).
+    pub bound_tmax: bool,
+    /// The final step's window histograms by plain atomic adds
+    /// (`QSA_TOPK_SPEC_FINAL=window_lean`).
+    pub final_lean: bool,
+    /// 1,024-thread CTAs over chunks of 8,192 (`QSA_TOPK_SPEC_THREADS=1024`:
+    /// `qsa_topk_spec_t1024`, session 8's forms compiled in).
+    pub wide_cta: bool,
 }
 
 impl SpecOptions {
-    /// The entry point: the chunk's, or its lean form.
+    /// The entry point: the chunk's, its lean form, or the one with session 8's forms
+    /// compiled in (`spec_options` admits only the pairs named here).
     pub fn kernel(self) -> &'static str {
-        match (self.chunk, self.lean) {
-            (SpecChunk::K4, true) => "qsa_topk_spec_lean",
-            (SpecChunk::K8, true) => "qsa_topk_spec_8k_lean",
-            (chunk, _) => chunk.kernel(),
+        let x = self.fence_one || self.bound_tmax || self.final_lean;
+        match (self.chunk, self.lean, x) {
+            (_, true, _) if self.wide_cta => "qsa_topk_spec_t1024_lean_x",
+            (_, false, _) if self.wide_cta => "qsa_topk_spec_t1024",
+            (SpecChunk::K4, true, true) => "qsa_topk_spec_lean_x",
+            (SpecChunk::K8, true, true) => "qsa_topk_spec_8k_lean_x",
+            (SpecChunk::K4, true, false) => "qsa_topk_spec_lean",
+            (SpecChunk::K8, true, false) => "qsa_topk_spec_8k_lean",
+            (SpecChunk::K4, false, true) => "qsa_topk_spec_x",
+            (SpecChunk::K8, false, true) => "qsa_topk_spec_8k_x",
+            (chunk, _, _) => chunk.kernel(),
         }
     }
+    /// Threads per CTA (the chunk holds `chunk / threads` entries per thread).
+    pub fn threads(self) -> u32 {
+        if self.wide_cta {
+            1024
+        } else {
+            512
+        }
+    }
+    /// TOPK_SPEC_* of kernels/common/topk_spec.h: FINAL_WINDOW 1, BOUND_WINDOW 2, LOAD_VEC4 4,
+    /// FENCE_ONE 8, BOUND_TMAX 16, FINAL_LEAN 32.
     pub fn flags(self) -> i32 {
-        (self.final_window as i32) | (self.bound_window as i32) << 1 | (self.vec4 as i32) << 2
+        (self.final_window as i32)
+            | (self.bound_window as i32) << 1
+            | (self.vec4 as i32) << 2
+            | (self.fence_one as i32) << 3
+            | (self.bound_tmax as i32) << 4
+            | (self.final_lean as i32) << 5
     }
 }
 
@@ -241,9 +277,23 @@ pub fn spec_options(
             bound_window: false,
             vec4: false,
             lean: false,
+            fence_one: false,
+            bound_tmax: false,
+            final_lean: false,
+            wide_cta: false,
         });
     }
+    let wide_cta = match sw.get("QSA_TOPK_SPEC_THREADS") {
+        None | Some("512") => false,
+        Some("1024") => true,
+        Some(other) => {
+            return Err(BackendError::Input(format!(
+                "QSA_TOPK_SPEC_THREADS={other}: expected 512 or 1024 (unset: 512)"
+            )))
+        }
+    };
     let chunk = match sw.get("QSA_TOPK_SPEC_CHUNK") {
+        None if wide_cta => SpecChunk::K8,
         None => SpecChunk::engine(caps, s),
         Some("2048") => SpecChunk::K2,
         Some("4096") => SpecChunk::K4,
@@ -262,12 +312,58 @@ pub fn spec_options(
             chunk.entries()
         )));
     }
+    // Three-valued: each names the values.
+    let (final_window, final_lean) = match sw.get("QSA_TOPK_SPEC_FINAL") {
+        Some("byte") => (false, false),
+        None | Some("window") => (true, false),
+        Some("window_lean") => (true, true),
+        Some(other) => {
+            return Err(BackendError::Input(format!(
+                "QSA_TOPK_SPEC_FINAL={other}: expected byte, window or window_lean (unset: window)"
+            )))
+        }
+    };
+    // tmax keeps the one-pass bound for chunks whose margin exceeds the CTA's threads.
+    let (bound_window, bound_tmax) = match sw.get("QSA_TOPK_SPEC_BOUND") {
+        Some("radix") => (false, false),
+        None | Some("window") => (true, false),
+        Some("tmax") => (true, true),
+        Some(other) => {
+            return Err(BackendError::Input(format!(
+                "QSA_TOPK_SPEC_BOUND={other}: expected radix, window or tmax (unset: window)"
+            )))
+        }
+    };
+    let fence_one = choice(sw, "QSA_TOPK_SPEC_FENCE", "all", "one", false)?;
+    let x = fence_one || bound_tmax || final_lean;
+    if wide_cta && chunk != SpecChunk::K8 {
+        return Err(BackendError::Input(format!(
+            "QSA_TOPK_SPEC_THREADS=1024 exists for chunks of 8192, not {}: unset QSA_TOPK_SPEC_CHUNK (or set 8192)",
+            chunk.entries()
+        )));
+    }
+    if x && !matches!(chunk, SpecChunk::K4 | SpecChunk::K8) {
+        return Err(BackendError::Input(format!(
+            "QSA_TOPK_SPEC_FENCE=one, QSA_TOPK_SPEC_BOUND=tmax and QSA_TOPK_SPEC_FINAL=window_lean exist for chunks of 4096 and 8192, not {}: set QSA_TOPK_SPEC_CHUNK=4096 or 8192",
+            chunk.entries()
+        )));
+    }
+    // The lean entry points with session 8's forms carry the threads' maxima bound only.
+    if lean && (x || wide_cta) && !bound_tmax {
+        return Err(BackendError::Input(
+            "QSA_TOPK_SPEC_KEEP=lean with QSA_TOPK_SPEC_FENCE=one, QSA_TOPK_SPEC_FINAL=window_lean or QSA_TOPK_SPEC_THREADS=1024 exists with QSA_TOPK_SPEC_BOUND=tmax only: set it".into(),
+        ));
+    }
     Ok(SpecOptions {
         chunk,
         lean,
-        final_window: choice(sw, "QSA_TOPK_SPEC_FINAL", "byte", "window", true)?,
-        bound_window: choice(sw, "QSA_TOPK_SPEC_BOUND", "radix", "window", true)?,
+        final_window,
+        bound_window,
         vec4: choice(sw, "QSA_TOPK_SPEC_LOAD", "scalar", "vec4", true)?,
+        fence_one,
+        bound_tmax,
+        final_lean,
+        wide_cta,
     })
 }
 
@@ -419,6 +515,93 @@ mod tests {
         assert_eq!(o.flags(), 2);
     }
 
+    /// Session 8's forms: each sets its flag bit and takes the entry point that has it
+    /// compiled in; a pair with no such entry point is refused, naming the fix.
+    #[test]
+    fn session_8_forms_take_their_entry_points() {
+        let hopper = nvidia(vec![Feature::Clusters]);
+        let opts =
+            |pairs: &[(&str, &str)]| spec_options(&hopper, &switches(pairs), decode(1, 262_144));
+        let o = opts(&[("QSA_TOPK_SPEC_FENCE", "one")]).unwrap();
+        assert_eq!(
+            (o.kernel(), o.flags(), o.threads()),
+            ("qsa_topk_spec_x", 7 | 8, 512)
+        );
+        let o = opts(&[
+            ("QSA_TOPK_SPEC_BOUND", "tmax"),
+            ("QSA_TOPK_SPEC_CHUNK", "8192"),
+        ])
+        .unwrap();
+        assert_eq!((o.kernel(), o.flags()), ("qsa_topk_spec_8k_x", 7 | 16));
+        let o = opts(&[("QSA_TOPK_SPEC_FINAL", "window_lean")]).unwrap();
+        assert_eq!((o.kernel(), o.flags()), ("qsa_topk_spec_x", 7 | 32));
+        let o = opts(&[("QSA_TOPK_SPEC_THREADS", "1024")]).unwrap();
+        assert_eq!(
+            (o.kernel(), o.chunk, o.flags(), o.threads()),
+            ("qsa_topk_spec_t1024", SpecChunk::K8, 7, 1024)
+        );
+        let o = opts(&[
+            ("QSA_TOPK_SPEC_THREADS", "1024"),
+            ("QSA_TOPK_SPEC_FENCE", "one"),
+        ])
+        .unwrap();
+        assert_eq!((o.kernel(), o.flags()), ("qsa_topk_spec_t1024", 7 | 8));
+        let lean_tmax = [
+            ("QSA_TOPK_SPEC_KEEP", "lean"),
+            ("QSA_TOPK_SPEC_BOUND", "tmax"),
+        ];
+        let o = opts(&lean_tmax).unwrap();
+        assert_eq!((o.kernel(), o.flags()), ("qsa_topk_spec_lean_x", 7 | 16));
+        let o = opts(&[lean_tmax[0], lean_tmax[1], ("QSA_TOPK_SPEC_CHUNK", "8192")]).unwrap();
+        assert_eq!(o.kernel(), "qsa_topk_spec_8k_lean_x");
+        let o = opts(&[
+            lean_tmax[0],
+            lean_tmax[1],
+            ("QSA_TOPK_SPEC_THREADS", "1024"),
+        ])
+        .unwrap();
+        assert_eq!(
+            (o.kernel(), o.threads()),
+            ("qsa_topk_spec_t1024_lean_x", 1024)
+        );
+        let e = opts(&[
+            ("QSA_TOPK_SPEC_THREADS", "1024"),
+            ("QSA_TOPK_SPEC_CHUNK", "4096"),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("QSA_TOPK_SPEC_THREADS=1024 exists for chunks of 8192"),
+            "{e}"
+        );
+        let e = opts(&[
+            ("QSA_TOPK_SPEC_BOUND", "tmax"),
+            ("QSA_TOPK_SPEC_CHUNK", "2048"),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("exist for chunks of 4096 and 8192, not 2048"),
+            "{e}"
+        );
+        for bad in [
+            &[
+                ("QSA_TOPK_SPEC_FENCE", "one"),
+                ("QSA_TOPK_SPEC_KEEP", "lean"),
+            ][..],
+            &[
+                ("QSA_TOPK_SPEC_THREADS", "1024"),
+                ("QSA_TOPK_SPEC_KEEP", "lean"),
+            ][..],
+        ] {
+            let e = opts(bad).unwrap_err().to_string();
+            assert!(
+                e.contains("exists with QSA_TOPK_SPEC_BOUND=tmax only"),
+                "{e}"
+            );
+        }
+    }
+
     #[test]
     fn the_engines_chunk_doubles_past_one_wave_of_4096() {
         // 132 SMs: 264 CTAs. 1 x 262,144: 64 chunks of 4,096; 3 x: 192 (one wave): 4,096.
@@ -448,8 +631,14 @@ mod tests {
                 "5000",
                 "expected 2048, 4096, 8192 or 16384",
             ),
-            ("QSA_TOPK_SPEC_FINAL", "bits", "expected byte or window"),
-            ("QSA_TOPK_SPEC_BOUND", "1", "expected radix or window"),
+            (
+                "QSA_TOPK_SPEC_FINAL",
+                "bits",
+                "expected byte, window or window_lean",
+            ),
+            ("QSA_TOPK_SPEC_BOUND", "1", "expected radix, window or tmax"),
+            ("QSA_TOPK_SPEC_FENCE", "none", "expected all or one"),
+            ("QSA_TOPK_SPEC_THREADS", "256", "expected 512 or 1024"),
             ("QSA_TOPK_SPEC_LOAD", "vec8", "expected scalar or vec4"),
             ("QSA_TOPK_SPEC_KEEP", "fast", "expected general or lean"),
         ] {

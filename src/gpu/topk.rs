@@ -257,7 +257,7 @@ pub fn launch_plan(
             plan.setup.push(Step::Zero { buffer: "ws" });
             plan.call.push(launch(
                 o.kernel(),
-                one((p.n.div_ceil(chunk) as u32, p.nq as u32, 1), SPLIT_THREADS),
+                one((p.n.div_ceil(chunk) as u32, p.nq as u32, 1), o.threads()),
                 vec![scores, cap, nq, n, k, ws, out, PlanArg::I32(o.flags())],
             ));
         }
