@@ -350,6 +350,16 @@ QSA_KERNEL __launch_bounds__(TOPK_SPEC_WIDE_THREADS, 1) void qsa_topk_spec_t1024
   topk_spec<8, false, TOPK_SPEC_WIDE_THREADS, TOPK_SPEC_X>(scores, capacity, nq, n, k, ws, out, flags, s);
 }
 
+// Session 8 (not measured yet): the lean step over 2,048-entry chunks (1 query x 262,144: 128
+// CTAs; call P measured the general 2,048 level with the lean 4,096 at 1 query).
+// qsa:block 512
+QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void qsa_topk_spec_2k_lean(
+    const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
+    int* __restrict__ out, int flags) {
+  __shared__ TopkShared s;
+  topk_spec<4, true>(scores, capacity, nq, n, k, ws, out, flags, s);
+}
+
 // qsa:block 512
 QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void qsa_topk_spec_16k(
     const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,

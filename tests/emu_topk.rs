@@ -270,11 +270,14 @@ fn spec_variants_match_the_oracle() {
         active: None,
         dists: &["uniform", "nan_cut", "ascending"],
     };
+    // The general chunk step (the lean one, the engine's default since session 8, is
+    // checked below).
     let all_on = [
         ("QSA_TOPK_KERNEL", "spec"),
         ("QSA_TOPK_SPEC_FINAL", "window"),
         ("QSA_TOPK_SPEC_BOUND", "window"),
         ("QSA_TOPK_SPEC_LOAD", "vec4"),
+        ("QSA_TOPK_SPEC_KEEP", "general"),
     ];
     for caps in gpu_targets()
         .into_iter()
@@ -292,6 +295,7 @@ fn spec_variants_match_the_oracle() {
             ("QSA_TOPK_SPEC_FINAL", "byte"),
             ("QSA_TOPK_SPEC_BOUND", "radix"),
             ("QSA_TOPK_SPEC_LOAD", "scalar"),
+            ("QSA_TOPK_SPEC_KEEP", "general"),
         ];
         check_case(&caps, &plain, &case, &[Schedule::Forward]);
         // The lean entry points (sm_90: gfx906 runs the plain form). ties (16 values, every
@@ -303,13 +307,14 @@ fn spec_variants_match_the_oracle() {
                 active: None,
                 ..case
             };
-            for chunk in ["4096", "8192"] {
-                let mut v = all_on.to_vec();
+            for chunk in ["2048", "4096", "8192"] {
+                let mut v = all_on[..4].to_vec();
                 v.push(("QSA_TOPK_SPEC_CHUNK", chunk));
                 v.push(("QSA_TOPK_SPEC_KEEP", "lean"));
                 check_case(&caps, &v, &lean_case, &[Schedule::Forward]);
             }
-            // Session 8's forms (the `_x` entry points and the 1,024-thread one): thread 0's
+            // Session 8's forms in the general step (the `_x` entry points and the 1,024-thread
+            // one; their lean forms below): thread 0's
             // fences, the bound from the threads' maxima, the final's plain atomic adds; each
             // alone and all together, on both schedules (the fences order the chunks'
             // candidates before the last CTA reads them). ties: the threads' maxima are all
@@ -336,7 +341,8 @@ fn spec_variants_match_the_oracle() {
                 ("QSA_TOPK_SPEC_THREADS", "1024"),
             ] {
                 for form in x_forms {
-                    let mut v = vec![("QSA_TOPK_KERNEL", "spec"), chunk];
+                    let general = ("QSA_TOPK_SPEC_KEEP", "general");
+                    let mut v = vec![("QSA_TOPK_KERNEL", "spec"), chunk, general];
                     v.extend_from_slice(form);
                     check_case(&caps, &v, &x_case, &both);
                 }

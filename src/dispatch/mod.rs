@@ -107,7 +107,7 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
     ),
     (
         "QSA_TOPK_SPEC_CHUNK",
-        "2048 | 4096 | 8192 | 16384: entries per chunk CTA of the speculative top-k (unset: 4096 while its CTAs fit one wave, else 8192) (qsa's sweep switch)",
+        "2048 | 4096 | 8192 | 16384: entries per chunk CTA of the speculative top-k (unset: 4096 while its CTAs take at most one per SM, else 8192) (qsa's sweep switch)",
     ),
     (
         "QSA_TOPK_SPEC_FINAL",
@@ -119,7 +119,7 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
     ),
     (
         "QSA_TOPK_SPEC_KEEP",
-        "general (default) | lean: the speculative top-k's chunk step in its general form or the lean entry point (one compare per key to keep the entries >= bound; chunks of 4096 / 8192; with QSA_TOPK_SPEC_FENCE=one, QSA_TOPK_SPEC_FINAL=window_lean or QSA_TOPK_SPEC_THREADS=1024 it needs QSA_TOPK_SPEC_BOUND=tmax) (qsa's sweep switch)",
+        "general | lean (default where it exists): the speculative top-k's chunk step in its general form or the lean entry point (one compare per key to keep the entries >= bound; chunks of 2048 / 4096 / 8192; with QSA_TOPK_SPEC_FENCE=one, QSA_TOPK_SPEC_FINAL=window_lean or QSA_TOPK_SPEC_THREADS=1024 it needs QSA_TOPK_SPEC_BOUND=tmax) (qsa's sweep switch)",
     ),
     (
         "QSA_TOPK_SPEC_FENCE",

@@ -154,14 +154,15 @@ impl SpecChunk {
             SpecChunk::K16 => "qsa_topk_spec_16k",
         }
     }
-    /// The engine's chunk: 4,096 while its CTAs (nq x chunks) fit one wave (two resident per
-    /// SM: 512 threads at up to 64 registers), else 8,192. Measured on the H200 (2026-12-02
-    /// 06:07 UTC, side by side, every QSA_TOPK_SPEC_* flag on, k = 2048 of 262,144): 1 query
-    /// (64 CTAs) 15.1 us at 4,096 / 17.7 at 8,192; 3 queries (192) 18.1 / 17.9; 16 queries
-    /// (1,024 CTAs, ~4 waves) 36.3 / 33.7, and 40.4 at 16,384 (one wave, but 32 keys per
-    /// thread cost more than the waves saved). 2,048 and 16,384 run only when forced.
+    /// The engine's chunk: 4,096 while its CTAs (nq x chunks) take at most one per SM, else
+    /// 8,192. Measured on the H200, side by side, k = 2048 of 262,144, the lean chunk step
+    /// (the engine's, below; 2026-12-02 08:28 UTC, lead's call P): 1 query (64 CTAs) 14.0 us
+    /// at 4,096 / 15.0 at 8,192; 3 queries 17.0 at 4,096 (192 CTAs: two on 60 SMs) / 15.4 at
+    /// 8,192 (96); 16 queries 26.7 at 8,192. The general step (06:07 UTC, call A1): 1 query
+    /// 15.1 / 17.7, 3 queries 18.1 / 17.9, 16 queries 36.3 / 33.7, and 40.4 at 16,384 (32
+    /// keys per thread cost more than the waves saved). 2,048 and 16,384 run only when forced.
     fn engine(caps: &TargetCaps, s: TopkShape) -> SpecChunk {
-        let slots = 2 * caps.multiprocessors.max(1) as usize;
+        let slots = caps.multiprocessors.max(1) as usize;
         if s.nq * s.n.div_ceil(SpecChunk::K4.entries()) <= slots {
             SpecChunk::K4
         } else {
@@ -182,7 +183,8 @@ pub struct SpecOptions {
     /// Chunk keys by 16-byte loads.
     pub vec4: bool,
     /// The lean chunk step (`qsa_topk_spec[_8k]_lean`: one compare per key to keep the
-    /// entries >= bound; not measured yet), chunks of 4,096 and 8,192 only.
+    /// entries >= bound), chunks of 2,048, 4,096 and 8,192; the engine's default there since
+    /// session 8 (measured faster at 1 / 3 / 16 queries: `SpecChunk::engine`).
     pub lean: bool,
     /// Session 8's forms (not measured yet), in the `_x` entry points (chunks of 4,096 and
     /// 8,192, not lean) and `qsa_topk_spec_t1024`: thread 0 alone fences around the query's
@@ -209,6 +211,7 @@ impl SpecOptions {
             (_, false, _) if self.wide_cta => "qsa_topk_spec_t1024",
             (SpecChunk::K4, true, true) => "qsa_topk_spec_lean_x",
             (SpecChunk::K8, true, true) => "qsa_topk_spec_8k_lean_x",
+            (SpecChunk::K2, true, false) => "qsa_topk_spec_2k_lean",
             (SpecChunk::K4, true, false) => "qsa_topk_spec_lean",
             (SpecChunk::K8, true, false) => "qsa_topk_spec_8k_lean",
             (SpecChunk::K4, false, true) => "qsa_topk_spec_x",
@@ -259,7 +262,9 @@ fn choice(
 /// engine's defaults: every flag on, each measured faster on the H200 at 1 / 3 / 16 queries x
 /// 262,144, k = 2048, 2026-12-02 06:07 UTC, side by side: the windowed final 17.5 -> 16.0 /
 /// 21.0 -> 19.0 / 41.6 -> 39.5 us, the one-pass bound -> 16.6 / 19.9 / 37.6, vec4 loads
-/// alone level (17.5 / 20.7 / 41.5), all three 15.1 / 18.1 / 36.3).
+/// alone level (17.5 / 20.7 / 41.5), all three 15.1 / 18.1 / 36.3; the lean chunk step and
+/// the chunk: `SpecChunk::engine`). Session 8's forms (fence, tmax, window_lean, 1,024
+/// threads) are off unless set: not measured yet.
 ///
 /// The variants exist on NVIDIA targets only (kernels/topk.cu builds them for CUDA; AMD's
 /// dispatch never takes the speculative kernel, and their registers cost gfx906's forced
@@ -305,12 +310,21 @@ pub fn spec_options(
             )))
         }
     };
-    let lean = choice(sw, "QSA_TOPK_SPEC_KEEP", "general", "lean", false)?;
-    if lean && !matches!(chunk, SpecChunk::K4 | SpecChunk::K8) {
-        return Err(BackendError::Input(format!(
-            "QSA_TOPK_SPEC_KEEP=lean exists for chunks of 4096 and 8192 only, not {}: set QSA_TOPK_SPEC_CHUNK=4096 or 8192",
-            chunk.entries()
-        )));
+    let explicit_lean = match sw.get("QSA_TOPK_SPEC_KEEP") {
+        None => None,
+        Some("general") => Some(false),
+        Some("lean") => Some(true),
+        Some(other) => {
+            return Err(BackendError::Input(format!(
+                "QSA_TOPK_SPEC_KEEP={other}: expected general or lean (unset: lean where it exists)"
+            )))
+        }
+    };
+    let lean = explicit_lean.unwrap_or(false);
+    if lean && chunk == SpecChunk::K16 {
+        return Err(BackendError::Input(
+            "QSA_TOPK_SPEC_KEEP=lean exists for chunks of 2048, 4096 and 8192 only, not 16384: set QSA_TOPK_SPEC_CHUNK=2048, 4096 or 8192".into(),
+        ));
     }
     // Three-valued: each names the values.
     let (final_window, final_lean) = match sw.get("QSA_TOPK_SPEC_FINAL") {
@@ -336,6 +350,10 @@ pub fn spec_options(
     };
     let fence_one = choice(sw, "QSA_TOPK_SPEC_FENCE", "all", "one", false)?;
     let x = fence_one || bound_tmax || final_lean;
+    // Unset: the lean step wherever an entry point has it for the other choices (chunks of
+    // 4,096 and 8,192; with session 8's forms only beside the threads' maxima bound):
+    // measured faster than the general step at 1 / 3 / 16 queries (`engine` above).
+    let lean = explicit_lean.unwrap_or(chunk != SpecChunk::K16 && (bound_tmax || !(x || wide_cta)));
     if wide_cta && chunk != SpecChunk::K8 {
         return Err(BackendError::Input(format!(
             "QSA_TOPK_SPEC_THREADS=1024 exists for chunks of 8192, not {}: unset QSA_TOPK_SPEC_CHUNK (or set 8192)",
@@ -502,7 +520,7 @@ mod tests {
         assert_eq!(lean("4096").unwrap().kernel(), "qsa_topk_spec_lean");
         assert_eq!(lean("8192").unwrap().kernel(), "qsa_topk_spec_8k_lean");
         let e = lean("16384").unwrap_err().to_string();
-        assert!(e.contains("for chunks of 4096 and 8192 only"), "{e}");
+        assert!(e.contains("for chunks of 2048, 4096 and 8192 only"), "{e}");
         let o = spec_options(
             &hopper,
             &switches(&[
@@ -527,9 +545,17 @@ mod tests {
             (o.kernel(), o.flags(), o.threads()),
             ("qsa_topk_spec_x", 7 | 8, 512)
         );
+        // tmax with the step unset: the lean step (the engine's), which has tmax compiled in.
         let o = opts(&[
             ("QSA_TOPK_SPEC_BOUND", "tmax"),
             ("QSA_TOPK_SPEC_CHUNK", "8192"),
+        ])
+        .unwrap();
+        assert_eq!((o.kernel(), o.flags()), ("qsa_topk_spec_8k_lean_x", 7 | 16));
+        let o = opts(&[
+            ("QSA_TOPK_SPEC_BOUND", "tmax"),
+            ("QSA_TOPK_SPEC_CHUNK", "8192"),
+            ("QSA_TOPK_SPEC_KEEP", "general"),
         ])
         .unwrap();
         assert_eq!((o.kernel(), o.flags()), ("qsa_topk_spec_8k_x", 7 | 16));
@@ -603,23 +629,32 @@ mod tests {
     }
 
     #[test]
-    fn the_engines_chunk_doubles_past_one_wave_of_4096() {
-        // 132 SMs: 264 CTAs. 1 x 262,144: 64 chunks of 4,096; 3 x: 192 (one wave): 4,096.
-        // 5 x: 320 and 16 x: 1,024 exceed it: 8,192 (measured 33.7 against 36.3 us at 16 x).
+    fn the_engines_chunk_doubles_past_one_cta_per_sm_and_keeps_lean() {
+        // 132 SMs. 1 x 262,144: 64 chunks of 4,096; 2 x: 128; 3 x: 192 put two CTAs on 60
+        // SMs: 8,192 (measured lean 15.4 against 17.0 us at 3 x), as at 16 x (1,024).
         let hopper = nvidia(vec![Feature::Clusters]);
         let pick = |nq| {
-            spec_options(&hopper, &Switches::default(), decode(nq, 262_144))
-                .unwrap()
-                .chunk
+            let o = spec_options(&hopper, &Switches::default(), decode(nq, 262_144)).unwrap();
+            (o.chunk, o.kernel())
         };
         assert_eq!(
-            pick(16),
-            SpecChunk::K8,
-            "16 x 262,144: 1,024 CTAs of 4,096 exceed one wave of 264, so chunks of 8,192"
+            pick(3),
+            (SpecChunk::K8, "qsa_topk_spec_8k_lean"),
+            "3 x 262,144: 192 CTAs of 4,096 exceed one per SM, so lean chunks of 8,192"
         );
-        assert_eq!(pick(1), SpecChunk::K4);
-        assert_eq!(pick(3), SpecChunk::K4);
-        assert_eq!(pick(5), SpecChunk::K8);
+        assert_eq!(pick(1), (SpecChunk::K4, "qsa_topk_spec_lean"));
+        assert_eq!(pick(2), (SpecChunk::K4, "qsa_topk_spec_lean"));
+        assert_eq!(pick(16), (SpecChunk::K8, "qsa_topk_spec_8k_lean"));
+        // The general step stays one switch away; forced 16,384 has no lean form.
+        let general = switches(&[("QSA_TOPK_SPEC_KEEP", "general")]);
+        let o = spec_options(&hopper, &general, decode(3, 262_144)).unwrap();
+        assert_eq!(o.kernel(), "qsa_topk_spec_8k");
+        let c2k = switches(&[("QSA_TOPK_SPEC_CHUNK", "2048")]);
+        let o = spec_options(&hopper, &c2k, decode(1, 262_144)).unwrap();
+        assert_eq!(o.kernel(), "qsa_topk_spec_2k_lean");
+        let c16k = switches(&[("QSA_TOPK_SPEC_CHUNK", "16384")]);
+        let o = spec_options(&hopper, &c16k, decode(1, 262_144)).unwrap();
+        assert_eq!(o.kernel(), "qsa_topk_spec_16k");
     }
 
     #[test]
