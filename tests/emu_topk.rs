@@ -511,3 +511,67 @@ fn topk_kernels_are_schedule_independent() {
         }
     }
 }
+
+/// The speculative kernel's check, which parity cannot see (its ids are exact either way):
+/// on exchangeable rows every chunk's own bound lies below the query's k-th key, so the last
+/// CTA proves its selection among the candidates; on ascending rows the late chunks' bounds
+/// lie above it and the last CTA selects over the whole row. `spec_fell_back` reads the mark
+/// the fallback leaves in the workspace. A bound that drops winners (too high, a margin too
+/// small) falls back on uniform rows and fails here, naming the form.
+#[test]
+fn spec_check_holds_on_exchangeable_rows_and_fails_on_sorted_ones() {
+    let case = Case {
+        name: "emu_spec_check",
+        nq: 2,
+        n: 18_437,
+        capacity: 18_438,
+        k: 300,
+        active: None,
+        dists: &[],
+    };
+    let caps = gpu_targets()
+        .into_iter()
+        .find(|c| c.name == "sm_90")
+        .unwrap();
+    let spec = ("QSA_TOPK_KERNEL", "spec");
+    let tmax = ("QSA_TOPK_SPEC_BOUND", "tmax");
+    let general = ("QSA_TOPK_SPEC_KEEP", "general");
+    // (form, whether ascending rows fall back). The threads' maxima bound (tmax) keeps ~8 r
+    // entries of a late sorted chunk, more than k: the chunk keeps its own top k instead and
+    // publishes bound 0, so its check holds there (exact, and no fallback).
+    type Form<'a> = (&'a [(&'a str, &'a str)], Option<bool>);
+    let forms: [Form; 10] = [
+        (&[spec], Some(true)),
+        (&[spec, ("QSA_TOPK_SPEC_CHUNK", "2048")], Some(true)),
+        (&[spec, ("QSA_TOPK_SPEC_CHUNK", "8192")], Some(true)),
+        (&[spec, general], Some(true)),
+        (
+            &[spec, general, ("QSA_TOPK_SPEC_BOUND", "radix")],
+            Some(true),
+        ),
+        (&[spec, tmax], None),
+        (&[spec, tmax, ("QSA_TOPK_SPEC_CHUNK", "8192")], None),
+        (&[spec, tmax, general], None),
+        (&[spec, ("QSA_TOPK_SPEC_THREADS", "1024")], Some(true)),
+        (&[spec, tmax, ("QSA_TOPK_SPEC_THREADS", "1024")], None),
+    ];
+    for (form, sorted_falls_back) in forms {
+        for (dist, want) in [("uniform", Some(false)), ("ascending", sorted_falls_back)] {
+            let api = qsa::emu::api::EmuApi::new(&caps, Schedule::Forward).unwrap();
+            let fell =
+                qsa::gpu::topk::spec_fell_back(&api, &caps, &switches(form), &problem(&case, dist))
+                    .unwrap_or_else(|e| panic!("{form:?} {dist}: {e}"));
+            let Some(want) = want else { continue };
+            assert!(
+                fell.iter().all(|&f| f == want),
+                "sm_90 {form:?} on {dist}: the last CTA fell back per query {fell:?}, want {want} \
+                 ({}; the ids are exact either way)",
+                if want {
+                    "sorted rows must fail the check: is it still made?"
+                } else {
+                    "a chunk bound above the k-th key dropped a winner"
+                }
+            );
+        }
+    }
+}

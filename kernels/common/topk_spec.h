@@ -263,7 +263,8 @@ QSA_DEVICE void topk_spec(const float* __restrict__ scores, int capacity, int nq
     TOPK_SPLIT_STAMP(2, 0, 7, q);
     return;
   }
-  // Not proven: select over the whole row (every chunk's bound is reset by its next call).
+  // Not proven: select over the whole row (every chunk's bound is reset by its next call;
+  // topk_split_final marked the query's first bound slot TOPK_SPEC_FELL_BACK).
   const TopkRowSrc src = {row};
   const TopkSel all = topk_radix_stream(src, (unsigned)n, (unsigned)k, s);
   topk_compact_stream(src, (unsigned)n, all, [&](unsigned pos, unsigned i) { o[pos] = (int)i; }, s);

@@ -53,6 +53,24 @@ QSA_DEVICE int topk_load_chunk(const float* row, int n, int chunk, unsigned (&ke
 }
 
 
+// What the speculative kernel's last CTA leaves in its query's first bound slot when its
+// check fails (above every order key; src/gpu/topk.rs SPEC_FELL_BACK). Returns false.
+// Compiled into emulated builds (where the tests read it) and probes built with
+// -DTOPK_SPEC_MARK only: on sm_90 (nvcc 13.0.88) the one store moved the measured kernels'
+// spills (qsa_topk_spec_8k 12 -> 36 bytes per thread, qsa_topk_spec_lean 16 -> 24).
+#define TOPK_SPEC_FELL_BACK 0xffffffffu
+#if defined(QSA_EMU) && !defined(TOPK_SPEC_MARK)
+#define TOPK_SPEC_MARK 1
+#endif
+QSA_DEVICE bool topk_spec_fell_back(const unsigned* bounds) {
+#if defined(TOPK_SPEC_MARK)
+  if (threadIdx.x == 0) *const_cast<unsigned*>(bounds) = TOPK_SPEC_FELL_BACK;
+#else
+  (void)bounds;
+#endif
+  return false;
+}
+
 // Where candidate p of a query lives: the chunk whose offset range holds it.
 QSA_DEVICE unsigned topk_cand_slot(const TopkShared& s, unsigned m, unsigned kc, unsigned p) {
   unsigned lo = 0, hi = m;  // offsets[lo] <= p < offsets[hi]
@@ -75,7 +93,10 @@ struct TopkCandSrc {
 // query's chunk bounds `bounds` (m of them), the candidates are not proven to hold the
 // selection (the speculative kernel's check, below): nothing is written and the result is
 // false. The split passes no bounds: floor 0 (its bound X is proven). The bounds are read
-// with the chunks' counts, in one round trip to L2. s.floor must be 0 on entry. `window`:
+// with the chunks' counts, in one round trip to L2. s.floor must be 0 on entry. Returning
+// false, it marks the query's first bound slot TOPK_SPEC_FELL_BACK (src/gpu/topk.rs:
+// spec_fell_back, how the tests tell a proven selection from the fallback, which parity
+// cannot; the next call's chunks overwrite it). `window`:
 // radix windows from the candidates' first differing bit (`lean`: their histograms' adds
 // without the whole-wave check).
 QSA_DEVICE bool topk_split_final(const TopkSplitWs& w, int q, int k, int* o, TopkShared& s,
@@ -162,7 +183,7 @@ QSA_DEVICE bool topk_split_final(const TopkSplitWs& w, int q, int k, int* o, Top
     lo = s.lo;
     hi = s.hi;
     // Fewer than k at or above the floor: the k-th candidate lies below it (block-uniform).
-    if (s.kept < (unsigned)k) return false;
+    if (s.kept < (unsigned)k) return topk_spec_fell_back(bounds);
     // The digits that every kept candidate shares need no pass: start below them. The others
     // become key 0, which never matches the kept ones' prefix when that prefix is not 0 (else
     // every candidate takes part from the first digit: still exact, k of them are kept).
@@ -190,7 +211,7 @@ QSA_DEVICE bool topk_split_final(const TopkSplitWs& w, int q, int k, int* o, Top
   } else {  // heavy ties left many candidates: stream them
     const TopkCandSrc src = {&s, ckey, w.m, w.kc};
     const TopkSel sel = topk_radix_stream(src, total, (unsigned)k, s);
-    if (sel.prefix < floor) return false;
+    if (sel.prefix < floor) return topk_spec_fell_back(bounds);
     topk_compact_stream(src, total, sel, [&](unsigned pos, unsigned p) { o[pos] = id_of(p); }, s);
   }
   return true;

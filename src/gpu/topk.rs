@@ -273,6 +273,55 @@ pub fn prepare<'a, A: GpuApi>(
     switches: &Switches,
     p: &'a TopkProblem,
 ) -> BackendResult<Box<dyn Prepared + 'a>> {
+    Ok(Box::new(planned_call(api, caps, switches, p)?))
+}
+
+/// The key the speculative kernel leaves in a query's first chunk-bound slot of the workspace
+/// when its check failed and it selected over the whole row (TOPK_SPEC_FELL_BACK in
+/// kernels/common/topk_split.h; above every order key). The next call's chunks overwrite it.
+pub const SPEC_FELL_BACK: u32 = 0xffff_ffff;
+
+/// Run `p` once through the speculative kernel's plan (forced by the caller's switches) and
+/// say, per query, whether its last CTA fell back to selecting over the whole row: the ids
+/// are exact either way, so this is the only way to see a bound that drops winners (a
+/// regression that makes the kernel slow, never wrong). Errors if the plan is not the
+/// speculative kernel's. The kernels leave the mark in emulated builds (and probes built
+/// with -DTOPK_SPEC_MARK) only: on a card's build every query reads `false`.
+pub fn spec_fell_back<A: GpuApi>(
+    api: &A,
+    caps: &TargetCaps,
+    switches: &Switches,
+    p: &TopkProblem,
+) -> BackendResult<Vec<bool>> {
+    let mut call = planned_call(api, caps, switches, p)?;
+    if call.plan().dispatched != TopkKernel::Spec.name() {
+        return Err(BackendError::Input(format!(
+            "spec_fell_back: the plan runs the {} kernel, not spec (force it: QSA_TOPK_KERNEL=spec)",
+            call.plan().dispatched
+        )));
+    }
+    let shape = TopkShape {
+        nq: p.nq,
+        n: p.n,
+        k: p.k,
+        has_active: p.active.is_some(),
+    };
+    let m =
+        p.n.div_ceil(spec_options(caps, switches, shape)?.chunk.entries());
+    call.run()?;
+    // done[nq] | bound[nq * m] | ...
+    let ws = call.download::<u32>("ws")?;
+    Ok((0..p.nq)
+        .map(|q| ws[p.nq + q * m] == SPEC_FELL_BACK)
+        .collect())
+}
+
+fn planned_call<'a, A: GpuApi>(
+    api: &'a A,
+    caps: &TargetCaps,
+    switches: &Switches,
+    p: &'a TopkProblem,
+) -> BackendResult<PlannedCall<'a, A>> {
     let call = TopkCall {
         nq: p.nq,
         n: p.n,
@@ -302,7 +351,7 @@ pub fn prepare<'a, A: GpuApi>(
         inputs.push(("active", super::as_bytes(a)));
     }
     let output = |c: &PlannedCall<'a, A>| Ok(Output::Ids(c.download::<i32>("out")?));
-    Ok(Box::new(PlannedCall::new(api, plan, &inputs, output)?))
+    PlannedCall::new(api, plan, &inputs, output)
 }
 
 #[cfg(test)]
@@ -337,6 +386,13 @@ mod tests {
             crate::dispatch::topk::MAX_N / SPLIT_CHUNK
         );
         assert!(WIDE_THREADS as usize <= define("TOPK_MAX_THREADS"));
+        let split = include_str!("../../kernels/common/topk_split.h");
+        assert!(
+            split.contains(&format!(
+                "#define TOPK_SPEC_FELL_BACK {SPEC_FELL_BACK:#x}u\n"
+            )),
+            "TOPK_SPEC_FELL_BACK in kernels/common/topk_split.h must be SPEC_FELL_BACK"
+        );
         // The wide kernel's small-k path ranks one candidate per thread.
         assert!(define("TOPK_FEW_CAP") <= WIDE_THREADS as usize);
     }
