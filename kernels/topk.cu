@@ -334,6 +334,24 @@ QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void 
   topk_spec<16, true, TOPK_SPLIT_THREADS, TOPK_SPEC_X>(scores, capacity, nq, n, k, ws, out, flags, s);
 }
 
+// The float-domain lean chunk step (topk_spec_chunk_float: the threads' maxima bound, float
+// compares), with session 8's other flags.
+// qsa:block 512
+QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void qsa_topk_spec_float(
+    const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
+    int* __restrict__ out, int flags) {
+  __shared__ TopkShared s;
+  topk_spec_float<8, TOPK_SPLIT_THREADS, TOPK_SPEC_X>(scores, capacity, nq, n, k, ws, out, flags, s);
+}
+
+// qsa:block 512
+QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void qsa_topk_spec_8k_float(
+    const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
+    int* __restrict__ out, int flags) {
+  __shared__ TopkShared s;
+  topk_spec_float<16, TOPK_SPLIT_THREADS, TOPK_SPEC_X>(scores, capacity, nq, n, k, ws, out, flags, s);
+}
+
 // qsa:block 1024
 QSA_KERNEL __launch_bounds__(TOPK_SPEC_WIDE_THREADS, 1) void qsa_topk_spec_t1024_lean_x(
     const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,

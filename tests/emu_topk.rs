@@ -330,6 +330,24 @@ fn spec_variants_match_the_oracle() {
                 ],
             ];
             let both = [Schedule::Forward, Schedule::Reverse];
+            // The float step on every special the keys order: NaNs of every sign and payload
+            // (nan_cut, nan_inf: key 0, kept only under bound 0), signed zeros across the cut
+            // (zero_cut, signed_zeros), -inf / +inf, ties, sorted rows.
+            let float_case = Case {
+                dists: &[
+                    "uniform",
+                    "ties",
+                    "nan_cut",
+                    "nan_inf",
+                    "zero_cut",
+                    "signed_zeros",
+                    "ascending",
+                    "descending",
+                    "adversarial",
+                ],
+                active: None,
+                ..case
+            };
             let x_case = Case {
                 dists: &["uniform", "ties", "nan_cut", "ascending"],
                 active: None,
@@ -352,6 +370,24 @@ fn spec_variants_match_the_oracle() {
                 ("QSA_TOPK_SPEC_THREADS", "1024"),
             ];
             check_case(&caps, &t1024, &x_case, &both);
+            // The float-domain lean step (its own bound), alone and with the other forms.
+            for chunk in ["4096", "8192"] {
+                for extra in [
+                    &[][..],
+                    &[
+                        ("QSA_TOPK_SPEC_FENCE", "one"),
+                        ("QSA_TOPK_SPEC_FINAL", "window_lean"),
+                    ][..],
+                ] {
+                    let mut v = vec![
+                        ("QSA_TOPK_KERNEL", "spec"),
+                        ("QSA_TOPK_SPEC_CHUNK", chunk),
+                        ("QSA_TOPK_SPEC_KEEP", "float"),
+                    ];
+                    v.extend_from_slice(extra);
+                    check_case(&caps, &v, &float_case, &both);
+                }
+            }
             // The lean entry points with session 8's forms (the threads' maxima bound only).
             for chunk in [
                 ("QSA_TOPK_SPEC_CHUNK", "4096"),
@@ -540,7 +576,7 @@ fn spec_check_holds_on_exchangeable_rows_and_fails_on_sorted_ones() {
     // entries of a late sorted chunk, more than k: the chunk keeps its own top k instead and
     // publishes bound 0, so its check holds there (exact, and no fallback).
     type Form<'a> = (&'a [(&'a str, &'a str)], Option<bool>);
-    let forms: [Form; 10] = [
+    let forms: [Form; 12] = [
         (&[spec], Some(true)),
         (&[spec, ("QSA_TOPK_SPEC_CHUNK", "2048")], Some(true)),
         (&[spec, ("QSA_TOPK_SPEC_CHUNK", "8192")], Some(true)),
@@ -554,6 +590,15 @@ fn spec_check_holds_on_exchangeable_rows_and_fails_on_sorted_ones() {
         (&[spec, tmax, general], None),
         (&[spec, ("QSA_TOPK_SPEC_THREADS", "1024")], Some(true)),
         (&[spec, tmax, ("QSA_TOPK_SPEC_THREADS", "1024")], None),
+        (&[spec, ("QSA_TOPK_SPEC_KEEP", "float")], None),
+        (
+            &[
+                spec,
+                ("QSA_TOPK_SPEC_KEEP", "float"),
+                ("QSA_TOPK_SPEC_CHUNK", "8192"),
+            ],
+            None,
+        ),
     ];
     for (form, sorted_falls_back) in forms {
         for (dist, want) in [("uniform", Some(false)), ("ascending", sorted_falls_back)] {

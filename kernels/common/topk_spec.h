@@ -122,13 +122,10 @@ QSA_DEVICE unsigned topk_bound_window(const unsigned (&key)[ITEMS], int nv, unsi
 // bound adds every key of the top octave to a histogram (instructions per key are what 16
 // queries' time scales with); the bound sits a little lower (a few more candidates). A thread
 // without entries holds 0, the lowest key, so a bound of 0 keeps every entry (capped at kc).
-template <int ITEMS>
-QSA_DEVICE unsigned topk_bound_tmax(const unsigned (&key)[ITEMS], int nv, unsigned r, TopkShared& s) {
+// `mx`: this thread's largest key (0 without entries).
+QSA_DEVICE unsigned topk_bound_tmax_of(unsigned mx, unsigned r, TopkShared& s) {
   const unsigned wave = threadIdx.x / QSA_WAVE;
   const unsigned nwaves = blockDim.x / QSA_WAVE;
-  unsigned mx = 0u;
-#pragma unroll
-  for (int j = 0; j < ITEMS; ++j) mx = j < nv ? max(mx, key[j]) : mx;
   unsigned lo = mx, hi = mx;
 #pragma unroll
   for (int off = QSA_WAVE / 2; off > 0; off >>= 1) {
@@ -147,6 +144,99 @@ QSA_DEVICE unsigned topk_bound_tmax(const unsigned (&key)[ITEMS], int nv, unsign
   const int p = lo == hi ? 0 : 32 - __clz((int)(lo ^ hi));
   const unsigned v[1] = {mx};
   return topk_radix_regs_window(v, 1, r, p, hi, p > 16 ? 2 : 1, s, true).prefix;
+}
+
+template <int ITEMS>
+QSA_DEVICE unsigned topk_bound_tmax(const unsigned (&key)[ITEMS], int nv, unsigned r, TopkShared& s) {
+  unsigned mx = 0u;
+#pragma unroll
+  for (int j = 0; j < ITEMS; ++j) mx = j < nv ? max(mx, key[j]) : mx;
+  return topk_bound_tmax_of(mx, r, s);
+}
+
+// A chunk's scores, blocked as topk_load_chunk_items, without their keys.
+template <int ITEMS, int THREADS>
+QSA_DEVICE int topk_load_chunk_floats(const float* row, int n, int chunk, bool vec4, float (&x)[ITEMS]) {
+  const int base = chunk * (ITEMS * THREADS) + threadIdx.x * ITEMS;  // as topk_load_chunk_items
+  const int nv = max(0, min(ITEMS, n - base));
+  const bool whole = n - base >= ITEMS;  // not nv == ITEMS: see topk_load_chunk_items
+  if (vec4 && whole && ((size_t)(row + base) & 15u) == 0) {
+    const float4* row4 = (const float4*)(row + base);
+#pragma unroll
+    for (int j = 0; j < ITEMS / 4; ++j) {
+      const float4 v = row4[j];
+      x[4 * j] = v.x;
+      x[4 * j + 1] = v.y;
+      x[4 * j + 2] = v.z;
+      x[4 * j + 3] = v.w;
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < ITEMS; ++j) x[j] = j < nv ? row[base + j] : 0.f;
+  }
+  return nv;
+}
+
+// The score at or above which an entry's key is >= `bound`: for a score that is not NaN,
+// key >= bound <=> score >= this (keys order the scores, -0 = +0), and NaN (key 0) takes part
+// only when the bound is 0, which keeps every entry. Bounds at or below -inf's key
+// (0x007fffff) keep every score that is not NaN: -inf itself.
+QSA_DEVICE float topk_score_at(unsigned bound) {
+  if (bound <= 0x007fffffu) return __uint_as_float(0xff800000u);
+  return __uint_as_float(bound >= 0x80000000u ? bound & 0x7fffffffu : ~bound);
+}
+
+// The float-domain lean chunk step (the `_float` entry points): the scores stay floats; each
+// thread's largest (fmaxf, which passes over NaN) gives the threads' maxima bound
+// (topk_bound_tmax_of), and the entries kept are those >= topk_score_at(bound): per entry a
+// max and two float compares, where the key step converts every entry and compares keys. Only
+// the kept entries' keys are computed (for the candidates), and all keys only when more than
+// kc are kept (ties: the chunk's own top kc, bound 0). Sets `kept` and `bound`.
+template <int ITEMS, int THREADS>
+QSA_DEVICE void topk_spec_chunk_float(const float* row, int n, int c, bool vec4, unsigned r, bool bounded,
+                                      unsigned kc, unsigned* ckey, int* cidx, TopkShared& s, unsigned& kept,
+                                      unsigned& bound) {
+  float x[ITEMS];
+  const int nv = topk_load_chunk_floats<ITEMS, THREADS>(row, n, c, vec4, x);
+  const int base = c * (ITEMS * THREADS) + threadIdx.x * ITEMS;
+  bound = 0u;  // every entry when the chunk has no more than r
+  // A margin past the threads (r > THREADS: k large against the chunks) leaves bound 0: every
+  // entry, so the chunk keeps its own top kc below (exact; a two-digit bound there spilled 180
+  // bytes per thread at 4,096 entries, nvcc 13.0.88).
+  if (bounded && r <= (unsigned)THREADS) {  // block-uniform
+    float mx = __uint_as_float(0x7fc00000u);  // NaN: fmaxf takes the other operand
+#pragma unroll
+    for (int j = 0; j < ITEMS; ++j) mx = j < nv ? fmaxf(mx, x[j]) : mx;
+    bound = topk_bound_tmax_of(qsa_order_key(mx), r, s);  // NaN (none, or only NaN): 0
+  }
+  const bool all = bound == 0u;
+  const float at = topk_score_at(bound);
+  unsigned ge = 0u, total;
+#pragma unroll
+  for (int j = 0; j < ITEMS; ++j) ge += j < nv && (all || x[j] >= at);
+  unsigned pos = topk_block_scan(ge, total, s);
+  if (total <= kc) {  // block-uniform
+#pragma unroll
+    for (int j = 0; j < ITEMS; ++j) {
+      if (j < nv && (all || x[j] >= at)) {
+        ckey[pos] = qsa_order_key(x[j]);
+        cidx[pos] = base + j;
+        ++pos;
+      }
+    }
+    kept = total;
+    return;
+  }
+  unsigned key[ITEMS];  // ties: the chunk's own top kc, proven whatever the bound
+#pragma unroll
+  for (int j = 0; j < ITEMS; ++j) key[j] = j < nv ? qsa_order_key(x[j]) : 0u;
+  const TopkSel sel = topk_radix_regs(key, nv, kc, 4, s);
+  const TopkCounts counts = topk_count_regs(key, nv, sel, s);
+  kept = topk_emit_regs(key, nv, sel, counts, [&](unsigned p, int j) {
+    ckey[p] = key[j];
+    cidx[p] = base + j;
+  });
+  bound = 0u;
 }
 
 // A chunk's candidate slots in the workspace.
@@ -265,6 +355,62 @@ QSA_DEVICE void topk_spec(const float* __restrict__ scores, int capacity, int nq
   }
   // Not proven: select over the whole row (every chunk's bound is reset by its next call;
   // topk_split_final marked the query's first bound slot TOPK_SPEC_FELL_BACK).
+  const TopkRowSrc src = {row};
+  const TopkSel all = topk_radix_stream(src, (unsigned)n, (unsigned)k, s);
+  topk_compact_stream(src, (unsigned)n, all, [&](unsigned pos, unsigned i) { o[pos] = (int)i; }, s);
+}
+
+// The speculative kernel with the float-domain chunk step (topk_spec_chunk_float; the `_float`
+// entry points, not measured yet). The ticket and the last CTA's step are topk_spec's, copied
+// so that the measured kernels' code stays byte-identical: merge them once this form is
+// measured (kept or dropped).
+template <int ITEMS, int THREADS, int XF>
+QSA_DEVICE void topk_spec_float(const float* __restrict__ scores, int capacity, int nq, int n, int k,
+                                unsigned* __restrict__ ws, int* __restrict__ out, int flags, TopkShared& s) {
+  flags &= TOPK_SPEC_FINAL_WINDOW | TOPK_SPEC_BOUND_WINDOW | TOPK_SPEC_LOAD_VEC4 | XF;
+  const int chunk = ITEMS * THREADS;
+  const int c = blockIdx.x, q = blockIdx.y;
+  const TopkSplitWs w(ws, nq, n, k, chunk);
+  if (q >= nq || c >= (int)w.m) return;
+  int* o = out + (size_t)q * k;
+  if (k >= n) {  // every entry: no workspace, no ticket
+    if (c == 0) topk_write_all(o, n, k);
+    return;
+  }
+  const float* row = scores + (size_t)q * capacity;
+  const int len = min(chunk, n - c * chunk);
+  const unsigned r = TOPK_SPEC_MARGIN * (((unsigned)k + w.m - 1) / w.m);
+  unsigned bound, kept;
+  topk_spec_chunk_float<ITEMS, THREADS>(row, n, c, (flags & TOPK_SPEC_LOAD_VEC4) != 0, r, (unsigned)len > r, w.kc,
+                                        ckey_of(w, q, c), cidx_of(w, q, c), s, kept, bound);
+  if (threadIdx.x == 0) {
+    w.cnt[(size_t)q * w.m + c] = kept;
+    w.bound[(size_t)q * w.m + c] = bound;
+  }
+  TOPK_SPLIT_STAMP(1, c, 3, q);
+  const bool fence_one = (flags & TOPK_SPEC_FENCE_ONE) != 0;
+  if (!fence_one) __threadfence();
+  QSA_SYNC();
+  if (threadIdx.x == 0) {
+    if (fence_one) __threadfence();  // release: the barrier put every thread's writes before it
+    const unsigned ticket = atomicAdd(&w.done[q], 1u);
+    s.flag = ticket == w.m - 1;
+    if (s.flag) {
+      w.done[q] = 0;                   // ready for the next call
+      if (fence_one) __threadfence();  // acquire: the barrier below puts the CTA's reads after it
+    }
+    s.floor = 0u;
+  }
+  QSA_SYNC();
+  TOPK_SPLIT_STAMP(1, c, 4, q);
+  if (!s.flag) return;
+  if (!fence_one) __threadfence();
+  if (topk_split_final(w, q, k, o, s, w.bound + (size_t)q * w.m, (flags & TOPK_SPEC_FINAL_WINDOW) != 0,
+                       (flags & TOPK_SPEC_FINAL_LEAN) != 0)) {
+    TOPK_SPLIT_STAMP(2, 0, 7, q);
+    return;
+  }
+  // Not proven: the whole row, as topk_spec.
   const TopkRowSrc src = {row};
   const TopkSel all = topk_radix_stream(src, (unsigned)n, (unsigned)k, s);
   topk_compact_stream(src, (unsigned)n, all, [&](unsigned pos, unsigned i) { o[pos] = (int)i; }, s);

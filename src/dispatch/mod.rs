@@ -119,7 +119,7 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
     ),
     (
         "QSA_TOPK_SPEC_KEEP",
-        "general | lean (default where it exists): the speculative top-k's chunk step in its general form or the lean entry point (one compare per key to keep the entries >= bound; chunks of 2048 / 4096 / 8192; with QSA_TOPK_SPEC_FENCE=one, QSA_TOPK_SPEC_FINAL=window_lean or QSA_TOPK_SPEC_THREADS=1024 it needs QSA_TOPK_SPEC_BOUND=tmax) (qsa's sweep switch)",
+        "general | lean (default where it exists) | float: the speculative top-k's chunk step in its general form, the lean entry point (one compare per key to keep the entries >= bound), or the lean step on the scores themselves (float: the threads' maxima bound, float compares; chunks of 4096 / 8192; not measured yet) (lean: chunks of 2048 / 4096 / 8192; with QSA_TOPK_SPEC_FENCE=one, QSA_TOPK_SPEC_FINAL=window_lean or QSA_TOPK_SPEC_THREADS=1024 it needs QSA_TOPK_SPEC_BOUND=tmax) (qsa's sweep switch)",
     ),
     (
         "QSA_TOPK_SPEC_FENCE",

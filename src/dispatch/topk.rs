@@ -199,6 +199,9 @@ pub struct SpecOptions {
     /// 1,024-thread CTAs over chunks of 8,192 (`QSA_TOPK_SPEC_THREADS=1024`:
     /// `qsa_topk_spec_t1024`, session 8's forms compiled in).
     pub wide_cta: bool,
+    /// The float-domain lean chunk step (`QSA_TOPK_SPEC_KEEP=float`: `qsa_topk_spec[_8k]_float`;
+    /// the threads' maxima bound and float compares, keys only for the kept entries).
+    pub float_keep: bool,
 }
 
 impl SpecOptions {
@@ -207,6 +210,8 @@ impl SpecOptions {
     pub fn kernel(self) -> &'static str {
         let x = self.fence_one || self.bound_tmax || self.final_lean;
         match (self.chunk, self.lean, x) {
+            (SpecChunk::K4, _, _) if self.float_keep => "qsa_topk_spec_float",
+            (SpecChunk::K8, _, _) if self.float_keep => "qsa_topk_spec_8k_float",
             (_, true, _) if self.wide_cta => "qsa_topk_spec_t1024_lean_x",
             (_, false, _) if self.wide_cta => "qsa_topk_spec_t1024",
             (SpecChunk::K4, true, true) => "qsa_topk_spec_lean_x",
@@ -286,6 +291,7 @@ pub fn spec_options(
             bound_tmax: false,
             final_lean: false,
             wide_cta: false,
+            float_keep: false,
         });
     }
     let wide_cta = match sw.get("QSA_TOPK_SPEC_THREADS") {
@@ -310,13 +316,14 @@ pub fn spec_options(
             )))
         }
     };
-    let explicit_lean = match sw.get("QSA_TOPK_SPEC_KEEP") {
-        None => None,
-        Some("general") => Some(false),
-        Some("lean") => Some(true),
+    let (explicit_lean, float_keep) = match sw.get("QSA_TOPK_SPEC_KEEP") {
+        None => (None, false),
+        Some("general") => (Some(false), false),
+        Some("lean") => (Some(true), false),
+        Some("float") => (Some(true), true),
         Some(other) => {
             return Err(BackendError::Input(format!(
-                "QSA_TOPK_SPEC_KEEP={other}: expected general or lean (unset: lean where it exists)"
+                "QSA_TOPK_SPEC_KEEP={other}: expected general, lean or float (unset: lean where it exists)"
             )))
         }
     };
@@ -337,8 +344,15 @@ pub fn spec_options(
             )))
         }
     };
-    // tmax keeps the one-pass bound for chunks whose margin exceeds the CTA's threads.
+    // tmax keeps the one-pass bound for chunks whose margin exceeds the CTA's threads. The
+    // float step's bound is always the threads' maxima.
     let (bound_window, bound_tmax) = match sw.get("QSA_TOPK_SPEC_BOUND") {
+        None | Some("tmax") if float_keep => (true, true),
+        Some(other) if float_keep => {
+            return Err(BackendError::Input(format!(
+                "QSA_TOPK_SPEC_BOUND={other} with QSA_TOPK_SPEC_KEEP=float: the float step's bound is the threads' maxima; unset QSA_TOPK_SPEC_BOUND or set tmax"
+            )))
+        }
         Some("radix") => (false, false),
         None | Some("window") => (true, false),
         Some("tmax") => (true, true),
@@ -354,6 +368,13 @@ pub fn spec_options(
     // 4,096 and 8,192; with session 8's forms only beside the threads' maxima bound):
     // measured faster than the general step at 1 / 3 / 16 queries (`engine` above).
     let lean = explicit_lean.unwrap_or(chunk != SpecChunk::K16 && (bound_tmax || !(x || wide_cta)));
+    if float_keep && (wide_cta || !matches!(chunk, SpecChunk::K4 | SpecChunk::K8)) {
+        return Err(BackendError::Input(format!(
+            "QSA_TOPK_SPEC_KEEP=float exists for 512-thread chunks of 4096 and 8192, not {}{}: set QSA_TOPK_SPEC_CHUNK=4096 or 8192 and unset QSA_TOPK_SPEC_THREADS",
+            chunk.entries(),
+            if wide_cta { " with 1024 threads" } else { "" }
+        )));
+    }
     if wide_cta && chunk != SpecChunk::K8 {
         return Err(BackendError::Input(format!(
             "QSA_TOPK_SPEC_THREADS=1024 exists for chunks of 8192, not {}: unset QSA_TOPK_SPEC_CHUNK (or set 8192)",
@@ -382,6 +403,7 @@ pub fn spec_options(
         bound_tmax,
         final_lean,
         wide_cta,
+        float_keep,
     })
 }
 
@@ -572,6 +594,31 @@ mod tests {
         ])
         .unwrap();
         assert_eq!((o.kernel(), o.flags()), ("qsa_topk_spec_t1024", 7 | 8));
+        let o = opts(&[("QSA_TOPK_SPEC_KEEP", "float")]).unwrap();
+        assert_eq!((o.kernel(), o.flags()), ("qsa_topk_spec_float", 7 | 16));
+        let o = opts(&[
+            ("QSA_TOPK_SPEC_KEEP", "float"),
+            ("QSA_TOPK_SPEC_CHUNK", "8192"),
+        ])
+        .unwrap();
+        assert_eq!(o.kernel(), "qsa_topk_spec_8k_float");
+        for bad in [
+            &[
+                ("QSA_TOPK_SPEC_KEEP", "float"),
+                ("QSA_TOPK_SPEC_BOUND", "window"),
+            ][..],
+            &[
+                ("QSA_TOPK_SPEC_KEEP", "float"),
+                ("QSA_TOPK_SPEC_THREADS", "1024"),
+            ][..],
+            &[
+                ("QSA_TOPK_SPEC_KEEP", "float"),
+                ("QSA_TOPK_SPEC_CHUNK", "2048"),
+            ][..],
+        ] {
+            let e = opts(bad).unwrap_err().to_string();
+            assert!(e.contains("QSA_TOPK_SPEC_KEEP=float"), "{e}");
+        }
         let lean_tmax = [
             ("QSA_TOPK_SPEC_KEEP", "lean"),
             ("QSA_TOPK_SPEC_BOUND", "tmax"),
@@ -675,7 +722,11 @@ mod tests {
             ("QSA_TOPK_SPEC_FENCE", "none", "expected all or one"),
             ("QSA_TOPK_SPEC_THREADS", "256", "expected 512 or 1024"),
             ("QSA_TOPK_SPEC_LOAD", "vec8", "expected scalar or vec4"),
-            ("QSA_TOPK_SPEC_KEEP", "fast", "expected general or lean"),
+            (
+                "QSA_TOPK_SPEC_KEEP",
+                "fast",
+                "expected general, lean or float",
+            ),
         ] {
             let e =
                 spec_options(&hopper, &switches(&[(name, bad)]), decode(1, 262_144)).unwrap_err();
