@@ -107,19 +107,27 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
     ),
     (
         "QSA_TOPK_SPEC_CHUNK",
-        "2048 | 4096 | 8192 | 16384: entries per chunk CTA of the speculative top-k (unset: 4096 while its CTAs fit one wave, else 8192) (qsa's sweep switch)",
+        "2048 | 4096 | 8192 | 16384: entries per chunk CTA of the speculative top-k (unset: 4096 while its CTAs take at most one per SM, else 8192) (qsa's sweep switch)",
     ),
     (
         "QSA_TOPK_SPEC_FINAL",
-        "byte | window (default): the speculative top-k's final radix in byte digits or in windows from the candidates' first differing bit (qsa's sweep switch)",
+        "byte | window (default) | window_lean: the speculative top-k's final radix in byte digits or in windows from the candidates' first differing bit (window_lean: their histograms by plain atomic adds; chunks of 4096 / 8192, not lean; not measured yet) (qsa's sweep switch)",
     ),
     (
         "QSA_TOPK_SPEC_BOUND",
-        "radix | window (default): the speculative top-k's chunk bound by two radix digits or one pass over the octave of the chunk's largest key (qsa's sweep switch)",
+        "radix | window (default) | tmax: the speculative top-k's chunk bound by two radix digits, one pass over the octave of the chunk's largest key, or from the threads' maxima (tmax: chunks of 4096 / 8192, not lean; not measured yet) (qsa's sweep switch)",
     ),
     (
         "QSA_TOPK_SPEC_KEEP",
-        "general (default) | lean: the speculative top-k's chunk step in its general form or the lean entry point (one compare per key to keep the entries >= bound; chunks of 4096 / 8192; not measured yet) (qsa's sweep switch)",
+        "general | lean (default where it exists) | float: the speculative top-k's chunk step in its general form, the lean entry point (one compare per key to keep the entries >= bound), or the lean step on the scores themselves (float: the threads' maxima bound, float compares; chunks of 4096 / 8192; not measured yet) (lean: chunks of 2048 / 4096 / 8192; with QSA_TOPK_SPEC_FENCE=one, QSA_TOPK_SPEC_FINAL=window_lean or QSA_TOPK_SPEC_THREADS=1024 it needs QSA_TOPK_SPEC_BOUND=tmax) (qsa's sweep switch)",
+    ),
+    (
+        "QSA_TOPK_SPEC_FENCE",
+        "all (default) | one: every thread of the speculative top-k's chunk CTA fences around the query's ticket, or thread 0 alone between block barriers (chunks of 4096 / 8192, not lean; not measured yet) (qsa's sweep switch)",
+    ),
+    (
+        "QSA_TOPK_SPEC_THREADS",
+        "512 (default) | 1024: threads per CTA of the speculative top-k (1024: chunks of 8192, qsa_topk_spec_t1024; not measured yet) (qsa's sweep switch)",
     ),
     (
         "QSA_TOPK_SPEC_LOAD",

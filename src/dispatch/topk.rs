@@ -46,7 +46,7 @@ pub const REGISTER_MAX_N: usize = 8192;
 pub const SPLIT_CHUNK: usize = 4096;
 /// Most queries for which the split pays (past that, one CTA per query fills the GPU).
 pub const SPLIT_MAX_QUERIES: usize = 16;
-/// CTAs of one query's cluster (TOPK_CLUSTER in kernels/topk.cu; 8 is the portable size).
+/// CTAs of one query's cluster (TOPK_CLUSTER in kernels/common/topk_cluster.h; 8 is the portable size).
 pub const CLUSTER_CTAS: usize = 8;
 /// Largest n the cluster kernel takes: a part of n / 8 keys staged in 160 KiB of shared
 /// memory, beside the kernel's 27.2 KiB of static shared memory (sm_90 resources snapshot).
@@ -154,14 +154,15 @@ impl SpecChunk {
             SpecChunk::K16 => "qsa_topk_spec_16k",
         }
     }
-    /// The engine's chunk: 4,096 while its CTAs (nq x chunks) fit one wave (two resident per
-    /// SM: 512 threads at up to 64 registers), else 8,192. Measured on the H200 (2026-12-02
-    /// 06:07 UTC, side by side, every QSA_TOPK_SPEC_* flag on, k = 2048 of 262,144): 1 query
-    /// (64 CTAs) 15.1 us at 4,096 / 17.7 at 8,192; 3 queries (192) 18.1 / 17.9; 16 queries
-    /// (1,024 CTAs, ~4 waves) 36.3 / 33.7, and 40.4 at 16,384 (one wave, but 32 keys per
-    /// thread cost more than the waves saved). 2,048 and 16,384 run only when forced.
+    /// The engine's chunk: 4,096 while its CTAs (nq x chunks) take at most one per SM, else
+    /// 8,192. Measured on the H200, side by side, k = 2048 of 262,144, the lean chunk step
+    /// (the engine's, below; 2026-12-02 08:28 UTC, lead's call P): 1 query (64 CTAs) 14.0 us
+    /// at 4,096 / 15.0 at 8,192; 3 queries 17.0 at 4,096 (192 CTAs: two on 60 SMs) / 15.4 at
+    /// 8,192 (96); 16 queries 26.7 at 8,192. The general step (06:07 UTC, call A1): 1 query
+    /// 15.1 / 17.7, 3 queries 18.1 / 17.9, 16 queries 36.3 / 33.7, and 40.4 at 16,384 (32
+    /// keys per thread cost more than the waves saved). 2,048 and 16,384 run only when forced.
     fn engine(caps: &TargetCaps, s: TopkShape) -> SpecChunk {
-        let slots = 2 * caps.multiprocessors.max(1) as usize;
+        let slots = caps.multiprocessors.max(1) as usize;
         if s.nq * s.n.div_ceil(SpecChunk::K4.entries()) <= slots {
             SpecChunk::K4
         } else {
@@ -171,7 +172,7 @@ impl SpecChunk {
 }
 
 /// The speculative kernel's variants (each exact; they differ in time): the chunk, and the
-/// `flags` bits of kernels/topk.cu (TOPK_SPEC_*).
+/// `flags` bits of the speculative kernel (TOPK_SPEC_* in kernels/common/topk_spec.h).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SpecOptions {
     pub chunk: SpecChunk,
@@ -182,21 +183,64 @@ pub struct SpecOptions {
     /// Chunk keys by 16-byte loads.
     pub vec4: bool,
     /// The lean chunk step (`qsa_topk_spec[_8k]_lean`: one compare per key to keep the
-    /// entries >= bound; not measured yet), chunks of 4,096 and 8,192 only.
+    /// entries >= bound), chunks of 2,048, 4,096 and 8,192; the engine's default there since
+    /// session 8 (measured faster at 1 / 3 / 16 queries: `SpecChunk::engine`).
     pub lean: bool,
+    /// Session 8's forms (not measured yet), in the `_x` entry points (chunks of 4,096 and
+    /// 8,192, not lean) and `qsa_topk_spec_t1024`: thread 0 alone fences around the query's
+    /// ticket (`QSA_TOPK_SPEC_FENCE=one`).
+    pub fence_one: bool,
+    /// The chunk bound from the threads' maxima (`QSA_TOPK_SPEC_BOUND=tmax`; the one-pass
+    /// bound where the margin asks for more entries than the CTA has threads).
+    pub bound_tmax: bool,
+    /// The final step's window histograms by plain atomic adds
+    /// (`QSA_TOPK_SPEC_FINAL=window_lean`).
+    pub final_lean: bool,
+    /// 1,024-thread CTAs over chunks of 8,192 (`QSA_TOPK_SPEC_THREADS=1024`:
+    /// `qsa_topk_spec_t1024`, session 8's forms compiled in).
+    pub wide_cta: bool,
+    /// The float-domain lean chunk step (`QSA_TOPK_SPEC_KEEP=float`: `qsa_topk_spec[_8k]_float`;
+    /// the threads' maxima bound and float compares, keys only for the kept entries).
+    pub float_keep: bool,
 }
 
 impl SpecOptions {
-    /// The entry point: the chunk's, or its lean form.
+    /// The entry point: the chunk's, its lean form, or the one with session 8's forms
+    /// compiled in (`spec_options` admits only the pairs named here).
     pub fn kernel(self) -> &'static str {
-        match (self.chunk, self.lean) {
-            (SpecChunk::K4, true) => "qsa_topk_spec_lean",
-            (SpecChunk::K8, true) => "qsa_topk_spec_8k_lean",
-            (chunk, _) => chunk.kernel(),
+        let x = self.fence_one || self.bound_tmax || self.final_lean;
+        match (self.chunk, self.lean, x) {
+            (SpecChunk::K4, _, _) if self.float_keep => "qsa_topk_spec_float",
+            (SpecChunk::K8, _, _) if self.float_keep => "qsa_topk_spec_8k_float",
+            (_, true, _) if self.wide_cta => "qsa_topk_spec_t1024_lean_x",
+            (_, false, _) if self.wide_cta => "qsa_topk_spec_t1024",
+            (SpecChunk::K4, true, true) => "qsa_topk_spec_lean_x",
+            (SpecChunk::K8, true, true) => "qsa_topk_spec_8k_lean_x",
+            (SpecChunk::K2, true, false) => "qsa_topk_spec_2k_lean",
+            (SpecChunk::K4, true, false) => "qsa_topk_spec_lean",
+            (SpecChunk::K8, true, false) => "qsa_topk_spec_8k_lean",
+            (SpecChunk::K4, false, true) => "qsa_topk_spec_x",
+            (SpecChunk::K8, false, true) => "qsa_topk_spec_8k_x",
+            (chunk, _, _) => chunk.kernel(),
         }
     }
+    /// Threads per CTA (the chunk holds `chunk / threads` entries per thread).
+    pub fn threads(self) -> u32 {
+        if self.wide_cta {
+            1024
+        } else {
+            512
+        }
+    }
+    /// TOPK_SPEC_* of kernels/common/topk_spec.h: FINAL_WINDOW 1, BOUND_WINDOW 2, LOAD_VEC4 4,
+    /// FENCE_ONE 8, BOUND_TMAX 16, FINAL_LEAN 32.
     pub fn flags(self) -> i32 {
-        (self.final_window as i32) | (self.bound_window as i32) << 1 | (self.vec4 as i32) << 2
+        (self.final_window as i32)
+            | (self.bound_window as i32) << 1
+            | (self.vec4 as i32) << 2
+            | (self.fence_one as i32) << 3
+            | (self.bound_tmax as i32) << 4
+            | (self.final_lean as i32) << 5
     }
 }
 
@@ -223,7 +267,9 @@ fn choice(
 /// engine's defaults: every flag on, each measured faster on the H200 at 1 / 3 / 16 queries x
 /// 262,144, k = 2048, 2026-12-02 06:07 UTC, side by side: the windowed final 17.5 -> 16.0 /
 /// 21.0 -> 19.0 / 41.6 -> 39.5 us, the one-pass bound -> 16.6 / 19.9 / 37.6, vec4 loads
-/// alone level (17.5 / 20.7 / 41.5), all three 15.1 / 18.1 / 36.3).
+/// alone level (17.5 / 20.7 / 41.5), all three 15.1 / 18.1 / 36.3; the lean chunk step and
+/// the chunk: `SpecChunk::engine`). Session 8's forms (fence, tmax, window_lean, 1,024
+/// threads) are off unless set: not measured yet.
 ///
 /// The variants exist on NVIDIA targets only (kernels/topk.cu builds them for CUDA; AMD's
 /// dispatch never takes the speculative kernel, and their registers cost gfx906's forced
@@ -241,9 +287,24 @@ pub fn spec_options(
             bound_window: false,
             vec4: false,
             lean: false,
+            fence_one: false,
+            bound_tmax: false,
+            final_lean: false,
+            wide_cta: false,
+            float_keep: false,
         });
     }
+    let wide_cta = match sw.get("QSA_TOPK_SPEC_THREADS") {
+        None | Some("512") => false,
+        Some("1024") => true,
+        Some(other) => {
+            return Err(BackendError::Input(format!(
+                "QSA_TOPK_SPEC_THREADS={other}: expected 512 or 1024 (unset: 512)"
+            )))
+        }
+    };
     let chunk = match sw.get("QSA_TOPK_SPEC_CHUNK") {
+        None if wide_cta => SpecChunk::K8,
         None => SpecChunk::engine(caps, s),
         Some("2048") => SpecChunk::K2,
         Some("4096") => SpecChunk::K4,
@@ -255,19 +316,94 @@ pub fn spec_options(
             )))
         }
     };
-    let lean = choice(sw, "QSA_TOPK_SPEC_KEEP", "general", "lean", false)?;
-    if lean && !matches!(chunk, SpecChunk::K4 | SpecChunk::K8) {
+    let (explicit_lean, float_keep) = match sw.get("QSA_TOPK_SPEC_KEEP") {
+        None => (None, false),
+        Some("general") => (Some(false), false),
+        Some("lean") => (Some(true), false),
+        Some("float") => (Some(true), true),
+        Some(other) => {
+            return Err(BackendError::Input(format!(
+                "QSA_TOPK_SPEC_KEEP={other}: expected general, lean or float (unset: lean where it exists)"
+            )))
+        }
+    };
+    let lean = explicit_lean.unwrap_or(false);
+    if lean && chunk == SpecChunk::K16 {
+        return Err(BackendError::Input(
+            "QSA_TOPK_SPEC_KEEP=lean exists for chunks of 2048, 4096 and 8192 only, not 16384: set QSA_TOPK_SPEC_CHUNK=2048, 4096 or 8192".into(),
+        ));
+    }
+    // Three-valued: each names the values.
+    let (final_window, final_lean) = match sw.get("QSA_TOPK_SPEC_FINAL") {
+        Some("byte") => (false, false),
+        None | Some("window") => (true, false),
+        Some("window_lean") => (true, true),
+        Some(other) => {
+            return Err(BackendError::Input(format!(
+                "QSA_TOPK_SPEC_FINAL={other}: expected byte, window or window_lean (unset: window)"
+            )))
+        }
+    };
+    // tmax keeps the one-pass bound for chunks whose margin exceeds the CTA's threads. The
+    // float step's bound is always the threads' maxima.
+    let (bound_window, bound_tmax) = match sw.get("QSA_TOPK_SPEC_BOUND") {
+        None | Some("tmax") if float_keep => (true, true),
+        Some(other) if float_keep => {
+            return Err(BackendError::Input(format!(
+                "QSA_TOPK_SPEC_BOUND={other} with QSA_TOPK_SPEC_KEEP=float: the float step's bound is the threads' maxima; unset QSA_TOPK_SPEC_BOUND or set tmax"
+            )))
+        }
+        Some("radix") => (false, false),
+        None | Some("window") => (true, false),
+        Some("tmax") => (true, true),
+        Some(other) => {
+            return Err(BackendError::Input(format!(
+                "QSA_TOPK_SPEC_BOUND={other}: expected radix, window or tmax (unset: window)"
+            )))
+        }
+    };
+    let fence_one = choice(sw, "QSA_TOPK_SPEC_FENCE", "all", "one", false)?;
+    let x = fence_one || bound_tmax || final_lean;
+    // Unset: the lean step wherever an entry point has it for the other choices (chunks of
+    // 4,096 and 8,192; with session 8's forms only beside the threads' maxima bound):
+    // measured faster than the general step at 1 / 3 / 16 queries (`engine` above).
+    let lean = explicit_lean.unwrap_or(chunk != SpecChunk::K16 && (bound_tmax || !(x || wide_cta)));
+    if float_keep && (wide_cta || !matches!(chunk, SpecChunk::K4 | SpecChunk::K8)) {
         return Err(BackendError::Input(format!(
-            "QSA_TOPK_SPEC_KEEP=lean exists for chunks of 4096 and 8192 only, not {}: set QSA_TOPK_SPEC_CHUNK=4096 or 8192",
+            "QSA_TOPK_SPEC_KEEP=float exists for 512-thread chunks of 4096 and 8192, not {}{}: set QSA_TOPK_SPEC_CHUNK=4096 or 8192 and unset QSA_TOPK_SPEC_THREADS",
+            chunk.entries(),
+            if wide_cta { " with 1024 threads" } else { "" }
+        )));
+    }
+    if wide_cta && chunk != SpecChunk::K8 {
+        return Err(BackendError::Input(format!(
+            "QSA_TOPK_SPEC_THREADS=1024 exists for chunks of 8192, not {}: unset QSA_TOPK_SPEC_CHUNK (or set 8192)",
             chunk.entries()
         )));
+    }
+    if x && !matches!(chunk, SpecChunk::K4 | SpecChunk::K8) {
+        return Err(BackendError::Input(format!(
+            "QSA_TOPK_SPEC_FENCE=one, QSA_TOPK_SPEC_BOUND=tmax and QSA_TOPK_SPEC_FINAL=window_lean exist for chunks of 4096 and 8192, not {}: set QSA_TOPK_SPEC_CHUNK=4096 or 8192",
+            chunk.entries()
+        )));
+    }
+    // The lean entry points with session 8's forms carry the threads' maxima bound only.
+    if lean && (x || wide_cta) && !bound_tmax {
+        return Err(BackendError::Input(
+            "QSA_TOPK_SPEC_KEEP=lean with QSA_TOPK_SPEC_FENCE=one, QSA_TOPK_SPEC_FINAL=window_lean or QSA_TOPK_SPEC_THREADS=1024 exists with QSA_TOPK_SPEC_BOUND=tmax only: set it".into(),
+        ));
     }
     Ok(SpecOptions {
         chunk,
         lean,
-        final_window: choice(sw, "QSA_TOPK_SPEC_FINAL", "byte", "window", true)?,
-        bound_window: choice(sw, "QSA_TOPK_SPEC_BOUND", "radix", "window", true)?,
+        final_window,
+        bound_window,
         vec4: choice(sw, "QSA_TOPK_SPEC_LOAD", "scalar", "vec4", true)?,
+        fence_one,
+        bound_tmax,
+        final_lean,
+        wide_cta,
+        float_keep,
     })
 }
 
@@ -406,7 +542,7 @@ mod tests {
         assert_eq!(lean("4096").unwrap().kernel(), "qsa_topk_spec_lean");
         assert_eq!(lean("8192").unwrap().kernel(), "qsa_topk_spec_8k_lean");
         let e = lean("16384").unwrap_err().to_string();
-        assert!(e.contains("for chunks of 4096 and 8192 only"), "{e}");
+        assert!(e.contains("for chunks of 2048, 4096 and 8192 only"), "{e}");
         let o = spec_options(
             &hopper,
             &switches(&[
@@ -419,24 +555,153 @@ mod tests {
         assert_eq!(o.flags(), 2);
     }
 
+    /// Session 8's forms: each sets its flag bit and takes the entry point that has it
+    /// compiled in; a pair with no such entry point is refused, naming the fix.
     #[test]
-    fn the_engines_chunk_doubles_past_one_wave_of_4096() {
-        // 132 SMs: 264 CTAs. 1 x 262,144: 64 chunks of 4,096; 3 x: 192 (one wave): 4,096.
-        // 5 x: 320 and 16 x: 1,024 exceed it: 8,192 (measured 33.7 against 36.3 us at 16 x).
+    fn session_8_forms_take_their_entry_points() {
+        let hopper = nvidia(vec![Feature::Clusters]);
+        let opts =
+            |pairs: &[(&str, &str)]| spec_options(&hopper, &switches(pairs), decode(1, 262_144));
+        let o = opts(&[("QSA_TOPK_SPEC_FENCE", "one")]).unwrap();
+        assert_eq!(
+            (o.kernel(), o.flags(), o.threads()),
+            ("qsa_topk_spec_x", 7 | 8, 512)
+        );
+        // tmax with the step unset: the lean step (the engine's), which has tmax compiled in.
+        let o = opts(&[
+            ("QSA_TOPK_SPEC_BOUND", "tmax"),
+            ("QSA_TOPK_SPEC_CHUNK", "8192"),
+        ])
+        .unwrap();
+        assert_eq!((o.kernel(), o.flags()), ("qsa_topk_spec_8k_lean_x", 7 | 16));
+        let o = opts(&[
+            ("QSA_TOPK_SPEC_BOUND", "tmax"),
+            ("QSA_TOPK_SPEC_CHUNK", "8192"),
+            ("QSA_TOPK_SPEC_KEEP", "general"),
+        ])
+        .unwrap();
+        assert_eq!((o.kernel(), o.flags()), ("qsa_topk_spec_8k_x", 7 | 16));
+        let o = opts(&[("QSA_TOPK_SPEC_FINAL", "window_lean")]).unwrap();
+        assert_eq!((o.kernel(), o.flags()), ("qsa_topk_spec_x", 7 | 32));
+        let o = opts(&[("QSA_TOPK_SPEC_THREADS", "1024")]).unwrap();
+        assert_eq!(
+            (o.kernel(), o.chunk, o.flags(), o.threads()),
+            ("qsa_topk_spec_t1024", SpecChunk::K8, 7, 1024)
+        );
+        let o = opts(&[
+            ("QSA_TOPK_SPEC_THREADS", "1024"),
+            ("QSA_TOPK_SPEC_FENCE", "one"),
+        ])
+        .unwrap();
+        assert_eq!((o.kernel(), o.flags()), ("qsa_topk_spec_t1024", 7 | 8));
+        let o = opts(&[("QSA_TOPK_SPEC_KEEP", "float")]).unwrap();
+        assert_eq!((o.kernel(), o.flags()), ("qsa_topk_spec_float", 7 | 16));
+        let o = opts(&[
+            ("QSA_TOPK_SPEC_KEEP", "float"),
+            ("QSA_TOPK_SPEC_CHUNK", "8192"),
+        ])
+        .unwrap();
+        assert_eq!(o.kernel(), "qsa_topk_spec_8k_float");
+        for bad in [
+            &[
+                ("QSA_TOPK_SPEC_KEEP", "float"),
+                ("QSA_TOPK_SPEC_BOUND", "window"),
+            ][..],
+            &[
+                ("QSA_TOPK_SPEC_KEEP", "float"),
+                ("QSA_TOPK_SPEC_THREADS", "1024"),
+            ][..],
+            &[
+                ("QSA_TOPK_SPEC_KEEP", "float"),
+                ("QSA_TOPK_SPEC_CHUNK", "2048"),
+            ][..],
+        ] {
+            let e = opts(bad).unwrap_err().to_string();
+            assert!(e.contains("QSA_TOPK_SPEC_KEEP=float"), "{e}");
+        }
+        let lean_tmax = [
+            ("QSA_TOPK_SPEC_KEEP", "lean"),
+            ("QSA_TOPK_SPEC_BOUND", "tmax"),
+        ];
+        let o = opts(&lean_tmax).unwrap();
+        assert_eq!((o.kernel(), o.flags()), ("qsa_topk_spec_lean_x", 7 | 16));
+        let o = opts(&[lean_tmax[0], lean_tmax[1], ("QSA_TOPK_SPEC_CHUNK", "8192")]).unwrap();
+        assert_eq!(o.kernel(), "qsa_topk_spec_8k_lean_x");
+        let o = opts(&[
+            lean_tmax[0],
+            lean_tmax[1],
+            ("QSA_TOPK_SPEC_THREADS", "1024"),
+        ])
+        .unwrap();
+        assert_eq!(
+            (o.kernel(), o.threads()),
+            ("qsa_topk_spec_t1024_lean_x", 1024)
+        );
+        let e = opts(&[
+            ("QSA_TOPK_SPEC_THREADS", "1024"),
+            ("QSA_TOPK_SPEC_CHUNK", "4096"),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("QSA_TOPK_SPEC_THREADS=1024 exists for chunks of 8192"),
+            "{e}"
+        );
+        let e = opts(&[
+            ("QSA_TOPK_SPEC_BOUND", "tmax"),
+            ("QSA_TOPK_SPEC_CHUNK", "2048"),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("exist for chunks of 4096 and 8192, not 2048"),
+            "{e}"
+        );
+        for bad in [
+            &[
+                ("QSA_TOPK_SPEC_FENCE", "one"),
+                ("QSA_TOPK_SPEC_KEEP", "lean"),
+            ][..],
+            &[
+                ("QSA_TOPK_SPEC_THREADS", "1024"),
+                ("QSA_TOPK_SPEC_KEEP", "lean"),
+            ][..],
+        ] {
+            let e = opts(bad).unwrap_err().to_string();
+            assert!(
+                e.contains("exists with QSA_TOPK_SPEC_BOUND=tmax only"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_engines_chunk_doubles_past_one_cta_per_sm_and_keeps_lean() {
+        // 132 SMs. 1 x 262,144: 64 chunks of 4,096; 2 x: 128; 3 x: 192 put two CTAs on 60
+        // SMs: 8,192 (measured lean 15.4 against 17.0 us at 3 x), as at 16 x (1,024).
         let hopper = nvidia(vec![Feature::Clusters]);
         let pick = |nq| {
-            spec_options(&hopper, &Switches::default(), decode(nq, 262_144))
-                .unwrap()
-                .chunk
+            let o = spec_options(&hopper, &Switches::default(), decode(nq, 262_144)).unwrap();
+            (o.chunk, o.kernel())
         };
         assert_eq!(
-            pick(16),
-            SpecChunk::K8,
-            "16 x 262,144: 1,024 CTAs of 4,096 exceed one wave of 264, so chunks of 8,192"
+            pick(3),
+            (SpecChunk::K8, "qsa_topk_spec_8k_lean"),
+            "3 x 262,144: 192 CTAs of 4,096 exceed one per SM, so lean chunks of 8,192"
         );
-        assert_eq!(pick(1), SpecChunk::K4);
-        assert_eq!(pick(3), SpecChunk::K4);
-        assert_eq!(pick(5), SpecChunk::K8);
+        assert_eq!(pick(1), (SpecChunk::K4, "qsa_topk_spec_lean"));
+        assert_eq!(pick(2), (SpecChunk::K4, "qsa_topk_spec_lean"));
+        assert_eq!(pick(16), (SpecChunk::K8, "qsa_topk_spec_8k_lean"));
+        // The general step stays one switch away; forced 16,384 has no lean form.
+        let general = switches(&[("QSA_TOPK_SPEC_KEEP", "general")]);
+        let o = spec_options(&hopper, &general, decode(3, 262_144)).unwrap();
+        assert_eq!(o.kernel(), "qsa_topk_spec_8k");
+        let c2k = switches(&[("QSA_TOPK_SPEC_CHUNK", "2048")]);
+        let o = spec_options(&hopper, &c2k, decode(1, 262_144)).unwrap();
+        assert_eq!(o.kernel(), "qsa_topk_spec_2k_lean");
+        let c16k = switches(&[("QSA_TOPK_SPEC_CHUNK", "16384")]);
+        let o = spec_options(&hopper, &c16k, decode(1, 262_144)).unwrap();
+        assert_eq!(o.kernel(), "qsa_topk_spec_16k");
     }
 
     #[test]
@@ -448,10 +713,20 @@ mod tests {
                 "5000",
                 "expected 2048, 4096, 8192 or 16384",
             ),
-            ("QSA_TOPK_SPEC_FINAL", "bits", "expected byte or window"),
-            ("QSA_TOPK_SPEC_BOUND", "1", "expected radix or window"),
+            (
+                "QSA_TOPK_SPEC_FINAL",
+                "bits",
+                "expected byte, window or window_lean",
+            ),
+            ("QSA_TOPK_SPEC_BOUND", "1", "expected radix, window or tmax"),
+            ("QSA_TOPK_SPEC_FENCE", "none", "expected all or one"),
+            ("QSA_TOPK_SPEC_THREADS", "256", "expected 512 or 1024"),
             ("QSA_TOPK_SPEC_LOAD", "vec8", "expected scalar or vec4"),
-            ("QSA_TOPK_SPEC_KEEP", "fast", "expected general or lean"),
+            (
+                "QSA_TOPK_SPEC_KEEP",
+                "fast",
+                "expected general, lean or float",
+            ),
         ] {
             let e =
                 spec_options(&hopper, &switches(&[(name, bad)]), decode(1, 262_144)).unwrap_err();

@@ -50,7 +50,7 @@ pub const WIDE_THREADS: u32 = 1024;
 /// Threads of a split CTA (TOPK_SPLIT_THREADS in kernels/topk.cu).
 pub const SPLIT_THREADS: u32 = 512;
 
-/// Threads of a cluster-kernel CTA (TOPK_CLUSTER_THREADS in kernels/topk.cu).
+/// Threads of a cluster-kernel CTA (TOPK_CLUSTER_THREADS in kernels/common/topk_cluster.h).
 pub const CLUSTER_THREADS: u32 = 1024;
 
 /// Entries of one CTA's part of a row in the cluster kernel.
@@ -92,7 +92,7 @@ pub fn split_chunks(n: usize) -> usize {
     n.div_ceil(SPLIT_CHUNK).max(1)
 }
 
-/// Bytes of the split's workspace (layout in kernels/topk.cu, TopkSplitWs).
+/// Bytes of the split's workspace (layout in kernels/common/topk_split.h, TopkSplitWs).
 pub fn split_workspace_bytes(nq: usize, n: usize, k: usize) -> usize {
     chunked_workspace_bytes(nq, n, k, SPLIT_CHUNK)
 }
@@ -257,7 +257,7 @@ pub fn launch_plan(
             plan.setup.push(Step::Zero { buffer: "ws" });
             plan.call.push(launch(
                 o.kernel(),
-                one((p.n.div_ceil(chunk) as u32, p.nq as u32, 1), SPLIT_THREADS),
+                one((p.n.div_ceil(chunk) as u32, p.nq as u32, 1), o.threads()),
                 vec![scores, cap, nq, n, k, ws, out, PlanArg::I32(o.flags())],
             ));
         }
@@ -273,6 +273,55 @@ pub fn prepare<'a, A: GpuApi>(
     switches: &Switches,
     p: &'a TopkProblem,
 ) -> BackendResult<Box<dyn Prepared + 'a>> {
+    Ok(Box::new(planned_call(api, caps, switches, p)?))
+}
+
+/// The key the speculative kernel leaves in a query's first chunk-bound slot of the workspace
+/// when its check failed and it selected over the whole row (TOPK_SPEC_FELL_BACK in
+/// kernels/common/topk_split.h; above every order key). The next call's chunks overwrite it.
+pub const SPEC_FELL_BACK: u32 = 0xffff_ffff;
+
+/// Run `p` once through the speculative kernel's plan (forced by the caller's switches) and
+/// say, per query, whether its last CTA fell back to selecting over the whole row: the ids
+/// are exact either way, so this is the only way to see a bound that drops winners (a
+/// regression that makes the kernel slow, never wrong). Errors if the plan is not the
+/// speculative kernel's. The kernels leave the mark in emulated builds (and probes built
+/// with -DTOPK_SPEC_MARK) only: on a card's build every query reads `false`.
+pub fn spec_fell_back<A: GpuApi>(
+    api: &A,
+    caps: &TargetCaps,
+    switches: &Switches,
+    p: &TopkProblem,
+) -> BackendResult<Vec<bool>> {
+    let mut call = planned_call(api, caps, switches, p)?;
+    if call.plan().dispatched != TopkKernel::Spec.name() {
+        return Err(BackendError::Input(format!(
+            "spec_fell_back: the plan runs the {} kernel, not spec (force it: QSA_TOPK_KERNEL=spec)",
+            call.plan().dispatched
+        )));
+    }
+    let shape = TopkShape {
+        nq: p.nq,
+        n: p.n,
+        k: p.k,
+        has_active: p.active.is_some(),
+    };
+    let m =
+        p.n.div_ceil(spec_options(caps, switches, shape)?.chunk.entries());
+    call.run()?;
+    // done[nq] | bound[nq * m] | ...
+    let ws = call.download::<u32>("ws")?;
+    Ok((0..p.nq)
+        .map(|q| ws[p.nq + q * m] == SPEC_FELL_BACK)
+        .collect())
+}
+
+fn planned_call<'a, A: GpuApi>(
+    api: &'a A,
+    caps: &TargetCaps,
+    switches: &Switches,
+    p: &'a TopkProblem,
+) -> BackendResult<PlannedCall<'a, A>> {
     let call = TopkCall {
         nq: p.nq,
         n: p.n,
@@ -302,7 +351,7 @@ pub fn prepare<'a, A: GpuApi>(
         inputs.push(("active", super::as_bytes(a)));
     }
     let output = |c: &PlannedCall<'a, A>| Ok(Output::Ids(c.download::<i32>("out")?));
-    Ok(Box::new(PlannedCall::new(api, plan, &inputs, output)?))
+    PlannedCall::new(api, plan, &inputs, output)
 }
 
 #[cfg(test)]
@@ -312,12 +361,19 @@ mod tests {
     /// The kernel source's constants must agree with the host's launch rules.
     #[test]
     fn kernel_constants_match_the_host() {
-        let src = include_str!("../../kernels/topk.cu");
+        // The sizes live in topk.cu, the cluster kernel's in the header of its pieces.
+        let src = [
+            include_str!("../../kernels/topk.cu"),
+            include_str!("../../kernels/common/topk_cluster.h"),
+        ]
+        .concat();
         let define = |name: &str| -> usize {
             let line = src
                 .lines()
                 .find(|l| l.starts_with(&format!("#define {name} ")))
-                .unwrap_or_else(|| panic!("{name} not defined in kernels/topk.cu"));
+                .unwrap_or_else(|| {
+                    panic!("{name} not defined in kernels/topk.cu or common/topk_cluster.h")
+                });
             line.split_whitespace().nth(2).unwrap().parse().unwrap()
         };
         assert_eq!(define("TOPK_REG_ITEMS"), REGISTER_ITEMS);
@@ -330,6 +386,13 @@ mod tests {
             crate::dispatch::topk::MAX_N / SPLIT_CHUNK
         );
         assert!(WIDE_THREADS as usize <= define("TOPK_MAX_THREADS"));
+        let split = include_str!("../../kernels/common/topk_split.h");
+        assert!(
+            split.contains(&format!(
+                "#define TOPK_SPEC_FELL_BACK {SPEC_FELL_BACK:#x}u\n"
+            )),
+            "TOPK_SPEC_FELL_BACK in kernels/common/topk_split.h must be SPEC_FELL_BACK"
+        );
         // The wide kernel's small-k path ranks one candidate per thread.
         assert!(define("TOPK_FEW_CAP") <= WIDE_THREADS as usize);
     }
