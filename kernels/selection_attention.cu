@@ -236,6 +236,18 @@ QSA_ATTN_RING_INSTANCE(ring_sw, bf16, Bf16, false, true, RING_MIN_CTAS)
 QSA_ATTN_RING_INSTANCE(ring_sw, f16, F16, false, true, RING_MIN_CTAS)
 #endif
 #endif
+// qsa_attn_warp_fwd_bf16, qsa_attn_warp_fwd_f16 (common/attention_warp_fwd.h): one warp per
+// (batch, token, kv head, 16-head chunk), its own cp.async ring, no CTA barrier; sm_80+ CUDA.
+// Resource report shape: one warp, two 16 KB slots (src/dispatch/attention_warp.rs's default).
+// qsa:block 32 for qsa_attn_warp_fwd_bf16
+// qsa:block 32 for qsa_attn_warp_fwd_f16
+// qsa:dynamic_shared 32768 for qsa_attn_warp_fwd_bf16
+// qsa:dynamic_shared 32768 for qsa_attn_warp_fwd_f16
+#include "common/attention_warp_fwd.h"
+#if defined(QSA_ATTN_MMA)
+QSA_ATTN_WARP_INSTANCE(bf16, Bf16)
+QSA_ATTN_WARP_INSTANCE(f16, F16)
+#endif
 
 // The decode forward (kernels/common/attention_decode.h), in this family's code object: one
 // unit per softmax step, and bf16's two units per step (`_pair_`; f16 has no registers for it).
