@@ -39,6 +39,10 @@
 // tc_pv), and the backward's dQ, dK and dV products on tf32 tensor cores (mma.sync m16n8k8,
 // f32 operands split into two tf32 parts, see tf32_split); sm_75 and HIP keep the FP32 tiles.
 #include "common/portable.h"
+// The emulator's module wrapper (src/emu/compile.rs, dynamic_shared_names) defines the dynamic
+// shared arrays named in THIS file's text only; the kernel bodies now in common/ declare
+// QSA_DYNAMIC_SHARED(smem_raw), so the name is given here (without it the emulated module
+// fails to load: "undefined symbol: smem_raw", since the split into common/ headers).
 
 #define ATT_D 128
 #define ATT_BLK 64

@@ -4,6 +4,7 @@
 //! QSA_ATTN_RING_*). Pure functions, like the rest of the dispatch.
 
 use super::attention::{StagedPlan, BLOCK, KV_STRIDE, STAGED_ROWS};
+use super::attention_warp::{warp_plan, WarpPlan};
 use super::{Feature, Switches, TargetCaps, Vendor};
 use crate::backend::BackendError;
 
@@ -43,6 +44,10 @@ pub enum FwdPath {
         warp_copy: bool,
         shared: u32,
     },
+    /// `qsa_attn_warp_fwd_*` (kernels/common/attention_warp_fwd.h, `QSA_ATTN_FWD=warp`): one
+    /// warp per (batch, token, kv head, 16-head chunk), its own cp.async ring, no CTA barrier and
+    /// no split (NVIDIA tensor cores, t <= 32; the plan: attention_warp.rs).
+    Warp(WarpPlan),
 }
 
 /// The order the ring forward's CTAs walk the work items in (`QSA_ATTN_RING_ORDER`).
@@ -75,6 +80,7 @@ impl FwdPath {
             (FwdPath::Staged, true) => "staged_split",
             (FwdPath::Ring { .. }, false) => "ring",
             (FwdPath::Ring { .. }, true) => "ring_split",
+            (FwdPath::Warp(_), _) => "warp",
         }
     }
 }
@@ -146,7 +152,9 @@ pub fn ring_shared_bytes(
 /// (RingOrder; default token), `QSA_ATTN_RING_Q=reg|shared` where q's fragments live (default
 /// reg), `QSA_ATTN_RING_RESCALE=exact|lazy` when O is rescaled (default lazy),
 /// `QSA_ATTN_RING_LAYOUT=pad|swizzle` the slot rows, `QSA_ATTN_RING_COPY=cta|warp` who copies
-/// which rows (the RING_DEFAULT_* constants).
+/// which rows (the RING_DEFAULT_* constants). `QSA_ATTN_FWD=warp` takes the warp forward
+/// (attention_warp.rs) where it runs (NVIDIA tensor cores, t <= 32), on split plans too (it
+/// never splits); elsewhere the choice is the one without the switch.
 pub fn choose_forward(
     caps: &TargetCaps,
     sw: &Switches,
@@ -155,7 +163,21 @@ pub fn choose_forward(
 ) -> Result<FwdPath, BackendError> {
     let built = caps.vendor == Vendor::Nvidia && caps.has(Feature::Bf16Tc);
     let forced = sw.get("QSA_ATTN_FWD") == Some("ring");
-    let want_ring = sw.either("QSA_ATTN_FWD", plan.nsplit == 1, "staged", "ring")?;
+    let want_ring = match sw.get("QSA_ATTN_FWD") {
+        None | Some("warp") => plan.nsplit == 1,
+        Some("staged") => false,
+        Some("ring") => true,
+        Some(v) => {
+            return Err(BackendError::Input(format!(
+                "QSA_ATTN_FWD={}: expected staged, ring or warp",
+                crate::echo::value(v)
+            )))
+        }
+    };
+    // The warp forward's switches are checked on every call (a typo is an error everywhere).
+    if let (Some(w), Some("warp")) = (warp_plan(caps, sw, t)?, sw.get("QSA_ATTN_FWD")) {
+        return Ok(FwdPath::Warp(w));
+    }
     let stages = match sw.get("QSA_ATTN_STAGES") {
         None => None,
         Some(v) => match v.parse::<usize>() {
@@ -470,7 +492,7 @@ mod tests {
             "gfx950 has bf16 matrix cores but no ring kernel (sm_80+ CUDA only): staged"
         );
         for (k, v, want) in [
-            ("QSA_ATTN_FWD", "fast", "expected staged or ring"),
+            ("QSA_ATTN_FWD", "fast", "expected staged, ring or warp"),
             ("QSA_ATTN_STAGES", "1", "from 2 to 7"),
             ("QSA_ATTN_STAGES", "8", "from 2 to 7"),
             ("QSA_ATTN_RING_SLOT", "quarter", "expected block or half"),

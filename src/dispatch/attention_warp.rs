@@ -1,0 +1,171 @@
+//! The warp forward's plan (kernels/common/attention_warp_fwd.h, `qsa_attn_warp_fwd_*`): one
+//! warp per (batch, token, kv head, 16-head chunk), its own cp.async ring of K / V pieces, no
+//! CTA barrier. Reached by `QSA_ATTN_FWD=warp` (choose_forward in attention_ring.rs); its sweep
+//! switches are `QSA_ATTN_WARP_WARPS` (warps per CTA), `QSA_ATTN_WARP_STAGES` (16 KB slots per
+//! warp), `QSA_ATTN_WARP_PARTS` (bf16 P's parts in P.V) and `QSA_ATTN_WARP_RESCALE`. Pure
+//! functions, like the rest of the dispatch.
+
+use super::{Feature, Switches, TargetCaps, Vendor};
+use crate::backend::BackendError;
+
+/// Ids per list the kernel takes: one list slot per lane (WARP_FWD_MAX_T).
+pub const WARP_MAX_T: usize = 32;
+/// Query heads of one work item (WARP_FWD_ROWS): the mma's 16 rows.
+pub const WARP_ROWS: usize = 16;
+/// Warps per CTA the kernel is built for (WARP_FWD_MAX_WARPS, its __launch_bounds__).
+pub const WARP_MAX_WARPS: usize = 8;
+/// Slots per warp (WARP_FWD_MAX_STAGES; ring_wait waits for at most five later groups).
+pub const WARP_MAX_STAGES: usize = 4;
+/// Bytes of one slot: the K or the V rows of one 64-key block, 256-byte rows, no pad.
+pub const WARP_SLOT_BYTES: usize = crate::problem::ATTN_BLOCK * crate::problem::HEAD_DIM * 2;
+/// Defaults (not yet measured on a card: H200.md's sweep picks them). One warp per CTA and two
+/// slots is fla's geometry (one warp per CTA, 36.9 KB of shared memory, six warps per SM on the
+/// H200); 32,768 B per CTA is six CTAs in the H200's 228 KiB (1 KiB reserved per CTA).
+pub const WARP_DEFAULT_WARPS: usize = 1;
+pub const WARP_DEFAULT_STAGES: usize = 2;
+/// bf16 P in three 16-bit parts (2^-27 relative) as the ring forward; 2 parts (2^-18) is a sweep.
+pub const WARP_DEFAULT_PARTS: usize = 3;
+/// The ring forward's measured default (lazy rescale: RING_DEFAULT_LAZY).
+pub const WARP_DEFAULT_LAZY: bool = true;
+
+/// The warp forward's launch: `warps` per CTA, `stages` slots per warp.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WarpPlan {
+    pub warps: usize,
+    pub stages: usize,
+    /// bf16 P's 16-bit parts in P.V (2 or 3); f16 always runs two parts of P * 2^14.
+    pub parts: usize,
+    /// The running max moves only past a slack (ring_slack in the kernel).
+    pub lazy: bool,
+    /// Dynamic shared bytes of a CTA.
+    pub shared: u32,
+}
+
+/// Dynamic shared bytes of a warp-forward CTA (the kernel's ring: warp w's slots at
+/// w * stages slots).
+pub fn warp_shared_bytes(warps: usize, stages: usize) -> usize {
+    warps * stages * WARP_SLOT_BYTES
+}
+
+/// Work items (warps) of a call: batch x tokens x kv heads x 16-head chunks of the group.
+pub fn warp_items(batch: usize, q_len: usize, hq: usize, hkv: usize) -> usize {
+    batch * q_len * hkv * (hq / hkv.max(1)).div_ceil(WARP_ROWS)
+}
+
+fn number(sw: &Switches, key: &str, lo: usize, hi: usize) -> Result<Option<usize>, BackendError> {
+    let Some(v) = sw.get(key) else {
+        return Ok(None);
+    };
+    match v.parse::<usize>() {
+        Ok(n) if (lo..=hi).contains(&n) => Ok(Some(n)),
+        _ => Err(BackendError::Input(format!(
+            "{key}={}: expected a whole number from {lo} to {hi}",
+            crate::echo::value(v)
+        ))),
+    }
+}
+
+/// The warp forward's plan from the switches (checked on every call, so a bad value is an error
+/// on every shape), or None where the kernel cannot run this call: not built (it needs NVIDIA
+/// bf16 tensor cores, the kernel's QSA_ATTN_MMA: sm_80+ CUDA) or t > WARP_MAX_T. The caller
+/// then falls back to its own choice, as a forced ring falls back to the staged kernel.
+pub fn warp_plan(
+    caps: &TargetCaps,
+    sw: &Switches,
+    t: usize,
+) -> Result<Option<WarpPlan>, BackendError> {
+    let warps = number(sw, "QSA_ATTN_WARP_WARPS", 1, WARP_MAX_WARPS)?;
+    let stages = number(sw, "QSA_ATTN_WARP_STAGES", 2, WARP_MAX_STAGES)?;
+    let parts = match sw.get("QSA_ATTN_WARP_PARTS") {
+        None => WARP_DEFAULT_PARTS,
+        Some("2") => 2,
+        Some("3") => 3,
+        Some(v) => {
+            return Err(BackendError::Input(format!(
+                "QSA_ATTN_WARP_PARTS={}: expected 2 or 3",
+                crate::echo::value(v)
+            )))
+        }
+    };
+    let lazy = sw.either("QSA_ATTN_WARP_RESCALE", WARP_DEFAULT_LAZY, "exact", "lazy")?;
+    let built = caps.vendor == Vendor::Nvidia && caps.has(Feature::Bf16Tc);
+    if !built || t > WARP_MAX_T {
+        return Ok(None);
+    }
+    let warps = warps.unwrap_or(WARP_DEFAULT_WARPS);
+    let stages = stages.unwrap_or(WARP_DEFAULT_STAGES);
+    let shared = warp_shared_bytes(warps, stages);
+    let limit = caps.shared_per_block as usize;
+    if shared > limit {
+        return Err(BackendError::Shape(format!(
+            "QSA_ATTN_WARP_WARPS={warps} x QSA_ATTN_WARP_STAGES={stages} needs {shared} bytes of \
+             shared memory, {} allows {limit}: fewer warps per CTA or fewer slots",
+            caps.name
+        )));
+    }
+    Ok(Some(WarpPlan {
+        warps,
+        stages,
+        parts,
+        lazy,
+        shared: shared as u32,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dispatch::attention::tests::caps;
+
+    #[test]
+    fn warp_plan_defaults_limits_and_fallbacks() {
+        let none = Switches::default();
+        let mut h200 = caps("sm_90", 227, 132);
+        h200.features = vec![Feature::Tf32Tc, Feature::Bf16Tc, Feature::Clusters];
+        assert_eq!(warp_shared_bytes(1, 2), 32_768);
+        assert_eq!(
+            warp_plan(&h200, &none, 16).unwrap(),
+            Some(WarpPlan {
+                warps: 1,
+                stages: 2,
+                parts: 3,
+                lazy: true,
+                shared: 32_768
+            })
+        );
+        // Seven warps of two slots: 229,376 B, within the H200's 227 KiB per block.
+        let seven = Switches::from_pairs(&[("QSA_ATTN_WARP_WARPS", "7")]);
+        assert_eq!(warp_plan(&h200, &seven, 16).unwrap().unwrap().shared, 229_376);
+        let eight = Switches::from_pairs(&[("QSA_ATTN_WARP_WARPS", "8")]);
+        let e = warp_plan(&h200, &eight, 16).unwrap_err().to_string();
+        assert!(e.contains("needs 262144 bytes") && e.contains("fewer warps"), "{e}");
+        assert_eq!(
+            warp_plan(&h200, &none, 33).unwrap(),
+            None,
+            "t > 32: one list slot per lane; the caller falls back"
+        );
+        let sm75 = caps("sm_75", 64, 68);
+        assert_eq!(warp_plan(&sm75, &none, 16).unwrap(), None, "no bf16 mma");
+        let mut gfx950 = caps("gfx950", 160, 256);
+        gfx950.vendor = Vendor::Amd;
+        gfx950.features = vec![Feature::Bf16Tc];
+        assert_eq!(warp_plan(&gfx950, &none, 16).unwrap(), None, "CUDA only");
+        assert_eq!(warp_items(4, 16384, 64, 4), 262_144);
+        assert_eq!(warp_items(1, 5, 8, 2), 10, "group 4: one masked 16-row chunk");
+        assert_eq!(warp_items(1, 9, 32, 1), 18, "group 32: two chunks");
+        for (k, v, want) in [
+            ("QSA_ATTN_WARP_WARPS", "0", "from 1 to 8"),
+            ("QSA_ATTN_WARP_WARPS", "9", "from 1 to 8"),
+            ("QSA_ATTN_WARP_STAGES", "1", "from 2 to 4"),
+            ("QSA_ATTN_WARP_STAGES", "5", "from 2 to 4"),
+            ("QSA_ATTN_WARP_PARTS", "1", "expected 2 or 3"),
+            ("QSA_ATTN_WARP_RESCALE", "late", "expected exact or lazy"),
+        ] {
+            let sw = Switches::from_pairs(&[(k, v)]);
+            let e = warp_plan(&h200, &sw, 16).unwrap_err().to_string();
+            assert!(e.contains(want), "{k}={v}: {e}");
+            // Checked where the kernel is not built too: a typo is an error on every target.
+            assert!(warp_plan(&sm75, &sw, 16).is_err(), "{k}={v} on sm_75");
+        }
+    }
+}
