@@ -4,7 +4,7 @@
 //! QSA_ATTN_RING_*). Pure functions, like the rest of the dispatch.
 
 use super::attention::{StagedPlan, BLOCK, KV_STRIDE, STAGED_ROWS};
-use super::attention_warp::{warp_plan, WarpPlan};
+use super::attention_warp::{warp_plan, WarpPlan, WARP_FWD_DEFAULT};
 use super::{Feature, Switches, TargetCaps, Vendor};
 use crate::backend::BackendError;
 
@@ -175,7 +175,13 @@ pub fn choose_forward(
         }
     };
     // The warp forward's switches are checked on every call (a typo is an error everywhere).
-    if let (Some(w), Some("warp")) = (warp_plan(caps, sw, t)?, sw.get("QSA_ATTN_FWD")) {
+    // Unforced it runs where WARP_FWD_DEFAULT says so and the staged plan does not split.
+    let want_warp = match sw.get("QSA_ATTN_FWD") {
+        Some("warp") => true,
+        None => WARP_FWD_DEFAULT && plan.nsplit == 1,
+        Some(_) => false,
+    };
+    if let (Some(w), true) = (warp_plan(caps, sw, t)?, want_warp) {
         return Ok(FwdPath::Warp(w));
     }
     let stages = match sw.get("QSA_ATTN_STAGES") {

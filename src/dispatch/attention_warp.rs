@@ -28,6 +28,12 @@ pub const WARP_DEFAULT_PARTS: usize = 3;
 /// The ring forward's measured default (lazy rescale: RING_DEFAULT_LAZY).
 pub const WARP_DEFAULT_LAZY: bool = true;
 
+/// Whether the warp forward is the prefill forward where it runs (NVIDIA tensor cores, t <= 32)
+/// and the staged plan does not split lists, without `QSA_ATTN_FWD`. false until the H200
+/// measures it against the ring forward (H200.md): flipping it is the one-line change that
+/// makes it the default (then bless the dispatch snapshots of sm_86 / sm_90).
+pub const WARP_FWD_DEFAULT: bool = false;
+
 /// The warp forward's launch: `warps` per CTA, `stages` slots per warp.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WarpPlan {
@@ -135,10 +141,16 @@ mod tests {
         );
         // Seven warps of two slots: 229,376 B, within the H200's 227 KiB per block.
         let seven = Switches::from_pairs(&[("QSA_ATTN_WARP_WARPS", "7")]);
-        assert_eq!(warp_plan(&h200, &seven, 16).unwrap().unwrap().shared, 229_376);
+        assert_eq!(
+            warp_plan(&h200, &seven, 16).unwrap().unwrap().shared,
+            229_376
+        );
         let eight = Switches::from_pairs(&[("QSA_ATTN_WARP_WARPS", "8")]);
         let e = warp_plan(&h200, &eight, 16).unwrap_err().to_string();
-        assert!(e.contains("needs 262144 bytes") && e.contains("fewer warps"), "{e}");
+        assert!(
+            e.contains("needs 262144 bytes") && e.contains("fewer warps"),
+            "{e}"
+        );
         assert_eq!(
             warp_plan(&h200, &none, 33).unwrap(),
             None,
@@ -151,7 +163,11 @@ mod tests {
         gfx950.features = vec![Feature::Bf16Tc];
         assert_eq!(warp_plan(&gfx950, &none, 16).unwrap(), None, "CUDA only");
         assert_eq!(warp_items(4, 16384, 64, 4), 262_144);
-        assert_eq!(warp_items(1, 5, 8, 2), 10, "group 4: one masked 16-row chunk");
+        assert_eq!(
+            warp_items(1, 5, 8, 2),
+            10,
+            "group 4: one masked 16-row chunk"
+        );
         assert_eq!(warp_items(1, 9, 32, 1), 18, "group 32: two chunks");
         for (k, v, want) in [
             ("QSA_ATTN_WARP_WARPS", "0", "from 1 to 8"),
@@ -167,5 +183,62 @@ mod tests {
             // Checked where the kernel is not built too: a typo is an error on every target.
             assert!(warp_plan(&sm75, &sw, 16).is_err(), "{k}={v} on sm_75");
         }
+    }
+
+    #[test]
+    fn choose_forward_takes_the_warp_kernel_only_when_asked_and_where_it_runs() {
+        use crate::dispatch::attention::{choose_forward, staged_plan, FwdPath};
+        let mut h200 = caps("sm_90", 227, 132);
+        h200.features = vec![Feature::Tf32Tc, Feature::Bf16Tc, Feature::Clusters];
+        let prefill = staged_plan(&h200, 4, 16384, 64, 4, 16, false).unwrap();
+        let warp = Switches::from_pairs(&[("QSA_ATTN_FWD", "warp")]);
+        let w = choose_forward(&h200, &warp, &prefill, 16).unwrap();
+        assert!(
+            matches!(
+                w,
+                FwdPath::Warp(WarpPlan {
+                    warps: 1,
+                    stages: 2,
+                    ..
+                })
+            ),
+            "{w:?}"
+        );
+        assert_eq!(w.name(false), "warp");
+        assert_eq!(w.name(true), "warp", "the warp forward never splits");
+        // Unforced, the warp forward runs only where WARP_FWD_DEFAULT makes it the default
+        // (false until the card measures it: the ring forward).
+        let unforced = choose_forward(&h200, &Switches::default(), &prefill, 16).unwrap();
+        assert_eq!(
+            matches!(unforced, FwdPath::Warp(_)),
+            WARP_FWD_DEFAULT,
+            "{unforced:?}"
+        );
+        // A split (decode-sized) plan takes it too when forced: one item per warp, no split.
+        let decode = staged_plan(&h200, 1, 1, 128, 8, 16, false).unwrap();
+        assert!(decode.nsplit > 1);
+        assert!(matches!(
+            choose_forward(&h200, &warp, &decode, 16).unwrap(),
+            FwdPath::Warp(_)
+        ));
+        // t > 32: the choice without the switch (the ring here), as a forced ring falls back.
+        let long = staged_plan(&h200, 4, 16384, 64, 4, 40, false).unwrap();
+        assert!(matches!(
+            choose_forward(&h200, &warp, &long, 40).unwrap(),
+            FwdPath::Ring { .. }
+        ));
+        let sm75 = caps("sm_75", 64, 68);
+        let p75 = staged_plan(&sm75, 1, 64, 16, 1, 16, false).unwrap();
+        assert_eq!(
+            choose_forward(&sm75, &warp, &p75, 16).unwrap(),
+            FwdPath::Staged,
+            "not built without bf16 mma: the staged kernel"
+        );
+        // A bad warp switch is an error even where the ring is chosen.
+        let bad = Switches::from_pairs(&[("QSA_ATTN_WARP_STAGES", "9")]);
+        let e = choose_forward(&h200, &bad, &prefill, 16)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("QSA_ATTN_WARP_STAGES=9"), "{e}");
     }
 }
