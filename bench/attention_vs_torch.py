@@ -75,16 +75,19 @@ SWEEP_RING = tuple(
         ("half", 3, 3, "head", "shared", "lazy"), ("half", 3, 3, "token", "shared", "exact"),
         ("block", 2, 2, "head", "reg", "lazy"), ("half", 3, 2, "head", "shared", "lazy")))
 # The warp forward's sweep (kernels/common/attention_warp_fwd.h, QSA_ATTN_FWD=warp: one warp per
-# (token, kv head), its own cp.async ring of 16 KB K / V slots, no CTA barrier): warps per CTA x
-# slots per warp (resident warps per H200 SM by shared memory: 1x2 six, 1x3 four, 1x4 three,
-# 2x2 / 3x2 six, 7x2 seven, 2x3 four), bf16 P's parts, rescale.
-SWEEP_WARP = ((1, 2, 3, "lazy"), (1, 3, 3, "lazy"), (1, 4, 3, "lazy"), (2, 2, 3, "lazy"), (3, 2, 3, "lazy"),
-              (7, 2, 3, "lazy"), (2, 3, 3, "lazy"), (1, 2, 2, "lazy"), (7, 2, 2, "lazy"), (1, 2, 3, "exact"))
+# (token, kv head), its own cp.async ring of K / V slots, no CTA barrier): (warps per CTA, keys per
+# piece (64: 16 KB slots; 32: 8 KB, qsa_attn_warp_h_fwd_*), slots per warp, bf16 P's parts,
+# rescale). Resident warps per H200 SM by shared memory (227 KiB, 1 KiB per CTA reserved):
+# 64-key 1x2 six, 1x3 four, 1x4 three, 3x2 six, 7x2 seven; 32-key 1x4 six, 1x3 nine (220
+# registers), 1x6 four, 7x4 seven.
+SWEEP_WARP = ((1, 64, 2, 3, "lazy"), (1, 64, 3, 3, "lazy"), (1, 64, 4, 3, "lazy"), (3, 64, 2, 3, "lazy"),
+              (7, 64, 2, 3, "lazy"), (1, 64, 2, 2, "lazy"), (1, 64, 2, 3, "exact"), (1, 32, 4, 3, "lazy"),
+              (1, 32, 3, 3, "lazy"), (1, 32, 6, 3, "lazy"), (7, 32, 4, 3, "lazy"), (1, 32, 4, 2, "lazy"))
 
 
-def warp_sw(warps, stages, parts, rescale):
-    return {"QSA_ATTN_WARP_WARPS": warps, "QSA_ATTN_WARP_STAGES": stages, "QSA_ATTN_WARP_PARTS": parts,
-            "QSA_ATTN_WARP_RESCALE": rescale}
+def warp_sw(warps, keys, stages, parts, rescale):
+    return {"QSA_ATTN_WARP_WARPS": warps, "QSA_ATTN_WARP_KEYS": keys, "QSA_ATTN_WARP_STAGES": stages,
+            "QSA_ATTN_WARP_PARTS": parts, "QSA_ATTN_WARP_RESCALE": rescale}
 
 
 # The decode kernel's sweep, one factor group at a time around the dispatched plan: warps x ring
@@ -197,9 +200,9 @@ def sweep(qsa, shape, base, backward=False, splits=True):
 
 def warp_sweep(qsa, shape):
     """(label, plan) of the warp forward's sweep (SWEEP_WARP)."""
-    for warps, st, parts, rescale in SWEEP_WARP:
-        yield (f"warp warps={warps} stages={st} parts={parts} rescale={rescale}",
-               qsa.plan(shape, fwd="warp", sw=warp_sw(warps, st, parts, rescale)))
+    for warps, keys, st, parts, rescale in SWEEP_WARP:
+        yield (f"warp warps={warps} keys={keys} stages={st} parts={parts} rescale={rescale}",
+               qsa.plan(shape, fwd="warp", sw=warp_sw(warps, keys, st, parts, rescale)))
 
 
 def ring_sweep(qsa, shape, base):
@@ -232,8 +235,10 @@ CHECK_VARIANTS = [("gather", "gather", {}), ("staged", "auto", {}), ("staged nbu
                   ("ring copy=warp lazy q=shared half stages=3", "auto", {"fwd": "ring", "copy": "warp", "rescale": "lazy",
                                                                          "qmem": "shared", "slot": "half", "stages": 3}),
                   ("warp", "auto", {"fwd": "warp"}),
-                  ("warp warps=2 stages=3 parts=3 exact", "auto", {"fwd": "warp", "sw": warp_sw(2, 3, 3, "exact")}),
-                  ("warp warps=7 stages=2 parts=2 lazy", "auto", {"fwd": "warp", "sw": warp_sw(7, 2, 2, "lazy")})]
+                  ("warp warps=2 keys=32 stages=3 parts=3 exact", "auto",
+                   {"fwd": "warp", "sw": warp_sw(2, 32, 3, 3, "exact")}),
+                  ("warp warps=7 keys=64 stages=2 parts=2 lazy", "auto",
+                   {"fwd": "warp", "sw": warp_sw(7, 64, 2, 2, "lazy")})]
 # The prefill backward's variants (label, switches): the default, each backward path forced
 # (kvdq: the KV-block-major kernel alone, dQ by atomics), and the query-side pass with
 # double-buffered K / V (QSA_ATTN_NBUF=2) where there is one.

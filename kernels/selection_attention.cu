@@ -247,10 +247,18 @@ QSA_ATTN_RING_INSTANCE(ring_sw, f16, F16, false, true, RING_MIN_CTAS)
 // qsa:block 32 for qsa_attn_warp_fwd_f16
 // qsa:dynamic_shared 32768 for qsa_attn_warp_fwd_bf16
 // qsa:dynamic_shared 32768 for qsa_attn_warp_fwd_f16
+// qsa_attn_warp_h_fwd_bf16, qsa_attn_warp_h_fwd_f16: the same with 32-key pieces (8 KB slots),
+// four slots per warp. All four exist in sm_80+ CUDA builds only (QSA_ATTN_MMA).
+// qsa:block 32 for qsa_attn_warp_h_fwd_bf16
+// qsa:block 32 for qsa_attn_warp_h_fwd_f16
+// qsa:dynamic_shared 32768 for qsa_attn_warp_h_fwd_bf16
+// qsa:dynamic_shared 32768 for qsa_attn_warp_h_fwd_f16
 #include "common/attention_warp_fwd.h"
 #if defined(QSA_ATTN_MMA)
-QSA_ATTN_WARP_INSTANCE(bf16, Bf16)
-QSA_ATTN_WARP_INSTANCE(f16, F16)
+QSA_ATTN_WARP_INSTANCE(warp, bf16, Bf16, 64)
+QSA_ATTN_WARP_INSTANCE(warp, f16, F16, 64)
+QSA_ATTN_WARP_INSTANCE(warp_h, bf16, Bf16, 32)
+QSA_ATTN_WARP_INSTANCE(warp_h, f16, F16, 32)
 #endif
 
 // The decode forward (kernels/common/attention_decode.h), in this family's code object: one

@@ -4,7 +4,8 @@
 //! schedules: o and lse against FP64 within the error suite's f32 rule (4x the gather kernel's
 //! own error, at least the f32 floor; matrix.yaml gates), on partial last KV blocks, -1 and
 //! repeated ids, causal edges, groups of 1, 4, 8 and 32 (masked rows, two chunks), bf16 and f16,
-//! 1-3 warps per CTA (idle tail warps), 2-4 slots, exact and lazy rescale, a negative scale.
+//! 1-3 warps per CTA (idle tail warps), 2-4 slots, 64- and 32-key pieces, exact and lazy
+//! rescale, a negative scale.
 
 mod emu_matrix;
 
@@ -116,6 +117,18 @@ fn warp_forward_matches_fp64_on_the_emulated_cases() {
             // Four slots: lists shorter than the ring (empty groups).
             ("sm_86", vec![WARP, ("QSA_ATTN_WARP_STAGES", "4")], true),
             ("sm_90", vec![WARP, ("QSA_ATTN_WARP_PARTS", "2")], false),
+            // 32-key pieces (qsa_attn_warp_h_fwd_*): a block's second half skipped past q_pos.
+            ("sm_90", vec![WARP, ("QSA_ATTN_WARP_KEYS", "32")], true),
+            (
+                "sm_86",
+                vec![
+                    WARP,
+                    ("QSA_ATTN_WARP_KEYS", "32"),
+                    ("QSA_ATTN_WARP_STAGES", "3"),
+                    ("QSA_ATTN_WARP_WARPS", "3"),
+                ],
+                true,
+            ),
         ] {
             let (eo, el) = forward_errors(target, &sw, &p, &want, "warp");
             let what = format!(
@@ -153,7 +166,11 @@ fn warp_forward_rescales_when_the_max_keeps_moving() {
             let mut p = qsa::cases::attn_problem(m.seed, c, "random_ids").unwrap();
             p.scale = scale;
             let want = attn_forward_f64(&p, None).unwrap();
-            for sw in [vec![WARP], vec![WARP, ("QSA_ATTN_WARP_RESCALE", "exact")]] {
+            for sw in [
+                vec![WARP],
+                vec![WARP, ("QSA_ATTN_WARP_RESCALE", "exact")],
+                vec![WARP, ("QSA_ATTN_WARP_KEYS", "32")],
+            ] {
                 let (eo, el) = forward_errors("sm_90", &sw, &p, &want, "warp");
                 let what = format!("sm_90 {case} scale {scale} {sw:?}");
                 eprintln!("{what}: o {eo:.2e}, lse {el:.2e}");

@@ -14,9 +14,10 @@
 //   - the block list lives in registers: lane s holds slot s of the token's t <= 32 ids (the
 //     host dispatches t > 32 elsewhere), de-duplicated by shuffles, so no shared list and no
 //     CTA barrier;
-//   - K and V pieces (64 rows of one block, 16 KB, 256-byte rows with 16-byte chunk ch of row r
-//     at ch ^ (r & 7)) stream through the warp's own ring of `nstage` slots by cp.async; the
-//     only synchronisation is cp.async.wait_group + __syncwarp;
+//   - K and V pieces (the 64 rows of one block, 16 KB: qsa_attn_warp_fwd_*; or 32 rows, 8 KB:
+//     qsa_attn_warp_h_fwd_*, twice the pieces in flight in the same shared memory; 256-byte
+//     rows with 16-byte chunk ch of row r at ch ^ (r & 7)) stream through the warp's own ring of
+//     `nstage` slots by cp.async; the only synchronisation is cp.async.wait_group + __syncwarp;
 //   - QK^T for all 64 keys (8 n-tiles x 8 k16 steps = 64 mma, K's fragments by 32 ldmatrix.x4),
 //     the online softmax of 16 rows in registers (base-2 exponent, the ring's lazy rescale),
 //     then P.V (4 k16 steps x 16 dim tiles, V's fragments by 32 ldmatrix.x4.trans) with P split
@@ -29,7 +30,8 @@
 // this kernel (a prediction, not measured).
 #pragma once
 
-#define WARP_FWD_MAX_STAGES 4
+// Slots per warp (ring_wait waits for at most five later groups).
+#define WARP_FWD_MAX_STAGES 6
 // Warps per CTA the kernel is built for (its __launch_bounds__): 8 x 255 registers fit the 64 K
 // of an SM, so the bound never forces the compiler under 255.
 #define WARP_FWD_MAX_WARPS 8
@@ -37,8 +39,6 @@
 #define WARP_FWD_MAX_T 32
 // Rows of one item (the mma's M).
 #define WARP_FWD_ROWS 16
-// u16 of one ring slot: 64 rows of 128 elements, no pad.
-#define WARP_FWD_SLOT (ATT_BLK * ATT_D)
 
 #if defined(QSA_ATTN_MMA)
 // The geometry of one warp's item, decoded from its index: chunk fastest, then kv head, then
@@ -80,26 +80,28 @@ QSA_DEVICE unsigned warp_list(const int* __restrict__ ids, const WarpItem& w, in
   return qsa_ballot(ok);
 }
 
-// Copy one piece (the K or V rows of block `id`) into a slot and commit it as one group. Lane
-// copies 16-byte chunk lane % 16 of rows lane / 16 + 2 u (u < 32): a half warp reads one whole
+// Copy one piece (the K or V rows of keys sub * KEYS .. + KEYS - 1 of block `id`) into a slot
+// and commit it as one group. Lane copies 16-byte chunk lane % 16 of rows lane / 16 + 2 u
+// (u < KEYS / 2): a half warp reads one whole
 // 256-byte row, eight lanes write one whole 128-byte line of the slot. Rows 8 apart keep their
 // swizzle, so the slot side is four lane offsets (`dst`, warp_dst) and immediates. Rows at or
 // past kv_len (only a list's last block) are zero-filled, reading nothing (a masked key's p is
 // 0, and 0 x a stale NaN would not be).
+template <int KEYS>
 QSA_DEVICE void warp_issue(u16* slot, const int (&dst)[4], const u16* __restrict__ src, int b, int g, int id,
-                           int kv_len, int hkv, int lane) {
+                           int sub, int kv_len, int hkv, int lane) {
   const int ch = lane % 16, r0 = lane / 16;
-  const long long first = (long long)id * ATT_BLK;
+  const long long first = (long long)id * ATT_BLK + sub * KEYS;
   const long long row_stride = (long long)hkv * ATT_D;
   const u16* p = src + (((long long)b * kv_len + first + r0) * hkv + g) * ATT_D + ch * 8;
-  const int nv = kv_len - first < ATT_BLK ? (int)(kv_len - first) : ATT_BLK;
-  if (nv >= ATT_BLK) {  // the common case: no predicate
+  const int nv = kv_len - first < KEYS ? (int)(kv_len - first) : KEYS;
+  if (nv >= KEYS) {  // the common case: no predicate
 #pragma unroll
-    for (int u = 0; u < ATT_BLK / 2; ++u)
+    for (int u = 0; u < KEYS / 2; ++u)
       qsa_cp_async16(slot + dst[u % 4] + (u / 4) * 8 * ATT_D, p + 2 * u * row_stride, 16);
   } else {
 #pragma unroll
-    for (int u = 0; u < ATT_BLK / 2; ++u) {
+    for (int u = 0; u < KEYS / 2; ++u) {
       const bool valid = r0 + 2 * u < nv;
       qsa_cp_async16(slot + dst[u % 4] + (u / 4) * 8 * ATT_D, valid ? p + 2 * u * row_stride : p, valid ? 16 : 0);
     }
@@ -136,21 +138,34 @@ QSA_DEVICE void warp_load_q(const u16* __restrict__ q, const WarpItem& w, int q_
 // lm of keys 8 n + lr is chunk 4 m + lm (the k16 steps 2 m, 2 m + 1), stored at chunk
 // (4 m + lm) ^ lr = ((4 (m & 1) + lm) ^ lr) + 8 (m >> 1): two lane offsets (kofs) and
 // immediates.
-template <typename E>
-QSA_DEVICE void warp_qk(const unsigned (&qa)[8][4], const u16* ks, const int (&kofs)[2], float (&sc)[8][4]) {
+// NT = 4 (32-key pieces) keeps a second set of accumulators for the odd k16 steps: 8 chains
+// of 4 mma instead of 4 of 8.
+template <typename E, int NT>
+QSA_DEVICE void warp_qk(const unsigned (&qa)[8][4], const u16* ks, const int (&kofs)[2], float (&sc)[NT][4]) {
+  constexpr bool ODD = NT < 8;
+  float odd[NT][4];
 #pragma unroll
-  for (int n = 0; n < 8; ++n)
+  for (int n = 0; n < NT; ++n)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) sc[n][e] = 0.f;
+    for (int e = 0; e < 4; ++e) {
+      sc[n][e] = 0.f;
+      odd[n][e] = 0.f;
+    }
 #pragma unroll
   for (int m = 0; m < 4; ++m)
 #pragma unroll
-    for (int n = 0; n < 8; ++n) {
+    for (int n = 0; n < NT; ++n) {
       unsigned b[4];
       qsa_ldmatrix_x4(ks + kofs[m & 1] + 8 * n * ATT_D + 64 * (m >> 1), b[0], b[1], b[2], b[3]);
       tc_mma<E>(sc[n], qa[2 * m], b[0], b[1]);
-      tc_mma<E>(sc[n], qa[2 * m + 1], b[2], b[3]);
+      tc_mma<E>(ODD ? odd[n] : sc[n], qa[2 * m + 1], b[2], b[3]);
     }
+  if constexpr (ODD) {
+#pragma unroll
+    for (int n = 0; n < NT; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) sc[n][e] += odd[n][e];
+  }
 }
 
 // warp_qk's lane offsets (u16): row lr = lane & 7, chunks (lm ^ lr) and ((4 + lm) ^ lr).
@@ -168,8 +183,8 @@ QSA_DEVICE void warp_kofs(int lane, int (&kofs)[2]) {
 // token, so the mask is per key): keys past `lim` = q_pos - the block's first key are out of the
 // max and get p = 0. The running max moves only past `slack` (ring_softmax's lazy rescale; 0:
 // exact), and O is rescaled only when some row of the warp moved.
-template <bool MASKED>
-QSA_DEVICE void warp_softmax(int lim, float scale2, float slack, int lane, float (&sc)[8][4], float (&m)[2],
+template <bool MASKED, int NT>
+QSA_DEVICE void warp_softmax(int lim, float scale2, float slack, int lane, float (&sc)[NT][4], float (&m)[2],
                              float (&l)[2], float (&acc)[16][4]) {
   const int tc = lane % 4;
   float alpha[2];
@@ -178,13 +193,14 @@ QSA_DEVICE void warp_softmax(int lim, float scale2, float slack, int lane, float
   for (int h = 0; h < 2; ++h) {
     float mx = qsa_neg_inf();
 #pragma unroll
-    for (int n = 0; n < 8; ++n)
+    for (int n = 0; n < NT; ++n)
 #pragma unroll
       for (int e = 0; e < 2; ++e)
         if (!MASKED || 8 * n + 2 * tc + e <= lim) mx = fmaxf(mx, sc[n][2 * h + e]);
     mx = fmaxf(mx, qsa_shfl_xor(mx, 1));
     mx = fmaxf(mx, qsa_shfl_xor(mx, 2));
-    // The block's first key is visible to every row, so mx is finite; m = -inf before the
+    // The piece's first key is visible to every row (the walk skips pieces past q_pos), so mx
+    // is finite; m = -inf before the
     // first block moves it (alpha = 0, O and l still 0).
     const float mx2 = mx * scale2;
     const bool moved = mx2 > m[h] + slack;
@@ -193,7 +209,7 @@ QSA_DEVICE void warp_softmax(int lim, float scale2, float slack, int lane, float
     moved_any |= moved;
     float sum = 0.f;
 #pragma unroll
-    for (int n = 0; n < 8; ++n)
+    for (int n = 0; n < NT; ++n)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         float p = qsa_ex2_ftz(fmaf(sc[n][2 * h + e], scale2, -m_new));
@@ -218,11 +234,11 @@ QSA_DEVICE void warp_softmax(int lim, float scale2, float slack, int lane, float
 // row (key) 16 j + kr + 8 ((lane >> 3) & 1), chunk 2 jp + h (h = lane >> 4), stored at
 // (2 jp + h) ^ kr = ((2 (jp & 3) + h) ^ kr) + 8 (jp >> 2): four lane offsets (vofs) and
 // immediates.
-template <typename E>
-QSA_DEVICE void warp_pv(const float (&sc)[8][4], const u16* vs, const int (&vofs)[4], bool three_parts,
+template <typename E, int NT>
+QSA_DEVICE void warp_pv(const float (&sc)[NT][4], const u16* vs, const int (&vofs)[4], bool three_parts,
                         float (&acc)[16][4]) {
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {
+  for (int j = 0; j < NT / 2; ++j) {
     float pj[2][4];
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
@@ -278,15 +294,19 @@ QSA_DEVICE void warp_store(const WarpItem& w, int q_len, int hq, int group, int 
   }
 }
 
-// One warp per item; `nstage` slots (2 .. WARP_FWD_MAX_STAGES) of 16 KB per warp in the
-// dynamic shared memory, warp w's at w * nstage slots. Piece x of the item: block x / 2's K rows
-// (x even) or V rows (x odd); pieces x + 1 .. x + nstage - 1 are in flight while piece x is
-// computed. t <= WARP_FWD_MAX_T (the host's dispatch).
-template <typename E>
+// One warp per item; `nstage` slots (2 .. WARP_FWD_MAX_STAGES) of KEYS rows per warp in the
+// dynamic shared memory, warp w's at w * nstage slots. The item's pieces: for each visible
+// block, each of its KEYS-key parts that holds a key at or before q_pos (64-key pieces: the
+// block; 32-key pieces: one or two), its K rows then its V rows; pieces x + 1 .. x + nstage - 1
+// are in flight while piece x is computed. t <= WARP_FWD_MAX_T (the host's dispatch).
+template <typename E, int KEYS>
 QSA_DEVICE void warp_fwd(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
                          const int* __restrict__ ids, float* __restrict__ o, float* __restrict__ lse, int batch,
                          int q_len, int kv_len, int hq, int hkv, int t, float scale, int nstage, int nparts,
                          int lazy) {
+  constexpr int NT = KEYS / 8;              // n8 tiles of S per piece
+  constexpr int SUBS = ATT_BLK / KEYS;      // pieces per block
+  constexpr int SLOT = KEYS * ATT_D;        // u16 per slot
   QSA_DYNAMIC_SHARED(smem_raw);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int group = hq / hkv;
@@ -294,7 +314,7 @@ QSA_DEVICE void warp_fwd(const u16* __restrict__ q, const u16* __restrict__ k, c
   const long long item = (long long)blockIdx.x * (blockDim.x / 32) + warp;
   if (item >= nitems) return;  // the whole warp: nothing below waits for other warps
   const WarpItem w = warp_item(item, q_len, kv_len, group, hkv);
-  u16* const ring = (u16*)smem_raw + (long long)warp * nstage * WARP_FWD_SLOT;
+  u16* const ring = (u16*)smem_raw + (long long)warp * nstage * SLOT;
   // Logits in log2 units, p = exp2(s2 - m2); a negative scale's sign goes into q (exact: a
   // sign flip of bf16 / f16), so that scale2 >= 0 and the largest score is the largest logit.
   const float scale2 = fabsf(scale) * 1.4426950408889634f;
@@ -310,23 +330,39 @@ QSA_DEVICE void warp_fwd(const u16* __restrict__ q, const u16* __restrict__ k, c
   }
   int my_id;
   const unsigned visible = warp_list(ids, w, q_len, hkv, t, lane, my_id);
-  const int np = 2 * qsa_popc_mask(visible);  // pieces: K and V of each visible block
+  // Pieces of a visible block: its KEYS-key parts with a key at or before q_pos.
+  auto parts_of = [&](int id) {
+    const int n = (w.q_pos - id * ATT_BLK) / KEYS + 1;
+    return n < SUBS ? n : SUBS;
+  };
+  int np = (visible >> lane & 1u) ? 2 * parts_of(my_id) : 0;  // K and V of each part
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) np += qsa_shfl_xor(np, off);
 
-  // Two walks over the visible slots: the issue walk runs nstage - 1 pieces ahead.
-  unsigned put_left = visible, get_left = visible;
-  int put_id = 0, put = 0, get = 0;
+  // Two walks over the visible slots' parts: the issue walk runs nstage - 1 pieces ahead.
+  struct Walk {
+    unsigned left;
+    int id, sub, nsub;
+  };
+  Walk pw = {visible, 0, 0, 0}, gw = {visible, 0, 0, 0};
+  auto advance = [&](Walk& wk) {  // to the next part (at an even piece: K first)
+    if (++wk.sub >= wk.nsub) {
+      const int s = __ffs(wk.left) - 1;
+      wk.left &= wk.left - 1;
+      wk.id = qsa_shfl(my_id, s);
+      wk.sub = 0;
+      wk.nsub = parts_of(wk.id);
+    }
+  };
+  int put = 0, get = 0;
   int dst[4], kofs[2], vofs[4];
   warp_dst(lane, dst);
   warp_kofs(lane, kofs);
   warp_vofs(lane, vofs);
   auto issue = [&](int x) {
     if (x < np) {
-      if (!(x & 1)) {  // a new block: the next visible slot's id
-        const int s = __ffs(put_left) - 1;
-        put_left &= put_left - 1;
-        put_id = qsa_shfl(my_id, s);
-      }
-      warp_issue(ring + put * WARP_FWD_SLOT, dst, (x & 1) ? v : k, w.b, w.g, put_id, kv_len, hkv, lane);
+      if (!(x & 1)) advance(pw);
+      warp_issue<KEYS>(ring + put * SLOT, dst, (x & 1) ? v : k, w.b, w.g, pw.id, pw.sub, kv_len, hkv, lane);
     } else {
       qsa_cp_async_commit();  // an empty group keeps group x = piece x
     }
@@ -340,34 +376,32 @@ QSA_DEVICE void warp_fwd(const u16* __restrict__ q, const u16* __restrict__ k, c
   for (int j = 0; j < 16; ++j)
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc[j][e] = 0.f;
-  float sc[8][4];  // S, then P, of the current block: from its K piece to its V piece
+  float sc[NT][4];  // S, then P, of the current part: from its K piece to its V piece
   for (int x = 0; x < np; ++x) {
     ring_wait(nstage - 2);
     QSA_SYNCWARP();  // piece x landed for every lane; every lane is done with piece x - 1's slot
     issue(x + nstage - 1);  // into piece x - 1's slot
-    const u16* buf = ring + get * WARP_FWD_SLOT;
+    const u16* buf = ring + get * SLOT;
     get = get + 1 == nstage ? 0 : get + 1;
     if (!(x & 1)) {
-      const int s = __ffs(get_left) - 1;
-      get_left &= get_left - 1;
-      const int id = qsa_shfl(my_id, s);
-      warp_qk<E>(qa, buf, kofs, sc);
-      const int lim = w.q_pos - id * ATT_BLK;  // keys 0 .. lim of the block are visible
-      if (lim < ATT_BLK - 1) warp_softmax<true>(lim, scale2, slack, lane, sc, m, l, acc);
-      else warp_softmax<false>(lim, scale2, slack, lane, sc, m, l, acc);
+      advance(gw);
+      warp_qk<E, NT>(qa, buf, kofs, sc);
+      const int lim = w.q_pos - gw.id * ATT_BLK - gw.sub * KEYS;  // keys 0 .. lim of the part are visible
+      if (lim < KEYS - 1) warp_softmax<true, NT>(lim, scale2, slack, lane, sc, m, l, acc);
+      else warp_softmax<false, NT>(lim, scale2, slack, lane, sc, m, l, acc);
     } else {
-      warp_pv<E>(sc, buf, vofs, nparts >= 3, acc);
+      warp_pv<E, NT>(sc, buf, vofs, nparts >= 3, acc);
     }
   }
   qsa_cp_async_wait_group<0>();  // no copy outlives the kernel (only empty groups are left)
   warp_store<E>(w, q_len, hq, group, lane, m, l, acc, o, lse);
 }
 
-#define QSA_ATTN_WARP_INSTANCE(SUF, E)                                                                  \
+#define QSA_ATTN_WARP_INSTANCE(NAME, SUF, E, KEYS)                                                      \
   QSA_KERNEL void __launch_bounds__(WARP_FWD_MAX_WARPS * 32)                                            \
-      qsa_attn_warp_fwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids, float* o,       \
+      qsa_attn_##NAME##_fwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids, float* o,       \
                               float* lse, int batch, int q_len, int kv_len, int hq, int hkv, int t,     \
                               float scale, int nstage, int nparts, int lazy) {                          \
-    warp_fwd<E>(q, k, v, ids, o, lse, batch, q_len, kv_len, hq, hkv, t, scale, nstage, nparts, lazy);   \
+    warp_fwd<E, KEYS>(q, k, v, ids, o, lse, batch, q_len, kv_len, hq, hkv, t, scale, nstage, nparts, lazy); \
   }
 #endif  // QSA_ATTN_MMA

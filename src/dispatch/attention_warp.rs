@@ -1,9 +1,10 @@
 //! The warp forward's plan (kernels/common/attention_warp_fwd.h, `qsa_attn_warp_fwd_*`): one
 //! warp per (batch, token, kv head, 16-head chunk), its own cp.async ring of K / V pieces, no
 //! CTA barrier. Reached by `QSA_ATTN_FWD=warp` (choose_forward in attention_ring.rs); its sweep
-//! switches are `QSA_ATTN_WARP_WARPS` (warps per CTA), `QSA_ATTN_WARP_STAGES` (16 KB slots per
-//! warp), `QSA_ATTN_WARP_PARTS` (bf16 P's parts in P.V) and `QSA_ATTN_WARP_RESCALE`. Pure
-//! functions, like the rest of the dispatch.
+//! switches are `QSA_ATTN_WARP_WARPS` (warps per CTA), `QSA_ATTN_WARP_KEYS` (64: a piece is a
+//! block's K or V rows, `qsa_attn_warp_fwd_*`; 32: half of them, `qsa_attn_warp_h_fwd_*`),
+//! `QSA_ATTN_WARP_STAGES` (slots per warp), `QSA_ATTN_WARP_PARTS` (bf16 P's parts in P.V) and
+//! `QSA_ATTN_WARP_RESCALE`. Pure functions, like the rest of the dispatch.
 
 use super::{Feature, Switches, TargetCaps, Vendor};
 use crate::backend::BackendError;
@@ -15,14 +16,18 @@ pub const WARP_ROWS: usize = 16;
 /// Warps per CTA the kernel is built for (WARP_FWD_MAX_WARPS, its __launch_bounds__).
 pub const WARP_MAX_WARPS: usize = 8;
 /// Slots per warp (WARP_FWD_MAX_STAGES; ring_wait waits for at most five later groups).
-pub const WARP_MAX_STAGES: usize = 4;
-/// Bytes of one slot: the K or the V rows of one 64-key block, 256-byte rows, no pad.
-pub const WARP_SLOT_BYTES: usize = crate::problem::ATTN_BLOCK * crate::problem::HEAD_DIM * 2;
+pub const WARP_MAX_STAGES: usize = 6;
+/// Bytes of one key's row in a slot: 128 elements of 2 bytes, no pad.
+const ROW_BYTES: usize = crate::problem::HEAD_DIM * 2;
 /// Defaults (not yet measured on a card: H200.md's sweep picks them). One warp per CTA and two
 /// slots is fla's geometry (one warp per CTA, 36.9 KB of shared memory, six warps per SM on the
 /// H200); 32,768 B per CTA is six CTAs in the H200's 228 KiB (1 KiB reserved per CTA).
 pub const WARP_DEFAULT_WARPS: usize = 1;
+/// Keys per piece (64: a block's K or V rows, 16 KB), and slots per warp by piece size (the same
+/// 32 KB: 64-key pieces one in flight while one is computed, 32-key pieces three).
+pub const WARP_DEFAULT_KEYS: usize = 64;
 pub const WARP_DEFAULT_STAGES: usize = 2;
+pub const WARP_DEFAULT_STAGES_HALF: usize = 4;
 /// bf16 P in three 16-bit parts (2^-27 relative) as the ring forward; 2 parts (2^-18) is a sweep.
 pub const WARP_DEFAULT_PARTS: usize = 3;
 /// The ring forward's measured default (lazy rescale: RING_DEFAULT_LAZY).
@@ -38,6 +43,8 @@ pub const WARP_FWD_DEFAULT: bool = false;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WarpPlan {
     pub warps: usize,
+    /// Keys per piece: 64 (`qsa_attn_warp_fwd_*`) or 32 (`qsa_attn_warp_h_fwd_*`).
+    pub keys: usize,
     pub stages: usize,
     /// bf16 P's 16-bit parts in P.V (2 or 3); f16 always runs two parts of P * 2^14.
     pub parts: usize,
@@ -47,10 +54,21 @@ pub struct WarpPlan {
     pub shared: u32,
 }
 
+impl WarpPlan {
+    /// The kernel's name without the `qsa_attn_` prefix and the element suffix.
+    pub fn kernel(&self) -> &'static str {
+        if self.keys == 32 {
+            "warp_h"
+        } else {
+            "warp"
+        }
+    }
+}
+
 /// Dynamic shared bytes of a warp-forward CTA (the kernel's ring: warp w's slots at
-/// w * stages slots).
-pub fn warp_shared_bytes(warps: usize, stages: usize) -> usize {
-    warps * stages * WARP_SLOT_BYTES
+/// w * stages slots of `keys` rows).
+pub fn warp_shared_bytes(warps: usize, keys: usize, stages: usize) -> usize {
+    warps * stages * keys * ROW_BYTES
 }
 
 /// Work items (warps) of a call: batch x tokens x kv heads x 16-head chunks of the group.
@@ -81,6 +99,17 @@ pub fn warp_plan(
     t: usize,
 ) -> Result<Option<WarpPlan>, BackendError> {
     let warps = number(sw, "QSA_ATTN_WARP_WARPS", 1, WARP_MAX_WARPS)?;
+    let keys = match sw.get("QSA_ATTN_WARP_KEYS") {
+        None => WARP_DEFAULT_KEYS,
+        Some("64") => 64,
+        Some("32") => 32,
+        Some(v) => {
+            return Err(BackendError::Input(format!(
+                "QSA_ATTN_WARP_KEYS={}: expected 64 or 32",
+                crate::echo::value(v)
+            )))
+        }
+    };
     let stages = number(sw, "QSA_ATTN_WARP_STAGES", 2, WARP_MAX_STAGES)?;
     let parts = match sw.get("QSA_ATTN_WARP_PARTS") {
         None => WARP_DEFAULT_PARTS,
@@ -99,18 +128,23 @@ pub fn warp_plan(
         return Ok(None);
     }
     let warps = warps.unwrap_or(WARP_DEFAULT_WARPS);
-    let stages = stages.unwrap_or(WARP_DEFAULT_STAGES);
-    let shared = warp_shared_bytes(warps, stages);
+    let stages = stages.unwrap_or(if keys == 32 {
+        WARP_DEFAULT_STAGES_HALF
+    } else {
+        WARP_DEFAULT_STAGES
+    });
+    let shared = warp_shared_bytes(warps, keys, stages);
     let limit = caps.shared_per_block as usize;
     if shared > limit {
         return Err(BackendError::Shape(format!(
-            "QSA_ATTN_WARP_WARPS={warps} x QSA_ATTN_WARP_STAGES={stages} needs {shared} bytes of \
-             shared memory, {} allows {limit}: fewer warps per CTA or fewer slots",
+            "QSA_ATTN_WARP_WARPS={warps} x QSA_ATTN_WARP_STAGES={stages} slots of {keys} keys needs \
+             {shared} bytes of shared memory, {} allows {limit}: fewer warps per CTA or fewer slots",
             caps.name
         )));
     }
     Ok(Some(WarpPlan {
         warps,
+        keys,
         stages,
         parts,
         lazy,
@@ -128,11 +162,13 @@ mod tests {
         let none = Switches::default();
         let mut h200 = caps("sm_90", 227, 132);
         h200.features = vec![Feature::Tf32Tc, Feature::Bf16Tc, Feature::Clusters];
-        assert_eq!(warp_shared_bytes(1, 2), 32_768);
+        assert_eq!(warp_shared_bytes(1, 64, 2), 32_768);
+        assert_eq!(warp_shared_bytes(1, 32, 4), 32_768);
         assert_eq!(
             warp_plan(&h200, &none, 16).unwrap(),
             Some(WarpPlan {
                 warps: 1,
+                keys: 64,
                 stages: 2,
                 parts: 3,
                 lazy: true,
@@ -144,6 +180,12 @@ mod tests {
         assert_eq!(
             warp_plan(&h200, &seven, 16).unwrap().unwrap().shared,
             229_376
+        );
+        let half = Switches::from_pairs(&[("QSA_ATTN_WARP_KEYS", "32")]);
+        let h = warp_plan(&h200, &half, 16).unwrap().unwrap();
+        assert_eq!(
+            (h.keys, h.stages, h.shared, h.kernel()),
+            (32, 4, 32_768, "warp_h")
         );
         let eight = Switches::from_pairs(&[("QSA_ATTN_WARP_WARPS", "8")]);
         let e = warp_plan(&h200, &eight, 16).unwrap_err().to_string();
@@ -172,8 +214,9 @@ mod tests {
         for (k, v, want) in [
             ("QSA_ATTN_WARP_WARPS", "0", "from 1 to 8"),
             ("QSA_ATTN_WARP_WARPS", "9", "from 1 to 8"),
-            ("QSA_ATTN_WARP_STAGES", "1", "from 2 to 4"),
-            ("QSA_ATTN_WARP_STAGES", "5", "from 2 to 4"),
+            ("QSA_ATTN_WARP_STAGES", "1", "from 2 to 6"),
+            ("QSA_ATTN_WARP_STAGES", "7", "from 2 to 6"),
+            ("QSA_ATTN_WARP_KEYS", "16", "expected 64 or 32"),
             ("QSA_ATTN_WARP_PARTS", "1", "expected 2 or 3"),
             ("QSA_ATTN_WARP_RESCALE", "late", "expected exact or lazy"),
         ] {

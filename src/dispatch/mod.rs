@@ -207,8 +207,12 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
         "1 .. 8: warps per CTA of the warp forward (QSA_ATTN_FWD=warp; qsa's sweep switch)",
     ),
     (
+        "QSA_ATTN_WARP_KEYS",
+        "64 | 32: keys per K / V piece of the warp forward (32: qsa_attn_warp_h_fwd_*, twice the pieces in flight in the same shared memory; qsa's sweep switch)",
+    ),
+    (
         "QSA_ATTN_WARP_STAGES",
-        "2 .. 4: 16 KB K / V slots per warp of the warp forward (qsa's sweep switch)",
+        "2 .. 6: K / V slots per warp of the warp forward (qsa's sweep switch; 2 for 64-key pieces, 4 for 32)",
     ),
     (
         "QSA_ATTN_WARP_PARTS",

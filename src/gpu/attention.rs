@@ -437,7 +437,11 @@ fn warp_launch(
         block: (32 * w.warps as u32, 1, 1),
         shared_bytes: w.shared,
     };
-    Ok(launch(format!("qsa_attn_warp_fwd_{sfx}"), dims, args))
+    Ok(launch(
+        format!("qsa_attn_{}_fwd_{sfx}", w.kernel()),
+        dims,
+        args,
+    ))
 }
 
 /// The KV-block-major dK / dV pass (`kernel`: qsa_attn_kv_bwd_*, or qsa_attn_kv_dq_bwd_* with
