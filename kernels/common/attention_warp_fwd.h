@@ -1,6 +1,6 @@
 // NSA selection attention, prefill forward with one warp per work item:
-// qsa_attn_warp_fwd_{bf16,f16} (sm_80+ CUDA, mma.sync). Included by selection_attention.cu after
-// the ring forward (common/attention_ring_fwd.h), whose P-part split (ring_p_parts), slack
+// qsa_attn_warp_fwd_{bf16,f16} and qsa_attn_warp_h_fwd_{bf16,f16} (sm_80+ CUDA, mma.sync).
+// Included by selection_attention.cu after the ring forward (common/attention_ring_fwd.h), whose P-part split (ring_p_parts), slack
 // (ring_slack), swizzled row layout (RingLayout<true>) and group wait (ring_wait) it reuses.
 //
 // Why (issue 13; docs/results/session7-2026-12-02/profiles/): the ring forward is latency-bound
@@ -22,12 +22,16 @@
 //     the online softmax of 16 rows in registers (base-2 exponent, the ring's lazy rescale),
 //     then P.V (4 k16 steps x 16 dim tiles, V's fragments by 32 ldmatrix.x4.trans) with P split
 //     into `nparts` 16-bit parts (ring_p_parts); the warps of a CTA share nothing but the launch.
-// Predicted per warp and 64-key block (bf16, 3 parts): 64 + 192 mma, 64 ldmatrix, 64 cp.async
-// (+ ~64 address adds), ~180 softmax and ~176 part-split instructions: ~800, against the ring's
-// 2,540 and fla's 1,276 for the same block; ~200 registers (O 64, q 32, S/P 32). K/V bytes from
-// L2 stay the same (32 KB per block and item, 137 GB at prefill B=4, T=16K): at the ~8 TB/s the
-// ring's profile reached that alone is ~17 ms, so the bytes, not the instructions, should bound
-// this kernel (a prediction, not measured).
+// Predicted per warp and 64-key block (bf16, 3 parts), before writing it: 64 + 192 mma, 64
+// ldmatrix, 64 cp.async (+ ~64 address adds), ~180 softmax and ~176 part-split instructions:
+// ~800, and ~200 registers (O 64, q 32, S / P 32). Built (cuobjdump -sass of the sm_90 cubin,
+// nvcc 13.0.88, 2026-12-02): ~1,030 per block (K piece: wait ~20, copy ~95, QK^T 124, softmax
+// 162; V piece: wait ~20, copy ~95, P.V 481 of which 192 HMMA and ~240 the part split and
+// ldmatrix addresses, rematerialised at 248 registers), against the ring's ~2,540 for the same
+// block and item and fla's ~1,276 (profiles/attn_ring_fwd.txt, fla.txt). K/V bytes from L2
+// stay the same (32 KB per block and item, 137 GB at prefill B=4, T=16K): at the ~11 TB/s the
+// ring's profile implies (72% = 8 TB/s) that alone is ~12.5 ms, so the bytes in flight per SM,
+// not the instructions, should bound this kernel (a prediction, not measured).
 #pragma once
 
 // Slots per warp (ring_wait waits for at most five later groups).
