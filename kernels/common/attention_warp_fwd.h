@@ -1,7 +1,8 @@
 // NSA selection attention, prefill forward with one warp per work item:
 // qsa_attn_warp_fwd_{bf16,f16} and qsa_attn_warp_h_fwd_{bf16,f16} (sm_80+ CUDA, mma.sync).
-// Included by selection_attention.cu after the ring forward (common/attention_ring_fwd.h), whose P-part split (ring_p_parts), slack
-// (ring_slack), swizzled row layout (RingLayout<true>) and group wait (ring_wait) it reuses.
+// Included by selection_attention.cu after the ring forward (common/attention_ring_fwd.h), whose
+// P-part split (ring_p_parts), slack (ring_slack), swizzled row layout (RingLayout<true>) and
+// group wait (ring_wait) it reuses.
 //
 // Why (issue 13; docs/results/session7-2026-12-02/profiles/): the ring forward is latency-bound
 // at ~650 instructions per warp and 64-key block with four warps per block (2,540 per block and
