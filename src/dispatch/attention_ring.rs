@@ -178,7 +178,8 @@ pub fn choose_forward(
     // Unforced it runs where WARP_FWD_DEFAULT says so and the staged plan does not split.
     let want_warp = match sw.get("QSA_ATTN_FWD") {
         Some("warp") => true,
-        None => WARP_FWD_DEFAULT && plan.nsplit == 1,
+        // Measured on the H200 only: sm_90 (Feature::Clusters, as the swizzled ring) alone.
+        None => WARP_FWD_DEFAULT && plan.nsplit == 1 && caps.has(Feature::Clusters),
         Some(_) => false,
     };
     if let (Some(w), true) = (warp_plan(caps, sw, t)?, want_warp) {
@@ -296,15 +297,16 @@ mod tests {
 
     #[test]
     fn ring_forward_for_unsplit_plans_on_nvidia_tensor_cores() {
+        // The ring's switches with QSA_ATTN_FWD=ring unless the pairs name the forward: these
+        // checks hold whichever forward is the default (WARP_FWD_DEFAULT); `none` is unforced.
         let sw = |pairs: &[(&str, &str)]| {
-            Switches::new(
-                pairs
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-            )
+            let mut pairs = pairs.to_vec();
+            if !pairs.iter().any(|(k, _)| *k == "QSA_ATTN_FWD") {
+                pairs.push(("QSA_ATTN_FWD", "ring"));
+            }
+            Switches::from_pairs(&pairs)
         };
-        let none = sw(&[]);
+        let none = Switches::default();
         let mut h200 = caps("sm_90", 227, 132);
         h200.features = vec![Feature::Tf32Tc, Feature::Bf16Tc, Feature::Clusters];
         let prefill = staged_plan(&h200, 4, 16384, 64, 4, 16, false).unwrap();
@@ -315,8 +317,14 @@ mod tests {
         assert_eq!(ring_shared_bytes(16, 3, true, true, false), 56_848);
         // Swizzled rows of 256 B: 272 + 2 x 32,768.
         assert_eq!(ring_shared_bytes(16, 2, false, false, true), 65_808);
+        let unforced = choose_forward(&h200, &none, &prefill, 16).unwrap();
         assert_eq!(
-            choose_forward(&h200, &none, &prefill, 16).unwrap(),
+            matches!(unforced, FwdPath::Warp(_)),
+            WARP_FWD_DEFAULT,
+            "the prefill default is the warp forward iff WARP_FWD_DEFAULT: {unforced:?}"
+        );
+        assert_eq!(
+            choose_forward(&h200, &sw(&[]), &prefill, 16).unwrap(),
             FwdPath::Ring {
                 stages: 2,
                 halves: false,
