@@ -23,7 +23,11 @@
 //   qsa_attn_ring_fwd_*     (common/attention_ring_fwd.h, sm_80+ CUDA) the staged forward's
 //                           geometry with a cp.async ring of K/V block slots, one barrier per
 //                           block and each warp's online softmax in registers: the prefill
-//                           forward there (src/dispatch/attention.rs, choose_forward).
+//                           forward on sm_80+ but sm_90 (src/dispatch/attention_ring.rs,
+//                           choose_forward).
+//   qsa_attn_warp_fwd_*     (common/attention_warp_fwd.h, sm_80+ CUDA) one warp per (b, token,
+//                           kv head, 16-head chunk), its own cp.async ring, no CTA barrier:
+//                           sm_90's prefill forward (src/dispatch/attention_warp.rs).
 //   qsa_attn_combine        merges split partials: lse = log sum exp, o = weighted mean.
 //   qsa_attn_staged_bwd_*   dq, dk, dv with the same staging; dk / dv partials reduced over
 //                           the CTA's rows before one global atomic per element and block.

@@ -152,9 +152,10 @@ pub fn ring_shared_bytes(
 /// (RingOrder; default token), `QSA_ATTN_RING_Q=reg|shared` where q's fragments live (default
 /// reg), `QSA_ATTN_RING_RESCALE=exact|lazy` when O is rescaled (default lazy),
 /// `QSA_ATTN_RING_LAYOUT=pad|swizzle` the slot rows, `QSA_ATTN_RING_COPY=cta|warp` who copies
-/// which rows (the RING_DEFAULT_* constants). `QSA_ATTN_FWD=warp` takes the warp forward
-/// (attention_warp.rs) where it runs (NVIDIA tensor cores, t <= 32), on split plans too (it
-/// never splits); elsewhere the choice is the one without the switch.
+/// which rows (the RING_DEFAULT_* constants). The warp forward (attention_warp.rs) comes first:
+/// sm_90's default for unsplit plans (WARP_FWD_DEFAULT, 0.62x the ring's time on the H200), and
+/// `QSA_ATTN_FWD=warp` takes it wherever it runs (NVIDIA tensor cores, t <= 32), split plans
+/// too (it never splits); where it cannot run, the choice is the one without the switch.
 pub fn choose_forward(
     caps: &TargetCaps,
     sw: &Switches,

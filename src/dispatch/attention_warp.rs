@@ -19,25 +19,32 @@ pub const WARP_MAX_WARPS: usize = 8;
 pub const WARP_MAX_STAGES: usize = 6;
 /// Bytes of one key's row in a slot: 128 elements of 2 bytes, no pad.
 const ROW_BYTES: usize = crate::problem::HEAD_DIM * 2;
-/// Defaults (not yet measured on a card: H200.md's sweep picks them). One warp per CTA and two
-/// slots is fla's geometry (one warp per CTA, 36.9 KB of shared memory, six warps per SM on the
-/// H200); 32,768 B per CTA is six CTAs in the H200's 228 KiB (1 KiB reserved per CTA).
+/// Defaults, from the same call A1 (ms at the prefill case; the default 15.72): one warp per CTA
+/// and two 64-key slots, fla's geometry (32,768 B: six CTAs, six warps per SM on the H200).
+/// More slots per warp were slower (3: 19.25, 4: 25.39: four and three warps per SM), so were
+/// several warps per CTA (3: 16.81, 7: 16.85: idle tails) and 32-key pieces (4 slots 19.44, 3
+/// slots and nine warps per SM 16.44, 6 slots 24.76, 7 warps x 4 slots 19.00).
 pub const WARP_DEFAULT_WARPS: usize = 1;
 /// Keys per piece (64: a block's K or V rows, 16 KB), and slots per warp by piece size (the same
 /// 32 KB: 64-key pieces one in flight while one is computed, 32-key pieces three).
 pub const WARP_DEFAULT_KEYS: usize = 64;
 pub const WARP_DEFAULT_STAGES: usize = 2;
 pub const WARP_DEFAULT_STAGES_HALF: usize = 4;
-/// bf16 P in three 16-bit parts (2^-27 relative) as the ring forward; 2 parts (2^-18) is a sweep.
+/// bf16 P in three 16-bit parts (2^-27 relative) as the ring forward; 2 parts (2^-18) ran 15.64
+/// ms (-0.5%) at 1.7e-6 .. 2.8e-6 of o error on the emulated cases, at the f32 class's floor
+/// (2.5e-6) that judges this kernel: not taken.
 pub const WARP_DEFAULT_PARTS: usize = 3;
-/// The ring forward's measured default (lazy rescale: RING_DEFAULT_LAZY).
+/// The ring forward's measured default (lazy rescale: RING_DEFAULT_LAZY); exact ran 16.54 ms.
 pub const WARP_DEFAULT_LAZY: bool = true;
 
-/// Whether the warp forward is the prefill forward where it runs (NVIDIA tensor cores, t <= 32)
-/// and the staged plan does not split lists, without `QSA_ATTN_FWD`. false until the H200
-/// measures it against the ring forward (H200.md): flipping it is the one-line change that
-/// makes it the default (then bless the dispatch snapshots of sm_86 / sm_90).
-pub const WARP_FWD_DEFAULT: bool = false;
+/// Whether the warp forward is the prefill forward, without `QSA_ATTN_FWD`, where it runs
+/// (NVIDIA tensor cores, t <= 32), the staged plan does not split lists and the target is sm_90
+/// (measured there only). On the H200 (bench/attention_vs_torch.py --check --bench
+/// --prefill-only --fwd-sweep warp, prefill B=4, T=16K, 64 / 4 heads, 16 blocks, bf16,
+/// 2026-12-02 09:23 UTC, call A1 of session 8, /work/wt/results/attnfwd-1.md): 15.72 ms
+/// (140 TFLOP/s) against the ring forward's 25.43 and fla parallel_nsa's 20.68 in the same
+/// process (0.76x fla); every check row passes, and the runner's error suite (90 checks).
+pub const WARP_FWD_DEFAULT: bool = true;
 
 /// The warp forward's launch: `warps` per CTA, `stages` slots per warp.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

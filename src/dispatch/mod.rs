@@ -200,7 +200,7 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
     ),
     (
         "QSA_ATTN_FWD",
-        "staged | ring | warp: the staged forward's kernel; ring (cp.async ring, sm_80+ CUDA) is the default where built and lists are not split; warp (one warp per token and kv head, sm_80+ CUDA, t <= 32) (qsa's switch)",
+        "staged | ring | warp: the staged forward's kernel where lists are not split: warp (one warp per token and kv head, sm_80+ CUDA, t <= 32) is sm_90's default, ring (cp.async ring, sm_80+ CUDA) the other sm_80+ targets' (qsa's switch)",
     ),
     (
         "QSA_ATTN_WARP_WARPS",
