@@ -7,7 +7,7 @@ No Rust is needed, only the `qsa` binary of the same checkout: every launch (ker
 block, shared bytes, splits, workspaces, arguments) is a plan of `qsa plan --json`, the code
 the Rust runner launches with (bench/qsa_plan.py); the kernels are loaded from the target's
 selection_attention.cubin with cupy. Variants are matrix.yaml's (auto: the decode kernel on
-sm_80+ decode shapes, the ring forward on sm_90's prefill, else staged; gather); the staged
+sm_80+ decode shapes, the warp forward on sm_90's prefill, the ring on other sm_80+ prefill, else staged; gather); the staged
 kernel's staging depth and split sweeps set QSA_ATTN_KERNEL=staged with QSA_ATTN_NBUF and
 QSA_ATTN_SPLITS, the ring forward's QSA_ATTN_FWD / QSA_ATTN_STAGES / QSA_ATTN_RING_SLOT /
 QSA_ATTN_RING_PARTS, the warp forward's QSA_ATTN_FWD=warp with QSA_ATTN_WARP_WARPS / _STAGES /
@@ -311,10 +311,13 @@ def bench_shape(B, Tq, Tk, hq, hkv):
 
 def fwd_sweeps(qsa, shape, base, which="all"):
     """(label, plan) of the prefill forward's sweeps: the warp forward's, then (`all`) the
-    staged kernel's depth and the ring's (swept in session 7: `--fwd-sweep warp` skips them)."""
+    staged kernel's depth and the ring's (swept in session 7: `--fwd-sweep warp` keeps only the
+    ring's default plan)."""
     out = list(warp_sweep(qsa, shape))
     if which == "all":
         out += list(sweep(qsa, shape, base, splits=False)) + list(ring_sweep(qsa, shape, base))
+    else:  # the ring forward's default plan, for comparison (sm_90's default until session 8)
+        out.append(("ring", qsa.plan(shape, fwd="ring")))
     return out
 
 
