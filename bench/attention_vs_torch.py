@@ -9,8 +9,8 @@ the Rust runner launches with (bench/qsa_plan.py); the kernels are loaded from t
 selection_attention.cubin with cupy. Variants are matrix.yaml's (auto: the decode kernel on
 sm_80+ decode shapes, the warp forward on sm_90's prefill, the ring on other sm_80+ prefill,
 else staged; gather); the staged kernel's staging depth and split sweeps set
-QSA_ATTN_KERNEL=staged with QSA_ATTN_NBUF and QSA_ATTN_SPLITS, the ring forward's QSA_ATTN_FWD / QSA_ATTN_STAGES / QSA_ATTN_RING_SLOT /
-QSA_ATTN_RING_PARTS, the warp forward's QSA_ATTN_FWD=warp with QSA_ATTN_WARP_WARPS / _STAGES /
+QSA_ATTN_KERNEL=staged with QSA_ATTN_NBUF and QSA_ATTN_SPLITS, the ring forward's
+QSA_ATTN_FWD / QSA_ATTN_STAGES / QSA_ATTN_RING_SLOT / QSA_ATTN_RING_PARTS, the warp forward's QSA_ATTN_FWD=warp with QSA_ATTN_WARP_WARPS / _STAGES /
 _PARTS / _RESCALE (`--fwd-sweep warp`: the prefill forward's sweep is the warp forward's alone),
 the decode kernel's QSA_ATTN_DEC_WARPS / _STAGES / _SPLITS / _MERGE /
 _PAIR, and its ablations QSA_ATTN_DEC_PROBE=launch|no_kv|no_math (`probe=` rows: the launch
