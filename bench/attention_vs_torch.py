@@ -10,8 +10,9 @@ selection_attention.cubin with cupy. Variants are matrix.yaml's (auto: the decod
 sm_80+ decode shapes, the warp forward on sm_90's prefill, the ring on other sm_80+ prefill,
 else staged; gather); the staged kernel's staging depth and split sweeps set
 QSA_ATTN_KERNEL=staged with QSA_ATTN_NBUF and QSA_ATTN_SPLITS, the ring forward's
-QSA_ATTN_FWD / QSA_ATTN_STAGES / QSA_ATTN_RING_SLOT / QSA_ATTN_RING_PARTS, the warp forward's QSA_ATTN_FWD=warp with QSA_ATTN_WARP_WARPS / _STAGES /
-_PARTS / _RESCALE (`--fwd-sweep warp`: the prefill forward's sweep is the warp forward's alone),
+QSA_ATTN_FWD / QSA_ATTN_STAGES / QSA_ATTN_RING_SLOT / QSA_ATTN_RING_PARTS, the warp
+forward's QSA_ATTN_FWD=warp with QSA_ATTN_WARP_WARPS / _KEYS / _STAGES / _PARTS / _RESCALE
+(`--fwd-sweep warp`: the prefill forward's sweep is the warp forward's and the ring's default),
 the decode kernel's QSA_ATTN_DEC_WARPS / _STAGES / _SPLITS / _MERGE /
 _PAIR, and its ablations QSA_ATTN_DEC_PROBE=launch|no_kv|no_math (`probe=` rows: the launch
 alone, no K/V copies, no math; their output is not the attention and is not checked). The
