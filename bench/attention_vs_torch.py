@@ -7,10 +7,13 @@ No Rust is needed, only the `qsa` binary of the same checkout: every launch (ker
 block, shared bytes, splits, workspaces, arguments) is a plan of `qsa plan --json`, the code
 the Rust runner launches with (bench/qsa_plan.py); the kernels are loaded from the target's
 selection_attention.cubin with cupy. Variants are matrix.yaml's (auto: the decode kernel on
-sm_80+ decode shapes, the ring forward on sm_90's prefill, else staged; gather); the staged
-kernel's staging depth and split sweeps set QSA_ATTN_KERNEL=staged with QSA_ATTN_NBUF and
-QSA_ATTN_SPLITS, the ring forward's QSA_ATTN_FWD / QSA_ATTN_STAGES / QSA_ATTN_RING_SLOT /
-QSA_ATTN_RING_PARTS, the decode kernel's QSA_ATTN_DEC_WARPS / _STAGES / _SPLITS / _MERGE /
+sm_80+ decode shapes, the warp forward on sm_90's prefill, the ring on other sm_80+ prefill,
+else staged; gather); the staged kernel's staging depth and split sweeps set
+QSA_ATTN_KERNEL=staged with QSA_ATTN_NBUF and QSA_ATTN_SPLITS, the ring forward's
+QSA_ATTN_FWD / QSA_ATTN_STAGES / QSA_ATTN_RING_SLOT / QSA_ATTN_RING_PARTS, the warp
+forward's QSA_ATTN_FWD=warp with QSA_ATTN_WARP_WARPS / _KEYS / _STAGES / _PARTS / _RESCALE
+(`--fwd-sweep warp`: the prefill forward's sweep is the warp forward's and the ring's default),
+the decode kernel's QSA_ATTN_DEC_WARPS / _STAGES / _SPLITS / _MERGE /
 _PAIR, and its ablations QSA_ATTN_DEC_PROBE=launch|no_kv|no_math (`probe=` rows: the launch
 alone, no K/V copies, no math; their output is not the attention and is not checked). The
 decode shapes end with the decode kernel against the staged kernel at 32-256 query tokens (the
@@ -18,7 +21,7 @@ dispatch's items-per-SM rule). --decode-only skips the prefill case and the stag
 --prefill-only skips the decode cases.
 
     python3 bench/attention_vs_torch.py --qsa .h200/qsa --kernels build/kernels/sm_90 \
-        [--check] [--bench] [--decode-only] [--out DIR]
+        [--check] [--bench] [--decode-only | --prefill-only] [--fwd-sweep all|warp] [--out DIR]
     python3 bench/attention_vs_torch.py --qsa target/debug/qsa --plan-only   # no GPU: the launches, as JSON
 
 Writes check.md / bench.md (Markdown tables with date and device) under --out.
@@ -72,6 +75,22 @@ SWEEP_RING = tuple(
         ("half", 4, 3, "head", "reg", "lazy"), ("half", 5, 3, "head", "reg", "lazy"),
         ("half", 3, 3, "head", "shared", "lazy"), ("half", 3, 3, "token", "shared", "exact"),
         ("block", 2, 2, "head", "reg", "lazy"), ("half", 3, 2, "head", "shared", "lazy")))
+# The warp forward's sweep (kernels/common/attention_warp_fwd.h, QSA_ATTN_FWD=warp: one warp per
+# (token, kv head), its own cp.async ring of K / V slots, no CTA barrier): (warps per CTA, keys per
+# piece (64: 16 KB slots; 32: 8 KB, qsa_attn_warp_h_fwd_*), slots per warp, bf16 P's parts,
+# rescale). Resident warps per H200 SM by shared memory (227 KiB, 1 KiB per CTA reserved):
+# 64-key 1x2 six, 1x3 four, 1x4 three, 3x2 six, 7x2 seven; 32-key 1x4 six, 1x3 nine (220
+# registers), 1x6 four, 7x4 seven.
+SWEEP_WARP = ((1, 64, 2, 3, "lazy"), (1, 64, 3, 3, "lazy"), (1, 64, 4, 3, "lazy"), (3, 64, 2, 3, "lazy"),
+              (7, 64, 2, 3, "lazy"), (1, 64, 2, 2, "lazy"), (1, 64, 2, 3, "exact"), (1, 32, 4, 3, "lazy"),
+              (1, 32, 3, 3, "lazy"), (1, 32, 6, 3, "lazy"), (7, 32, 4, 3, "lazy"), (1, 32, 4, 2, "lazy"))
+
+
+def warp_sw(warps, keys, stages, parts, rescale):
+    return {"QSA_ATTN_WARP_WARPS": warps, "QSA_ATTN_WARP_KEYS": keys, "QSA_ATTN_WARP_STAGES": stages,
+            "QSA_ATTN_WARP_PARTS": parts, "QSA_ATTN_WARP_RESCALE": rescale}
+
+
 # The decode kernel's sweep, one factor group at a time around the dispatched plan: warps x ring
 # stages at its splits, then splits x merge at its warps and stages (plans that do not fit the
 # target's shared memory are refused by `qsa plan` and skipped).
@@ -159,7 +178,7 @@ def staged_note(plan):
     """The staged launch's grid and shared bytes, as the plan gives them. A backward plan's
     call begins with zero-fills of dk / dv (steps without a grid): take the first launch."""
     launches = [s for s in plan["call"] if "grid" in s]
-    st = next((s for s in launches if any(k in s.get("kernel", "") for k in ("staged", "ring"))), launches[0])
+    st = next((s for s in launches if any(k in s.get("kernel", "") for k in ("staged", "ring", "warp"))), launches[0])
     name = st.get("kernel", "").removeprefix("qsa_attn_")
     return f"{name} grid {st['grid'][0]}x{st['grid'][1]}, {st['shared_bytes']} B shared"
 
@@ -178,6 +197,13 @@ def sweep(qsa, shape, base, backward=False, splits=True):
             if p["call"] not in seen:
                 seen.append(p["call"])
                 yield f"nbuf={nb}" + (f" split={ns}" if ns is not None else ""), p
+
+
+def warp_sweep(qsa, shape):
+    """(label, plan) of the warp forward's sweep (SWEEP_WARP)."""
+    for warps, keys, st, parts, rescale in SWEEP_WARP:
+        yield (f"warp warps={warps} keys={keys} stages={st} parts={parts} rescale={rescale}",
+               qsa.plan(shape, fwd="warp", sw=warp_sw(warps, keys, st, parts, rescale)))
 
 
 def ring_sweep(qsa, shape, base):
@@ -208,7 +234,12 @@ CHECK_VARIANTS = [("gather", "gather", {}), ("staged", "auto", {}), ("staged nbu
                                                               "slot": "half", "stages": 3}),
                   ("ring copy=warp", "auto", {"fwd": "ring", "copy": "warp"}),
                   ("ring copy=warp lazy q=shared half stages=3", "auto", {"fwd": "ring", "copy": "warp", "rescale": "lazy",
-                                                                         "qmem": "shared", "slot": "half", "stages": 3})]
+                                                                         "qmem": "shared", "slot": "half", "stages": 3}),
+                  ("warp", "auto", {"fwd": "warp"}),
+                  ("warp warps=2 keys=32 stages=3 parts=3 exact", "auto",
+                   {"fwd": "warp", "sw": warp_sw(2, 32, 3, 3, "exact")}),
+                  ("warp warps=7 keys=64 stages=2 parts=2 lazy", "auto",
+                   {"fwd": "warp", "sw": warp_sw(7, 64, 2, 2, "lazy")})]
 # The prefill backward's variants (label, switches): the default, each backward path forced
 # (kvdq: the KV-block-major kernel alone, dQ by atomics), and the query-side pass with
 # double-buffered K / V (QSA_ATTN_NBUF=2) where there is one.
@@ -279,7 +310,19 @@ def bench_shape(B, Tq, Tk, hq, hkv):
     return dict(batch=B, q_len=Tq, kv_len=Tk, hq=hq, hkv=hkv, t=16, dtype="bf16", scale=repr(SCALE))
 
 
-def planned(qsa, check=True, bench=True, decode_only=False):
+def fwd_sweeps(qsa, shape, base, which="all"):
+    """(label, plan) of the prefill forward's sweeps: the warp forward's, then (`all`) the
+    staged kernel's depth and the ring's (swept in session 7: `--fwd-sweep warp` keeps only the
+    ring's default plan)."""
+    out = list(warp_sweep(qsa, shape))
+    if which == "all":
+        out += list(sweep(qsa, shape, base, splits=False)) + list(ring_sweep(qsa, shape, base))
+    else:  # the ring forward's default plan, for comparison (sm_90's default until session 8)
+        out.append(("ring", qsa.plan(shape, fwd="ring")))
+    return out
+
+
+def planned(qsa, check=True, bench=True, decode_only=False, fwd_sweep="all"):
     """(label, plan) of every call this script launches."""
     if check:
         for name, B, Tq, Tk, hq, hkv, t, dt in CHECK_CASES:
@@ -316,7 +359,7 @@ def planned(qsa, check=True, bench=True, decode_only=False):
         shape = bench_shape(B, Tq, Tk, hq, hkv)
         base = qsa.plan(shape)
         yield f"{case} staged", base
-        for label, p in list(sweep(qsa, shape, base, splits=False)) + list(ring_sweep(qsa, shape, base)):
+        for label, p in fwd_sweeps(qsa, shape, base, fwd_sweep):
             yield f"{case} staged {label}", p
         for label, kw in BWD_VARIANTS:
             yield f"{case} staged bwd{label}", qsa.plan(shape, True, **kw)
@@ -592,7 +635,7 @@ def torch_index(P):
     return idx, vis.reshape(N, 1, 1, -1)
 
 
-def run_bench(qsa, out, fla, decode=True, decode_only=False):
+def run_bench(qsa, out, fla, decode=True, decode_only=False, fwd_sweep="all"):
     rows_md = ["| case | GQA group | kernel | median ms | min ms | max ms | vs torch | vs fla | note |",
                "|---|---|---|---|---|---|---|---|---|"]
     hbm_ceiling = 4.3e12
@@ -744,12 +787,18 @@ def run_bench(qsa, out, fla, decode=True, decode_only=False):
     if fla is not None:
         note += f"; |o - fla| max {(o - fla_o).abs().max().item():.1e}"
     add(case, 16, "qsa staged fwd", tf, fla_ms=fla_f[0] if fla_f else None, note=note)
-    for label, p in list(sweep(qsa, shape, plan, splits=False)) + list(ring_sweep(qsa, shape, plan)):
+    o_default = o.clone()
+    for label, p in fwd_sweeps(qsa, shape, plan, fwd_sweep):
         c = qsa.fwd(P, o, lse, p)
         c.setup()
-        add(case, 16, f"qsa staged fwd {label}", time_ms(c, 1, 3), fla_ms=fla_f[0] if fla_f else None,
-            note=staged_note(p))
+        tm = time_ms(c, 1, 3)
+        # Each variant's o against the default plan's, on the 67 M outputs the check rows cannot
+        # afford in FP64 (the error suite's attn_prefill_16k checks 32 rows of it).
+        add(case, 16, f"qsa staged fwd {label}", tm, fla_ms=fla_f[0] if fla_f else None,
+            note=f"{staged_note(p)}, {flop / tm[0] / 1e9:.0f} TFLOP/s; |o - default o| max "
+                 f"{(o - o_default).abs().max().item():.1e}")
         del c
+    del o_default
     # The backward's setup runs the forward once into o / lse; the call runs the plan's steps
     # (what the runner times): the default path (choose_backward's) and each variant of
     # BWD_VARIANTS (a dK / dV path forced, the query-side pass double-buffered).
@@ -790,13 +839,16 @@ def main():
                     help="--bench runs the prefill case only (no decode cases or sweeps)")
     ap.add_argument("--decode-only", action="store_true",
                     help="bench: the decode shapes only, without the staged kernel's sweep (a short run)")
+    ap.add_argument("--fwd-sweep", choices=("all", "warp"), default="all",
+                    help="the prefill forward's sweep rows: all (the warp forward's, the staged kernel's and "
+                         "the ring's) or warp (the warp forward's only, SWEEP_WARP)")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     qsa_plan.add_plan_args(ap)
     a = ap.parse_args()
     planner = qsa_plan.Planner(a.qsa, a.target, a.matrix)
     if a.plan_only:
         return qsa_plan.plan_only(planned(Qsa(planner, None), a.check or not a.bench, a.bench or not a.check,
-                                          a.decode_only), sys.stdout)
+                                          a.decode_only, a.fwd_sweep), sys.stdout)
     global torch
     import torch
 
@@ -818,7 +870,8 @@ def main():
         except Exception as e:
             print("fla does not import:", repr(e), flush=True)
             fla_mod = None
-        text = run_bench(qsa, a.out, fla_mod, decode=not a.prefill_only, decode_only=a.decode_only)
+        text = run_bench(qsa, a.out, fla_mod, decode=not a.prefill_only, decode_only=a.decode_only,
+                         fwd_sweep=a.fwd_sweep)
         with open(os.path.join(a.out, "bench.md"), "w") as f:
             f.write(f"# selection attention benchmark ({head})\n\n"
                     f"`python3 bench/attention_vs_torch.py --bench`; medians of CUDA-event timings after warm-up; "

@@ -23,7 +23,11 @@
 //   qsa_attn_ring_fwd_*     (common/attention_ring_fwd.h, sm_80+ CUDA) the staged forward's
 //                           geometry with a cp.async ring of K/V block slots, one barrier per
 //                           block and each warp's online softmax in registers: the prefill
-//                           forward there (src/dispatch/attention.rs, choose_forward).
+//                           forward on sm_80+ but sm_90 (src/dispatch/attention_ring.rs,
+//                           choose_forward).
+//   qsa_attn_warp_fwd_*     (common/attention_warp_fwd.h, sm_80+ CUDA) one warp per (b, token,
+//                           kv head, 16-head chunk), its own cp.async ring, no CTA barrier:
+//                           sm_90's prefill forward (src/dispatch/attention_warp.rs).
 //   qsa_attn_combine        merges split partials: lse = log sum exp, o = weighted mean.
 //   qsa_attn_staged_bwd_*   dq, dk, dv with the same staging; dk / dv partials reduced over
 //                           the CTA's rows before one global atomic per element and block.
@@ -39,6 +43,10 @@
 // tc_pv), and the backward's dQ, dK and dV products on tf32 tensor cores (mma.sync m16n8k8,
 // f32 operands split into two tf32 parts, see tf32_split); sm_75 and HIP keep the FP32 tiles.
 #include "common/portable.h"
+// The emulator's module wrapper (src/emu/compile.rs, dynamic_shared_names) defines the dynamic
+// shared arrays named in THIS file's text only; the kernel bodies now in common/ declare
+// QSA_DYNAMIC_SHARED(smem_raw), so the name is given here (without it the emulated module
+// fails to load: "undefined symbol: smem_raw", since the split into common/ headers).
 
 #define ATT_D 128
 #define ATT_BLK 64
@@ -235,6 +243,26 @@ QSA_ATTN_RING_INSTANCE(ring_qs, f16, F16, true, false, RING_QS_MIN_CTAS)
 QSA_ATTN_RING_INSTANCE(ring_sw, bf16, Bf16, false, true, RING_MIN_CTAS)
 QSA_ATTN_RING_INSTANCE(ring_sw, f16, F16, false, true, RING_MIN_CTAS)
 #endif
+#endif
+// qsa_attn_warp_fwd_bf16, qsa_attn_warp_fwd_f16 (common/attention_warp_fwd.h): one warp per
+// (batch, token, kv head, 16-head chunk), its own cp.async ring, no CTA barrier; sm_80+ CUDA.
+// Resource report shape: one warp, two 16 KB slots (src/dispatch/attention_warp.rs's default).
+// qsa:block 32 for qsa_attn_warp_fwd_bf16
+// qsa:block 32 for qsa_attn_warp_fwd_f16
+// qsa:dynamic_shared 32768 for qsa_attn_warp_fwd_bf16
+// qsa:dynamic_shared 32768 for qsa_attn_warp_fwd_f16
+// qsa_attn_warp_h_fwd_bf16, qsa_attn_warp_h_fwd_f16: the same with 32-key pieces (8 KB slots),
+// four slots per warp. All four exist in sm_80+ CUDA builds only (QSA_ATTN_MMA).
+// qsa:block 32 for qsa_attn_warp_h_fwd_bf16
+// qsa:block 32 for qsa_attn_warp_h_fwd_f16
+// qsa:dynamic_shared 32768 for qsa_attn_warp_h_fwd_bf16
+// qsa:dynamic_shared 32768 for qsa_attn_warp_h_fwd_f16
+#include "common/attention_warp_fwd.h"
+#if defined(QSA_ATTN_MMA)
+QSA_ATTN_WARP_INSTANCE(warp, bf16, Bf16, 64)
+QSA_ATTN_WARP_INSTANCE(warp, f16, F16, 64)
+QSA_ATTN_WARP_INSTANCE(warp_h, bf16, Bf16, 32)
+QSA_ATTN_WARP_INSTANCE(warp_h, f16, F16, 32)
 #endif
 
 // The decode forward (kernels/common/attention_decode.h), in this family's code object: one

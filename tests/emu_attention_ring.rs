@@ -340,7 +340,13 @@ fn ring_is_the_unsplit_forward_on_nvidia_tensor_cores_only() {
     let want = attn_forward_f64(&p, None).unwrap();
     // attn_emu_g4 is a decode-sized grid: the plan splits, the staged kernel runs.
     forward_errors("sm_90", &[], &p, &want, "staged_split");
-    forward_errors("sm_90", &[("QSA_ATTN_SPLITS", "1")], &p, &want, "ring");
+    // Unsplit: the ring, unless the warp forward is made the default (WARP_FWD_DEFAULT).
+    let unsplit = if qsa::dispatch::attention_warp::WARP_FWD_DEFAULT {
+        "warp"
+    } else {
+        "ring"
+    };
+    forward_errors("sm_90", &[("QSA_ATTN_SPLITS", "1")], &p, &want, unsplit);
     forward_errors("sm_75", &[("QSA_ATTN_FWD", "ring")], &p, &want, "staged");
     forward_errors("gfx950", &[("QSA_ATTN_FWD", "ring")], &p, &want, "staged");
 }

@@ -4,6 +4,7 @@
 //! QSA_ATTN_RING_*). Pure functions, like the rest of the dispatch.
 
 use super::attention::{StagedPlan, BLOCK, KV_STRIDE, STAGED_ROWS};
+use super::attention_warp::{warp_plan, WarpPlan, WARP_FWD_DEFAULT};
 use super::{Feature, Switches, TargetCaps, Vendor};
 use crate::backend::BackendError;
 
@@ -43,6 +44,10 @@ pub enum FwdPath {
         warp_copy: bool,
         shared: u32,
     },
+    /// `qsa_attn_warp_fwd_*` (kernels/common/attention_warp_fwd.h, `QSA_ATTN_FWD=warp`): one
+    /// warp per (batch, token, kv head, 16-head chunk), its own cp.async ring, no CTA barrier and
+    /// no split (NVIDIA tensor cores, t <= 32; the plan: attention_warp.rs).
+    Warp(WarpPlan),
 }
 
 /// The order the ring forward's CTAs walk the work items in (`QSA_ATTN_RING_ORDER`).
@@ -75,6 +80,7 @@ impl FwdPath {
             (FwdPath::Staged, true) => "staged_split",
             (FwdPath::Ring { .. }, false) => "ring",
             (FwdPath::Ring { .. }, true) => "ring_split",
+            (FwdPath::Warp(_), _) => "warp",
         }
     }
 }
@@ -146,7 +152,10 @@ pub fn ring_shared_bytes(
 /// (RingOrder; default token), `QSA_ATTN_RING_Q=reg|shared` where q's fragments live (default
 /// reg), `QSA_ATTN_RING_RESCALE=exact|lazy` when O is rescaled (default lazy),
 /// `QSA_ATTN_RING_LAYOUT=pad|swizzle` the slot rows, `QSA_ATTN_RING_COPY=cta|warp` who copies
-/// which rows (the RING_DEFAULT_* constants).
+/// which rows (the RING_DEFAULT_* constants). The warp forward (attention_warp.rs) comes first:
+/// sm_90's default for unsplit plans (WARP_FWD_DEFAULT, 0.62x the ring's time on the H200), and
+/// `QSA_ATTN_FWD=warp` takes it wherever it runs (NVIDIA tensor cores, t <= 32), split plans
+/// too (it never splits); where it cannot run, the choice is the one without the switch.
 pub fn choose_forward(
     caps: &TargetCaps,
     sw: &Switches,
@@ -155,7 +164,28 @@ pub fn choose_forward(
 ) -> Result<FwdPath, BackendError> {
     let built = caps.vendor == Vendor::Nvidia && caps.has(Feature::Bf16Tc);
     let forced = sw.get("QSA_ATTN_FWD") == Some("ring");
-    let want_ring = sw.either("QSA_ATTN_FWD", plan.nsplit == 1, "staged", "ring")?;
+    let want_ring = match sw.get("QSA_ATTN_FWD") {
+        None | Some("warp") => plan.nsplit == 1,
+        Some("staged") => false,
+        Some("ring") => true,
+        Some(v) => {
+            return Err(BackendError::Input(format!(
+                "QSA_ATTN_FWD={}: expected staged, ring or warp",
+                crate::echo::value(v)
+            )))
+        }
+    };
+    // The warp forward's switches are checked on every call (a typo is an error everywhere).
+    // Unforced it runs where WARP_FWD_DEFAULT says so and the staged plan does not split.
+    let want_warp = match sw.get("QSA_ATTN_FWD") {
+        Some("warp") => true,
+        // Measured on the H200 only: sm_90 (Feature::Clusters, as the swizzled ring) alone.
+        None => WARP_FWD_DEFAULT && plan.nsplit == 1 && caps.has(Feature::Clusters),
+        Some(_) => false,
+    };
+    if let (Some(w), true) = (warp_plan(caps, sw, t)?, want_warp) {
+        return Ok(FwdPath::Warp(w));
+    }
     let stages = match sw.get("QSA_ATTN_STAGES") {
         None => None,
         Some(v) => match v.parse::<usize>() {
@@ -268,15 +298,16 @@ mod tests {
 
     #[test]
     fn ring_forward_for_unsplit_plans_on_nvidia_tensor_cores() {
+        // The ring's switches with QSA_ATTN_FWD=ring unless the pairs name the forward: these
+        // checks hold whichever forward is the default (WARP_FWD_DEFAULT); `none` is unforced.
         let sw = |pairs: &[(&str, &str)]| {
-            Switches::new(
-                pairs
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-            )
+            let mut pairs = pairs.to_vec();
+            if !pairs.iter().any(|(k, _)| *k == "QSA_ATTN_FWD") {
+                pairs.push(("QSA_ATTN_FWD", "ring"));
+            }
+            Switches::from_pairs(&pairs)
         };
-        let none = sw(&[]);
+        let none = Switches::default();
         let mut h200 = caps("sm_90", 227, 132);
         h200.features = vec![Feature::Tf32Tc, Feature::Bf16Tc, Feature::Clusters];
         let prefill = staged_plan(&h200, 4, 16384, 64, 4, 16, false).unwrap();
@@ -287,8 +318,14 @@ mod tests {
         assert_eq!(ring_shared_bytes(16, 3, true, true, false), 56_848);
         // Swizzled rows of 256 B: 272 + 2 x 32,768.
         assert_eq!(ring_shared_bytes(16, 2, false, false, true), 65_808);
+        let unforced = choose_forward(&h200, &none, &prefill, 16).unwrap();
         assert_eq!(
-            choose_forward(&h200, &none, &prefill, 16).unwrap(),
+            matches!(unforced, FwdPath::Warp(_)),
+            WARP_FWD_DEFAULT,
+            "the prefill default is the warp forward iff WARP_FWD_DEFAULT: {unforced:?}"
+        );
+        assert_eq!(
+            choose_forward(&h200, &sw(&[]), &prefill, 16).unwrap(),
             FwdPath::Ring {
                 stages: 2,
                 halves: false,
@@ -470,7 +507,7 @@ mod tests {
             "gfx950 has bf16 matrix cores but no ring kernel (sm_80+ CUDA only): staged"
         );
         for (k, v, want) in [
-            ("QSA_ATTN_FWD", "fast", "expected staged or ring"),
+            ("QSA_ATTN_FWD", "fast", "expected staged, ring or warp"),
             ("QSA_ATTN_STAGES", "1", "from 2 to 7"),
             ("QSA_ATTN_STAGES", "8", "from 2 to 7"),
             ("QSA_ATTN_RING_SLOT", "quarter", "expected block or half"),

@@ -8,6 +8,7 @@
 pub mod attention;
 pub mod attention_decode;
 pub mod attention_ring;
+pub mod attention_warp;
 pub mod scores;
 pub mod topk;
 
@@ -219,7 +220,27 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
     ),
     (
         "QSA_ATTN_FWD",
-        "staged | ring: the staged forward's kernel; ring (cp.async ring, sm_80+ CUDA) is the default where built and lists are not split (qsa's switch)",
+        "staged | ring | warp: the staged forward's kernel where lists are not split: warp (one warp per token and kv head, sm_80+ CUDA, t <= 32) is sm_90's default, ring (cp.async ring, sm_80+ CUDA) the other sm_80+ targets' (qsa's switch)",
+    ),
+    (
+        "QSA_ATTN_WARP_WARPS",
+        "1 .. 8: warps per CTA of the warp forward (QSA_ATTN_FWD=warp; qsa's sweep switch)",
+    ),
+    (
+        "QSA_ATTN_WARP_KEYS",
+        "64 | 32: keys per K / V piece of the warp forward (32: qsa_attn_warp_h_fwd_*, twice the pieces in flight in the same shared memory; qsa's sweep switch)",
+    ),
+    (
+        "QSA_ATTN_WARP_STAGES",
+        "2 .. 6: K / V slots per warp of the warp forward (qsa's sweep switch; 2 for 64-key pieces, 4 for 32)",
+    ),
+    (
+        "QSA_ATTN_WARP_PARTS",
+        "2 | 3: bf16 P's 16-bit parts in the warp forward's P.V (qsa's sweep switch; 3 by default)",
+    ),
+    (
+        "QSA_ATTN_WARP_RESCALE",
+        "exact | lazy: the warp forward moves its running max on every increase, or only past a slack (as QSA_ATTN_RING_RESCALE; qsa's sweep switch)",
     ),
     (
         "QSA_ATTN_STAGES",

@@ -11,6 +11,7 @@ use crate::dispatch::attention::{
     BwdPath, FwdPath, StagedPlan, GATHER_THREADS, KV_BWD_THREADS, STAGED_THREADS,
 };
 use crate::dispatch::attention_decode::{decode_plan, dispatch_name};
+use crate::dispatch::attention_warp::{warp_items, WarpPlan};
 use crate::dispatch::{Switches, TargetCaps};
 use crate::problem::{
     AttnBackward, AttnDtype, AttnForward, AttnProblem, Output, ATTN_BLOCK, HEAD_DIM,
@@ -234,12 +235,12 @@ pub fn launch_plan(
     ];
     let sfx = p.dtype.name();
     let mut forward = Vec::new();
-    match &fwd_plan {
-        None if dec_plan.is_some() => {
+    match (&fwd_plan, fwd_path) {
+        (None, _) if dec_plan.is_some() => {
             let plan = dec_plan.as_ref().expect("checked");
             forward = forward_steps(&mut lp, plan, [q, k, v, ids], o, lse, rows, dims, sfx)?;
         }
-        None => {
+        (None, _) => {
             let mut args = vec![q, k, v, ids, o, lse];
             args.extend(dims);
             forward.push(launch(
@@ -248,7 +249,10 @@ pub fn launch_plan(
                 args,
             ));
         }
-        Some(plan) => {
+        (Some(_), FwdPath::Warp(w)) => {
+            forward.push(warp_launch(p, &w, [q, k, v, ids, o, lse], dims, sfx)?);
+        }
+        (Some(plan), _) => {
             let split = plan.nsplit > 1;
             let (o_dst, lse_dst) = if split {
                 (
@@ -262,7 +266,7 @@ pub fn launch_plan(
             args.extend(dims);
             // The ring kernel takes its slot count where the staged one takes nbuf.
             let (name, shared, depth) = match fwd_path {
-                FwdPath::Staged => ("staged", plan.shared, plan.nbuf),
+                FwdPath::Staged | FwdPath::Warp(_) => ("staged", plan.shared, plan.nbuf),
                 FwdPath::Ring {
                     stages,
                     shared,
@@ -403,6 +407,41 @@ pub fn launch_plan(
         }
     }
     Ok(lp)
+}
+
+/// The warp forward (`qsa_attn_warp_fwd_*`): one warp per (batch, token, kv head, 16-head
+/// chunk), `w.warps` per CTA, never split; o and lse written directly.
+fn warp_launch(
+    p: &AttnCall,
+    w: &WarpPlan,
+    buffers: [PlanArg; 6],
+    dims: [PlanArg; 7],
+    sfx: &str,
+) -> BackendResult<Step> {
+    let items = warp_items(p.batch, p.q_len, p.hq, p.hkv);
+    let ctas = items.div_ceil(w.warps);
+    if ctas > MAX_GRID_X {
+        return Err(shape(format!(
+            "{items} warp-forward items exceed the launch's grid"
+        )));
+    }
+    let mut args = buffers.to_vec();
+    args.extend(dims);
+    args.extend([
+        PlanArg::I32(w.stages as i32),
+        PlanArg::I32(w.parts as i32),
+        PlanArg::I32(i32::from(w.lazy)),
+    ]);
+    let dims = LaunchDims {
+        grid: (ctas as u32, 1, 1),
+        block: (32 * w.warps as u32, 1, 1),
+        shared_bytes: w.shared,
+    };
+    Ok(launch(
+        format!("qsa_attn_{}_fwd_{sfx}", w.kernel()),
+        dims,
+        args,
+    ))
 }
 
 /// The KV-block-major dK / dV pass (`kernel`: qsa_attn_kv_bwd_*, or qsa_attn_kv_dq_bwd_* with
