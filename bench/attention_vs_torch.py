@@ -190,9 +190,16 @@ def ring_sweep(qsa, shape, base):
             yield f"ring {slot} stages={st} parts={parts} order={order} q={qmem} rescale={rescale} {layout} copy={copy}", p
 
 
+# The KV-block-major kernel's bf16 products (QSA_ATTN_KV_MMA=bf16: qsa_attn_kv16_*; bf16 inputs)
+# and dO's parts in its dP (QSA_ATTN_KV_DP_PARTS).
+KV16 = {"QSA_ATTN_KV_MMA": "bf16"}
+KV16_DP2 = {"QSA_ATTN_KV_MMA": "bf16", "QSA_ATTN_KV_DP_PARTS": 2}
 CHECK_VARIANTS = [("gather", "gather", {}), ("staged", "auto", {}), ("staged nbuf=1", "auto", {"nbuf": 1}),
                   ("staged split=3", "auto", {"nsplit": 3}), ("staged atomic-bwd", "auto", {"bwd": "atomic"}),
                   ("staged kv-bwd", "auto", {"bwd": "kv"}), ("staged kvdq-bwd", "auto", {"bwd": "kvdq"}),
+                  ("staged kv-bwd kv16", "auto", {"bwd": "kv", "sw": KV16}),
+                  ("staged kvdq-bwd kv16", "auto", {"bwd": "kvdq", "sw": KV16}),
+                  ("staged kvdq-bwd kv16 dp=2", "auto", {"bwd": "kvdq", "sw": KV16_DP2}),
                   ("staged fwd", "auto", {"fwd": "staged"}), ("ring", "auto", {"fwd": "ring"}),
                   ("ring stages=4 split=3", "auto", {"fwd": "ring", "stages": 4, "nsplit": 3}),
                   ("ring half stages=5", "auto", {"fwd": "ring", "stages": 5, "slot": "half"}),
@@ -214,6 +221,13 @@ CHECK_VARIANTS = [("gather", "gather", {}), ("staged", "auto", {}), ("staged nbu
 # double-buffered K / V (QSA_ATTN_NBUF=2) where there is one.
 BWD_VARIANTS = [("", {}), (" atomic", {"bwd": "atomic"}), (" kv", {"bwd": "kv"}), (" kvdq", {"bwd": "kvdq"}),
                 (" atomic nbuf=2", {"bwd": "atomic", "nbuf": 2}), (" kv nbuf=2", {"bwd": "kv", "nbuf": 2})]
+BWD_VARIANTS += [(" kv kv16", {"bwd": "kv", "sw": KV16}), (" kvdq kv16", {"bwd": "kvdq", "sw": KV16}),
+                 (" kv kv16 dp=2", {"bwd": "kv", "sw": KV16_DP2}), (" kvdq kv16 dp=2", {"bwd": "kvdq", "sw": KV16_DP2})]
+
+
+def is_kv_pass(kernel):
+    """The KV-block-major backward launch: qsa_attn_kv{,16}_{,dq_}bwd_*."""
+    return kernel.startswith(("qsa_attn_kv_", "qsa_attn_kv16_")) and "_bwd_" in kernel
 
 
 def is_decode(plan):
@@ -764,7 +778,7 @@ def run_bench(qsa, out, fla, decode=True, decode_only=False):
             note=f"{kernels}: {staged_note(bplan)}{zero}, {2 * flop / tb[0] / 1e9:.0f} TFLOP/s")
         # The KV-block-major pass alone (same call's buffers, after a full call wrote drow):
         # the dQ pass's share of the total is the difference.
-        kv_steps = [s for s in bplan["call"] if "kv_bwd" in s.get("kernel", "")]
+        kv_steps = [s for s in bplan["call"] if is_kv_pass(s.get("kernel", ""))]
         if kv_steps:
             tk = time_ms(lambda: back._run(kv_steps), warmup=1, reps=3)
             add(case, 16, f"qsa kv_bwd pass alone{label}", tk, fla_ms=fla_b[0] if fla_b else None,

@@ -335,12 +335,17 @@ QSA_DEVICE void kv_dq_tile(const KvSmem& s, int buf, const KvCta& c, const KvTil
   }
 }
 
-template <typename E, bool DQ>
+#include "attention_kv_bwd16.h"
+
+// B16: dK / dV / dQ products on bf16 m16n8k16 (attention_kv_bwd16.h; Bf16 only). dp_parts (B16
+// only; the tf32 kernels keep 3, their registers unchanged): the bf16 parts dO is split into
+// for dP = dO V^T (3: 2^-27 relative; 2: ~2^-17).
+template <typename E, bool DQ, bool B16>
 QSA_DEVICE void kv_bwd(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
                        const int* __restrict__ ids, const float* __restrict__ lse, const float* __restrict__ drow,
                        const float* __restrict__ d_o, float* __restrict__ dk, float* __restrict__ dv,
                        float* __restrict__ dq, int batch, int q_len, int kv_len, int hq, int hkv, int t, float scale,
-                       int hc, int qt) {
+                       int hc, int qt, int dp_parts) {
   QSA_DYNAMIC_SHARED(smem_raw);
   const KvCta c = kv_cta(batch, hkv);
   const long long base = (long long)c.id * ATT_BLK;
@@ -387,6 +392,7 @@ QSA_DEVICE void kv_bwd(const u16* __restrict__ q, const u16* __restrict__ k, con
       {  // P (warps 0-3) or raw dP (warps 4-7) for keys kw .. kw + 15
         float sc[2][4];
         if (warp < 4) kv_qk<E>(kv_qr(s, buf), ks, kw, lane, sc);
+        else if (B16) kv_dov<E>(kv_dos(s, buf), vs, kw, lane, dp_parts, sc);
         else tc_dot_split<E, 3>(kv_dos(s, buf), vs, kw, lane, sc);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
@@ -411,7 +417,17 @@ QSA_DEVICE void kv_bwd(const u16* __restrict__ q, const u16* __restrict__ k, con
       // tile n - 1); published here rather than after the key tiles, where registers are short.
       if (ahead) kv_publish_rows(s, buf ^ 1, next);
       QSA_SYNC();  // P and dP of tile n
-      if (kw < keys) {
+      if constexpr (B16) {
+        if (kw < keys) {
+          // One k16 step covers the tile's rows: fresh sums per 16 dims, added in f32.
+          Kv16KeyFrags f;
+          kv16_load_key_frags(s.ps, s.dps, kv_row_d(s, buf), kw, lane, f);
+#pragma unroll
+          for (int jj = 0; jj < 4; ++jj)
+            kv16_key_tile(f, kv_dos(s, buf), kv_qr(s, buf), dbase + 16 * jj, lane, acc_v[2 * jj], acc_v[2 * jj + 1],
+                          acc_k[2 * jj], acc_k[2 * jj + 1]);
+        }
+      } else if (kw < keys) {
         // Fresh mma sums per k step, added to the block's sums in f32 (the precision note above).
 #pragma unroll 1
         for (int kstep = 0; kstep < 2; ++kstep) {
@@ -430,7 +446,8 @@ QSA_DEVICE void kv_bwd(const u16* __restrict__ q, const u16* __restrict__ k, con
         }
       }
       // P and dP stay until the next tile's first barrier.
-      if (DQ) kv_dq_tile<E>(s, buf, c, tl, n, keys, warp, lane, dq, scale);
+      if (DQ && B16) kv16_dq_tile(s, buf, c, tl, n, keys, warp, lane, dq, scale);
+      if (DQ && !B16) kv_dq_tile<E>(s, buf, c, tl, n, keys, warp, lane, dq, scale);
     }
   }
   qsa_copy_wait(0);  // the K / V copy, where no tile waited on it

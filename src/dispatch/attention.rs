@@ -6,6 +6,7 @@
 
 use super::{Feature, Switches, TargetCaps, Vendor};
 use crate::backend::BackendError;
+use crate::problem::AttnDtype;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AttnKernel {
@@ -114,6 +115,60 @@ pub fn choose_backward(caps: &TargetCaps, sw: &Switches) -> Result<BwdPath, Back
             crate::echo::value(v)
         ))),
     }
+}
+
+/// The KV-block-major kernel's products (`kv_bwd`'s B16 and dp_parts in
+/// kernels/common/attention_kv_bwd.h), from two sweep switches:
+/// - `QSA_ATTN_KV_MMA`: `tf32` (dK / dV / dQ as 3xTF32 m16n8k8, `qsa_attn_kv_*`) or `bf16`
+///   (bf16 m16n8k16 with P, dS and dO split into bf16 hi + lo, `qsa_attn_kv16_*`: half the
+///   mma instructions, ~2^-16 relative per product; common/attention_kv_bwd16.h). f16 inputs
+///   are not exact in one bf16 part, so they keep tf32 (the kv16 kernels exist for bf16 only).
+/// - `QSA_ATTN_KV_DP_PARTS`: 3 (dO in three 16-bit parts for dP = dO V^T, 2^-27 relative) or
+///   2 (~2^-17; a third fewer dP mmas).
+///
+/// Default tf32 / 3: the bf16 form is not yet measured on the card (H200.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KvProducts {
+    pub bf16: bool,
+    pub dp_parts: u32,
+}
+
+impl KvProducts {
+    /// The kernels' name stem: `qsa_attn_{stem}_bwd_*`, `qsa_attn_{stem}_dq_bwd_*`.
+    pub fn stem(self) -> &'static str {
+        if self.bf16 {
+            "kv16"
+        } else {
+            "kv"
+        }
+    }
+}
+
+pub fn kv_products(sw: &Switches, dtype: AttnDtype) -> Result<KvProducts, BackendError> {
+    let bf16 = sw.either("QSA_ATTN_KV_MMA", false, "tf32", "bf16")?;
+    let dp_parts = match sw.get("QSA_ATTN_KV_DP_PARTS") {
+        None | Some("3") => 3,
+        Some("2") => 2,
+        Some(v) => {
+            return Err(BackendError::Input(format!(
+                "QSA_ATTN_KV_DP_PARTS={}: expected 2 or 3",
+                crate::echo::value(v)
+            )))
+        }
+    };
+    if dp_parts != 3 && !bf16 {
+        return Err(BackendError::Input(format!(
+            "QSA_ATTN_KV_DP_PARTS={dp_parts} needs QSA_ATTN_KV_MMA=bf16 (the tf32 kernels split \
+             dO in 3 parts)"
+        )));
+    }
+    // f16 inputs fall back to the tf32 kernel whole (3 parts), as a forced kv falls back
+    // where its kernel is not built.
+    let bf16 = bf16 && dtype == AttnDtype::Bf16;
+    Ok(KvProducts {
+        bf16,
+        dp_parts: if bf16 { dp_parts } else { 3 },
+    })
 }
 
 /// Rows (query heads x query tokens) of one staged CTA: ATT_ROWS in the kernel.
@@ -366,6 +421,50 @@ pub(crate) mod tests {
             BwdPath::Atomic,
             "a forced kvdq falls back where the kernel is not built"
         );
+    }
+
+    #[test]
+    fn kv_products_default_to_tf32_and_bf16_only_for_bf16_inputs() {
+        let none = Switches::default();
+        let tf32 = KvProducts {
+            bf16: false,
+            dp_parts: 3,
+        };
+        assert_eq!(kv_products(&none, AttnDtype::Bf16).unwrap(), tf32);
+        let sw =
+            Switches::from_pairs(&[("QSA_ATTN_KV_MMA", "bf16"), ("QSA_ATTN_KV_DP_PARTS", "2")]);
+        let b = kv_products(&sw, AttnDtype::Bf16).unwrap();
+        assert_eq!((b.bf16, b.dp_parts, b.stem()), (true, 2, "kv16"));
+        let f = kv_products(&sw, AttnDtype::F16).unwrap();
+        assert_eq!(
+            (f.bf16, f.dp_parts, f.stem()),
+            (false, 3, "kv"),
+            "f16 inputs keep the tf32 kernel whole: no qsa_attn_kv16_*_f16 is built"
+        );
+        let e = kv_products(
+            &Switches::from_pairs(&[("QSA_ATTN_KV_DP_PARTS", "2")]),
+            AttnDtype::Bf16,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("needs QSA_ATTN_KV_MMA=bf16"), "{e}");
+        let e = kv_products(
+            &Switches::from_pairs(&[("QSA_ATTN_KV_MMA", "fp8")]),
+            AttnDtype::Bf16,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("QSA_ATTN_KV_MMA=fp8: expected tf32 or bf16"),
+            "{e}"
+        );
+        let e = kv_products(
+            &Switches::from_pairs(&[("QSA_ATTN_KV_DP_PARTS", "1")]),
+            AttnDtype::Bf16,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("QSA_ATTN_KV_DP_PARTS=1: expected 2 or 3"), "{e}");
     }
 
     #[test]

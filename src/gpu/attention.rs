@@ -7,8 +7,9 @@ use super::launch::{launch, LaunchPlan, PlanArg, PlannedCall, Role, Step};
 use super::{as_bytes, Family, GpuApi, GpuProps, LaunchDims};
 use crate::backend::{BackendError, BackendResult, Prepared};
 use crate::dispatch::attention::{
-    choose, choose_backward, choose_forward, kv_bwd_shared_bytes, staged_plan_for, AttnKernel,
-    BwdPath, FwdPath, StagedPlan, GATHER_THREADS, KV_BWD_THREADS, STAGED_THREADS,
+    choose, choose_backward, choose_forward, kv_bwd_shared_bytes, kv_products, staged_plan_for,
+    AttnKernel, BwdPath, FwdPath, KvProducts, StagedPlan, GATHER_THREADS, KV_BWD_THREADS,
+    STAGED_THREADS,
 };
 use crate::dispatch::attention_decode::{decode_plan, dispatch_name};
 use crate::dispatch::{Switches, TargetCaps};
@@ -203,6 +204,11 @@ pub fn launch_plan(
         AttnKernel::Staged if backward => Some(choose_backward(caps, switches)?),
         _ => None,
     };
+    // Checked on every staged backward call (a bad value is refused whichever path runs).
+    let products = match bwd_path {
+        Some(_) => Some(kv_products(switches, p.dtype)?),
+        None => None,
+    };
     let dispatched = match (kernel, &fwd_plan, bwd_path) {
         (_, _, Some(path)) => path.name(),
         _ if dec_plan.is_some() => dec_plan.as_ref().map_or("decode", dispatch_name),
@@ -360,10 +366,12 @@ pub fn launch_plan(
                 gather_dims,
                 vec![o, d_o, drow, PlanArg::I64(rows as i64)],
             ));
+            let kv = products.expect("a staged backward");
             lp.call.push(kv_bwd_launch(
                 p,
                 &plan,
-                &format!("qsa_attn_kv_dq_bwd_{sfx}"),
+                kv,
+                &format!("qsa_attn_{}_dq_bwd_{sfx}", kv.stem()),
                 vec![q, k, v, ids, lse, drow, d_o, dk, dv, dq],
                 dims,
             )?);
@@ -392,10 +400,12 @@ pub fn launch_plan(
                 args,
             ));
             if kv_major {
+                let kv = products.expect("a staged backward");
                 lp.call.push(kv_bwd_launch(
                     p,
                     &plan,
-                    &format!("qsa_attn_kv_bwd_{sfx}"),
+                    kv,
+                    &format!("qsa_attn_{}_bwd_{sfx}", kv.stem()),
                     vec![q, k, v, ids, lse, drow, d_o, dk, dv],
                     dims,
                 )?);
@@ -405,12 +415,13 @@ pub fn launch_plan(
     Ok(lp)
 }
 
-/// The KV-block-major dK / dV pass (`kernel`: qsa_attn_kv_bwd_*, or qsa_attn_kv_dq_bwd_* with
-/// dq last among `buffers`): one CTA per (batch, KV head, KV block), every element of dk / dv
-/// written once (so no zero-fill), after the pass that writes drow.
+/// The KV-block-major dK / dV pass (`kernel`: qsa_attn_kv{,16}_bwd_*, or qsa_attn_kv{,16}_dq_bwd_*
+/// with dq last among `buffers`): one CTA per (batch, KV head, KV block), every element of dk /
+/// dv written once (so no zero-fill), after the pass that writes drow. `kv` gives dO's parts in dP.
 fn kv_bwd_launch(
     p: &AttnCall,
     plan: &StagedPlan,
+    kv: KvProducts,
     kernel: &str,
     buffers: Vec<PlanArg>,
     dims: [PlanArg; 7],
@@ -425,6 +436,7 @@ fn kv_bwd_launch(
     args.extend(dims);
     args.push(PlanArg::I32(plan.hc as i32));
     args.push(PlanArg::I32(plan.qt as i32));
+    args.push(PlanArg::I32(kv.dp_parts as i32));
     let kv_dims = LaunchDims {
         grid: (ctas as u32, 1, 1),
         block: (KV_BWD_THREADS, 1, 1),
