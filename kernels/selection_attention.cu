@@ -175,6 +175,10 @@ QSA_KERNEL void __launch_bounds__(256) qsa_attn_bwd_delta(const float* __restric
 // qsa:dynamic_shared 70560 for qsa_attn_kv16_bwd_bf16
 // qsa:block 256 for qsa_attn_kv16_dq_bwd_bf16
 // qsa:dynamic_shared 70560 for qsa_attn_kv16_dq_bwd_bf16
+// qsa_attn_kv16s_bwd_bf16 (QSA_ATTN_KV_MMA=bf16s, no fused-dQ twin): dO's three bf16 parts
+// after the rest of the layout.
+// qsa:block 256 for qsa_attn_kv16s_bwd_bf16
+// qsa:dynamic_shared 83616 for qsa_attn_kv16s_bwd_bf16
 #define QSA_ATTN_INSTANCES(SUF, E)                                                                      \
   QSA_KERNEL void __launch_bounds__(256)                                                                \
       qsa_attn_gather_fwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids, float* o,   \
@@ -204,31 +208,37 @@ QSA_KERNEL void __launch_bounds__(256) qsa_attn_bwd_delta(const float* __restric
     staged_bwd<E>(q, k, v, ids, o, lse, d_o, dq, dk, dv, drow, batch, q_len, kv_len, hq, hkv, t, scale, \
                   hc, qt, nbuf, kv_grads);                                                             \
   }
-// NAME: kv (3xTF32 products) or kv16 (bf16 products, B16; Bf16 only).
-#define QSA_ATTN_KV_INSTANCE(NAME, SUF, E, B16)                                                         \
+// NAME: kv (3xTF32 products), kv16 (bf16 products, B16; Bf16 only) or kv16s (bf16 products, dO
+// split once per tile: SPLIT).
+#define QSA_ATTN_KV_ONE(NAME, SUF, E, B16, SPLIT)                                                       \
   QSA_KERNEL void KVB_BOUNDS                                                                            \
       qsa_attn_##NAME##_bwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids,             \
                                   const float* lse, const float* drow, const float* d_o, float* dk,    \
                                   float* dv, int batch, int q_len, int kv_len, int hq, int hkv, int t, \
                                   float scale, int hc, int qt, int dp_parts) {                         \
-    kv_bwd<E, false, B16>(q, k, v, ids, lse, drow, d_o, dk, dv, nullptr, batch, q_len, kv_len, hq, hkv, t, \
-                          scale, hc, qt, dp_parts);                                                    \
-  }                                                                                                    \
+    kv_bwd<E, false, B16, SPLIT>(q, k, v, ids, lse, drow, d_o, dk, dv, nullptr, batch, q_len, kv_len, hq, hkv, \
+                                 t, scale, hc, qt, dp_parts);                                          \
+  }
+#define QSA_ATTN_KV_INSTANCE(NAME, SUF, E, B16, SPLIT)                                                  \
+  QSA_ATTN_KV_ONE(NAME, SUF, E, B16, SPLIT)                                                             \
   QSA_KERNEL void KVB_BOUNDS                                                                            \
       qsa_attn_##NAME##_dq_bwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids,          \
                                      const float* lse, const float* drow, const float* d_o, float* dk, \
                                      float* dv, float* dq, int batch, int q_len, int kv_len, int hq,   \
                                      int hkv, int t, float scale, int hc, int qt, int dp_parts) {      \
-    kv_bwd<E, true, B16>(q, k, v, ids, lse, drow, d_o, dk, dv, dq, batch, q_len, kv_len, hq, hkv, t, scale, \
-                         hc, qt, dp_parts);                                                            \
+    kv_bwd<E, true, B16, SPLIT>(q, k, v, ids, lse, drow, d_o, dk, dv, dq, batch, q_len, kv_len, hq, hkv, t,   \
+                                scale, hc, qt, dp_parts);                                              \
   }
 
 QSA_ATTN_INSTANCES(bf16, Bf16)
 QSA_ATTN_INSTANCES(f16, F16)
 #if defined(QSA_ATTN_MMA)
-QSA_ATTN_KV_INSTANCE(kv, bf16, Bf16, false)
-QSA_ATTN_KV_INSTANCE(kv, f16, F16, false)
-QSA_ATTN_KV_INSTANCE(kv16, bf16, Bf16, true)
+QSA_ATTN_KV_INSTANCE(kv, bf16, Bf16, false, false)
+QSA_ATTN_KV_INSTANCE(kv, f16, F16, false, false)
+QSA_ATTN_KV_INSTANCE(kv16, bf16, Bf16, true, false)
+// The split kernel without dQ only: its fused-dQ twin spilled 16-32 bytes at the 128-register
+// bound in every arrangement tried (ptxas 13.0, sm_90, 2026-12-02).
+QSA_ATTN_KV_ONE(kv16s, bf16, Bf16, true, true)
 #endif
 // qsa_attn_ring_fwd_bf16, qsa_attn_ring_fwd_f16, (q in shared memory, four CTAs per SM)
 // qsa_attn_ring_qs_fwd_bf16, qsa_attn_ring_qs_fwd_f16 and the swizzled-slot twins of the first

@@ -4,7 +4,8 @@
 //! cp.async with its zero-fill (keys past kv_len); the backward's dQ / dK / dV products go
 //! through the emulated mma.sync m16n8k8 tf32, both with dK / dV by atomics and by the
 //! KV-block-major kernel (qsa_attn_kv_bwd_*), and for bf16 that kernel with bf16 m16n8k16
-//! products (qsa_attn_kv16_bwd_bf16, dO in 3 or 2 parts for dP). Each output is compared with the gather
+//! products (qsa_attn_kv16_bwd_bf16, dO in 3 or 2 parts for dP; qsa_attn_kv16s_bwd_bf16, dO
+//! split once per tile in shared memory). Each output is compared with the gather
 //! kernels of the same source, which use none of those instructions (FP32 dot products, one
 //! wave per row): a wrong fragment layout moves outputs by O(1), while only the f32 summation
 //! order (and P's split into 16-bit parts, 2^-23 relative) may differ.
@@ -235,6 +236,8 @@ fn staged_matches_gather(
                 let (products, dp_parts) = match path {
                     "kv16" => (1, 3),
                     "kv16p2" => (1, 2),
+                    "kv16s" => (2, 3),
+                    "kv16sp2" => (2, 2),
                     _ => (0, 3),
                 };
                 let mut a = common(&[lse, drow, d_o, g[1], g[2]].map(Arg::Ptr));
@@ -247,7 +250,7 @@ fn staged_matches_gather(
                     "attn_kv_bwd",
                     (ctas, 1),
                     KV_BWD_THREADS,
-                    kv_bwd_shared_bytes() as u32,
+                    kv_bwd_shared_bytes(products == 2) as u32,
                     &a,
                 );
             }
@@ -256,7 +259,7 @@ fn staged_matches_gather(
         let gg = grads("gather");
         // The bf16-product kernels exist for bf16 inputs only.
         let paths: &[&str] = if is_bf16 {
-            &["atomic", "kv", "kv16", "kv16p2"]
+            &["atomic", "kv", "kv16", "kv16p2", "kv16s", "kv16sp2"]
         } else {
             &["atomic", "kv"]
         };

@@ -202,3 +202,105 @@ QSA_DEVICE void kv16_dq_tile(const KvSmem& s, int buf, const KvCta& c, const KvT
   kv16_dq_add(s, c, tl, n, d0, lane, acc[0], dq, scale);
   kv16_dq_add(s, c, tl, n, d0 + 8, lane, acc[1], dq, scale);
 }
+
+// ---- dO split once per tile (QSA_ATTN_KV_MMA=bf16s: qsa_attn_kv16s_*) -----------------------
+// Without it every warp splits the dO values it reads: the four dP warps each split the whole
+// tile's dO into `parts` bf16 parts (the same values four times), and the key tiles split their
+// columns again (each element four times more). Here the CTA splits the tile's dO once, after
+// its rows land, into bf16 hi / mid / lo rows in shared memory (KV_STRIDE, as q), at the cost of
+// one more barrier per tile; dP reads the parts as A fragments (as kv_qk reads q) and the key
+// tiles read hi / mid (mid = bf16(x - hi), the two-part split's lo) by ldmatrix.trans, as q.
+
+// Parts p of the tile's dO: [ATT_ROWS][KV_STRIDE] bf16 bits each, part p at dop + p * KVB_QR_ELEMS.
+QSA_DEVICE u16* kv16_part(u16* dop, int p) { return dop + p * KVB_QR_ELEMS; }
+QSA_DEVICE const u16* kv16_part(const u16* dop, int p) { return dop + p * KVB_QR_ELEMS; }
+
+// Thread i splits row i / 16, dims 8 (i % 16) .. + 7 (KVB_THREADS = 16 rows x 16 pieces), four
+// at a time (eight at once spilled at the 128-register bound).
+static_assert(KVB_THREADS == ATT_ROWS * (ATT_D / 8), "kv16_split_do: one thread per 8 dims of a row");
+QSA_DEVICE void kv16_split_do(const float* dos, u16* dop, int parts) {
+  const int r = threadIdx.x / 16;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int c0 = (threadIdx.x % 16) * 8 + 4 * half;
+    const float4 v = *(const float4*)(dos + r * Q_STRIDE + c0);
+    float x[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int p = 0; p < 3; ++p) {
+      if (p >= parts) break;
+      unsigned w[2];
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        w[e] = qsa_pack_bf16x2(x[2 * e], x[2 * e + 1]);
+        x[2 * e] -= qsa_bf16x2_lo(w[e]);
+        x[2 * e + 1] -= qsa_bf16x2_hi(w[e]);
+      }
+      *(uint2*)(kv16_part(dop, p) + r * KV_STRIDE + c0) = make_uint2(w[0], w[1]);
+    }
+  }
+}
+
+// out[n][.] = dO . V for keys k0 + 8 n + (2t, 2t+1), rows g / g+8, dO from its `parts` bf16
+// parts (kv_dov's sums without the conversions).
+QSA_DEVICE void kv16_dov_split(const u16* dop, const u16* vs, int k0, int lane, int parts, float (&out)[2][4]) {
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int n = 0; n < 2; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) out[n][e] = 0.f;
+#pragma unroll 2
+  for (int kk = 0; kk < 8; ++kk) {
+    unsigned b[2][2];
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+      const u16* bp = vs + (k0 + 8 * n + g) * KV_STRIDE + kk * 16 + 2 * t;
+      b[n][0] = *(const unsigned*)bp;
+      b[n][1] = *(const unsigned*)(bp + 8);
+    }
+#pragma unroll
+    for (int p = 0; p < 3; ++p) {
+      if (p >= parts) break;
+      const u16* ap = kv16_part(dop, p);
+      unsigned a[4];
+#pragma unroll
+      for (int h = 0; h < 4; ++h)
+        a[h] = *(const unsigned*)(ap + (g + 8 * (h & 1)) * KV_STRIDE + kk * 16 + 8 * (h >> 1) + 2 * t);
+#pragma unroll
+      for (int n = 0; n < 2; ++n) qsa_mma_m16n8k16_bf16(out[n], a, b[n][0], b[n][1]);
+    }
+  }
+}
+
+// kv16_key_tile with dO's hi / mid from the split rows (B fragments by ldmatrix.trans): dK's
+// products first (q's fragments), then dV's (dO's), so that at most 12 registers of fragments
+// and fresh sums are live (all at once spilled at the 128-register bound).
+QSA_DEVICE void kv16_key_tile_split(const Kv16KeyFrags& f, const u16* dop, const u16* qr, int d, int lane,
+                                    float (&acc_v0)[4], float (&acc_v1)[4], float (&acc_k0)[4], float (&acc_k1)[4]) {
+  const int off = ((lane & 7) + ((lane >> 3) & 1) * 8) * KV_STRIDE + d + (lane >> 4) * 8;
+  {
+    unsigned qb[4];
+    qsa_ldmatrix_x4_trans(qr + off, qb[0], qb[1], qb[2], qb[3]);
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      float ck[4] = {0.f, 0.f, 0.f, 0.f};
+      qsa_mma_m16n8k16_bf16(ck, f.ds_lo, qb[2 * j], qb[2 * j + 1]);
+      qsa_mma_m16n8k16_bf16(ck, f.ds_hi, qb[2 * j], qb[2 * j + 1]);
+      float(&ak)[4] = j ? acc_k1 : acc_k0;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) ak[e] += ck[e];
+    }
+  }
+  unsigned oh[4], ol[4];
+  qsa_ldmatrix_x4_trans(kv16_part(dop, 0) + off, oh[0], oh[1], oh[2], oh[3]);
+  qsa_ldmatrix_x4_trans(kv16_part(dop, 1) + off, ol[0], ol[1], ol[2], ol[3]);
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    float cv[4] = {0.f, 0.f, 0.f, 0.f};
+    qsa_mma_m16n8k16_bf16(cv, f.p_lo, oh[2 * j], oh[2 * j + 1]);
+    qsa_mma_m16n8k16_bf16(cv, f.p_hi, ol[2 * j], ol[2 * j + 1]);
+    qsa_mma_m16n8k16_bf16(cv, f.p_hi, oh[2 * j], oh[2 * j + 1]);
+    float(&av)[4] = j ? acc_v1 : acc_v0;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) av[e] += cv[e];
+  }
+}

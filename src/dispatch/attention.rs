@@ -72,13 +72,20 @@ pub const KV_BWD_THREADS: u32 = 256;
 /// Dynamic shared bytes of a `qsa_attn_kv_bwd_*` CTA (`kv_smem` in the kernel): the staged K
 /// and V block; two buffers (the tile being computed, the next one being copied) of q rows
 /// (16-bit, KV_STRIDE), dO rows (f32) and three per-row values; P and dP rows; the chunk's
-/// token list (KVB_CHUNK = KV_BWD_THREADS) and the per-wave counts of its compaction.
-pub fn kv_bwd_shared_bytes() -> usize {
+/// token list (KVB_CHUNK = KV_BWD_THREADS) and the per-wave counts of its compaction; with
+/// `split` (`qsa_attn_kv16s_*`), dO's three bf16 parts (16-bit rows, KV_STRIDE).
+pub fn kv_bwd_shared_bytes(split: bool) -> usize {
     let threads = KV_BWD_THREADS as usize;
+    let parts = if split {
+        3 * STAGED_ROWS * KV_STRIDE * 2
+    } else {
+        0
+    };
     2 * BLOCK * KV_STRIDE * 2
         + 2 * (STAGED_ROWS * KV_STRIDE * 2 + STAGED_ROWS * Q_STRIDE * 4 + 3 * STAGED_ROWS * 4)
         + 2 * STAGED_ROWS * S_STRIDE * 4
         + (threads + threads / 32) * 4
+        + parts
 }
 
 /// The staged backward's dK / dV path: the atomics unless `QSA_ATTN_BWD=kv` (or `kvdq`, the
@@ -94,7 +101,7 @@ pub fn kv_bwd_shared_bytes() -> usize {
 pub fn choose_backward(caps: &TargetCaps, sw: &Switches) -> Result<BwdPath, BackendError> {
     let kv_fits = caps.vendor == Vendor::Nvidia
         && caps.has(Feature::Bf16Tc)
-        && kv_bwd_shared_bytes() <= caps.shared_per_block as usize;
+        && kv_bwd_shared_bytes(true) <= caps.shared_per_block as usize;
     match sw.get("QSA_ATTN_BWD") {
         None => Ok(BwdPath::Atomic),
         Some("atomic") => Ok(BwdPath::Atomic),
@@ -117,12 +124,15 @@ pub fn choose_backward(caps: &TargetCaps, sw: &Switches) -> Result<BwdPath, Back
     }
 }
 
-/// The KV-block-major kernel's products (`kv_bwd`'s B16 and dp_parts in
+/// The KV-block-major kernel's products (`kv_bwd`'s B16, SPLIT and dp_parts in
 /// kernels/common/attention_kv_bwd.h), from two sweep switches:
-/// - `QSA_ATTN_KV_MMA`: `tf32` (dK / dV / dQ as 3xTF32 m16n8k8, `qsa_attn_kv_*`) or `bf16`
+/// - `QSA_ATTN_KV_MMA`: `tf32` (dK / dV / dQ as 3xTF32 m16n8k8, `qsa_attn_kv_*`), `bf16`
 ///   (bf16 m16n8k16 with P, dS and dO split into bf16 hi + lo, `qsa_attn_kv16_*`: half the
-///   mma instructions, ~2^-16 relative per product; common/attention_kv_bwd16.h). f16 inputs
-///   are not exact in one bf16 part, so they keep tf32 (the kv16 kernels exist for bf16 only).
+///   mma instructions, ~2^-16 relative per product; common/attention_kv_bwd16.h) or `bf16s`
+///   (bf16, and each tile's dO split once into bf16 parts in shared memory instead of in
+///   every warp that reads it, `qsa_attn_kv16s_bwd_bf16`: `QSA_ATTN_BWD=kv` only, its fused-dQ
+///   twin spilled). f16 inputs are not exact in one bf16 part, so they keep tf32 (the kv16
+///   kernels exist for bf16 only).
 /// - `QSA_ATTN_KV_DP_PARTS`: 3 (dO in three 16-bit parts for dP = dO V^T, 2^-27 relative) or
 ///   2 (~2^-17; a third fewer dP mmas).
 ///
@@ -130,22 +140,45 @@ pub fn choose_backward(caps: &TargetCaps, sw: &Switches) -> Result<BwdPath, Back
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KvProducts {
     pub bf16: bool,
+    /// dO split once per tile in shared memory (with bf16).
+    pub split: bool,
     pub dp_parts: u32,
 }
 
 impl KvProducts {
     /// The kernels' name stem: `qsa_attn_{stem}_bwd_*`, `qsa_attn_{stem}_dq_bwd_*`.
     pub fn stem(self) -> &'static str {
-        if self.bf16 {
-            "kv16"
-        } else {
-            "kv"
+        match (self.bf16, self.split) {
+            (false, _) => "kv",
+            (true, false) => "kv16",
+            (true, true) => "kv16s",
         }
     }
 }
 
-pub fn kv_products(sw: &Switches, dtype: AttnDtype) -> Result<KvProducts, BackendError> {
-    let bf16 = sw.either("QSA_ATTN_KV_MMA", false, "tf32", "bf16")?;
+/// `fused`: the path is `QSA_ATTN_BWD=kvdq` (dQ in the KV-block-major kernel).
+pub fn kv_products(
+    sw: &Switches,
+    dtype: AttnDtype,
+    fused: bool,
+) -> Result<KvProducts, BackendError> {
+    let (bf16, split) = match sw.get("QSA_ATTN_KV_MMA") {
+        None | Some("tf32") => (false, false),
+        Some("bf16") => (true, false),
+        Some("bf16s") => (true, true),
+        Some(v) => {
+            return Err(BackendError::Input(format!(
+                "QSA_ATTN_KV_MMA={}: expected tf32, bf16 or bf16s",
+                crate::echo::value(v)
+            )))
+        }
+    };
+    if split && fused {
+        return Err(BackendError::Input(
+            "QSA_ATTN_KV_MMA=bf16s has no fused-dQ kernel (QSA_ATTN_BWD=kvdq): use bf16 there, or QSA_ATTN_BWD=kv"
+                .into(),
+        ));
+    }
     let dp_parts = match sw.get("QSA_ATTN_KV_DP_PARTS") {
         None | Some("3") => 3,
         Some("2") => 2,
@@ -167,6 +200,7 @@ pub fn kv_products(sw: &Switches, dtype: AttnDtype) -> Result<KvProducts, Backen
     let bf16 = bf16 && dtype == AttnDtype::Bf16;
     Ok(KvProducts {
         bf16,
+        split: split && bf16,
         dp_parts: if bf16 { dp_parts } else { 3 },
     })
 }
@@ -425,52 +459,63 @@ pub(crate) mod tests {
 
     #[test]
     fn kv_products_default_to_tf32_and_bf16_only_for_bf16_inputs() {
-        let none = Switches::default();
+        let sw = |kv: &[(&str, &str)]| Switches::from_pairs(kv);
+        let products = |kv: &[(&str, &str)], dtype, fused| kv_products(&sw(kv), dtype, fused);
         let tf32 = KvProducts {
             bf16: false,
+            split: false,
             dp_parts: 3,
         };
-        assert_eq!(kv_products(&none, AttnDtype::Bf16).unwrap(), tf32);
-        let sw =
-            Switches::from_pairs(&[("QSA_ATTN_KV_MMA", "bf16"), ("QSA_ATTN_KV_DP_PARTS", "2")]);
-        let b = kv_products(&sw, AttnDtype::Bf16).unwrap();
-        assert_eq!((b.bf16, b.dp_parts, b.stem()), (true, 2, "kv16"));
-        let f = kv_products(&sw, AttnDtype::F16).unwrap();
+        assert_eq!(products(&[], AttnDtype::Bf16, false).unwrap(), tf32);
+        let bf16_dp2 = [("QSA_ATTN_KV_MMA", "bf16"), ("QSA_ATTN_KV_DP_PARTS", "2")];
+        let b = products(&bf16_dp2, AttnDtype::Bf16, true).unwrap();
         assert_eq!(
-            (f.bf16, f.dp_parts, f.stem()),
-            (false, 3, "kv"),
-            "f16 inputs keep the tf32 kernel whole: no qsa_attn_kv16_*_f16 is built"
+            (b.bf16, b.split, b.dp_parts, b.stem()),
+            (true, false, 2, "kv16")
         );
-        let e = kv_products(
-            &Switches::from_pairs(&[("QSA_ATTN_KV_DP_PARTS", "2")]),
-            AttnDtype::Bf16,
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(e.contains("needs QSA_ATTN_KV_MMA=bf16"), "{e}");
-        let e = kv_products(
-            &Switches::from_pairs(&[("QSA_ATTN_KV_MMA", "fp8")]),
-            AttnDtype::Bf16,
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(
-            e.contains("QSA_ATTN_KV_MMA=fp8: expected tf32 or bf16"),
-            "{e}"
+        let f = products(&bf16_dp2, AttnDtype::F16, false).unwrap();
+        assert_eq!(
+            (f, f.stem()),
+            (tf32, "kv"),
+            "f16 inputs keep the tf32 kernel whole: no qsa_attn_kv16*_f16 is built"
         );
-        let e = kv_products(
-            &Switches::from_pairs(&[("QSA_ATTN_KV_DP_PARTS", "1")]),
-            AttnDtype::Bf16,
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(e.contains("QSA_ATTN_KV_DP_PARTS=1: expected 2 or 3"), "{e}");
+        let split = [("QSA_ATTN_KV_MMA", "bf16s")];
+        assert_eq!(
+            products(&split, AttnDtype::Bf16, false).unwrap().stem(),
+            "kv16s"
+        );
+        assert_eq!(products(&split, AttnDtype::F16, false).unwrap(), tf32);
+        let refused = |kv: &[(&str, &str)], fused: bool, want: &str| {
+            let e = products(kv, AttnDtype::Bf16, fused)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{e}");
+        };
+        refused(&split, true, "QSA_ATTN_KV_MMA=bf16s has no fused-dQ kernel");
+        refused(
+            &[("QSA_ATTN_KV_DP_PARTS", "2")],
+            false,
+            "needs QSA_ATTN_KV_MMA=bf16",
+        );
+        refused(
+            &[("QSA_ATTN_KV_MMA", "fp8")],
+            false,
+            "QSA_ATTN_KV_MMA=fp8: expected tf32, bf16 or bf16s",
+        );
+        refused(
+            &[("QSA_ATTN_KV_DP_PARTS", "1")],
+            false,
+            "QSA_ATTN_KV_DP_PARTS=1: expected 2 or 3",
+        );
     }
 
     #[test]
     fn kv_backward_shared_bytes_match_the_kernel_layout() {
-        // K, V 2 x 17408 + 2 x (q 4352 + dO 8448 + 3 x 64) + P, dP 2 x 4352 + (256 + 8) x 4.
-        assert_eq!(kv_bwd_shared_bytes(), 70_560);
+        // K, V 2 x 17408 + 2 x (q 4352 + dO 8448 + 3 x 64) + P, dP 2 x 4352 + (256 + 8) x 4,
+        // and dO's three bf16 parts 3 x 4352 (the split kernel; selection_attention.cu's
+        // qsa:dynamic_shared figures).
+        assert_eq!(kv_bwd_shared_bytes(false), 70_560);
+        assert_eq!(kv_bwd_shared_bytes(true), 83_616);
     }
 
     #[test]

@@ -206,7 +206,7 @@ pub fn launch_plan(
     };
     // Checked on every staged backward call (a bad value is refused whichever path runs).
     let products = match bwd_path {
-        Some(_) => Some(kv_products(switches, p.dtype)?),
+        Some(path) => Some(kv_products(switches, p.dtype, path == BwdPath::KvFused)?),
         None => None,
     };
     let dispatched = match (kernel, &fwd_plan, bwd_path) {
@@ -440,7 +440,7 @@ fn kv_bwd_launch(
     let kv_dims = LaunchDims {
         grid: (ctas as u32, 1, 1),
         block: (KV_BWD_THREADS, 1, 1),
-        shared_bytes: kv_bwd_shared_bytes() as u32,
+        shared_bytes: kv_bwd_shared_bytes(kv.split) as u32,
     };
     Ok(launch(kernel, kv_dims, args))
 }
