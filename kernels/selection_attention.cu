@@ -170,7 +170,7 @@ QSA_KERNEL void __launch_bounds__(256) qsa_attn_bwd_delta(const float* __restric
 // qsa:dynamic_shared 70560 for qsa_attn_kv_dq_bwd_bf16
 // qsa:dynamic_shared 70560 for qsa_attn_kv_dq_bwd_f16
 // qsa_attn_kv16_bwd_bf16 and qsa_attn_kv16_dq_bwd_bf16: the same kernels with bf16 products
-// (QSA_ATTN_KV_MMA=bf16, common/attention_kv_bwd16.h), sm_80+ CUDA and bf16 only.
+// (QSA_ATTN_KV_MMA=bf16, common/attention_kv_bwd16.h), sm_90+ CUDA and bf16 only.
 // qsa:block 256 for qsa_attn_kv16_bwd_bf16
 // qsa:dynamic_shared 70560 for qsa_attn_kv16_bwd_bf16
 // qsa:block 256 for qsa_attn_kv16_dq_bwd_bf16
@@ -235,10 +235,14 @@ QSA_ATTN_INSTANCES(f16, F16)
 #if defined(QSA_ATTN_MMA)
 QSA_ATTN_KV_INSTANCE(kv, bf16, Bf16, false, false)
 QSA_ATTN_KV_INSTANCE(kv, f16, F16, false, false)
+// The bf16-product kernels: sm_90+ (sm_86's build spilled 8-16 bytes; src/dispatch/attention.rs,
+// kv_products, falls back to the tf32 kernels elsewhere). The split kernel without dQ only: its
+// fused-dQ twin spilled 16-32 bytes at the 128-register bound in every arrangement tried
+// (ptxas 13.0, sm_90, 2026-12-02).
+#if __CUDA_ARCH__ >= 900
 QSA_ATTN_KV_INSTANCE(kv16, bf16, Bf16, true, false)
-// The split kernel without dQ only: its fused-dQ twin spilled 16-32 bytes at the 128-register
-// bound in every arrangement tried (ptxas 13.0, sm_90, 2026-12-02).
 QSA_ATTN_KV_ONE(kv16s, bf16, Bf16, true, true)
+#endif
 #endif
 // qsa_attn_ring_fwd_bf16, qsa_attn_ring_fwd_f16, (q in shared memory, four CTAs per SM)
 // qsa_attn_ring_qs_fwd_bf16, qsa_attn_ring_qs_fwd_f16 and the swizzled-slot twins of the first

@@ -237,7 +237,6 @@ fn staged_matches_gather(
                     "kv16" => (1, 3),
                     "kv16p2" => (1, 2),
                     "kv16s" => (2, 3),
-                    "kv16sp2" => (2, 2),
                     _ => (0, 3),
                 };
                 let mut a = common(&[lse, drow, d_o, g[1], g[2]].map(Arg::Ptr));
@@ -259,7 +258,7 @@ fn staged_matches_gather(
         let gg = grads("gather");
         // The bf16-product kernels exist for bf16 inputs only.
         let paths: &[&str] = if is_bf16 {
-            &["atomic", "kv", "kv16", "kv16p2", "kv16s", "kv16sp2"]
+            &["atomic", "kv", "kv16", "kv16p2", "kv16s"]
         } else {
             &["atomic", "kv"]
         };

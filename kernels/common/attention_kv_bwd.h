@@ -359,7 +359,8 @@ QSA_DEVICE void kv_dq_tile(const KvSmem& s, int buf, const KvCta& c, const KvTil
 // B16: dK / dV / dQ products on bf16 m16n8k16 (attention_kv_bwd16.h; Bf16 only). dp_parts (B16
 // only; the tf32 kernels keep 3, their registers unchanged): the bf16 parts dO is split into
 // for dP = dO V^T (3: 2^-27 relative; 2: ~2^-17). SPLIT (with B16): dO split once per tile
-// into shared memory (kv16_split_do), one more barrier per tile.
+// into shared memory (kv16_split_do), one more barrier per tile, always in 3 parts (a runtime
+// count spilled 8 bytes there at the 128-register bound; dispatch refuses 2 with it).
 template <typename E, bool DQ, bool B16, bool SPLIT>
 QSA_DEVICE void kv_bwd(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
                        const int* __restrict__ ids, const float* __restrict__ lse, const float* __restrict__ drow,
@@ -412,13 +413,13 @@ QSA_DEVICE void kv_bwd(const u16* __restrict__ q, const u16* __restrict__ k, con
       const bool ahead = n + 1 < tl.count;
       if (ahead) next = kv_issue_tile(s, buf ^ 1, c, tl, n + 1, q, d_o, lse, drow);
       if constexpr (SPLIT) {  // dO's parts: written after tile n - 1's last reads (the barrier above)
-        kv16_split_do(kv_dos(s, buf), s.dop, dp_parts);
+        kv16_split_do(kv_dos(s, buf), s.dop, 3);
         QSA_SYNC();
       }
       {  // P (warps 0-3) or raw dP (warps 4-7) for keys kw .. kw + 15
         float sc[2][4];
         if (warp < 4) kv_qk<E>(kv_qr(s, buf), ks, kw, lane, sc);
-        else if (SPLIT) kv16_dov_split(s.dop, vs, kw, lane, dp_parts, sc);
+        else if (SPLIT) kv16_dov_split(s.dop, vs, kw, lane, 3, sc);
         else if (B16) kv_dov<E>(kv_dos(s, buf), vs, kw, lane, dp_parts, sc);
         else tc_dot_split<E, 3>(kv_dos(s, buf), vs, kw, lane, sc);
 #pragma unroll

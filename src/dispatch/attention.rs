@@ -132,7 +132,7 @@ pub fn choose_backward(caps: &TargetCaps, sw: &Switches) -> Result<BwdPath, Back
 ///   (bf16, and each tile's dO split once into bf16 parts in shared memory instead of in
 ///   every warp that reads it, `qsa_attn_kv16s_bwd_bf16`: `QSA_ATTN_BWD=kv` only, its fused-dQ
 ///   twin spilled). f16 inputs are not exact in one bf16 part, so they keep tf32 (the kv16
-///   kernels exist for bf16 only).
+///   kernels exist for bf16 only), and so do targets before sm_90 (built for sm_90+ only).
 /// - `QSA_ATTN_KV_DP_PARTS`: 3 (dO in three 16-bit parts for dP = dO V^T, 2^-27 relative) or
 ///   2 (~2^-17; a third fewer dP mmas).
 ///
@@ -158,6 +158,7 @@ impl KvProducts {
 
 /// `fused`: the path is `QSA_ATTN_BWD=kvdq` (dQ in the KV-block-major kernel).
 pub fn kv_products(
+    caps: &TargetCaps,
     sw: &Switches,
     dtype: AttnDtype,
     fused: bool,
@@ -189,15 +190,23 @@ pub fn kv_products(
             )))
         }
     };
+    if dp_parts != 3 && split {
+        return Err(BackendError::Input(format!(
+            "QSA_ATTN_KV_DP_PARTS={dp_parts} with QSA_ATTN_KV_MMA=bf16s: the split kernel keeps 3 \
+             parts (use bf16 for 2)"
+        )));
+    }
     if dp_parts != 3 && !bf16 {
         return Err(BackendError::Input(format!(
             "QSA_ATTN_KV_DP_PARTS={dp_parts} needs QSA_ATTN_KV_MMA=bf16 (the tf32 kernels split \
              dO in 3 parts)"
         )));
     }
-    // f16 inputs fall back to the tf32 kernel whole (3 parts), as a forced kv falls back
-    // where its kernel is not built.
-    let bf16 = bf16 && dtype == AttnDtype::Bf16;
+    // f16 inputs, and targets before sm_90 (the kv16 kernels are built for sm_90+ only:
+    // sm_86's build spilled; Feature::Clusters marks sm_90+, as for the ring's swizzled
+    // kernel), fall back to the tf32 kernel whole (3 parts), as a forced kv falls back where
+    // its kernel is not built.
+    let bf16 = bf16 && dtype == AttnDtype::Bf16 && caps.has(Feature::Clusters);
     Ok(KvProducts {
         bf16,
         split: split && bf16,
@@ -460,7 +469,10 @@ pub(crate) mod tests {
     #[test]
     fn kv_products_default_to_tf32_and_bf16_only_for_bf16_inputs() {
         let sw = |kv: &[(&str, &str)]| Switches::from_pairs(kv);
-        let products = |kv: &[(&str, &str)], dtype, fused| kv_products(&sw(kv), dtype, fused);
+        let mut h200 = caps("sm_90", 227, 132);
+        h200.features = vec![Feature::Bf16Tc, Feature::Clusters];
+        let products =
+            |kv: &[(&str, &str)], dtype, fused| kv_products(&h200, &sw(kv), dtype, fused);
         let tf32 = KvProducts {
             bf16: false,
             split: false,
@@ -479,6 +491,13 @@ pub(crate) mod tests {
             (tf32, "kv"),
             "f16 inputs keep the tf32 kernel whole: no qsa_attn_kv16*_f16 is built"
         );
+        let mut sm86 = caps("sm_86", 99, 84);
+        sm86.features = vec![Feature::Bf16Tc];
+        assert_eq!(
+            kv_products(&sm86, &sw(&bf16_dp2), AttnDtype::Bf16, false).unwrap(),
+            tf32,
+            "before sm_90 the tf32 kernel runs: no qsa_attn_kv16* is built there"
+        );
         let split = [("QSA_ATTN_KV_MMA", "bf16s")];
         assert_eq!(
             products(&split, AttnDtype::Bf16, false).unwrap().stem(),
@@ -492,6 +511,11 @@ pub(crate) mod tests {
             assert!(e.contains(want), "{e}");
         };
         refused(&split, true, "QSA_ATTN_KV_MMA=bf16s has no fused-dQ kernel");
+        refused(
+            &[("QSA_ATTN_KV_MMA", "bf16s"), ("QSA_ATTN_KV_DP_PARTS", "2")],
+            false,
+            "the split kernel keeps 3 parts",
+        );
         refused(
             &[("QSA_ATTN_KV_DP_PARTS", "2")],
             false,

@@ -206,7 +206,12 @@ pub fn launch_plan(
     };
     // Checked on every staged backward call (a bad value is refused whichever path runs).
     let products = match bwd_path {
-        Some(path) => Some(kv_products(switches, p.dtype, path == BwdPath::KvFused)?),
+        Some(path) => Some(kv_products(
+            caps,
+            switches,
+            p.dtype,
+            path == BwdPath::KvFused,
+        )?),
         None => None,
     };
     let dispatched = match (kernel, &fwd_plan, bwd_path) {
