@@ -170,11 +170,12 @@ QSA_KERNEL void __launch_bounds__(256) qsa_attn_bwd_delta(const float* __restric
 // qsa:dynamic_shared 70560 for qsa_attn_kv_dq_bwd_bf16
 // qsa:dynamic_shared 70560 for qsa_attn_kv_dq_bwd_f16
 // qsa_attn_kv16_bwd_bf16 and qsa_attn_kv16_dq_bwd_bf16: the same kernels with bf16 products
-// (QSA_ATTN_KV_MMA=bf16, common/attention_kv_bwd16.h), sm_90+ CUDA and bf16 only.
+// (QSA_ATTN_KV_MMA=bf16, common/attention_kv_bwd16.h), sm_90+ CUDA and bf16 only; the fused one
+// keeps dS's bf16 rows after the rest of the layout.
 // qsa:block 256 for qsa_attn_kv16_bwd_bf16
 // qsa:dynamic_shared 70560 for qsa_attn_kv16_bwd_bf16
 // qsa:block 256 for qsa_attn_kv16_dq_bwd_bf16
-// qsa:dynamic_shared 70560 for qsa_attn_kv16_dq_bwd_bf16
+// qsa:dynamic_shared 75168 for qsa_attn_kv16_dq_bwd_bf16
 // qsa_attn_kv16s_bwd_bf16 (QSA_ATTN_KV_MMA=bf16s, no fused-dQ twin): dO's three bf16 parts
 // after the rest of the layout.
 // qsa:block 256 for qsa_attn_kv16s_bwd_bf16

@@ -12,7 +12,8 @@
 
 use half::{bf16, f16};
 use qsa::dispatch::attention::{
-    kv_bwd_shared_bytes, staged_plan, StagedPlan, GATHER_THREADS, KV_BWD_THREADS, STAGED_THREADS,
+    kv_bwd_shared_bytes, staged_plan, KvProducts, StagedPlan, GATHER_THREADS, KV_BWD_THREADS,
+    STAGED_THREADS,
 };
 use qsa::dispatch::{TargetCaps, Vendor};
 use qsa::emu::api::EmuApi;
@@ -249,7 +250,14 @@ fn staged_matches_gather(
                     "attn_kv_bwd",
                     (ctas, 1),
                     KV_BWD_THREADS,
-                    kv_bwd_shared_bytes(products == 2) as u32,
+                    kv_bwd_shared_bytes(
+                        KvProducts {
+                            bf16: products > 0,
+                            split: products == 2,
+                            dp_parts: dp_parts as u32,
+                        },
+                        false,
+                    ) as u32,
                     &a,
                 );
             }

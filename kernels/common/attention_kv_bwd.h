@@ -114,6 +114,8 @@ struct KvSmem {
   int* toks;       // [KVB_CHUNK] this chunk's tokens that selected the block, in order
   int* wave_hits;  // [KVB_THREADS / 32] per-wave counts of the compaction
   u16* dop;        // 3 x [ATT_ROWS][KV_STRIDE] dO's bf16 parts: the split kernels only, past the rest
+  u16* dsp;        // 2 x [ATT_ROWS][KV16_DS_STRIDE] dS's bf16 hi / lo: the bf16 fused-dQ kernel only,
+                   // at dop's place (no kernel uses both)
 };
 
 QSA_DEVICE KvSmem kv_smem(unsigned char* base) {
@@ -127,6 +129,7 @@ QSA_DEVICE KvSmem kv_smem(unsigned char* base) {
   s.toks = (int*)(s.rows0 + 2 * KVB_ROW_ELEMS);
   s.wave_hits = s.toks + KVB_CHUNK;
   s.dop = (u16*)(s.wave_hits + KVB_THREADS / 32);
+  s.dsp = s.dop;
   return s;
 }
 
@@ -458,6 +461,7 @@ QSA_DEVICE void kv_bwd(const u16* __restrict__ q, const u16* __restrict__ k, con
             else
               kv16_key_tile(f, kv_dos(s, buf), kv_qr(s, buf), dbase + 16 * jj, lane, acc_v[2 * jj],
                             acc_v[2 * jj + 1], acc_k[2 * jj], acc_k[2 * jj + 1]);
+          if (DQ && warp < 4) kv16_store_ds(f, s.dsp, kw, lane);  // for the dQ tile (warps 4-7: the same)
         }
       } else if (kw < keys) {
         // Fresh mma sums per k step, added to the block's sums in f32 (the precision note above).
@@ -478,7 +482,10 @@ QSA_DEVICE void kv_bwd(const u16* __restrict__ q, const u16* __restrict__ k, con
         }
       }
       // P and dP stay until the next tile's first barrier.
-      if (DQ && B16) kv16_dq_tile(s, buf, c, tl, n, keys, warp, lane, dq, scale);
+      if (DQ && B16) {
+        QSA_SYNC();  // dS's bf16 rows (kv16_store_ds) from warps 0-3
+        kv16_dq_tile(s, c, tl, n, keys, warp, lane, dq, scale);
+      }
       if (DQ && !B16) kv_dq_tile<E>(s, buf, c, tl, n, keys, warp, lane, dq, scale);
     }
   }

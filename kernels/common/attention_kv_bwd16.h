@@ -45,6 +45,26 @@ QSA_DEVICE void kv16_load_key_frags(const float* P, const float* dP, const float
   }
 }
 
+// The fused kernel's dQ = dS K needs dS as A fragments of (rows x keys), pairs along keys; the
+// key fragments above pair rows. Warps 0-3 store their keys' dS parts as bf16 rows
+// [ATT_ROWS][KV16_DS_STRIDE] (hi, then lo), read after a barrier by every warp's dQ tile: dS is
+// formed once per tile instead of once per warp (the first form, kv16_ds_k per warp, formed it
+// eight times). Stride 72: rows 36 words apart, so the dQ tile's 32-bit reads of rows g = 0..7,
+// keys 2t hit 32 banks.
+#define KV16_DS_STRIDE (ATT_BLK + 8)
+QSA_DEVICE void kv16_store_ds(const Kv16KeyFrags& f, u16* dsp, int kw, int lane) {
+  const int g = lane / 4, t = lane % 4;
+  u16* lo = dsp + ATT_ROWS * KV16_DS_STRIDE;
+#pragma unroll
+  for (int h = 0; h < 4; ++h) {
+    const int r = 2 * t + 8 * (h >> 1), key = kw + g + 8 * (h & 1);
+    dsp[r * KV16_DS_STRIDE + key] = (u16)(f.ds_hi[h] & 0xffffu);
+    dsp[(r + 1) * KV16_DS_STRIDE + key] = (u16)(f.ds_hi[h] >> 16);
+    lo[r * KV16_DS_STRIDE + key] = (u16)(f.ds_lo[h] & 0xffffu);
+    lo[(r + 1) * KV16_DS_STRIDE + key] = (u16)(f.ds_lo[h] >> 16);
+  }
+}
+
 // acc_v[j] += P^T dO, acc_k[j] += dS^T q (unscaled) for keys kw + g / kw + g + 8 (C layout) and
 // dims d + 8 j + 2t, + 1, j = 0, 1 (16 dims), over the tile's 16 rows. q: bf16 bits
 // [row][KV_STRIDE] (its B fragments by one ldmatrix.trans: rows are k); dO: f32 [row][Q_STRIDE],
@@ -83,34 +103,31 @@ QSA_DEVICE void kv16_key_tile(const Kv16KeyFrags& f, const float* dos, const u16
 }
 
 // dQ (C layout: rows g / g + 8, dims d0 + 8 j + 2t, + 1, j = 0, 1) = dS K over the block's keys
-// 0 .. keys - 1 rounded up to 16 (staged_issue zero-fills K rows past kv_len, and P, so dS, is 0
-// for every key past the block's visible ones). A = dS (rows x keys) in bf16 hi / lo, B = K
-// (bf16, exact) by ldmatrix.trans: 4 mmas per 16 keys.
-QSA_DEVICE void kv16_ds_k(const float* P, const float* dP, const float* row_d, const u16* ks, int d0, int keys,
-                          int lane, float (&acc)[2][4]) {
+// 0 .. keys - 1 rounded up to 16 (staged_issue zero-fills K rows past kv_len; the dS rows of keys
+// kw .. kw + 15 are stored only where kw < keys, and no k step reaches past them). A = dS in
+// bf16 hi / lo from kv16_store_ds's rows, B = K (bf16, exact) by ldmatrix.trans: 4 mmas per 16
+// keys.
+QSA_DEVICE void kv16_ds_k(const u16* dsp, const u16* ks, int d0, int keys, int lane, float (&acc)[2][4]) {
   const int g = lane / 4, t = lane % 4;
+  const u16* dsl = dsp + ATT_ROWS * KV16_DS_STRIDE;
 #pragma unroll
   for (int j = 0; j < 2; ++j)
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc[j][e] = 0.f;
-  const float d_g = row_d[g], d_g8 = row_d[g + 8];
 #pragma unroll 1
   for (int k0 = 0; k0 < keys; k0 += 16) {
-    unsigned hi[4], lo[4];
-#pragma unroll
-    for (int h = 0; h < 4; ++h) {
-      const int r = g + 8 * (h & 1), off = r * S_STRIDE + k0 + 2 * t + 8 * (h >> 1);
-      const float2 p = *(const float2*)(P + off), dp = *(const float2*)(dP + off);
-      const float d = (h & 1) ? d_g8 : d_g;
-      bf16_split2(kv16_ds(p.x, dp.x, d), kv16_ds(p.y, dp.y, d), hi[h], lo[h]);
-    }
     unsigned b[4];
     qsa_ldmatrix_x4_trans(ks + (k0 + (lane & 7) + ((lane >> 3) & 1) * 8) * KV_STRIDE + d0 + (lane >> 4) * 8, b[0],
                           b[1], b[2], b[3]);
 #pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      qsa_mma_m16n8k16_bf16(acc[j], lo, b[2 * j], b[2 * j + 1]);
-      qsa_mma_m16n8k16_bf16(acc[j], hi, b[2 * j], b[2 * j + 1]);
+    for (int part = 0; part < 2; ++part) {  // lo, then hi (one part's registers at a time)
+      const u16* src = part ? dsp : dsl;
+      unsigned a[4];
+#pragma unroll
+      for (int h = 0; h < 4; ++h)
+        a[h] = *(const unsigned*)(src + (g + 8 * (h & 1)) * KV16_DS_STRIDE + k0 + 2 * t + 8 * (h >> 1));
+#pragma unroll
+      for (int j = 0; j < 2; ++j) qsa_mma_m16n8k16_bf16(acc[j], a, b[2 * j], b[2 * j + 1]);
     }
   }
 }
@@ -160,8 +177,9 @@ QSA_DEVICE void kv_dov(const float* A, const u16* B, int k0, int lane, int parts
 
 // The fused variant's dQ with bf16 products (qsa_attn_kv16_dq_bwd_bf16): kv_dq_tile's job
 // (dq of tile n's rows += scale dS K for dims 16 warp .. + 15, one f32 atomic per element, four
-// per instruction on sm_90) with both 8-dim tiles in one pass over the keys (kv16_ds_k: 16
-// m16n8k16 per warp and tile instead of 32 m16n8k8 and dS formed twice). Its atomics are
+// per instruction on sm_90) with both 8-dim tiles in one pass over the keys and dS read as
+// stored bf16 parts (kv16_ds_k: 16 m16n8k16 per warp and tile instead of 32 m16n8k8, and no
+// dS formed twice per warp). Its atomics are
 // kv_dq_tile's, written apart: folding kv_dq_tile's copy into one helper spilled 8-24 bytes in
 // the f16 tf32 kernel at the 128-register bound (ptxas 13.0, sm_90, 2026-12-02), and the tf32
 // kernels stay as they were.
@@ -194,11 +212,11 @@ QSA_DEVICE void kv16_dq_add(const KvSmem& s, const KvCta& c, const KvTiles& tl, 
 #endif
 }
 
-QSA_DEVICE void kv16_dq_tile(const KvSmem& s, int buf, const KvCta& c, const KvTiles& tl, int n, int keys, int warp,
-                             int lane, float* dq, float scale) {
+QSA_DEVICE void kv16_dq_tile(const KvSmem& s, const KvCta& c, const KvTiles& tl, int n, int keys, int warp, int lane,
+                             float* dq, float scale) {
   const int d0 = 16 * warp;
   float acc[2][4];
-  kv16_ds_k(s.ps, s.dps, kv_row_d(s, buf), s.kv, d0, keys, lane, acc);
+  kv16_ds_k(s.dsp, s.kv, d0, keys, lane, acc);
   kv16_dq_add(s, c, tl, n, d0, lane, acc[0], dq, scale);
   kv16_dq_add(s, c, tl, n, d0 + 8, lane, acc[1], dq, scale);
 }

@@ -72,12 +72,16 @@ pub const KV_BWD_THREADS: u32 = 256;
 /// Dynamic shared bytes of a `qsa_attn_kv_bwd_*` CTA (`kv_smem` in the kernel): the staged K
 /// and V block; two buffers (the tile being computed, the next one being copied) of q rows
 /// (16-bit, KV_STRIDE), dO rows (f32) and three per-row values; P and dP rows; the chunk's
-/// token list (KVB_CHUNK = KV_BWD_THREADS) and the per-wave counts of its compaction; with
-/// `split` (`qsa_attn_kv16s_*`), dO's three bf16 parts (16-bit rows, KV_STRIDE).
-pub fn kv_bwd_shared_bytes(split: bool) -> usize {
+/// token list (KVB_CHUNK = KV_BWD_THREADS) and the per-wave counts of its compaction; then
+/// for the split kernel (`qsa_attn_kv16s_*`) dO's three bf16 parts (16-bit rows, KV_STRIDE),
+/// for the fused bf16 one (`qsa_attn_kv16_dq_*`, `fused`) dS's bf16 hi and lo rows
+/// (KV16_DS_STRIDE).
+pub fn kv_bwd_shared_bytes(kv: KvProducts, fused: bool) -> usize {
     let threads = KV_BWD_THREADS as usize;
-    let parts = if split {
+    let parts = if kv.split {
         3 * STAGED_ROWS * KV_STRIDE * 2
+    } else if kv.bf16 && fused {
+        2 * STAGED_ROWS * KV16_DS_STRIDE * 2
     } else {
         0
     };
@@ -86,6 +90,19 @@ pub fn kv_bwd_shared_bytes(split: bool) -> usize {
         + 2 * STAGED_ROWS * S_STRIDE * 4
         + (threads + threads / 32) * 4
         + parts
+}
+
+/// dS rows of the fused bf16 kernel: KV16_DS_STRIDE (u16) in kernels/common/attention_kv_bwd16.h.
+const KV16_DS_STRIDE: usize = BLOCK + 8;
+
+/// The largest of the KV-block-major kernels' shared bytes (where none fits, none is taken).
+pub fn kv_bwd_shared_max() -> usize {
+    let split = KvProducts {
+        bf16: true,
+        split: true,
+        dp_parts: 3,
+    };
+    kv_bwd_shared_bytes(split, false)
 }
 
 /// The staged backward's dK / dV path: the atomics unless `QSA_ATTN_BWD=kv` (or `kvdq`, the
@@ -101,7 +118,7 @@ pub fn kv_bwd_shared_bytes(split: bool) -> usize {
 pub fn choose_backward(caps: &TargetCaps, sw: &Switches) -> Result<BwdPath, BackendError> {
     let kv_fits = caps.vendor == Vendor::Nvidia
         && caps.has(Feature::Bf16Tc)
-        && kv_bwd_shared_bytes(true) <= caps.shared_per_block as usize;
+        && kv_bwd_shared_max() <= caps.shared_per_block as usize;
     match sw.get("QSA_ATTN_BWD") {
         None => Ok(BwdPath::Atomic),
         Some("atomic") => Ok(BwdPath::Atomic),
@@ -536,10 +553,19 @@ pub(crate) mod tests {
     #[test]
     fn kv_backward_shared_bytes_match_the_kernel_layout() {
         // K, V 2 x 17408 + 2 x (q 4352 + dO 8448 + 3 x 64) + P, dP 2 x 4352 + (256 + 8) x 4,
-        // and dO's three bf16 parts 3 x 4352 (the split kernel; selection_attention.cu's
-        // qsa:dynamic_shared figures).
-        assert_eq!(kv_bwd_shared_bytes(false), 70_560);
-        assert_eq!(kv_bwd_shared_bytes(true), 83_616);
+        // then dO's three bf16 parts 3 x 4352 (the split kernel); selection_attention.cu's
+        // qsa:dynamic_shared figures.
+        let kv = |bf16, split| KvProducts {
+            bf16,
+            split,
+            dp_parts: 3,
+        };
+        assert_eq!(kv_bwd_shared_bytes(kv(false, false), true), 70_560);
+        assert_eq!(kv_bwd_shared_bytes(kv(true, false), false), 70_560);
+        // + dS hi / lo 2 x 16 x 72 x 2 (the fused bf16 kernel).
+        assert_eq!(kv_bwd_shared_bytes(kv(true, false), true), 75_168);
+        assert_eq!(kv_bwd_shared_bytes(kv(true, true), false), 83_616);
+        assert_eq!(kv_bwd_shared_max(), 83_616);
     }
 
     #[test]

@@ -376,6 +376,7 @@ pub fn launch_plan(
                 p,
                 &plan,
                 kv,
+                true,
                 &format!("qsa_attn_{}_dq_bwd_{sfx}", kv.stem()),
                 vec![q, k, v, ids, lse, drow, d_o, dk, dv, dq],
                 dims,
@@ -410,6 +411,7 @@ pub fn launch_plan(
                     p,
                     &plan,
                     kv,
+                    false,
                     &format!("qsa_attn_{}_bwd_{sfx}", kv.stem()),
                     vec![q, k, v, ids, lse, drow, d_o, dk, dv],
                     dims,
@@ -420,13 +422,16 @@ pub fn launch_plan(
     Ok(lp)
 }
 
-/// The KV-block-major dK / dV pass (`kernel`: qsa_attn_kv{,16}_bwd_*, or qsa_attn_kv{,16}_dq_bwd_*
-/// with dq last among `buffers`): one CTA per (batch, KV head, KV block), every element of dk /
-/// dv written once (so no zero-fill), after the pass that writes drow. `kv` gives dO's parts in dP.
+/// The KV-block-major dK / dV pass (`kernel`: qsa_attn_{stem}_bwd_*, or, `fused`,
+/// qsa_attn_{stem}_dq_bwd_* with dq last among `buffers`): one CTA per (batch, KV head, KV
+/// block), every element of dk / dv written once (so no zero-fill), after the pass that writes
+/// drow. `kv` gives dO's parts in dP and, with `fused`, the shared bytes.
+#[allow(clippy::too_many_arguments)]
 fn kv_bwd_launch(
     p: &AttnCall,
     plan: &StagedPlan,
     kv: KvProducts,
+    fused: bool,
     kernel: &str,
     buffers: Vec<PlanArg>,
     dims: [PlanArg; 7],
@@ -445,7 +450,7 @@ fn kv_bwd_launch(
     let kv_dims = LaunchDims {
         grid: (ctas as u32, 1, 1),
         block: (KV_BWD_THREADS, 1, 1),
-        shared_bytes: kv_bwd_shared_bytes(kv.split) as u32,
+        shared_bytes: kv_bwd_shared_bytes(kv, fused) as u32,
     };
     Ok(launch(kernel, kv_dims, args))
 }
