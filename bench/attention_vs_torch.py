@@ -194,7 +194,7 @@ def ring_sweep(qsa, shape, base):
 # and dO's parts in its dP (QSA_ATTN_KV_DP_PARTS).
 KV16 = {"QSA_ATTN_KV_MMA": "bf16"}
 KV16_DP2 = {"QSA_ATTN_KV_MMA": "bf16", "QSA_ATTN_KV_DP_PARTS": 2}
-KV16S = {"QSA_ATTN_KV_MMA": "bf16s"}  # and dO split once per tile (QSA_ATTN_BWD=kv only)
+KV16S = {"QSA_ATTN_KV_MMA": "bf16s"}  # and dO split once per tile (3 parts)
 CHECK_VARIANTS = [("gather", "gather", {}), ("staged", "auto", {}), ("staged nbuf=1", "auto", {"nbuf": 1}),
                   ("staged split=3", "auto", {"nsplit": 3}), ("staged atomic-bwd", "auto", {"bwd": "atomic"}),
                   ("staged kv-bwd", "auto", {"bwd": "kv"}), ("staged kvdq-bwd", "auto", {"bwd": "kvdq"}),
@@ -202,6 +202,7 @@ CHECK_VARIANTS = [("gather", "gather", {}), ("staged", "auto", {}), ("staged nbu
                   ("staged kvdq-bwd kv16", "auto", {"bwd": "kvdq", "sw": KV16}),
                   ("staged kvdq-bwd kv16 dp=2", "auto", {"bwd": "kvdq", "sw": KV16_DP2}),
                   ("staged kv-bwd kv16s", "auto", {"bwd": "kv", "sw": KV16S}),
+                  ("staged kvdq-bwd kv16s", "auto", {"bwd": "kvdq", "sw": KV16S}),
                   ("staged fwd", "auto", {"fwd": "staged"}), ("ring", "auto", {"fwd": "ring"}),
                   ("ring stages=4 split=3", "auto", {"fwd": "ring", "stages": 4, "nsplit": 3}),
                   ("ring half stages=5", "auto", {"fwd": "ring", "stages": 5, "slot": "half"}),
@@ -225,7 +226,7 @@ BWD_VARIANTS = [("", {}), (" atomic", {"bwd": "atomic"}), (" kv", {"bwd": "kv"})
                 (" atomic nbuf=2", {"bwd": "atomic", "nbuf": 2}), (" kv nbuf=2", {"bwd": "kv", "nbuf": 2})]
 BWD_VARIANTS += [(" kv kv16", {"bwd": "kv", "sw": KV16}), (" kvdq kv16", {"bwd": "kvdq", "sw": KV16}),
                  (" kv kv16 dp=2", {"bwd": "kv", "sw": KV16_DP2}), (" kvdq kv16 dp=2", {"bwd": "kvdq", "sw": KV16_DP2}),
-                 (" kv kv16s", {"bwd": "kv", "sw": KV16S})]
+                 (" kv kv16s", {"bwd": "kv", "sw": KV16S}), (" kvdq kv16s", {"bwd": "kvdq", "sw": KV16S})]
 
 
 def is_kv_pass(kernel):

@@ -176,10 +176,12 @@ QSA_KERNEL void __launch_bounds__(256) qsa_attn_bwd_delta(const float* __restric
 // qsa:dynamic_shared 70560 for qsa_attn_kv16_bwd_bf16
 // qsa:block 256 for qsa_attn_kv16_dq_bwd_bf16
 // qsa:dynamic_shared 75168 for qsa_attn_kv16_dq_bwd_bf16
-// qsa_attn_kv16s_bwd_bf16 (QSA_ATTN_KV_MMA=bf16s, no fused-dQ twin): dO's three bf16 parts
-// after the rest of the layout.
+// qsa_attn_kv16s_bwd_bf16 and qsa_attn_kv16s_dq_bwd_bf16 (QSA_ATTN_KV_MMA=bf16s): dO's three
+// bf16 parts after the rest of the layout (then, fused, dS's rows).
 // qsa:block 256 for qsa_attn_kv16s_bwd_bf16
 // qsa:dynamic_shared 83616 for qsa_attn_kv16s_bwd_bf16
+// qsa:block 256 for qsa_attn_kv16s_dq_bwd_bf16
+// qsa:dynamic_shared 88224 for qsa_attn_kv16s_dq_bwd_bf16
 #define QSA_ATTN_INSTANCES(SUF, E)                                                                      \
   QSA_KERNEL void __launch_bounds__(256)                                                                \
       qsa_attn_gather_fwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids, float* o,   \
@@ -210,7 +212,7 @@ QSA_KERNEL void __launch_bounds__(256) qsa_attn_bwd_delta(const float* __restric
                   hc, qt, nbuf, kv_grads);                                                             \
   }
 // NAME: kv (3xTF32 products), kv16 (bf16 products, B16; Bf16 only) or kv16s (bf16 products, dO
-// split once per tile: SPLIT).
+// split once per tile: SPLIT). QSA_ATTN_KV_ONE: the kernel without dQ only.
 #define QSA_ATTN_KV_ONE(NAME, SUF, E, B16, SPLIT)                                                       \
   QSA_KERNEL void KVB_BOUNDS                                                                            \
       qsa_attn_##NAME##_bwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids,             \
@@ -237,12 +239,10 @@ QSA_ATTN_INSTANCES(f16, F16)
 QSA_ATTN_KV_INSTANCE(kv, bf16, Bf16, false, false)
 QSA_ATTN_KV_INSTANCE(kv, f16, F16, false, false)
 // The bf16-product kernels: sm_90+ (sm_86's build spilled 8-16 bytes; src/dispatch/attention.rs,
-// kv_products, falls back to the tf32 kernels elsewhere). The split kernel without dQ only: its
-// fused-dQ twin spilled 16-32 bytes at the 128-register bound in every arrangement tried
-// (ptxas 13.0, sm_90, 2026-12-02).
+// kv_products, falls back to the tf32 kernels elsewhere).
 #if __CUDA_ARCH__ >= 900
 QSA_ATTN_KV_INSTANCE(kv16, bf16, Bf16, true, false)
-QSA_ATTN_KV_ONE(kv16s, bf16, Bf16, true, true)
+QSA_ATTN_KV_INSTANCE(kv16s, bf16, Bf16, true, true)
 #endif
 #endif
 // qsa_attn_ring_fwd_bf16, qsa_attn_ring_fwd_f16, (q in shared memory, four CTAs per SM)

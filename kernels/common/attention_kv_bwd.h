@@ -114,11 +114,11 @@ struct KvSmem {
   int* toks;       // [KVB_CHUNK] this chunk's tokens that selected the block, in order
   int* wave_hits;  // [KVB_THREADS / 32] per-wave counts of the compaction
   u16* dop;        // 3 x [ATT_ROWS][KV_STRIDE] dO's bf16 parts: the split kernels only, past the rest
-  u16* dsp;        // 2 x [ATT_ROWS][KV16_DS_STRIDE] dS's bf16 hi / lo: the bf16 fused-dQ kernel only,
-                   // at dop's place (no kernel uses both)
+  u16* dsp;        // 2 x [ATT_ROWS][KV16_DS_STRIDE] dS's bf16 hi / lo: the bf16 fused-dQ kernels only,
+                   // past dop's parts where the kernel splits dO, at their place elsewhere
 };
 
-QSA_DEVICE KvSmem kv_smem(unsigned char* base) {
+QSA_DEVICE KvSmem kv_smem(unsigned char* base, bool split) {
   KvSmem s;
   s.kv = (u16*)base;
   s.qr0 = s.kv + 2 * ATT_BLK * KV_STRIDE;
@@ -129,7 +129,7 @@ QSA_DEVICE KvSmem kv_smem(unsigned char* base) {
   s.toks = (int*)(s.rows0 + 2 * KVB_ROW_ELEMS);
   s.wave_hits = s.toks + KVB_CHUNK;
   s.dop = (u16*)(s.wave_hits + KVB_THREADS / 32);
-  s.dsp = s.dop;
+  s.dsp = s.dop + (split ? 3 * KVB_QR_ELEMS : 0);
   return s;
 }
 
@@ -378,7 +378,7 @@ QSA_DEVICE void kv_bwd(const u16* __restrict__ q, const u16* __restrict__ k, con
   const int keys = kv_len - base < ATT_BLK ? kv_len - base : ATT_BLK;  // of the block, < kv_len
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, tg = lane / 4, tt = lane % 4;
   const int kw = 16 * (warp % 4), dbase = 64 * (warp / 4);
-  const KvSmem s = kv_smem(smem_raw);
+  const KvSmem s = kv_smem(smem_raw, SPLIT);
   KvTiles tl;
   tl.group = hq / hkv;
   tl.hc = hc;

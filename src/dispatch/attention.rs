@@ -73,14 +73,17 @@ pub const KV_BWD_THREADS: u32 = 256;
 /// and V block; two buffers (the tile being computed, the next one being copied) of q rows
 /// (16-bit, KV_STRIDE), dO rows (f32) and three per-row values; P and dP rows; the chunk's
 /// token list (KVB_CHUNK = KV_BWD_THREADS) and the per-wave counts of its compaction; then
-/// for the split kernel (`qsa_attn_kv16s_*`) dO's three bf16 parts (16-bit rows, KV_STRIDE),
-/// for the fused bf16 one (`qsa_attn_kv16_dq_*`, `fused`) dS's bf16 hi and lo rows
+/// for the split kernels (`qsa_attn_kv16s_*`) dO's three bf16 parts (16-bit rows, KV_STRIDE),
+/// then for the fused bf16 ones (`qsa_attn_kv16{,s}_dq_*`, `fused`) dS's bf16 hi and lo rows
 /// (KV16_DS_STRIDE).
 pub fn kv_bwd_shared_bytes(kv: KvProducts, fused: bool) -> usize {
     let threads = KV_BWD_THREADS as usize;
     let parts = if kv.split {
         3 * STAGED_ROWS * KV_STRIDE * 2
-    } else if kv.bf16 && fused {
+    } else {
+        0
+    };
+    let ds = if kv.bf16 && fused {
         2 * STAGED_ROWS * KV16_DS_STRIDE * 2
     } else {
         0
@@ -90,6 +93,7 @@ pub fn kv_bwd_shared_bytes(kv: KvProducts, fused: bool) -> usize {
         + 2 * STAGED_ROWS * S_STRIDE * 4
         + (threads + threads / 32) * 4
         + parts
+        + ds
 }
 
 /// dS rows of the fused bf16 kernel: KV16_DS_STRIDE (u16) in kernels/common/attention_kv_bwd16.h.
@@ -102,7 +106,7 @@ pub fn kv_bwd_shared_max() -> usize {
         split: true,
         dp_parts: 3,
     };
-    kv_bwd_shared_bytes(split, false)
+    kv_bwd_shared_bytes(split, true)
 }
 
 /// The staged backward's dK / dV path: the atomics unless `QSA_ATTN_BWD=kv` (or `kvdq`, the
@@ -147,9 +151,9 @@ pub fn choose_backward(caps: &TargetCaps, sw: &Switches) -> Result<BwdPath, Back
 ///   (bf16 m16n8k16 with P, dS and dO split into bf16 hi + lo, `qsa_attn_kv16_*`: half the
 ///   mma instructions, ~2^-16 relative per product; common/attention_kv_bwd16.h) or `bf16s`
 ///   (bf16, and each tile's dO split once into bf16 parts in shared memory instead of in
-///   every warp that reads it, `qsa_attn_kv16s_bwd_bf16`: `QSA_ATTN_BWD=kv` only, its fused-dQ
-///   twin spilled). f16 inputs are not exact in one bf16 part, so they keep tf32 (the kv16
-///   kernels exist for bf16 only), and so do targets before sm_90 (built for sm_90+ only).
+///   every warp that reads it, `qsa_attn_kv16s_*`, always 3 parts). f16 inputs are not exact in
+///   one bf16 part, so they keep tf32 (the kv16 kernels exist for bf16 only), and so do targets
+///   before sm_90 (built for sm_90+ only).
 /// - `QSA_ATTN_KV_DP_PARTS`: 3 (dO in three 16-bit parts for dP = dO V^T, 2^-27 relative) or
 ///   2 (~2^-17; a third fewer dP mmas).
 ///
@@ -173,12 +177,10 @@ impl KvProducts {
     }
 }
 
-/// `fused`: the path is `QSA_ATTN_BWD=kvdq` (dQ in the KV-block-major kernel).
 pub fn kv_products(
     caps: &TargetCaps,
     sw: &Switches,
     dtype: AttnDtype,
-    fused: bool,
 ) -> Result<KvProducts, BackendError> {
     let (bf16, split) = match sw.get("QSA_ATTN_KV_MMA") {
         None | Some("tf32") => (false, false),
@@ -191,12 +193,6 @@ pub fn kv_products(
             )))
         }
     };
-    if split && fused {
-        return Err(BackendError::Input(
-            "QSA_ATTN_KV_MMA=bf16s has no fused-dQ kernel (QSA_ATTN_BWD=kvdq): use bf16 there, or QSA_ATTN_BWD=kv"
-                .into(),
-        ));
-    }
     let dp_parts = match sw.get("QSA_ATTN_KV_DP_PARTS") {
         None | Some("3") => 3,
         Some("2") => 2,
@@ -488,21 +484,20 @@ pub(crate) mod tests {
         let sw = |kv: &[(&str, &str)]| Switches::from_pairs(kv);
         let mut h200 = caps("sm_90", 227, 132);
         h200.features = vec![Feature::Bf16Tc, Feature::Clusters];
-        let products =
-            |kv: &[(&str, &str)], dtype, fused| kv_products(&h200, &sw(kv), dtype, fused);
+        let products = |kv: &[(&str, &str)], dtype| kv_products(&h200, &sw(kv), dtype);
         let tf32 = KvProducts {
             bf16: false,
             split: false,
             dp_parts: 3,
         };
-        assert_eq!(products(&[], AttnDtype::Bf16, false).unwrap(), tf32);
+        assert_eq!(products(&[], AttnDtype::Bf16).unwrap(), tf32);
         let bf16_dp2 = [("QSA_ATTN_KV_MMA", "bf16"), ("QSA_ATTN_KV_DP_PARTS", "2")];
-        let b = products(&bf16_dp2, AttnDtype::Bf16, true).unwrap();
+        let b = products(&bf16_dp2, AttnDtype::Bf16).unwrap();
         assert_eq!(
             (b.bf16, b.split, b.dp_parts, b.stem()),
             (true, false, 2, "kv16")
         );
-        let f = products(&bf16_dp2, AttnDtype::F16, false).unwrap();
+        let f = products(&bf16_dp2, AttnDtype::F16).unwrap();
         assert_eq!(
             (f, f.stem()),
             (tf32, "kv"),
@@ -511,41 +506,31 @@ pub(crate) mod tests {
         let mut sm86 = caps("sm_86", 99, 84);
         sm86.features = vec![Feature::Bf16Tc];
         assert_eq!(
-            kv_products(&sm86, &sw(&bf16_dp2), AttnDtype::Bf16, false).unwrap(),
+            kv_products(&sm86, &sw(&bf16_dp2), AttnDtype::Bf16).unwrap(),
             tf32,
             "before sm_90 the tf32 kernel runs: no qsa_attn_kv16* is built there"
         );
         let split = [("QSA_ATTN_KV_MMA", "bf16s")];
-        assert_eq!(
-            products(&split, AttnDtype::Bf16, false).unwrap().stem(),
-            "kv16s"
-        );
-        assert_eq!(products(&split, AttnDtype::F16, false).unwrap(), tf32);
-        let refused = |kv: &[(&str, &str)], fused: bool, want: &str| {
-            let e = products(kv, AttnDtype::Bf16, fused)
-                .unwrap_err()
-                .to_string();
+        assert_eq!(products(&split, AttnDtype::Bf16).unwrap().stem(), "kv16s");
+        assert_eq!(products(&split, AttnDtype::F16).unwrap(), tf32);
+        let refused = |kv: &[(&str, &str)], want: &str| {
+            let e = products(kv, AttnDtype::Bf16).unwrap_err().to_string();
             assert!(e.contains(want), "{e}");
         };
-        refused(&split, true, "QSA_ATTN_KV_MMA=bf16s has no fused-dQ kernel");
         refused(
             &[("QSA_ATTN_KV_MMA", "bf16s"), ("QSA_ATTN_KV_DP_PARTS", "2")],
-            false,
             "the split kernel keeps 3 parts",
         );
         refused(
             &[("QSA_ATTN_KV_DP_PARTS", "2")],
-            false,
             "needs QSA_ATTN_KV_MMA=bf16",
         );
         refused(
             &[("QSA_ATTN_KV_MMA", "fp8")],
-            false,
             "QSA_ATTN_KV_MMA=fp8: expected tf32, bf16 or bf16s",
         );
         refused(
             &[("QSA_ATTN_KV_DP_PARTS", "1")],
-            false,
             "QSA_ATTN_KV_DP_PARTS=1: expected 2 or 3",
         );
     }
@@ -565,7 +550,8 @@ pub(crate) mod tests {
         // + dS hi / lo 2 x 16 x 72 x 2 (the fused bf16 kernel).
         assert_eq!(kv_bwd_shared_bytes(kv(true, false), true), 75_168);
         assert_eq!(kv_bwd_shared_bytes(kv(true, true), false), 83_616);
-        assert_eq!(kv_bwd_shared_max(), 83_616);
+        assert_eq!(kv_bwd_shared_bytes(kv(true, true), true), 88_224);
+        assert_eq!(kv_bwd_shared_max(), 88_224);
     }
 
     #[test]

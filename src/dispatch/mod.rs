@@ -235,7 +235,7 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
     ),
     (
         "QSA_ATTN_KV_MMA",
-        "tf32 | bf16 | bf16s: the KV-block-major backward's dK / dV / dQ products as 3xTF32 m16n8k8 or bf16 m16n8k16 with f32 operands in bf16 hi + lo (qsa_attn_kv16_*), bf16s with each tile's dO split once in shared memory (qsa_attn_kv16s_*, QSA_ATTN_BWD=kv only); bf16 inputs only, f16 keeps tf32 (qsa's sweep switch)",
+        "tf32 | bf16 | bf16s: the KV-block-major backward's dK / dV / dQ products as 3xTF32 m16n8k8 or bf16 m16n8k16 with f32 operands in bf16 hi + lo (qsa_attn_kv16_*), bf16s with each tile's dO split once in shared memory (qsa_attn_kv16s_*); bf16 inputs only, f16 keeps tf32 (qsa's sweep switch)",
     ),
     (
         "QSA_ATTN_KV_DP_PARTS",

@@ -206,12 +206,7 @@ pub fn launch_plan(
     };
     // Checked on every staged backward call (a bad value is refused whichever path runs).
     let products = match bwd_path {
-        Some(path) => Some(kv_products(
-            caps,
-            switches,
-            p.dtype,
-            path == BwdPath::KvFused,
-        )?),
+        Some(_) => Some(kv_products(caps, switches, p.dtype)?),
         None => None,
     };
     let dispatched = match (kernel, &fwd_plan, bwd_path) {
