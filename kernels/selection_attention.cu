@@ -32,7 +32,9 @@
 //   qsa_attn_kv_bwd_*       dk, dv KV-block-major (sm_80+ CUDA): one CTA per (b, kv head,
 //                           kv block) gathers the block's query tokens itself, accumulates in
 //                           registers and writes each element once: no atomics, no zero-fill.
-//                           Given dq, it also adds dQ by atomics (no query-side pass; D from:
+//                           qsa_attn_kv16{,s}_*: the same with bf16 m16n8k16 products (sm_90+,
+//                           bf16; common/attention_kv_bwd16.h). Given dq, it also adds dQ by
+//                           atomics (no query-side pass; D from:
 //   qsa_attn_bwd_delta      D = rowsum(dO O), one wave per row).
 // On sm_80+ (CUDA) the staged forward's QK^T and PV and the backward's S and dP run on tensor
 // cores (mma.sync m16n8k16, f32 accumulation; f32 operands split into 16-bit parts, see

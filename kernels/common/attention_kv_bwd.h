@@ -31,7 +31,12 @@
 //     read dO / q once per dim half; P, dS), ~0.8 k cycles at 128 B per cycle; the fused
 //     variant's dQ adds ~130 KB (kv_dq_tile), ~1 k more: the first limit there, on paper.
 // These are estimates from op counts (mma.sync taken at ~2/3 of the H200's dense bf16 rate),
-// not measurements: H200.md has the runs that measure them.
+// not measurements: H200.md has the runs that measure them. Measured (Nsight, H200, call P,
+// 2026-12-02, results/p/prof/attn_kv_bwd.txt): 83.3 ms, issue slots 65% busy, IPC 2.61, tensor
+// pipe 27%, DRAM 11%: instruction-bound, 52.0 G warp instructions (~1,550 per warp and tile).
+// The SASS put ~30% of them in the tile rows' copy issue (now kv_issue_tile's 16 threads per
+// row) and most of the rest in 3xTF32's splits; hence the bf16-product kernels
+// (attention_kv_bwd16.h: qsa_attn_kv16{,s}_{,dq_}bwd_bf16, QSA_ATTN_KV_MMA=bf16 / bf16s).
 // The first version (session 5, 201 ms on the H200 with the dQ pass) loaded each tile's rows
 // after the previous tile's last barrier and waited on them, then three more barriers (rows /
 // S and dP / P and dS / done): ~13 us per tile per CTA at 2 CTAs per SM, latency. Now:
