@@ -1,7 +1,8 @@
 // NSA selection attention: the KV-block-major backward's dK / dV / dQ products on bf16
-// mma.sync m16n8k16 (QSA_ATTN_KV_MMA=bf16; qsa_attn_kv16_bwd_bf16, qsa_attn_kv16_dq_bwd_bf16).
-// Included by kernels/common/attention_kv_bwd.h (sm_80+ CUDA, QSA_ATTN_MMA) ahead of kv_bwd, which
-// calls these in place of its 3xTF32 helpers when its B16 template argument is set.
+// mma.sync m16n8k16 (QSA_ATTN_KV_MMA=bf16: qsa_attn_kv16_bwd_bf16, qsa_attn_kv16_dq_bwd_bf16;
+// bf16s, dO split once per tile: qsa_attn_kv16s_*). Included by kernels/common/attention_kv_bwd.h
+// (QSA_ATTN_MMA) ahead of kv_bwd, which calls these in place of its 3xTF32 helpers when its B16
+// template argument is set; selection_attention.cu instantiates them for sm_90+ only.
 //
 // Why: the tf32 products run m16n8k8, half the k of a bf16 m16n8k16 at the same issue cost, so
 // a tile's dV = P^T dO took 2 k steps x 3 mmas and dK = dS^T q 2 x 2 per 8 dims. With bf16
@@ -15,6 +16,10 @@
 // suite measures it (H200.md has the card's run).
 // f16 inputs are not exact in one bf16 part: the dispatch keeps the tf32 kernel for them
 // (src/dispatch/attention.rs, kv_products), and this file is instantiated for Bf16 only.
+// Registers: every kernel here sits at the 128-register bound of two CTAs per SM with 64 of
+// them in the block's dK / dV sums; the orderings below (dK's products before dV's, dS stored
+// after the key tiles, fragments loaded one part at a time) are the ones ptxas 13.0 compiled
+// without spills (sm_90, 2026-12-02), each alternative noted where it spilled.
 
 // hi = bf16(x), lo = bf16(x - hi) for two values (x0 in the low half: the lower k index).
 QSA_DEVICE void bf16_split2(float x0, float x1, unsigned& hi, unsigned& lo) {
