@@ -466,7 +466,9 @@ QSA_DEVICE void kv_bwd(const u16* __restrict__ q, const u16* __restrict__ k, con
             else
               kv16_key_tile(f, kv_dos(s, buf), kv_qr(s, buf), dbase + 16 * jj, lane, acc_v[2 * jj],
                             acc_v[2 * jj + 1], acc_k[2 * jj], acc_k[2 * jj + 1]);
-          if (DQ && warp < 4) kv16_store_ds(f, s.dsp, kw, lane);  // for the dQ tile (warps 4-7: the same)
+          // For the dQ tile (warps 4-7 hold the same dS); here, after the key tiles: stored
+          // before them, the fused kernel spilled 8-12 bytes (ptxas 13.0, sm_90).
+          if (DQ && warp < 4) kv16_store_ds(f, s.dsp, kw, lane);
         }
       } else if (kw < keys) {
         // Fresh mma sums per k step, added to the block's sums in f32 (the precision note above).
