@@ -417,10 +417,11 @@ pub fn launch_plan(
     Ok(lp)
 }
 
-/// The KV-block-major dK / dV pass (`kernel`: qsa_attn_{stem}_bwd_*, or, `fused`,
-/// qsa_attn_{stem}_dq_bwd_* with dq last among `buffers`): one CTA per (batch, KV head, KV
-/// block), every element of dk / dv written once (so no zero-fill), after the pass that writes
-/// drow. `kv` gives dO's parts in dP and, with `fused`, the shared bytes.
+/// The KV-block-major dK / dV pass (`kernel`: qsa_attn_kv_bwd_*, or qsa_attn_kv_dq_bwd_* with
+/// dq last among `buffers`): one CTA per (batch, KV head, KV block), every element of dk / dv
+/// written once (so no zero-fill), after the pass that writes drow.
+/// `kernel`'s stem is `kv`'s (`kv`, `kv16`, `kv16s`): `kv` gives dO's parts in dP and, with
+/// `fused` (the `_dq_` kernel), the shared bytes.
 #[allow(clippy::too_many_arguments)]
 fn kv_bwd_launch(
     p: &AttnCall,
