@@ -27,6 +27,7 @@ import argparse
 import datetime
 import math
 import os
+import re
 import sys
 
 import qsa_plan
@@ -432,7 +433,26 @@ CHECK_CASES = [
 ]
 
 
-def run_check(qsa, out):
+def mma_limit(matrix_path):
+    """The error suite's limit for tensor-core attention: matrix.yaml's
+    gates.error_limits.attention.mma.limit, the rule the runner judges these kernels by (relative
+    max error = max |error| / max |FP64 value|; src/suites/error.rs)."""
+    text = open(matrix_path).read()
+    at = text.find("error_limits:")
+    at = text.find("attention:", at) if at >= 0 else -1
+    m = re.compile(r"mma: \{floor: [^,]+, limit: ([0-9.eE+-]+)\}").search(text, at) if at >= 0 else None
+    if m is None:
+        raise SystemExit(f"{matrix_path}: no gates.error_limits.attention.mma limit (the check's gate for "
+                         "tensor-core rows); pass the checkout's matrix.yaml with --matrix")
+    return float(m.group(1))
+
+
+def run_check(qsa, out, limit):
+    """Every row's o / lse / dq / dk / dv against FP64. Gate: the gather baseline near FP64; every
+    other row (the staged, ring and KV-block-major kernels: tensor cores on sm_80+) by the runner's
+    rule for its class, relative max error <= `limit` (mma_limit). The staged/gather ratios are
+    printed for reading, not gated: the bf16-product kernels sit 5-20x over the FP32 gather by
+    design (2^-16 per product) and well under the limit."""
     lines = ["| case | dtype | variant | o max / rms | lse max | dq max / rms | dk max / rms | dv max / rms | "
              "staged/gather (max o, dq, dk, dv) | gate |", "|---|---|---|---|---|---|---|---|---|---|"]
     ok_all = True
@@ -463,12 +483,15 @@ def run_check(qsa, out):
             res[vname] = {n: err(x, R[n]) for n, x in (("o", o), ("lse", lse), ("dq", dq), ("dk", dk),
                                                        ("dv", dv))}
         floor = 1e-6
+        scale = {n: max(R[n][torch.isfinite(R[n])].abs().max().item(), 0.0) if torch.isfinite(R[n]).any() else 0.0
+                 for n in ("o", "lse", "dq", "dk", "dv")}
         for vname, r in res.items():
             ratios, gate = [], True
             for n in ("o", "dq", "dk", "dv"):
                 gm = res["gather"][n][0]
                 ratios.append(r[n][0] / gm if gm > 0 else float("inf") if r[n][0] > 0 else 1.0)
-                if r[n][0] > 4 * gm + floor:
+            for n in ("o", "lse", "dq", "dk", "dv"):
+                if r[n][0] > limit * scale[n]:
                     gate = False
             for n in ("o", "lse", "dq", "dk", "dv"):
                 if not r[n][2] or not math.isfinite(r[n][0]):
@@ -824,7 +847,7 @@ def main():
     head = f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {dev}, torch {torch.__version__}"
     rc = 0
     if a.check:
-        text, ok = run_check(qsa, a.out)
+        text, ok = run_check(qsa, a.out, mma_limit(a.matrix))
         with open(os.path.join(a.out, "check.md"), "w") as f:
             f.write(f"# selection attention: errors vs FP64 ({head})\n\n{text}\n")
         rc |= 0 if ok else 1

@@ -109,21 +109,30 @@ pub fn kv_bwd_shared_max() -> usize {
     kv_bwd_shared_bytes(split, true)
 }
 
-/// The staged backward's dK / dV path: the atomics unless `QSA_ATTN_BWD=kv` (or `kvdq`, the
-/// same kernel computing dQ too, no query-side pass) forces the
-/// KV-block-major kernel where it is built (NVIDIA bf16_tc, the kernel's QSA_ATTN_MMA, sm_80+,
-/// and where its shared memory fits). Not the default: on the H200 its first version was
-/// slower (prefill B=4, T=16K: 201.1 ms against the atomic path's 154.7 ms, one run of
-/// bench/attention_vs_torch.py, 2026-12-02) and its dK / dV missed the 5e-5 gate on the
-/// bench's f16 group-16 causal-from-0 check (4.2e-5 / 7.9e-5, the atomic path 3.8e-6 /
-/// 2.9e-6): docs/results/session5-2026-12-02/side-by-side/. The second version (next tile's
-/// rows prefetched, two barriers per tile, f32 sums across tiles) is not yet measured on the
-/// card: H200.md.
-pub fn choose_backward(caps: &TargetCaps, sw: &Switches) -> Result<BwdPath, BackendError> {
+/// Where the bf16-product KV-block-major kernels (`qsa_attn_kv16*`) exist and apply: bf16
+/// inputs on sm_90+ (`Feature::Clusters` marks sm_90+, as for the ring's swizzled kernel).
+fn kv16_applies(caps: &TargetCaps, dtype: AttnDtype) -> bool {
+    dtype == AttnDtype::Bf16 && caps.has(Feature::Clusters)
+}
+
+/// The staged backward's dK / dV path. Default: the fused KV-block-major kernel with bf16
+/// products and dO split once per tile (`kvdq` with `bf16s`, `qsa_attn_kv16s_dq_bwd_bf16`)
+/// where it applies (bf16 inputs, sm_90+, its shared memory fits): on the H200 (call A1,
+/// 2026-12-02, bench/attention_vs_torch.py, prefill B=4 T=16K 64/4 heads 16 blocks) 68.2 ms
+/// against the atomic path's 158.5 (kvdq tf32 137.3, kvdq bf16 73.4; fla 48.93), and the
+/// runner's error suite passed every kv16 case on the card (dv 1.02e-5 at most, gate 5e-5).
+/// Elsewhere (f16 inputs, before sm_90, AMD) the atomics stay: the tf32 KV-block-major kernels
+/// are forced only (`QSA_ATTN_BWD=kv|kvdq`; where not built they fall back to the atomics).
+pub fn choose_backward(
+    caps: &TargetCaps,
+    sw: &Switches,
+    dtype: AttnDtype,
+) -> Result<BwdPath, BackendError> {
     let kv_fits = caps.vendor == Vendor::Nvidia
         && caps.has(Feature::Bf16Tc)
         && kv_bwd_shared_max() <= caps.shared_per_block as usize;
     match sw.get("QSA_ATTN_BWD") {
+        None if kv_fits && kv16_applies(caps, dtype) => Ok(BwdPath::KvFused),
         None => Ok(BwdPath::Atomic),
         Some("atomic") => Ok(BwdPath::Atomic),
         // Forced where it is not built, it falls back to the atomics (as a forced top-k kernel
@@ -157,7 +166,7 @@ pub fn choose_backward(caps: &TargetCaps, sw: &Switches) -> Result<BwdPath, Back
 /// - `QSA_ATTN_KV_DP_PARTS`: 3 (dO in three 16-bit parts for dP = dO V^T, 2^-27 relative) or
 ///   2 (~2^-17; a third fewer dP mmas).
 ///
-/// Default tf32 / 3: the bf16 form is not yet measured on the card (H200.md).
+/// Defaults: bf16s on the default path, tf32 where `QSA_ATTN_BWD` is forced; dO in 3 parts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KvProducts {
     pub bf16: bool,
@@ -182,7 +191,10 @@ pub fn kv_products(
     sw: &Switches,
     dtype: AttnDtype,
 ) -> Result<KvProducts, BackendError> {
+    // Unset: bf16s on the default path (QSA_ATTN_BWD unset: choose_backward's default), tf32
+    // where QSA_ATTN_BWD forces a path (the kv_bwd / kvdq_bwd variants keep measuring tf32).
     let (bf16, split) = match sw.get("QSA_ATTN_KV_MMA") {
+        None if sw.get("QSA_ATTN_BWD").is_none() => (true, true),
         None | Some("tf32") => (false, false),
         Some("bf16") => (true, false),
         Some("bf16s") => (true, true),
@@ -219,7 +231,7 @@ pub fn kv_products(
     // sm_86's build spilled; Feature::Clusters marks sm_90+, as for the ring's swizzled
     // kernel), fall back to the tf32 kernel whole (3 parts), as a forced kv falls back where
     // its kernel is not built.
-    let bf16 = bf16 && dtype == AttnDtype::Bf16 && caps.has(Feature::Clusters);
+    let bf16 = bf16 && kv16_applies(caps, dtype);
     Ok(KvProducts {
         bf16,
         split: split && bf16,
@@ -436,51 +448,90 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn atomic_backward_by_default_kv_major_only_forced_where_built() {
-        // The KV-block-major path was slower on the H200 and missed an f16 precision check
-        // (choose_backward's comment): the atomics stay the default everywhere.
+    fn fused_bf16_backward_by_default_on_sm90_atomics_elsewhere_kv_forced_where_built() {
+        // choose_backward's comment: the fused bf16 kernel is the default for bf16 inputs on
+        // sm_90+ (68.2 ms against the atomics' 158.5 on the H200); f16 inputs and older
+        // targets keep the atomics.
         let none = Switches::default();
+        let bf16 = AttnDtype::Bf16;
         let mut h200 = caps("sm_90", 227, 132);
-        h200.features = vec![Feature::Tf32Tc, Feature::Bf16Tc];
-        assert_eq!(choose_backward(&h200, &none).unwrap(), BwdPath::Atomic);
+        h200.features = vec![Feature::Tf32Tc, Feature::Bf16Tc, Feature::Clusters];
+        assert_eq!(
+            choose_backward(&h200, &none, bf16).unwrap(),
+            BwdPath::KvFused
+        );
+        assert_eq!(
+            kv_products(&h200, &none, bf16).unwrap().stem(),
+            "kv16s",
+            "the default path's products: bf16, dO split once per tile"
+        );
+        assert_eq!(
+            choose_backward(&h200, &none, AttnDtype::F16).unwrap(),
+            BwdPath::Atomic,
+            "f16 inputs keep the atomics (the kv16 kernels are bf16 only)"
+        );
+        let mut sm86 = caps("sm_86", 99, 84);
+        sm86.features = vec![Feature::Tf32Tc, Feature::Bf16Tc];
+        assert_eq!(
+            choose_backward(&sm86, &none, bf16).unwrap(),
+            BwdPath::Atomic,
+            "before sm_90 (no qsa_attn_kv16*) the atomics stay"
+        );
+        let kv = Switches::from_pairs(&[("QSA_ATTN_BWD", "kvdq")]);
+        assert_eq!(
+            kv_products(&h200, &kv, bf16).unwrap().stem(),
+            "kv",
+            "a forced path keeps tf32 products unless QSA_ATTN_KV_MMA says otherwise"
+        );
         let sm75 = caps("sm_75", 64, 68);
-        assert_eq!(choose_backward(&sm75, &none).unwrap(), BwdPath::Atomic);
+        assert_eq!(
+            choose_backward(&sm75, &none, bf16).unwrap(),
+            BwdPath::Atomic
+        );
         let mut gfx950 = caps("gfx950", 160, 256);
         gfx950.vendor = Vendor::Amd;
         gfx950.features = vec![Feature::Bf16Tc];
-        assert_eq!(choose_backward(&gfx950, &none).unwrap(), BwdPath::Atomic);
-        let sw = |v: &str| Switches::new([("QSA_ATTN_BWD".to_string(), v.to_string())].into());
         assert_eq!(
-            choose_backward(&h200, &sw("atomic")).unwrap(),
+            choose_backward(&gfx950, &none, bf16).unwrap(),
             BwdPath::Atomic
         );
-        assert_eq!(choose_backward(&h200, &sw("kv")).unwrap(), BwdPath::KvMajor);
+        let sw = |v: &str| Switches::new([("QSA_ATTN_BWD".to_string(), v.to_string())].into());
         assert_eq!(
-            choose_backward(&sm75, &sw("kv")).unwrap(),
+            choose_backward(&h200, &sw("atomic"), bf16).unwrap(),
+            BwdPath::Atomic
+        );
+        assert_eq!(
+            choose_backward(&h200, &sw("kv"), bf16).unwrap(),
+            BwdPath::KvMajor
+        );
+        assert_eq!(
+            choose_backward(&sm75, &sw("kv"), bf16).unwrap(),
             BwdPath::Atomic,
             "a forced kv falls back where the kernel is not built"
         );
         assert_eq!(
-            choose_backward(&gfx950, &sw("kv")).unwrap(),
+            choose_backward(&gfx950, &sw("kv"), bf16).unwrap(),
             BwdPath::Atomic,
             "a forced kv falls back on AMD, whose build has no qsa_attn_kv_bwd_* (LDS and a \
              bf16 feature do not make it exist)"
         );
-        let e = choose_backward(&h200, &sw("yes")).unwrap_err().to_string();
+        let e = choose_backward(&h200, &sw("yes"), bf16)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("expected atomic, kv or kvdq"), "{e}");
         assert_eq!(
-            choose_backward(&h200, &sw("kvdq")).unwrap(),
+            choose_backward(&h200, &sw("kvdq"), bf16).unwrap(),
             BwdPath::KvFused
         );
         assert_eq!(
-            choose_backward(&sm75, &sw("kvdq")).unwrap(),
+            choose_backward(&sm75, &sw("kvdq"), bf16).unwrap(),
             BwdPath::Atomic,
             "a forced kvdq falls back where the kernel is not built"
         );
     }
 
     #[test]
-    fn kv_products_default_to_tf32_and_bf16_only_for_bf16_inputs() {
+    fn kv_products_bf16_only_for_bf16_inputs_on_sm90() {
         let sw = |kv: &[(&str, &str)]| Switches::from_pairs(kv);
         let mut h200 = caps("sm_90", 227, 132);
         h200.features = vec![Feature::Bf16Tc, Feature::Clusters];
@@ -490,7 +541,11 @@ pub(crate) mod tests {
             split: false,
             dp_parts: 3,
         };
-        assert_eq!(products(&[], AttnDtype::Bf16).unwrap(), tf32);
+        assert_eq!(
+            products(&[("QSA_ATTN_BWD", "kv")], AttnDtype::Bf16).unwrap(),
+            tf32
+        );
+        assert_eq!(products(&[], AttnDtype::F16).unwrap(), tf32);
         let bf16_dp2 = [("QSA_ATTN_KV_MMA", "bf16"), ("QSA_ATTN_KV_DP_PARTS", "2")];
         let b = products(&bf16_dp2, AttnDtype::Bf16).unwrap();
         assert_eq!(
@@ -522,7 +577,7 @@ pub(crate) mod tests {
             "the split kernel keeps 3 parts",
         );
         refused(
-            &[("QSA_ATTN_KV_DP_PARTS", "2")],
+            &[("QSA_ATTN_BWD", "kv"), ("QSA_ATTN_KV_DP_PARTS", "2")],
             "needs QSA_ATTN_KV_MMA=bf16",
         );
         refused(

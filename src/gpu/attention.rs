@@ -201,7 +201,7 @@ pub fn launch_plan(
         shared_bytes: 0,
     };
     let bwd_path = match kernel {
-        AttnKernel::Staged if backward => Some(choose_backward(caps, switches)?),
+        AttnKernel::Staged if backward => Some(choose_backward(caps, switches, p.dtype)?),
         _ => None,
     };
     // Checked on every staged backward call (a bad value is refused whichever path runs).
