@@ -36,7 +36,9 @@
 //   qsa_attn_kv_bwd_*       dk, dv KV-block-major (sm_80+ CUDA): one CTA per (b, kv head,
 //                           kv block) gathers the block's query tokens itself, accumulates in
 //                           registers and writes each element once: no atomics, no zero-fill.
-//                           Given dq, it also adds dQ by atomics (no query-side pass; D from:
+//                           qsa_attn_kv16{,s}_*: the same with bf16 m16n8k16 products (sm_90+,
+//                           bf16; common/attention_kv_bwd16.h). Given dq, it also adds dQ by
+//                           atomics (no query-side pass; D from:
 //   qsa_attn_bwd_delta      D = rowsum(dO O), one wave per row).
 // On sm_80+ (CUDA) the staged forward's QK^T and PV and the backward's S and dP run on tensor
 // cores (mma.sync m16n8k16, f32 accumulation; f32 operands split into 16-bit parts, see
@@ -177,6 +179,19 @@ QSA_KERNEL void __launch_bounds__(256) qsa_attn_bwd_delta(const float* __restric
 // qsa:block 256 for qsa_attn_kv_dq_bwd_f16
 // qsa:dynamic_shared 70560 for qsa_attn_kv_dq_bwd_bf16
 // qsa:dynamic_shared 70560 for qsa_attn_kv_dq_bwd_f16
+// qsa_attn_kv16_bwd_bf16 and qsa_attn_kv16_dq_bwd_bf16: the same kernels with bf16 products
+// (QSA_ATTN_KV_MMA=bf16, common/attention_kv_bwd16.h), sm_90+ CUDA and bf16 only; the fused one
+// keeps dS's bf16 rows after the rest of the layout.
+// qsa:block 256 for qsa_attn_kv16_bwd_bf16
+// qsa:dynamic_shared 70560 for qsa_attn_kv16_bwd_bf16
+// qsa:block 256 for qsa_attn_kv16_dq_bwd_bf16
+// qsa:dynamic_shared 75168 for qsa_attn_kv16_dq_bwd_bf16
+// qsa_attn_kv16s_bwd_bf16 and qsa_attn_kv16s_dq_bwd_bf16 (QSA_ATTN_KV_MMA=bf16s): dO's three
+// bf16 parts after the rest of the layout (then, fused, dS's rows).
+// qsa:block 256 for qsa_attn_kv16s_bwd_bf16
+// qsa:dynamic_shared 83616 for qsa_attn_kv16s_bwd_bf16
+// qsa:block 256 for qsa_attn_kv16s_dq_bwd_bf16
+// qsa:dynamic_shared 88224 for qsa_attn_kv16s_dq_bwd_bf16
 #define QSA_ATTN_INSTANCES(SUF, E)                                                                      \
   QSA_KERNEL void __launch_bounds__(256)                                                                \
       qsa_attn_gather_fwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids, float* o,   \
@@ -206,28 +221,39 @@ QSA_KERNEL void __launch_bounds__(256) qsa_attn_bwd_delta(const float* __restric
     staged_bwd<E>(q, k, v, ids, o, lse, d_o, dq, dk, dv, drow, batch, q_len, kv_len, hq, hkv, t, scale, \
                   hc, qt, nbuf, kv_grads);                                                             \
   }
-#define QSA_ATTN_KV_INSTANCE(SUF, E)                                                                    \
+// NAME: kv (3xTF32 products), kv16 (bf16 products, B16; Bf16 only) or kv16s (bf16 products, dO
+// split once per tile: SPLIT). QSA_ATTN_KV_ONE: the kernel without dQ only.
+#define QSA_ATTN_KV_ONE(NAME, SUF, E, B16, SPLIT)                                                       \
   QSA_KERNEL void KVB_BOUNDS                                                                            \
-      qsa_attn_kv_bwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids, const float* lse, \
-                            const float* drow, const float* d_o, float* dk, float* dv, int batch,       \
-                            int q_len, int kv_len, int hq, int hkv, int t, float scale, int hc, int qt) { \
-    kv_bwd<E, false>(q, k, v, ids, lse, drow, d_o, dk, dv, nullptr, batch, q_len, kv_len, hq, hkv, t, scale, \
-                     hc, qt);                                                                           \
-  }                                                                                                    \
+      qsa_attn_##NAME##_bwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids,             \
+                                  const float* lse, const float* drow, const float* d_o, float* dk,    \
+                                  float* dv, int batch, int q_len, int kv_len, int hq, int hkv, int t, \
+                                  float scale, int hc, int qt, int dp_parts) {                         \
+    kv_bwd<E, false, B16, SPLIT>(q, k, v, ids, lse, drow, d_o, dk, dv, nullptr, batch, q_len, kv_len, hq, hkv, \
+                                 t, scale, hc, qt, dp_parts);                                          \
+  }
+#define QSA_ATTN_KV_INSTANCE(NAME, SUF, E, B16, SPLIT)                                                  \
+  QSA_ATTN_KV_ONE(NAME, SUF, E, B16, SPLIT)                                                             \
   QSA_KERNEL void KVB_BOUNDS                                                                            \
-      qsa_attn_kv_dq_bwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids, const float* lse, \
-                               const float* drow, const float* d_o, float* dk, float* dv, float* dq,    \
-                               int batch, int q_len, int kv_len, int hq, int hkv, int t, float scale,   \
-                               int hc, int qt) {                                                        \
-    kv_bwd<E, true>(q, k, v, ids, lse, drow, d_o, dk, dv, dq, batch, q_len, kv_len, hq, hkv, t, scale, hc, \
-                    qt);                                                                                \
+      qsa_attn_##NAME##_dq_bwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids,          \
+                                     const float* lse, const float* drow, const float* d_o, float* dk, \
+                                     float* dv, float* dq, int batch, int q_len, int kv_len, int hq,   \
+                                     int hkv, int t, float scale, int hc, int qt, int dp_parts) {      \
+    kv_bwd<E, true, B16, SPLIT>(q, k, v, ids, lse, drow, d_o, dk, dv, dq, batch, q_len, kv_len, hq, hkv, t,   \
+                                scale, hc, qt, dp_parts);                                              \
   }
 
 QSA_ATTN_INSTANCES(bf16, Bf16)
 QSA_ATTN_INSTANCES(f16, F16)
 #if defined(QSA_ATTN_MMA)
-QSA_ATTN_KV_INSTANCE(bf16, Bf16)
-QSA_ATTN_KV_INSTANCE(f16, F16)
+QSA_ATTN_KV_INSTANCE(kv, bf16, Bf16, false, false)
+QSA_ATTN_KV_INSTANCE(kv, f16, F16, false, false)
+// The bf16-product kernels: sm_90+ (sm_86's build spilled 8-16 bytes; src/dispatch/attention.rs,
+// kv_products, falls back to the tf32 kernels elsewhere).
+#if __CUDA_ARCH__ >= 900
+QSA_ATTN_KV_INSTANCE(kv16, bf16, Bf16, true, false)
+QSA_ATTN_KV_INSTANCE(kv16s, bf16, Bf16, true, true)
+#endif
 #endif
 // qsa_attn_ring_fwd_bf16, qsa_attn_ring_fwd_f16, (q in shared memory, four CTAs per SM)
 // qsa_attn_ring_qs_fwd_bf16, qsa_attn_ring_qs_fwd_f16 and the swizzled-slot twins of the first

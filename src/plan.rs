@@ -101,8 +101,9 @@ pub fn predicted_kernel(
                     )
                     .map_err(|e| e.to_string())?;
                     if backward {
-                        // "staged" (dK / dV by atomics) or "staged_kv" (KV-block-major).
-                        attention::choose_backward(&caps, &sw)
+                        // "staged" (dK / dV by atomics), "staged_kv" or "staged_kv_dq"
+                        // (KV-block-major).
+                        attention::choose_backward(&caps, &sw, s.dtype)
                             .map_err(|e| e.to_string())?
                             .name()
                             .into()

@@ -3,14 +3,17 @@
 //! and f16), V's B fragments through ldmatrix.x4.trans, and the K / V staging through
 //! cp.async with its zero-fill (keys past kv_len); the backward's dQ / dK / dV products go
 //! through the emulated mma.sync m16n8k8 tf32, both with dK / dV by atomics and by the
-//! KV-block-major kernel (qsa_attn_kv_bwd_*). Each output is compared with the gather
+//! KV-block-major kernel (qsa_attn_kv_bwd_*), and for bf16 that kernel with bf16 m16n8k16
+//! products (qsa_attn_kv16_bwd_bf16, dO in 3 or 2 parts for dP; qsa_attn_kv16s_bwd_bf16, dO
+//! split once per tile in shared memory). Each output is compared with the gather
 //! kernels of the same source, which use none of those instructions (FP32 dot products, one
 //! wave per row): a wrong fragment layout moves outputs by O(1), while only the f32 summation
 //! order (and P's split into 16-bit parts, 2^-23 relative) may differ.
 
 use half::{bf16, f16};
 use qsa::dispatch::attention::{
-    kv_bwd_shared_bytes, staged_plan, StagedPlan, GATHER_THREADS, KV_BWD_THREADS, STAGED_THREADS,
+    kv_bwd_shared_bytes, staged_plan, KvProducts, StagedPlan, GATHER_THREADS, KV_BWD_THREADS,
+    STAGED_THREADS,
 };
 use qsa::dispatch::{TargetCaps, Vendor};
 use qsa::emu::api::EmuApi;
@@ -206,7 +209,8 @@ fn staged_matches_gather(
         let (o, lse) = (run.buf(&go), run.buf(&glse));
         let grads = |path: &str| -> Vec<Vec<f32>> {
             let sizes = [rows * D, batch * kv_len * hkv * D, batch * kv_len * hkv * D];
-            let fill = if path == "kv" { f32::NAN } else { 0.0 };
+            let kv = path.starts_with("kv");
+            let fill = if kv { f32::NAN } else { 0.0 };
             let g: Vec<DevPtr> = sizes.iter().map(|&n| run.buf(&vec![fill; n])).collect();
             let drow = run.buf(&vec![f32::NAN; rows]);
             let outs = [o, lse, d_o, g[0], g[1], g[2]].map(Arg::Ptr);
@@ -228,22 +232,45 @@ fn staged_matches_gather(
                     &a,
                 );
             }
-            if path == "kv" {
+            if kv {
+                // kv: 3xTF32 products; kv16: bf16 products, dO in 3 parts for dP; kv16p2: 2.
+                let (products, dp_parts) = match path {
+                    "kv16" => (1, 3),
+                    "kv16p2" => (1, 2),
+                    "kv16s" => (2, 3),
+                    _ => (0, 3),
+                };
                 let mut a = common(&[lse, drow, d_o, g[1], g[2]].map(Arg::Ptr));
-                a.extend([bwd.hc, bwd.qt, is_bf16 as usize].map(|x| Arg::I32(x as i32)));
+                a.extend(
+                    [bwd.hc, bwd.qt, is_bf16 as usize, products, dp_parts]
+                        .map(|x| Arg::I32(x as i32)),
+                );
                 let ctas = (batch * hkv * kv_len.div_ceil(64)) as u32;
                 run.launch(
                     "attn_kv_bwd",
                     (ctas, 1),
                     KV_BWD_THREADS,
-                    kv_bwd_shared_bytes() as u32,
+                    kv_bwd_shared_bytes(
+                        KvProducts {
+                            bf16: products > 0,
+                            split: products == 2,
+                            dp_parts: dp_parts as u32,
+                        },
+                        false,
+                    ) as u32,
                     &a,
                 );
             }
             g.iter().zip(sizes).map(|(&p, n)| run.read(p, n)).collect()
         };
         let gg = grads("gather");
-        for path in ["atomic", "kv"] {
+        // The bf16-product kernels exist for bf16 inputs only.
+        let paths: &[&str] = if is_bf16 {
+            &["atomic", "kv", "kv16", "kv16p2", "kv16s"]
+        } else {
+            &["atomic", "kv"]
+        };
+        for &path in paths {
             let sg = grads(path);
             let mut worst = [0f32; 3];
             for (j, what) in ["dq", "dk", "dv"].iter().enumerate() {

@@ -31,7 +31,12 @@
 //     read dO / q once per dim half; P, dS), ~0.8 k cycles at 128 B per cycle; the fused
 //     variant's dQ adds ~130 KB (kv_dq_tile), ~1 k more: the first limit there, on paper.
 // These are estimates from op counts (mma.sync taken at ~2/3 of the H200's dense bf16 rate),
-// not measurements: H200.md has the runs that measure them.
+// not measurements: H200.md has the runs that measure them. Measured (Nsight, H200, call P,
+// 2026-12-02, results/p/prof/attn_kv_bwd.txt): 83.3 ms, issue slots 65% busy, IPC 2.61, tensor
+// pipe 27%, DRAM 11%: instruction-bound, 52.0 G warp instructions (~1,550 per warp and tile).
+// The SASS put ~30% of them in the tile rows' copy issue (now kv_issue_tile's 16 threads per
+// row) and most of the rest in 3xTF32's splits; hence the bf16-product kernels
+// (attention_kv_bwd16.h: qsa_attn_kv16{,s}_{,dq_}bwd_bf16, QSA_ATTN_KV_MMA=bf16 / bf16s).
 // The first version (session 5, 201 ms on the H200 with the dQ pass) loaded each tile's rows
 // after the previous tile's last barrier and waited on them, then three more barriers (rows /
 // S and dP / P and dS / done): ~13 us per tile per CTA at 2 CTAs per SM, latency. Now:
@@ -59,9 +64,10 @@
 #else
 #define KVB_BOUNDS __launch_bounds__(KVB_THREADS)
 #endif
-// 16-byte pieces of one tile row: q (128 x 2 B) then dO (128 x 4 B).
-#define KVB_Q_PIECES (ATT_D * 2 / 16)
-#define KVB_ROW_PIECES (KVB_Q_PIECES + ATT_D * 4 / 16)
+// Threads per tile row in kv_issue_tile: one 16-byte piece of q (128 x 2 B) and two of dO
+// (128 x 4 B) each.
+#define KVB_ROW_THREADS (ATT_D * 2 / 16)
+static_assert(KVB_THREADS == ATT_ROWS * KVB_ROW_THREADS, "kv_issue_tile: one thread per q piece of the tile");
 
 // Built only with tensor cores (QSA_ATTN_MMA: CUDA sm_80+). Elsewhere the module has no
 // qsa_attn_kv_bwd_* at all: choose_backward (src/dispatch/attention.rs) never picks it there,
@@ -74,13 +80,25 @@ struct KvCta {
   int b, g, id;
 };
 
+// NARROW: 32-bit divisions. Which form leaves a kernel without spills at the 128-register bound
+// is ptxas's register allocation, not a rule: the 64-bit form keeps the tf32 kernels at zero and
+// the bf16-product kernels at 8 bytes, the 32-bit form the reverse (ptxas 13.0, sm_90,
+// 2026-12-02; the spilled value is held across the chunk loop, outside the tile loop).
+template <bool NARROW>
 QSA_DEVICE KvCta kv_cta(int batch, int hkv) {
-  const long long x = blockIdx.x;
-  const long long heads = (long long)batch * hkv;
   KvCta c;
-  c.id = (int)(x / heads);
-  c.g = (int)(x % hkv);
-  c.b = (int)(x % heads / hkv);
+  if constexpr (NARROW) {
+    const int x = (int)blockIdx.x, heads = batch * hkv;
+    c.id = x / heads;
+    c.g = x % hkv;
+    c.b = x / hkv % batch;
+  } else {
+    const long long x = blockIdx.x;
+    const long long heads = (long long)batch * hkv;
+    c.id = (int)(x / heads);
+    c.g = (int)(x % hkv);
+    c.b = (int)(x % heads / hkv);
+  }
   return c;
 }
 
@@ -100,9 +118,12 @@ struct KvSmem {
   float* rows0;    // 2 x {lse [ATT_ROWS] (-inf: no row), D [ATT_ROWS], position [ATT_ROWS] (int)}
   int* toks;       // [KVB_CHUNK] this chunk's tokens that selected the block, in order
   int* wave_hits;  // [KVB_THREADS / 32] per-wave counts of the compaction
+  u16* dop;        // 3 x [ATT_ROWS][KV_STRIDE] dO's bf16 parts: the split kernels only, past the rest
+  u16* dsp;        // 2 x [ATT_ROWS][KV16_DS_STRIDE] dS's bf16 hi / lo: the bf16 fused-dQ kernels only,
+                   // past dop's parts where the kernel splits dO, at their place elsewhere
 };
 
-QSA_DEVICE KvSmem kv_smem(unsigned char* base) {
+QSA_DEVICE KvSmem kv_smem(unsigned char* base, bool split) {
   KvSmem s;
   s.kv = (u16*)base;
   s.qr0 = s.kv + 2 * ATT_BLK * KV_STRIDE;
@@ -112,6 +133,8 @@ QSA_DEVICE KvSmem kv_smem(unsigned char* base) {
   s.rows0 = s.dps + ATT_ROWS * S_STRIDE;
   s.toks = (int*)(s.rows0 + 2 * KVB_ROW_ELEMS);
   s.wave_hits = s.toks + KVB_CHUNK;
+  s.dop = (u16*)(s.wave_hits + KVB_THREADS / 32);
+  s.dsp = s.dop + (split ? 3 * KVB_QR_ELEMS : 0);
   return s;
 }
 
@@ -126,7 +149,7 @@ QSA_DEVICE int* kv_row_pos(const KvSmem& s, int buf) {
 
 // The tokens i0 .. i0 + KVB_CHUNK - 1 (< q_len) whose list of kv head g holds `id`, compacted
 // in order into s.toks; returns their count (the same in every thread).
-QSA_DEVICE int kv_collect(const KvSmem& s, const int* ids, const KvCta& c, long long i0, int q_len, int hkv,
+QSA_DEVICE int kv_collect(const KvSmem& s, const int* ids, const KvCta& c, int i0, int q_len, int hkv,
                           int t) {
   const long long i = i0 + threadIdx.x;
   bool hit = false;
@@ -153,7 +176,7 @@ QSA_DEVICE int kv_collect(const KvSmem& s, const int* ids, const KvCta& c, long 
 struct KvTiles {
   int found, per_chunk, count;
   int group, hc, qt, q_len, hq;
-  long long shift;  // q_pos = shift + i
+  int shift;  // q_pos = shift + i (kv_len - q_len: 32-bit, as the lengths)
 };
 
 // lse and D of a tile's rows, held in registers by threads 0 .. ATT_ROWS - 1 between the
@@ -170,15 +193,19 @@ QSA_DEVICE KvRow kv_issue_tile(const KvSmem& s, int buf, const KvCta& c, const K
   const int chunk = n / tl.per_chunk, t0 = (n % tl.per_chunk) * tl.qt;
   const int ntok = tl.found - t0 < tl.qt ? tl.found - t0 : tl.qt;
   const long long head0 = (long long)c.g * tl.group + chunk * tl.hc;
-  for (int e = threadIdx.x; e < ATT_ROWS * KVB_ROW_PIECES; e += KVB_THREADS) {
-    const int r = e / KVB_ROW_PIECES, piece = e % KVB_ROW_PIECES, tok = r / tl.hc;
+  {
+    // Sixteen threads per row, each one 16-byte piece of q and two of dO: one row index (one
+    // division by hc) per thread and tile. The first version looped over the 768 pieces with the
+    // row and piece divided out of the loop index: 3 x 162 SASS instructions per thread and
+    // tile, ~30% of the pass's 52 G (Nsight, call P, results/p/prof/attn_kv_bwd.txt).
+    const int r = threadIdx.x / KVB_ROW_THREADS, piece = threadIdx.x % KVB_ROW_THREADS, tok = r / tl.hc;
     const bool valid = tok < ntok;
     const long long row = valid ? ((long long)c.b * tl.q_len + s.toks[t0 + tok]) * tl.hq + head0 + r % tl.hc : 0;
-    if (piece < KVB_Q_PIECES)
-      qsa_copy16(kv_qr(s, buf) + r * KV_STRIDE + piece * 8, q + row * ATT_D + piece * 8, valid);
-    else
-      qsa_copy16((u16*)(kv_dos(s, buf) + r * Q_STRIDE + (piece - KVB_Q_PIECES) * 4),
-                 (const u16*)(d_o + row * ATT_D + (piece - KVB_Q_PIECES) * 4), valid);
+    qsa_copy16(kv_qr(s, buf) + r * KV_STRIDE + piece * 8, q + row * ATT_D + piece * 8, valid);
+    const float* src = d_o + row * ATT_D + piece * 4;
+    float* dst = kv_dos(s, buf) + r * Q_STRIDE + piece * 4;
+    qsa_copy16((u16*)dst, (const u16*)src, valid);
+    qsa_copy16((u16*)(dst + ATT_D / 2), (const u16*)(src + ATT_D / 2), valid);
   }
   qsa_copy_commit();
   KvRow x;
@@ -192,7 +219,7 @@ QSA_DEVICE KvRow kv_issue_tile(const KvSmem& s, int buf, const KvCta& c, const K
       const long long row = ((long long)c.b * tl.q_len + i) * tl.hq + head0 + r % tl.hc;
       x.lse = lse[row];
       x.d = drow[row];
-      pos = (int)(tl.shift + i);
+      pos = tl.shift + i;
     }
     kv_row_pos(s, buf)[r] = pos;
   }
@@ -335,26 +362,35 @@ QSA_DEVICE void kv_dq_tile(const KvSmem& s, int buf, const KvCta& c, const KvTil
   }
 }
 
-template <typename E, bool DQ>
+#include "attention_kv_bwd16.h"
+
+// B16: dK / dV / dQ products on bf16 m16n8k16 (attention_kv_bwd16.h; Bf16 only). dp_parts (B16
+// only; the tf32 kernels keep 3, their registers unchanged): the bf16 parts dO is split into
+// for dP = dO V^T (3: 2^-27 relative; 2: ~2^-17). SPLIT (with B16): dO split once per tile
+// into shared memory (kv16_split_do), one more barrier per tile, always in 3 parts (a runtime
+// count spilled 8 bytes there at the 128-register bound; dispatch refuses 2 with it).
+template <typename E, bool DQ, bool B16, bool SPLIT>
 QSA_DEVICE void kv_bwd(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
                        const int* __restrict__ ids, const float* __restrict__ lse, const float* __restrict__ drow,
                        const float* __restrict__ d_o, float* __restrict__ dk, float* __restrict__ dv,
                        float* __restrict__ dq, int batch, int q_len, int kv_len, int hq, int hkv, int t, float scale,
-                       int hc, int qt) {
+                       int hc, int qt, int dp_parts) {
   QSA_DYNAMIC_SHARED(smem_raw);
-  const KvCta c = kv_cta(batch, hkv);
-  const long long base = (long long)c.id * ATT_BLK;
-  const int keys = kv_len - base < ATT_BLK ? (int)(kv_len - base) : ATT_BLK;  // of the block, < kv_len
+  const KvCta c = kv_cta<B16>(batch, hkv);
+  // 32-bit positions (as kv_len): 64-bit ones cost registers held across the chunk loop, which
+  // spilled at the 128-register bound.
+  const int base = c.id * ATT_BLK;
+  const int keys = kv_len - base < ATT_BLK ? kv_len - base : ATT_BLK;  // of the block, < kv_len
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, tg = lane / 4, tt = lane % 4;
   const int kw = 16 * (warp % 4), dbase = 64 * (warp / 4);
-  const KvSmem s = kv_smem(smem_raw);
+  const KvSmem s = kv_smem(smem_raw, SPLIT);
   KvTiles tl;
   tl.group = hq / hkv;
   tl.hc = hc;
   tl.qt = qt;
   tl.q_len = q_len;
   tl.hq = hq;
-  tl.shift = (long long)kv_len - q_len;
+  tl.shift = kv_len - q_len;
   const int nchunk = tl.group / hc;
   // One cp.async group; the first tile's wait covers it (and the one after the loop, when no
   // token selected the block).
@@ -369,8 +405,8 @@ QSA_DEVICE void kv_bwd(const u16* __restrict__ q, const u16* __restrict__ k, con
       acc_v[j][e] = 0.f;
       acc_k[j][e] = 0.f;
     }
-  const long long first = base - tl.shift > 0 ? base - tl.shift : 0;  // the first token that sees key base
-  for (long long i0 = first; i0 < q_len; i0 += KVB_CHUNK) {
+  const int first = base - tl.shift > 0 ? base - tl.shift : 0;  // the first token that sees key base
+  for (int i0 = first; i0 < q_len; i0 += KVB_CHUNK) {
     // kv_collect's barriers also retire the previous chunk's last tile (buffers, P, dP).
     tl.found = kv_collect(s, ids, c, i0, q_len, hkv, t);
     tl.per_chunk = (tl.found + qt - 1) / qt;
@@ -384,15 +420,21 @@ QSA_DEVICE void kv_bwd(const u16* __restrict__ q, const u16* __restrict__ k, con
       QSA_SYNC();        // tile n's rows from every thread; tile n - 1 no longer reads buf ^ 1, P, dP
       const bool ahead = n + 1 < tl.count;
       if (ahead) next = kv_issue_tile(s, buf ^ 1, c, tl, n + 1, q, d_o, lse, drow);
+      if constexpr (SPLIT) {  // dO's parts: written after tile n - 1's last reads (the barrier above)
+        kv16_split_do(kv_dos(s, buf), s.dop, 3);
+        QSA_SYNC();
+      }
       {  // P (warps 0-3) or raw dP (warps 4-7) for keys kw .. kw + 15
         float sc[2][4];
         if (warp < 4) kv_qk<E>(kv_qr(s, buf), ks, kw, lane, sc);
+        else if (SPLIT) kv16_dov_split(s.dop, vs, kw, lane, 3, sc);
+        else if (B16) kv_dov<E>(kv_dos(s, buf), vs, kw, lane, dp_parts, sc);
         else tc_dot_split<E, 3>(kv_dos(s, buf), vs, kw, lane, sc);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = tg + 8 * h;
           const float L = kv_row_lse(s, buf)[r];
-          const long long pos = kv_row_pos(s, buf)[r];
+          const int pos = kv_row_pos(s, buf)[r];
 #pragma unroll
           for (int nn = 0; nn < 2; ++nn) {
             const int key = kw + 8 * nn + 2 * tt;
@@ -411,7 +453,24 @@ QSA_DEVICE void kv_bwd(const u16* __restrict__ q, const u16* __restrict__ k, con
       // tile n - 1); published here rather than after the key tiles, where registers are short.
       if (ahead) kv_publish_rows(s, buf ^ 1, next);
       QSA_SYNC();  // P and dP of tile n
-      if (kw < keys) {
+      if constexpr (B16) {
+        if (kw < keys) {
+          // One k16 step covers the tile's rows: fresh sums per 16 dims, added in f32.
+          Kv16KeyFrags f;
+          kv16_load_key_frags(s.ps, s.dps, kv_row_d(s, buf), kw, lane, f);
+#pragma unroll
+          for (int jj = 0; jj < 4; ++jj)
+            if (SPLIT)
+              kv16_key_tile_split(f, s.dop, kv_qr(s, buf), dbase + 16 * jj, lane, acc_v[2 * jj], acc_v[2 * jj + 1],
+                                  acc_k[2 * jj], acc_k[2 * jj + 1]);
+            else
+              kv16_key_tile(f, kv_dos(s, buf), kv_qr(s, buf), dbase + 16 * jj, lane, acc_v[2 * jj],
+                            acc_v[2 * jj + 1], acc_k[2 * jj], acc_k[2 * jj + 1]);
+          // For the dQ tile (warps 4-7 hold the same dS); here, after the key tiles: stored
+          // before them, the fused kernel spilled 8-12 bytes (ptxas 13.0, sm_90).
+          if (DQ && warp < 4) kv16_store_ds(f, s.dsp, kw, lane);
+        }
+      } else if (kw < keys) {
         // Fresh mma sums per k step, added to the block's sums in f32 (the precision note above).
 #pragma unroll 1
         for (int kstep = 0; kstep < 2; ++kstep) {
@@ -430,7 +489,11 @@ QSA_DEVICE void kv_bwd(const u16* __restrict__ q, const u16* __restrict__ k, con
         }
       }
       // P and dP stay until the next tile's first barrier.
-      if (DQ) kv_dq_tile<E>(s, buf, c, tl, n, keys, warp, lane, dq, scale);
+      if (DQ && B16) {
+        QSA_SYNC();  // dS's bf16 rows (kv16_store_ds) from warps 0-3
+        kv16_dq_tile(s, c, tl, n, keys, warp, lane, dq, scale);
+      }
+      if (DQ && !B16) kv_dq_tile<E>(s, buf, c, tl, n, keys, warp, lane, dq, scale);
     }
   }
   qsa_copy_wait(0);  // the K / V copy, where no tile waited on it

@@ -6,6 +6,7 @@
 
 use super::{Feature, Switches, TargetCaps, Vendor};
 use crate::backend::BackendError;
+use crate::problem::AttnDtype;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AttnKernel {
@@ -71,30 +72,67 @@ pub const KV_BWD_THREADS: u32 = 256;
 /// Dynamic shared bytes of a `qsa_attn_kv_bwd_*` CTA (`kv_smem` in the kernel): the staged K
 /// and V block; two buffers (the tile being computed, the next one being copied) of q rows
 /// (16-bit, KV_STRIDE), dO rows (f32) and three per-row values; P and dP rows; the chunk's
-/// token list (KVB_CHUNK = KV_BWD_THREADS) and the per-wave counts of its compaction.
-pub fn kv_bwd_shared_bytes() -> usize {
+/// token list (KVB_CHUNK = KV_BWD_THREADS) and the per-wave counts of its compaction; then
+/// for the split kernels (`qsa_attn_kv16s_*`) dO's three bf16 parts (16-bit rows, KV_STRIDE),
+/// then for the fused bf16 ones (`qsa_attn_kv16{,s}_dq_*`, `fused`) dS's bf16 hi and lo rows
+/// (KV16_DS_STRIDE).
+pub fn kv_bwd_shared_bytes(kv: KvProducts, fused: bool) -> usize {
     let threads = KV_BWD_THREADS as usize;
+    let parts = if kv.split {
+        3 * STAGED_ROWS * KV_STRIDE * 2
+    } else {
+        0
+    };
+    let ds = if kv.bf16 && fused {
+        2 * STAGED_ROWS * KV16_DS_STRIDE * 2
+    } else {
+        0
+    };
     2 * BLOCK * KV_STRIDE * 2
         + 2 * (STAGED_ROWS * KV_STRIDE * 2 + STAGED_ROWS * Q_STRIDE * 4 + 3 * STAGED_ROWS * 4)
         + 2 * STAGED_ROWS * S_STRIDE * 4
         + (threads + threads / 32) * 4
+        + parts
+        + ds
 }
 
-/// The staged backward's dK / dV path: the atomics unless `QSA_ATTN_BWD=kv` (or `kvdq`, the
-/// same kernel computing dQ too, no query-side pass) forces the
-/// KV-block-major kernel where it is built (NVIDIA bf16_tc, the kernel's QSA_ATTN_MMA, sm_80+,
-/// and where its shared memory fits). Not the default: on the H200 its first version was
-/// slower (prefill B=4, T=16K: 201.1 ms against the atomic path's 154.7 ms, one run of
-/// bench/attention_vs_torch.py, 2026-12-02) and its dK / dV missed the 5e-5 gate on the
-/// bench's f16 group-16 causal-from-0 check (4.2e-5 / 7.9e-5, the atomic path 3.8e-6 /
-/// 2.9e-6): docs/results/session5-2026-12-02/side-by-side/. The second version (next tile's
-/// rows prefetched, two barriers per tile, f32 sums across tiles) is not yet measured on the
-/// card: H200.md.
-pub fn choose_backward(caps: &TargetCaps, sw: &Switches) -> Result<BwdPath, BackendError> {
+/// dS rows of the fused bf16 kernel: KV16_DS_STRIDE (u16) in kernels/common/attention_kv_bwd16.h.
+const KV16_DS_STRIDE: usize = BLOCK + 8;
+
+/// The largest of the KV-block-major kernels' shared bytes (where none fits, none is taken).
+pub fn kv_bwd_shared_max() -> usize {
+    let split = KvProducts {
+        bf16: true,
+        split: true,
+        dp_parts: 3,
+    };
+    kv_bwd_shared_bytes(split, true)
+}
+
+/// Where the bf16-product KV-block-major kernels (`qsa_attn_kv16*`) exist and apply: bf16
+/// inputs on sm_90+ (`Feature::Clusters` marks sm_90+, as for the ring's swizzled kernel).
+fn kv16_applies(caps: &TargetCaps, dtype: AttnDtype) -> bool {
+    dtype == AttnDtype::Bf16 && caps.has(Feature::Clusters)
+}
+
+/// The staged backward's dK / dV path. Default: the fused KV-block-major kernel with bf16
+/// products and dO split once per tile (`kvdq` with `bf16s`, `qsa_attn_kv16s_dq_bwd_bf16`)
+/// where it applies (bf16 inputs, sm_90+, its shared memory fits): on the H200 (call A1,
+/// 2026-12-02, bench/attention_vs_torch.py, prefill B=4 T=16K 64/4 heads 16 blocks) 68.2 ms
+/// against the atomic path's 158.5 (kvdq tf32 137.3, kvdq bf16 73.4; fla 48.93), and the
+/// runner's error suite passed every kv16 case on the card (dv 1.02e-5 at most, gate 5e-5).
+/// Elsewhere (f16 inputs, before sm_90, AMD) the atomics stay: the tf32 KV-block-major kernels
+/// are forced only (`QSA_ATTN_BWD=kv|kvdq`; where not built they fall back to the atomics).
+pub fn choose_backward(
+    caps: &TargetCaps,
+    sw: &Switches,
+    dtype: AttnDtype,
+) -> Result<BwdPath, BackendError> {
     let kv_fits = caps.vendor == Vendor::Nvidia
         && caps.has(Feature::Bf16Tc)
-        && kv_bwd_shared_bytes() <= caps.shared_per_block as usize;
+        && kv_bwd_shared_max() <= caps.shared_per_block as usize;
     match sw.get("QSA_ATTN_BWD") {
+        None if kv_fits && kv16_applies(caps, dtype) => Ok(BwdPath::KvFused),
         None => Ok(BwdPath::Atomic),
         Some("atomic") => Ok(BwdPath::Atomic),
         // Forced where it is not built, it falls back to the atomics (as a forced top-k kernel
@@ -114,6 +152,91 @@ pub fn choose_backward(caps: &TargetCaps, sw: &Switches) -> Result<BwdPath, Back
             crate::echo::value(v)
         ))),
     }
+}
+
+/// The KV-block-major kernel's products (`kv_bwd`'s B16, SPLIT and dp_parts in
+/// kernels/common/attention_kv_bwd.h), from two sweep switches:
+/// - `QSA_ATTN_KV_MMA`: `tf32` (dK / dV / dQ as 3xTF32 m16n8k8, `qsa_attn_kv_*`), `bf16`
+///   (bf16 m16n8k16 with P, dS and dO split into bf16 hi + lo, `qsa_attn_kv16_*`: half the
+///   mma instructions, ~2^-16 relative per product; common/attention_kv_bwd16.h) or `bf16s`
+///   (bf16, and each tile's dO split once into bf16 parts in shared memory instead of in
+///   every warp that reads it, `qsa_attn_kv16s_*`, always 3 parts). f16 inputs are not exact in
+///   one bf16 part, so they keep tf32 (the kv16 kernels exist for bf16 only), and so do targets
+///   before sm_90 (built for sm_90+ only).
+/// - `QSA_ATTN_KV_DP_PARTS`: 3 (dO in three 16-bit parts for dP = dO V^T, 2^-27 relative) or
+///   2 (~2^-17; a third fewer dP mmas).
+///
+/// Defaults: bf16s on the default path, tf32 where `QSA_ATTN_BWD` is forced; dO in 3 parts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KvProducts {
+    pub bf16: bool,
+    /// dO split once per tile in shared memory (with bf16).
+    pub split: bool,
+    pub dp_parts: u32,
+}
+
+impl KvProducts {
+    /// The kernels' name stem: `qsa_attn_{stem}_bwd_*`, `qsa_attn_{stem}_dq_bwd_*`.
+    pub fn stem(self) -> &'static str {
+        match (self.bf16, self.split) {
+            (false, _) => "kv",
+            (true, false) => "kv16",
+            (true, true) => "kv16s",
+        }
+    }
+}
+
+pub fn kv_products(
+    caps: &TargetCaps,
+    sw: &Switches,
+    dtype: AttnDtype,
+) -> Result<KvProducts, BackendError> {
+    // Unset: bf16s on the default path (QSA_ATTN_BWD unset: choose_backward's default), tf32
+    // where QSA_ATTN_BWD forces a path (the kv_bwd / kvdq_bwd variants keep measuring tf32).
+    let (bf16, split) = match sw.get("QSA_ATTN_KV_MMA") {
+        None if sw.get("QSA_ATTN_BWD").is_none() => (true, true),
+        None | Some("tf32") => (false, false),
+        Some("bf16") => (true, false),
+        Some("bf16s") => (true, true),
+        Some(v) => {
+            return Err(BackendError::Input(format!(
+                "QSA_ATTN_KV_MMA={}: expected tf32, bf16 or bf16s",
+                crate::echo::value(v)
+            )))
+        }
+    };
+    let dp_parts = match sw.get("QSA_ATTN_KV_DP_PARTS") {
+        None | Some("3") => 3,
+        Some("2") => 2,
+        Some(v) => {
+            return Err(BackendError::Input(format!(
+                "QSA_ATTN_KV_DP_PARTS={}: expected 2 or 3",
+                crate::echo::value(v)
+            )))
+        }
+    };
+    if dp_parts != 3 && split {
+        return Err(BackendError::Input(format!(
+            "QSA_ATTN_KV_DP_PARTS={dp_parts} with QSA_ATTN_KV_MMA=bf16s: the split kernel keeps 3 \
+             parts (use bf16 for 2)"
+        )));
+    }
+    if dp_parts != 3 && !bf16 {
+        return Err(BackendError::Input(format!(
+            "QSA_ATTN_KV_DP_PARTS={dp_parts} needs QSA_ATTN_KV_MMA=bf16 (the tf32 kernels split \
+             dO in 3 parts)"
+        )));
+    }
+    // f16 inputs, and targets before sm_90 (the kv16 kernels are built for sm_90+ only:
+    // sm_86's build spilled; Feature::Clusters marks sm_90+, as for the ring's swizzled
+    // kernel), fall back to the tf32 kernel whole (3 parts), as a forced kv falls back where
+    // its kernel is not built.
+    let bf16 = bf16 && kv16_applies(caps, dtype);
+    Ok(KvProducts {
+        bf16,
+        split: split && bf16,
+        dp_parts: if bf16 { dp_parts } else { 3 },
+    })
 }
 
 /// Rows (query heads x query tokens) of one staged CTA: ATT_ROWS in the kernel.
@@ -325,53 +448,165 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn atomic_backward_by_default_kv_major_only_forced_where_built() {
-        // The KV-block-major path was slower on the H200 and missed an f16 precision check
-        // (choose_backward's comment): the atomics stay the default everywhere.
+    fn fused_bf16_backward_by_default_on_sm90_atomics_elsewhere_kv_forced_where_built() {
+        // choose_backward's comment: the fused bf16 kernel is the default for bf16 inputs on
+        // sm_90+ (68.2 ms against the atomics' 158.5 on the H200); f16 inputs and older
+        // targets keep the atomics.
         let none = Switches::default();
+        let bf16 = AttnDtype::Bf16;
         let mut h200 = caps("sm_90", 227, 132);
-        h200.features = vec![Feature::Tf32Tc, Feature::Bf16Tc];
-        assert_eq!(choose_backward(&h200, &none).unwrap(), BwdPath::Atomic);
+        h200.features = vec![Feature::Tf32Tc, Feature::Bf16Tc, Feature::Clusters];
+        assert_eq!(
+            choose_backward(&h200, &none, bf16).unwrap(),
+            BwdPath::KvFused
+        );
+        assert_eq!(
+            kv_products(&h200, &none, bf16).unwrap().stem(),
+            "kv16s",
+            "the default path's products: bf16, dO split once per tile"
+        );
+        assert_eq!(
+            choose_backward(&h200, &none, AttnDtype::F16).unwrap(),
+            BwdPath::Atomic,
+            "f16 inputs keep the atomics (the kv16 kernels are bf16 only)"
+        );
+        let mut sm86 = caps("sm_86", 99, 84);
+        sm86.features = vec![Feature::Tf32Tc, Feature::Bf16Tc];
+        assert_eq!(
+            choose_backward(&sm86, &none, bf16).unwrap(),
+            BwdPath::Atomic,
+            "before sm_90 (no qsa_attn_kv16*) the atomics stay"
+        );
+        let kv = Switches::from_pairs(&[("QSA_ATTN_BWD", "kvdq")]);
+        assert_eq!(
+            kv_products(&h200, &kv, bf16).unwrap().stem(),
+            "kv",
+            "a forced path keeps tf32 products unless QSA_ATTN_KV_MMA says otherwise"
+        );
         let sm75 = caps("sm_75", 64, 68);
-        assert_eq!(choose_backward(&sm75, &none).unwrap(), BwdPath::Atomic);
+        assert_eq!(
+            choose_backward(&sm75, &none, bf16).unwrap(),
+            BwdPath::Atomic
+        );
         let mut gfx950 = caps("gfx950", 160, 256);
         gfx950.vendor = Vendor::Amd;
         gfx950.features = vec![Feature::Bf16Tc];
-        assert_eq!(choose_backward(&gfx950, &none).unwrap(), BwdPath::Atomic);
-        let sw = |v: &str| Switches::new([("QSA_ATTN_BWD".to_string(), v.to_string())].into());
         assert_eq!(
-            choose_backward(&h200, &sw("atomic")).unwrap(),
+            choose_backward(&gfx950, &none, bf16).unwrap(),
             BwdPath::Atomic
         );
-        assert_eq!(choose_backward(&h200, &sw("kv")).unwrap(), BwdPath::KvMajor);
+        let sw = |v: &str| Switches::new([("QSA_ATTN_BWD".to_string(), v.to_string())].into());
         assert_eq!(
-            choose_backward(&sm75, &sw("kv")).unwrap(),
+            choose_backward(&h200, &sw("atomic"), bf16).unwrap(),
+            BwdPath::Atomic
+        );
+        assert_eq!(
+            choose_backward(&h200, &sw("kv"), bf16).unwrap(),
+            BwdPath::KvMajor
+        );
+        assert_eq!(
+            choose_backward(&sm75, &sw("kv"), bf16).unwrap(),
             BwdPath::Atomic,
             "a forced kv falls back where the kernel is not built"
         );
         assert_eq!(
-            choose_backward(&gfx950, &sw("kv")).unwrap(),
+            choose_backward(&gfx950, &sw("kv"), bf16).unwrap(),
             BwdPath::Atomic,
             "a forced kv falls back on AMD, whose build has no qsa_attn_kv_bwd_* (LDS and a \
              bf16 feature do not make it exist)"
         );
-        let e = choose_backward(&h200, &sw("yes")).unwrap_err().to_string();
+        let e = choose_backward(&h200, &sw("yes"), bf16)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("expected atomic, kv or kvdq"), "{e}");
         assert_eq!(
-            choose_backward(&h200, &sw("kvdq")).unwrap(),
+            choose_backward(&h200, &sw("kvdq"), bf16).unwrap(),
             BwdPath::KvFused
         );
         assert_eq!(
-            choose_backward(&sm75, &sw("kvdq")).unwrap(),
+            choose_backward(&sm75, &sw("kvdq"), bf16).unwrap(),
             BwdPath::Atomic,
             "a forced kvdq falls back where the kernel is not built"
         );
     }
 
     #[test]
+    fn kv_products_bf16_only_for_bf16_inputs_on_sm90() {
+        let sw = |kv: &[(&str, &str)]| Switches::from_pairs(kv);
+        let mut h200 = caps("sm_90", 227, 132);
+        h200.features = vec![Feature::Bf16Tc, Feature::Clusters];
+        let products = |kv: &[(&str, &str)], dtype| kv_products(&h200, &sw(kv), dtype);
+        let tf32 = KvProducts {
+            bf16: false,
+            split: false,
+            dp_parts: 3,
+        };
+        assert_eq!(
+            products(&[("QSA_ATTN_BWD", "kv")], AttnDtype::Bf16).unwrap(),
+            tf32
+        );
+        assert_eq!(products(&[], AttnDtype::F16).unwrap(), tf32);
+        let bf16_dp2 = [("QSA_ATTN_KV_MMA", "bf16"), ("QSA_ATTN_KV_DP_PARTS", "2")];
+        let b = products(&bf16_dp2, AttnDtype::Bf16).unwrap();
+        assert_eq!(
+            (b.bf16, b.split, b.dp_parts, b.stem()),
+            (true, false, 2, "kv16")
+        );
+        let f = products(&bf16_dp2, AttnDtype::F16).unwrap();
+        assert_eq!(
+            (f, f.stem()),
+            (tf32, "kv"),
+            "f16 inputs keep the tf32 kernel whole: no qsa_attn_kv16*_f16 is built"
+        );
+        let mut sm86 = caps("sm_86", 99, 84);
+        sm86.features = vec![Feature::Bf16Tc];
+        assert_eq!(
+            kv_products(&sm86, &sw(&bf16_dp2), AttnDtype::Bf16).unwrap(),
+            tf32,
+            "before sm_90 the tf32 kernel runs: no qsa_attn_kv16* is built there"
+        );
+        let split = [("QSA_ATTN_KV_MMA", "bf16s")];
+        assert_eq!(products(&split, AttnDtype::Bf16).unwrap().stem(), "kv16s");
+        assert_eq!(products(&split, AttnDtype::F16).unwrap(), tf32);
+        let refused = |kv: &[(&str, &str)], want: &str| {
+            let e = products(kv, AttnDtype::Bf16).unwrap_err().to_string();
+            assert!(e.contains(want), "{e}");
+        };
+        refused(
+            &[("QSA_ATTN_KV_MMA", "bf16s"), ("QSA_ATTN_KV_DP_PARTS", "2")],
+            "the split kernel keeps 3 parts",
+        );
+        refused(
+            &[("QSA_ATTN_BWD", "kv"), ("QSA_ATTN_KV_DP_PARTS", "2")],
+            "needs QSA_ATTN_KV_MMA=bf16",
+        );
+        refused(
+            &[("QSA_ATTN_KV_MMA", "fp8")],
+            "QSA_ATTN_KV_MMA=fp8: expected tf32, bf16 or bf16s",
+        );
+        refused(
+            &[("QSA_ATTN_KV_DP_PARTS", "1")],
+            "QSA_ATTN_KV_DP_PARTS=1: expected 2 or 3",
+        );
+    }
+
+    #[test]
     fn kv_backward_shared_bytes_match_the_kernel_layout() {
-        // K, V 2 x 17408 + 2 x (q 4352 + dO 8448 + 3 x 64) + P, dP 2 x 4352 + (256 + 8) x 4.
-        assert_eq!(kv_bwd_shared_bytes(), 70_560);
+        // K, V 2 x 17408 + 2 x (q 4352 + dO 8448 + 3 x 64) + P, dP 2 x 4352 + (256 + 8) x 4,
+        // then dO's three bf16 parts 3 x 4352 (the split kernel); selection_attention.cu's
+        // qsa:dynamic_shared figures.
+        let kv = |bf16, split| KvProducts {
+            bf16,
+            split,
+            dp_parts: 3,
+        };
+        assert_eq!(kv_bwd_shared_bytes(kv(false, false), true), 70_560);
+        assert_eq!(kv_bwd_shared_bytes(kv(true, false), false), 70_560);
+        // + dS hi / lo 2 x 16 x 72 x 2 (the fused bf16 kernel).
+        assert_eq!(kv_bwd_shared_bytes(kv(true, false), true), 75_168);
+        assert_eq!(kv_bwd_shared_bytes(kv(true, true), false), 83_616);
+        assert_eq!(kv_bwd_shared_bytes(kv(true, true), true), 88_224);
+        assert_eq!(kv_bwd_shared_max(), 88_224);
     }
 
     #[test]

@@ -275,6 +275,14 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
         "reg | shared: the ring forward keeps q's fragments in registers or reads them from shared memory (qsa_attn_ring_qs_fwd_*, four CTAs per SM; qsa's sweep switch)",
     ),
     (
+        "QSA_ATTN_KV_MMA",
+        "tf32 | bf16 | bf16s: the KV-block-major backward's dK / dV / dQ products as 3xTF32 m16n8k8 or bf16 m16n8k16 with f32 operands in bf16 hi + lo (qsa_attn_kv16_*), bf16s with each tile's dO split once in shared memory (qsa_attn_kv16s_*); bf16 inputs only, f16 keeps tf32 (qsa's sweep switch)",
+    ),
+    (
+        "QSA_ATTN_KV_DP_PARTS",
+        "2 | 3: dO's bf16 parts in the KV-block-major backward's dP = dO V^T (with QSA_ATTN_KV_MMA=bf16; qsa's sweep switch; 3 by default)",
+    ),
+    (
         "QSA_ATTN_BWD",
         "atomic | kv: the staged backward's dK / dV by float atomics or by the KV-block-major kernel (qsa's switch)",
     ),

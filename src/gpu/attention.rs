@@ -7,8 +7,9 @@ use super::launch::{launch, LaunchPlan, PlanArg, PlannedCall, Role, Step};
 use super::{as_bytes, Family, GpuApi, GpuProps, LaunchDims};
 use crate::backend::{BackendError, BackendResult, Prepared};
 use crate::dispatch::attention::{
-    choose, choose_backward, choose_forward, kv_bwd_shared_bytes, staged_plan_for, AttnKernel,
-    BwdPath, FwdPath, StagedPlan, GATHER_THREADS, KV_BWD_THREADS, STAGED_THREADS,
+    choose, choose_backward, choose_forward, kv_bwd_shared_bytes, kv_products, staged_plan_for,
+    AttnKernel, BwdPath, FwdPath, KvProducts, StagedPlan, GATHER_THREADS, KV_BWD_THREADS,
+    STAGED_THREADS,
 };
 use crate::dispatch::attention_decode::{decode_plan, dispatch_name};
 use crate::dispatch::attention_warp::{warp_items, WarpPlan};
@@ -201,8 +202,13 @@ pub fn launch_plan(
         shared_bytes: 0,
     };
     let bwd_path = match kernel {
-        AttnKernel::Staged if backward => Some(choose_backward(caps, switches)?),
+        AttnKernel::Staged if backward => Some(choose_backward(caps, switches, p.dtype)?),
         _ => None,
+    };
+    // Checked on every staged backward call (a bad value is refused whichever path runs).
+    let products = match bwd_path {
+        Some(_) => Some(kv_products(caps, switches, p.dtype)?),
+        None => None,
     };
     let dispatched = match (kernel, &fwd_plan, bwd_path) {
         (_, _, Some(path)) => path.name(),
@@ -364,10 +370,13 @@ pub fn launch_plan(
                 gather_dims,
                 vec![o, d_o, drow, PlanArg::I64(rows as i64)],
             ));
+            let kv = products.expect("a staged backward");
             lp.call.push(kv_bwd_launch(
                 p,
                 &plan,
-                &format!("qsa_attn_kv_dq_bwd_{sfx}"),
+                kv,
+                true,
+                &format!("qsa_attn_{}_dq_bwd_{sfx}", kv.stem()),
                 vec![q, k, v, ids, lse, drow, d_o, dk, dv, dq],
                 dims,
             )?);
@@ -396,10 +405,13 @@ pub fn launch_plan(
                 args,
             ));
             if kv_major {
+                let kv = products.expect("a staged backward");
                 lp.call.push(kv_bwd_launch(
                     p,
                     &plan,
-                    &format!("qsa_attn_kv_bwd_{sfx}"),
+                    kv,
+                    false,
+                    &format!("qsa_attn_{}_bwd_{sfx}", kv.stem()),
                     vec![q, k, v, ids, lse, drow, d_o, dk, dv],
                     dims,
                 )?);
@@ -447,9 +459,14 @@ fn warp_launch(
 /// The KV-block-major dK / dV pass (`kernel`: qsa_attn_kv_bwd_*, or qsa_attn_kv_dq_bwd_* with
 /// dq last among `buffers`): one CTA per (batch, KV head, KV block), every element of dk / dv
 /// written once (so no zero-fill), after the pass that writes drow.
+/// `kernel`'s stem is `kv`'s (`kv`, `kv16`, `kv16s`): `kv` gives dO's parts in dP and, with
+/// `fused` (the `_dq_` kernel), the shared bytes.
+#[allow(clippy::too_many_arguments)]
 fn kv_bwd_launch(
     p: &AttnCall,
     plan: &StagedPlan,
+    kv: KvProducts,
+    fused: bool,
     kernel: &str,
     buffers: Vec<PlanArg>,
     dims: [PlanArg; 7],
@@ -464,10 +481,11 @@ fn kv_bwd_launch(
     args.extend(dims);
     args.push(PlanArg::I32(plan.hc as i32));
     args.push(PlanArg::I32(plan.qt as i32));
+    args.push(PlanArg::I32(kv.dp_parts as i32));
     let kv_dims = LaunchDims {
         grid: (ctas as u32, 1, 1),
         block: (KV_BWD_THREADS, 1, 1),
-        shared_bytes: kv_bwd_shared_bytes() as u32,
+        shared_bytes: kv_bwd_shared_bytes(kv, fused) as u32,
     };
     Ok(launch(kernel, kv_dims, args))
 }

@@ -28,13 +28,23 @@ QSA_KERNEL void attn_staged_bwd(const u16* q, const u16* k, const u16* v, const 
     qsa_attn_staged_bwd_f16(q, k, v, ids, o, lse, d_o, dq, dk, dv, drow, batch, q_len, kv_len, hq, hkv, t, scale, hc,
                             qt, nbuf, kv_grads);
 }
+// products: 0 the 3xTF32 kernel, 1 the bf16-product kernel (qsa_attn_kv16_*, bf16 only), 2 its
+// dO-split twin (qsa_attn_kv16s_*);
+// dp_parts: dO's parts in dP (the bf16-product kernel's; the tf32 kernels ignore it).
 QSA_KERNEL void attn_kv_bwd(const u16* q, const u16* k, const u16* v, const int* ids, const float* lse,
                             const float* drow, const float* d_o, float* dk, float* dv, int batch, int q_len,
-                            int kv_len, int hq, int hkv, int t, float scale, int hc, int qt, int bf16) {
-  if (bf16)
-    qsa_attn_kv_bwd_bf16(q, k, v, ids, lse, drow, d_o, dk, dv, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt);
+                            int kv_len, int hq, int hkv, int t, float scale, int hc, int qt, int bf16, int products,
+                            int dp_parts) {
+  if (products == 2)
+    qsa_attn_kv16s_bwd_bf16(q, k, v, ids, lse, drow, d_o, dk, dv, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt,
+                            dp_parts);
+  else if (products == 1)
+    qsa_attn_kv16_bwd_bf16(q, k, v, ids, lse, drow, d_o, dk, dv, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt,
+                           dp_parts);
+  else if (bf16)
+    qsa_attn_kv_bwd_bf16(q, k, v, ids, lse, drow, d_o, dk, dv, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt, 3);
   else
-    qsa_attn_kv_bwd_f16(q, k, v, ids, lse, drow, d_o, dk, dv, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt);
+    qsa_attn_kv_bwd_f16(q, k, v, ids, lse, drow, d_o, dk, dv, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt, 3);
 }
 QSA_KERNEL void attn_gather_bwd(const u16* q, const u16* k, const u16* v, const int* ids, const float* o,
                                 const float* lse, const float* d_o, float* dq, float* dk, float* dv, int batch,
