@@ -49,6 +49,17 @@ pub enum DecMerge {
     /// sm_90: the item's DEC_CLUSTER splits are one thread-block cluster and merge through
     /// distributed shared memory (`qsa_attn_dec_cl_fwd_*`, grid items x DEC_CLUSTER).
     Cluster,
+    /// The cluster kernel with the push merge (DEC_OPT_PUSH): each CTA stores its rows into
+    /// the merging ranks' inboxes before the one cluster barrier, so no remote-load round trip
+    /// and no second barrier (`QSA_ATTN_DEC_MERGE=push`; not yet measured).
+    Push,
+}
+
+impl DecMerge {
+    /// Whether the item's splits are one thread-block cluster (the `_cl_` kernel).
+    pub fn clustered(self) -> bool {
+        matches!(self, DecMerge::Cluster | DecMerge::Push)
+    }
 }
 
 /// What a probe launch leaves out (the kernel's DEC_PROBE_*): timed next to the full kernel, the
@@ -63,6 +74,11 @@ pub enum DecProbe {
     NoKv,
     /// The K/V copies without the math (o = 0, lse = -inf).
     NoMath,
+    /// Return once q and the unit list are in registers: the head of the dependent chain
+    /// (launch, the ids' and q's loads, the list).
+    List,
+    /// Return after the per-warp loop: everything but the CTA and cluster merges.
+    Loop,
 }
 
 impl DecProbe {
@@ -72,14 +88,29 @@ impl DecProbe {
             DecProbe::Launch => 1,
             DecProbe::NoKv => 2,
             DecProbe::NoMath => 3,
+            DecProbe::List => 4,
+            DecProbe::Loop => 5,
         }
     }
 }
 
+/// opts bit 3 (DEC_OPT_L2_256): the K/V copies' 256-byte L2 prefetch.
+const OPT_L2_256: i32 = 8;
+/// opts bit 4 (DEC_OPT_PUSH): the cluster kernel's push merge.
+const OPT_PUSH: i32 = 16;
+
 impl DecodePlan {
-    /// The kernel's `opts` argument: the probe (DEC_PROBE_MASK), 0 for the attention.
+    /// The kernel's `opts` argument: the probe (DEC_PROBE_MASK, 0 for the attention), the L2
+    /// prefetch bit and the push-merge bit.
     pub fn opts(&self) -> i32 {
-        self.probe.map_or(0, DecProbe::code)
+        let mut opts = self.probe.map_or(0, DecProbe::code);
+        if self.l2_256 {
+            opts |= OPT_L2_256;
+        }
+        if self.merge == DecMerge::Push {
+            opts |= OPT_PUSH;
+        }
+        opts
     }
 
     /// The kernel of a `bf16` / `f16` call: two units per step (`pair`) is its own bf16
@@ -90,9 +121,10 @@ impl DecodePlan {
         } else {
             ""
         };
-        match self.merge {
-            DecMerge::Cluster => format!("qsa_attn_dec_cl_fwd_{pair}{sfx}"),
-            _ => format!("qsa_attn_dec_fwd_{pair}{sfx}"),
+        if self.merge.clustered() {
+            format!("qsa_attn_dec_cl_fwd_{pair}{sfx}")
+        } else {
+            format!("qsa_attn_dec_fwd_{pair}{sfx}")
         }
     }
 }
@@ -102,6 +134,8 @@ pub const DEC_CLUSTER: usize = 8;
 /// Floats of one warp's merge area (DEC_MERGE_FLOATS) and of the cluster kernel's CTA result.
 const MERGE_FLOATS: usize = 2 * DEC_ROWS + DEC_ROWS * 128;
 const CTA_RESULT_FLOATS: usize = DEC_ROWS * 128 + DEC_ROWS;
+/// Floats of the push merge's inbox (DEC_INBOX_FLOATS): DEC_CLUSTER senders x 2 rows, o and lse.
+const INBOX_FLOATS: usize = DEC_ROWS * 128 + DEC_ROWS;
 
 /// The decode kernel's launch plan for one shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,6 +151,8 @@ pub struct DecodePlan {
     /// Two units (32 keys) per softmax step: bf16's `_pair_` kernel (f16 takes the one-unit one).
     pub pair: bool,
     pub merge: DecMerge,
+    /// The K/V copies ask L2 for whole 256-byte rows (QSA_ATTN_DEC_PREFETCH=256).
+    pub l2_256: bool,
     /// A development ablation (QSA_ATTN_DEC_PROBE): the launch runs, its output is not the
     /// attention. None in every plan the dispatch makes by itself.
     pub probe: Option<DecProbe>,
@@ -146,8 +182,9 @@ fn number(sw: &Switches, key: &str, lo: usize, hi: usize) -> Result<Option<usize
 /// a backward, t > 32, a prefill-sized grid, or `QSA_ATTN_KERNEL=staged`. `QSA_ATTN_KERNEL=
 /// decode` forces it on any shape where it is built (elsewhere the staged kernel runs, as a
 /// forced top-k kernel falls back). Sweep switches: QSA_ATTN_DEC_WARPS, QSA_ATTN_DEC_STAGES,
-/// QSA_ATTN_DEC_SPLITS, QSA_ATTN_DEC_MERGE (kernel | launch | cluster), QSA_ATTN_DEC_PAIR; the
-/// ablation QSA_ATTN_DEC_PROBE (launch | no_kv | no_math: the output is then NOT the attention).
+/// QSA_ATTN_DEC_SPLITS, QSA_ATTN_DEC_MERGE (kernel | launch | cluster | push),
+/// QSA_ATTN_DEC_PAIR, QSA_ATTN_DEC_PREFETCH (none | 256); the ablation QSA_ATTN_DEC_PROBE
+/// (launch | no_kv | no_math | list | loop: the output is then NOT the attention).
 #[allow(clippy::too_many_arguments)]
 pub fn decode_plan(
     caps: &TargetCaps,
@@ -202,7 +239,8 @@ pub fn decode_plan(
         // Forced where there are no clusters, it falls back to the ticket merge (as a forced
         // top-k kernel falls back), so one sweep runs on every target.
         Some("cluster") if clusters => DecMerge::Cluster,
-        Some("cluster") => DecMerge::Kernel,
+        Some("push") if clusters => DecMerge::Push,
+        Some("cluster") | Some("push") => DecMerge::Kernel,
         // Split items on sm_90 merge through a cluster: H200, 2026-12-02 03:47 UTC
         // (/work/wt/results/attndec-2/bench/bench.md), one query x 8 KV heads at 262K: group 16
         // 12.0 us against the ticket merge's 13.6, group 8 10.6 against 12.6.
@@ -222,21 +260,19 @@ pub fn decode_plan(
         Some("launch") => DecMerge::Launch,
         Some(v) => {
             return Err(BackendError::Input(format!(
-                "QSA_ATTN_DEC_MERGE={}: expected kernel, launch or cluster",
+                "QSA_ATTN_DEC_MERGE={}: expected kernel, launch, cluster or push",
                 crate::echo::value(v)
             )))
         }
     };
-    if merge == DecMerge::Cluster
-        && nsplit != DEC_CLUSTER
-        && sw.get("QSA_ATTN_DEC_SPLITS").is_some()
-    {
+    if merge.clustered() && nsplit != DEC_CLUSTER && sw.get("QSA_ATTN_DEC_SPLITS").is_some() {
         return Err(BackendError::Input(format!(
-            "QSA_ATTN_DEC_MERGE=cluster runs {DEC_CLUSTER} splits per item (the kernel's \
-             cluster size), QSA_ATTN_DEC_SPLITS={nsplit} asked: drop it or set {DEC_CLUSTER}"
+            "QSA_ATTN_DEC_MERGE={} runs {DEC_CLUSTER} splits per item (the kernel's \
+             cluster size), QSA_ATTN_DEC_SPLITS={nsplit} asked: drop it or set {DEC_CLUSTER}",
+            sw.get("QSA_ATTN_DEC_MERGE").unwrap_or("cluster")
         )));
     }
-    let nsplit = if merge == DecMerge::Cluster {
+    let nsplit = if merge.clustered() {
         DEC_CLUSTER
     } else {
         nsplit
@@ -263,29 +299,44 @@ pub fn decode_plan(
         Some("launch") => Some(DecProbe::Launch),
         Some("no_kv") => Some(DecProbe::NoKv),
         Some("no_math") => Some(DecProbe::NoMath),
+        Some("list") => Some(DecProbe::List),
+        Some("loop") => Some(DecProbe::Loop),
         Some(v) => {
             return Err(BackendError::Input(format!(
-                "QSA_ATTN_DEC_PROBE={}: expected launch, no_kv or no_math (a timing ablation whose \
-                 output is not the attention; leave it unset for the real kernel)",
+                "QSA_ATTN_DEC_PROBE={}: expected launch, no_kv, no_math, list or loop (a timing \
+                 ablation whose output is not the attention; leave it unset for the real kernel)",
+                crate::echo::value(v)
+            )))
+        }
+    };
+    // QSA_ATTN_DEC_PREFETCH=256: the copies' L2::256B prefetch size (a cache hint: same result).
+    let l2_256 = match sw.get("QSA_ATTN_DEC_PREFETCH") {
+        None | Some("none") => false,
+        Some("256") => true,
+        Some(v) => {
+            return Err(BackendError::Input(format!(
+                "QSA_ATTN_DEC_PREFETCH={}: expected none or 256 (bytes L2 fetches per copy)",
                 crate::echo::value(v)
             )))
         }
     };
     let ring = warps * stages * DEC_STAGE_BYTES;
-    let shared = if merge == DecMerge::Cluster {
-        // The CTA's own (o, lse) lies after the warps' merge areas.
-        let need = (warps * MERGE_FLOATS + CTA_RESULT_FLOATS) * 4;
-        if need.max(ring) > limit {
-            return Err(BackendError::Shape(format!(
-                "the cluster merge with {warps} warps needs {} bytes of shared memory, {} allows {limit}",
-                need.max(ring),
-                caps.name
-            )));
-        }
-        need.max(ring)
-    } else {
-        ring
+    let shared = match merge {
+        // The CTA's own (o, lse) lies after the warps' merge areas (over the ring: written
+        // once every warp is out of it).
+        DecMerge::Cluster => ((warps * MERGE_FLOATS + CTA_RESULT_FLOATS) * 4).max(ring),
+        // The inbox lies past both the ring and the merge areas: pushes land while the
+        // owner may still run its loop.
+        DecMerge::Push => (warps * MERGE_FLOATS * 4).max(ring) + INBOX_FLOATS * 4,
+        _ => ring,
     };
+    if shared > limit {
+        return Err(BackendError::Shape(format!(
+            "the {merge:?} merge with {warps} warps x {stages} stages needs {shared} bytes of shared \
+             memory, {} allows {limit}",
+            caps.name
+        )));
+    }
     Ok(Some(DecodePlan {
         items,
         nsplit,
@@ -293,6 +344,7 @@ pub fn decode_plan(
         stages,
         pair,
         merge,
+        l2_256,
         probe,
         shared: shared as u32,
     }))
@@ -306,6 +358,7 @@ pub fn dispatch_name(plan: &DecodePlan) -> &'static str {
         (true, DecMerge::Kernel) => "decode_split",
         (true, DecMerge::Launch) => "decode_combine",
         (_, DecMerge::Cluster) => "decode_cluster",
+        (_, DecMerge::Push) => "decode_push",
     }
 }
 
@@ -446,7 +499,10 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(e.contains("expected kernel, launch or cluster"), "{e}");
+        assert!(
+            e.contains("expected kernel, launch, cluster or push"),
+            "{e}"
+        );
         // The cluster merge: sm_90 only (else the ticket merge), eight splits, the CTA result
         // after the warps' areas (8 x 8320 + 8256 bytes, over a one-stage ring of 69632).
         let cl = sw(&[("QSA_ATTN_DEC_MERGE", "cluster")]);
@@ -537,7 +593,100 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(e.contains("expected launch, no_kv or no_math"), "{e}");
+        assert!(
+            e.contains("expected launch, no_kv, no_math, list or loop"),
+            "{e}"
+        );
+        // The push merge: the cluster kernel with opts bit 4, its inbox past the ring and the
+        // merge areas (8 warps x 1 stage: max(69632, 66560) + 8256 bytes).
+        let p = decode_plan(
+            &h200c,
+            &sw(&[("QSA_ATTN_DEC_MERGE", "push")]),
+            1,
+            1,
+            128,
+            8,
+            16,
+            false,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            (p.merge, p.nsplit, p.stages, p.shared),
+            (DecMerge::Push, 8, 1, 77_888)
+        );
+        assert_eq!((p.opts(), dispatch_name(&p)), (16, "decode_push"));
+        assert_eq!(p.kernel("bf16"), "qsa_attn_dec_cl_fwd_bf16");
+        let p = decode_plan(
+            &h200,
+            &sw(&[("QSA_ATTN_DEC_MERGE", "push")]),
+            1,
+            1,
+            128,
+            8,
+            16,
+            false,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(p.merge, DecMerge::Kernel, "no clusters: the ticket merge");
+        let e = decode_plan(
+            &h200c,
+            &sw(&[("QSA_ATTN_DEC_MERGE", "push"), ("QSA_ATTN_DEC_SPLITS", "2")]),
+            1,
+            1,
+            128,
+            8,
+            16,
+            false,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("QSA_ATTN_DEC_MERGE=push runs 8 splits"), "{e}");
+        // The L2 prefetch bit and the chain probes combine with the rest of opts.
+        let s = sw(&[
+            ("QSA_ATTN_DEC_PREFETCH", "256"),
+            ("QSA_ATTN_DEC_PROBE", "loop"),
+        ]);
+        let p = decode_plan(&h200, &s, 1, 16, 128, 8, 16, false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (p.l2_256, p.probe, p.opts()),
+            (true, Some(DecProbe::Loop), 8 | 5)
+        );
+        let p = decode_plan(
+            &h200c,
+            &sw(&[
+                ("QSA_ATTN_DEC_PROBE", "list"),
+                ("QSA_ATTN_DEC_MERGE", "push"),
+            ]),
+            1,
+            1,
+            128,
+            8,
+            16,
+            false,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(p.opts(), 16 | 4);
+        let e = decode_plan(
+            &h200,
+            &sw(&[("QSA_ATTN_DEC_PREFETCH", "128")]),
+            1,
+            1,
+            128,
+            8,
+            16,
+            false,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("QSA_ATTN_DEC_PREFETCH=128: expected none or 256"),
+            "{e}"
+        );
         let sm86 = caps("sm_86", 101_376, 82, true);
         let e = decode_plan(
             &sm86,

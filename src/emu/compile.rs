@@ -17,7 +17,7 @@ pub const DYN_SHARED_MAX: u32 = 256 * 1024;
 
 /// Part of every module's cache key: change it with what `wrapper` generates (the wrapper
 /// itself is made only on a cache miss, after preprocessing).
-const WRAPPER_LAYOUT: &str = "4: TLS init functions; dynamic shared arrays defined before the source; kernels and cluster sizes from the preprocessor";
+const WRAPPER_LAYOUT: &str = "5: TLS init functions; dynamic shared arrays (named in the source or common/) defined before the source; kernels and cluster sizes from the preprocessor";
 
 /// Defined only when preprocessing a source to list its kernels: kernels/common/emu_cluster.h
 /// then spells `QSA_CLUSTER_DIMS(x)` as `qsa_emu_cluster_dims(x)`, so the cluster size of each
@@ -116,9 +116,24 @@ pub fn dynamic_shared_names(source: &str) -> Vec<String> {
     names
 }
 
+/// The dynamic shared arrays of a module: named in its source `text` or in a common/ header
+/// (a kernel body moved into a header declares its array there: selection_attention.cu's
+/// split left none in the .cu).
+pub fn module_dynamic_shared_names(kernels_dir: &Path, text: &str) -> BackendResult<Vec<String>> {
+    let mut all = text.to_string();
+    for header in common_headers(&kernels_dir.join("common"))? {
+        all += &read(&header)?;
+    }
+    Ok(dynamic_shared_names(&all))
+}
+
 /// The translation unit that becomes the module: the kernel source, the runtime, the
-/// dynamic shared arrays and the registry of `kernels`.
-fn wrapper(source_path: &Path, source: &str, kernels: &[KernelDecl]) -> BackendResult<String> {
+/// dynamic shared arrays (`dyn_names`) and the registry of `kernels`.
+fn wrapper(
+    source_path: &Path,
+    dyn_names: &[String],
+    kernels: &[KernelDecl],
+) -> BackendResult<String> {
     if kernels.is_empty() {
         return Err(BackendError::Input(format!(
             "{} declares no QSA_KERNEL for this target: nothing to emulate",
@@ -133,7 +148,7 @@ fn wrapper(source_path: &Path, source: &str, kernels: &[KernelDecl]) -> BackendR
     // g++ references weakly and, in a -fvisibility=hidden build, calls without checking
     // that it exists: undefined, the call jumps to address 0.
     w += "#include \"common/portable.h\"\n";
-    for d in dynamic_shared_names(source) {
+    for d in dyn_names {
         w += &format!(
             "thread_local __attribute__((aligned(16))) unsigned char {d}[{DYN_SHARED_MAX}];\n\
              extern \"C\" void _ZTH{}{d}() {{}}\n",
@@ -234,7 +249,8 @@ pub fn build(
         ))
     })?;
     let own = preprocess(kernels_dir, source, t)?;
-    let wrapper = wrapper(source, &text, &kernel_decls(&own))?;
+    let names = module_dynamic_shared_names(kernels_dir, &text)?;
+    let wrapper = wrapper(source, &names, &kernel_decls(&own))?;
     // Unique scratch names, renamed into place: concurrent builds of one module are safe.
     let tag = format!("{}-{:?}", std::process::id(), std::thread::current().id());
     let tag: String = tag.chars().filter(char::is_ascii_alphanumeric).collect();

@@ -72,7 +72,7 @@ impl EmuModule {
         let path = compile::build(kernels_dir, source, target, cache)?;
         let text = std::fs::read_to_string(source)
             .map_err(|e| BackendError::Device(format!("cannot read {}: {e}", source.display())))?;
-        let dyn_names = compile::dynamic_shared_names(&text);
+        let dyn_names = compile::module_dynamic_shared_names(kernels_dir, &text)?;
         let syms = compile::tls_symbols(&path)?;
         let anchor = syms
             .iter()
