@@ -100,13 +100,19 @@ DEC_PROBES = [{"QSA_ATTN_DEC_PROBE": p} for p in ("launch", "no_kv", "no_math", 
 # Session 8 (issue 13): the chain probes above (list: launch + ids / q loads + the unit list;
 # loop: everything but the merges), the cluster kernel's push merge (remote stores into the
 # merging ranks' inboxes, one cluster barrier, no remote loads), the copies' 256-byte L2
-# prefetch (is the 16-query K/V floor the DRAM's access pattern?), alone and on the copy floor.
+# prefetch (is the 16-query K/V floor the DRAM's access pattern?), alone and on the copy floor;
+# the warps' units round-robin (the CTA streams neighbouring units together) and 2-4 units of
+# L2 look-ahead beyond the ring (more bytes in flight than shared memory holds).
 DEC_NEW = [{"QSA_ATTN_DEC_MERGE": "push"}, {"QSA_ATTN_DEC_MERGE": "push", "QSA_ATTN_DEC_WARPS": 4},
            {"QSA_ATTN_DEC_MERGE": "cluster", "QSA_ATTN_DEC_WARPS": 4},
            {"QSA_ATTN_DEC_MERGE": "push", "QSA_ATTN_DEC_PROBE": "no_kv"},
            {"QSA_ATTN_DEC_PREFETCH": 256},
            {"QSA_ATTN_DEC_PREFETCH": 256, "QSA_ATTN_DEC_WARPS": 4, "QSA_ATTN_DEC_STAGES": 4},
-           {"QSA_ATTN_DEC_PREFETCH": 256, "QSA_ATTN_DEC_PROBE": "no_math"}]
+           {"QSA_ATTN_DEC_PREFETCH": 256, "QSA_ATTN_DEC_PROBE": "no_math"},
+           {"QSA_ATTN_DEC_ORDER": "interleave"},
+           {"QSA_ATTN_DEC_AHEAD": 2}, {"QSA_ATTN_DEC_AHEAD": 4},
+           {"QSA_ATTN_DEC_AHEAD": 4, "QSA_ATTN_DEC_PROBE": "no_math"},
+           {"QSA_ATTN_DEC_AHEAD": 4, "QSA_ATTN_DEC_ORDER": "interleave", "QSA_ATTN_DEC_PREFETCH": 256}]
 # --decode-sweep new: only the probes and DEC_NEW (the earlier sweeps were measured in session 7).
 DEC_SWEEP = "all"
 # The decode kernel against the staged kernel as work items per SM grow (group 16, 8 KV heads,
@@ -286,7 +292,10 @@ CHECK_DECODE = [("decode", {"QSA_ATTN_KERNEL": "decode"}),
                 ("decode merge=push warps=4 stages=2", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_MERGE": "push",
                                                         "QSA_ATTN_DEC_WARPS": 4, "QSA_ATTN_DEC_STAGES": 2}),
                 ("decode prefetch=256 split=3", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_PREFETCH": 256,
-                                                 "QSA_ATTN_DEC_SPLITS": 3})]
+                                                 "QSA_ATTN_DEC_SPLITS": 3}),
+                ("decode order=interleave ahead=3 warps=3", {"QSA_ATTN_KERNEL": "decode",
+                                                             "QSA_ATTN_DEC_ORDER": "interleave",
+                                                             "QSA_ATTN_DEC_AHEAD": 3, "QSA_ATTN_DEC_WARPS": 3})]
 DECODE = [("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 128, 8),
           ("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 64, 8),
           ("decode 1 q x 8 kv heads, 262K", 1, 1, 262144, 128, 8),

@@ -23,7 +23,7 @@ const MMA_LIMIT: f64 = 5e-5;
 type Pairs = &'static [(&'static str, &'static str)];
 
 /// (label, switches, the dispatch name the plan must report).
-const PLANS: [(&str, Pairs, &str); 10] = [
+const PLANS: [(&str, Pairs, &str); 11] = [
     ("auto", &[], "decode"),
     (
         "split 3, combine launch",
@@ -97,6 +97,18 @@ const PLANS: [(&str, Pairs, &str); 10] = [
         "push merge",
         &[("QSA_ATTN_DEC_MERGE", "push")],
         "decode_push",
+    ),
+    // Units dealt round-robin to the warps (uneven counts: 3 warps), L2 look-ahead of 2.
+    (
+        "interleaved units, 3 warps, look-ahead 2, split 2",
+        &[
+            ("QSA_ATTN_DEC_ORDER", "interleave"),
+            ("QSA_ATTN_DEC_AHEAD", "2"),
+            ("QSA_ATTN_DEC_WARPS", "3"),
+            ("QSA_ATTN_DEC_SPLITS", "2"),
+            ("QSA_ATTN_DEC_STAGES", "1"),
+        ],
+        "decode_split",
     ),
 ];
 

@@ -59,6 +59,10 @@
 #define DEC_OPT_L2_256 8
 // Bit 4 (the cluster kernel): the push merge (dec_cluster_push_merge) instead of the pull one.
 #define DEC_OPT_PUSH 16
+// Bit 5: a warp takes every nwarp-th unit of its split instead of a contiguous run.
+#define DEC_OPT_INTERLEAVE 32
+// Bits 6-8: units of L2 look-ahead (0-7) beyond the ring.
+#define DEC_OPT_AHEAD_SHIFT 6
 // The lazy rescale's slack (log2 units): p <= 2^8 between rescales.
 #define DEC_RESCALE_SLACK 8.f
 
@@ -115,8 +119,15 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
   const int per_split = (L.total + nsplit - 1) / nsplit;
   const int s_beg = min(L.total, split * per_split), s_end = min(L.total, s_beg + per_split);
   const int per_warp = (s_end - s_beg + nwarp - 1) / nwarp;
-  const int beg = min(s_end, s_beg + warp * per_warp), end = min(s_end, beg + per_warp);
-  const int n = end - beg;
+  // The warp's units: a contiguous run, or (DEC_OPT_INTERLEAVE) every nwarp-th of the split's
+  // from s_beg + warp, so the CTA's warps stream neighbouring units at the same time.
+  const bool inter = (opts & DEC_OPT_INTERLEAVE) != 0;
+  const int beg = inter ? s_beg + warp : min(s_end, s_beg + warp * per_warp);
+  const int ustride = inter ? nwarp : 1;
+  const int n = inter ? max(0, (s_end - beg + nwarp - 1) / nwarp) : min(s_end, beg + per_warp) - beg;
+  // L2 look-ahead (DEC_OPT_AHEAD): unit u + stages + ahead is prefetched into L2 when unit
+  // u + stages is issued, so more bytes are on their way from DRAM than the ring holds.
+  const int ahead = copy_kv ? (opts >> DEC_OPT_AHEAD_SHIFT) & 7 : 0;
   dec_u16* ring = (dec_u16*)smem_raw + (long long)warp * stages * (2 * DEC_TILE);
   const int row = hkv * DEC_D;  // elements between consecutive keys (the host bounds hkv)
   const long long lane_off = dec_lane_offset(it, kv_len, hkv);
@@ -142,9 +153,12 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
 
   // Prologue: `stages` groups in flight (empty groups past the warp's units keep the count).
   for (int s = 0; s < stages; ++s) {
-    if (s < n && copy_kv) dec_issue(ring + s * 2 * DEC_TILE, k, v, lane_off, row, dec_unit_key(L, beg + s), it.q_pos, l2_256);
+    if (s < n && copy_kv)
+      dec_issue(ring + s * 2 * DEC_TILE, k, v, lane_off, row, dec_unit_key(L, beg + s * ustride), it.q_pos, l2_256);
     else qsa_cp_async_commit();
   }
+  for (int s = stages; s < stages + ahead && s < n; ++s)
+    dec_prefetch_l2(k, v, lane_off, row, dec_unit_key(L, beg + s * ustride), it.q_pos);
   // With PAIR, two units per iteration (32 keys, one softmax step): twice the independent mma
   // chains per warp where one or two warps per scheduler leave latency exposed. bf16 only:
   // f16's second accumulator set leaves no registers for it (ptxas spills).
@@ -154,8 +168,8 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
   for (int u = 0; u < n; u += step) {
     const bool two = pairs && u + 1 < n;
     const int slot1 = slot + 1 == stages ? 0 : slot + 1;
-    const long long key0 = dec_unit_key(L, beg + u);
-    const long long key1 = two ? dec_unit_key(L, beg + u + 1) : key0;
+    const long long key0 = dec_unit_key(L, beg + u * ustride);
+    const long long key1 = two ? dec_unit_key(L, beg + (u + 1) * ustride) : key0;
     dec_wait(stages - step);
     QSA_SYNCWARP();
     const dec_u16* ks0 = ring + slot * 2 * DEC_TILE;
@@ -242,7 +256,9 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
       const int w = u + x;
       if (w < n && w + stages < n && copy_kv) {
         dec_issue(ring + (x == 0 ? slot : slot1) * 2 * DEC_TILE, k, v, lane_off, row,
-                  dec_unit_key(L, beg + w + stages), it.q_pos, l2_256);
+                  dec_unit_key(L, beg + (w + stages) * ustride), it.q_pos, l2_256);
+        if (w + stages + ahead < n && ahead > 0)
+          dec_prefetch_l2(k, v, lane_off, row, dec_unit_key(L, beg + (w + stages + ahead) * ustride), it.q_pos);
       } else {
         qsa_cp_async_commit();
       }

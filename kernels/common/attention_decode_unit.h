@@ -170,6 +170,19 @@ QSA_DEVICE void dec_issue(dec_u16* stage, const dec_u16* __restrict__ k, const d
   qsa_cp_async_commit();
 }
 
+// Prefetch the unit at `key0` into L2 (no shared memory, no wait): lane l takes half l % 2 (128
+// bytes) of row l / 2 of K and of V; rows past the causal edge are skipped.
+QSA_DEVICE void dec_prefetch_l2(const dec_u16* __restrict__ k, const dec_u16* __restrict__ v, long long lane_off,
+                                long long row, long long key0, long long q_pos) {
+  const int lane = qsa_lane(), r = lane / 2;
+  if (key0 + r > q_pos) return;
+  // lane_off is lane (lane / 16, chunk lane % 16)'s: back to row 0, chunk 0, then this lane's.
+  const long long base = lane_off - (lane / 16) * row - (lane % 16) * 8;
+  const long long off = base + (key0 + r) * row + (lane % 2) * 64;
+  qsa_prefetch_l2(k + off);
+  qsa_prefetch_l2(v + off);
+}
+
 // Wait until at most `pending` committed groups of this thread are still in flight.
 QSA_DEVICE void dec_wait(int pending) {
   switch (pending) {

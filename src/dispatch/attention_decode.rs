@@ -98,6 +98,12 @@ impl DecProbe {
 const OPT_L2_256: i32 = 8;
 /// opts bit 4 (DEC_OPT_PUSH): the cluster kernel's push merge.
 const OPT_PUSH: i32 = 16;
+/// opts bit 5 (DEC_OPT_INTERLEAVE): a warp takes every warps-th unit of its split.
+const OPT_INTERLEAVE: i32 = 32;
+/// opts bits 6-8 (DEC_OPT_AHEAD_SHIFT): units of L2 look-ahead.
+const OPT_AHEAD_SHIFT: i32 = 6;
+/// The largest look-ahead the three bits hold.
+const MAX_AHEAD: usize = 7;
 
 impl DecodePlan {
     /// The kernel's `opts` argument: the probe (DEC_PROBE_MASK, 0 for the attention), the L2
@@ -110,7 +116,10 @@ impl DecodePlan {
         if self.merge == DecMerge::Push {
             opts |= OPT_PUSH;
         }
-        opts
+        if self.interleave {
+            opts |= OPT_INTERLEAVE;
+        }
+        opts | ((self.ahead as i32) << OPT_AHEAD_SHIFT)
     }
 
     /// The kernel of a `bf16` / `f16` call: two units per step (`pair`) is its own bf16
@@ -153,6 +162,10 @@ pub struct DecodePlan {
     pub merge: DecMerge,
     /// The K/V copies ask L2 for whole 256-byte rows (QSA_ATTN_DEC_PREFETCH=256).
     pub l2_256: bool,
+    /// A warp takes every warps-th unit of its split (QSA_ATTN_DEC_ORDER=interleave).
+    pub interleave: bool,
+    /// Units prefetched into L2 beyond the ring (QSA_ATTN_DEC_AHEAD, 0-7).
+    pub ahead: usize,
     /// A development ablation (QSA_ATTN_DEC_PROBE): the launch runs, its output is not the
     /// attention. None in every plan the dispatch makes by itself.
     pub probe: Option<DecProbe>,
@@ -183,7 +196,8 @@ fn number(sw: &Switches, key: &str, lo: usize, hi: usize) -> Result<Option<usize
 /// decode` forces it on any shape where it is built (elsewhere the staged kernel runs, as a
 /// forced top-k kernel falls back). Sweep switches: QSA_ATTN_DEC_WARPS, QSA_ATTN_DEC_STAGES,
 /// QSA_ATTN_DEC_SPLITS, QSA_ATTN_DEC_MERGE (kernel | launch | cluster | push),
-/// QSA_ATTN_DEC_PAIR, QSA_ATTN_DEC_PREFETCH (none | 256); the ablation QSA_ATTN_DEC_PROBE
+/// QSA_ATTN_DEC_PAIR, QSA_ATTN_DEC_PREFETCH (none | 256), QSA_ATTN_DEC_ORDER (contiguous |
+/// interleave), QSA_ATTN_DEC_AHEAD (0-7 units of L2 look-ahead); the ablation QSA_ATTN_DEC_PROBE
 /// (launch | no_kv | no_math | list | loop: the output is then NOT the attention).
 #[allow(clippy::too_many_arguments)]
 pub fn decode_plan(
@@ -320,6 +334,17 @@ pub fn decode_plan(
             )))
         }
     };
+    let interleave = match sw.get("QSA_ATTN_DEC_ORDER") {
+        None | Some("contiguous") => false,
+        Some("interleave") => true,
+        Some(v) => {
+            return Err(BackendError::Input(format!(
+                "QSA_ATTN_DEC_ORDER={}: expected contiguous or interleave (how a CTA's units are dealt to its warps)",
+                crate::echo::value(v)
+            )))
+        }
+    };
+    let ahead = number(sw, "QSA_ATTN_DEC_AHEAD", 0, MAX_AHEAD)?.unwrap_or(0);
     let ring = warps * stages * DEC_STAGE_BYTES;
     let shared = match merge {
         // The CTA's own (o, lse) lies after the warps' merge areas (over the ring: written
@@ -345,6 +370,8 @@ pub fn decode_plan(
         pair,
         merge,
         l2_256,
+        interleave,
+        ahead,
         probe,
         shared: shared as u32,
     }))

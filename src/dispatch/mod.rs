@@ -194,6 +194,14 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
         "none | 256: the decode attention kernel's K/V copies ask L2 for whole 256-byte rows (cp.async .L2::256B; qsa's sweep switch)",
     ),
     (
+        "QSA_ATTN_DEC_ORDER",
+        "contiguous | interleave: the decode attention kernel deals each warp a run of its CTA's units, or every warps-th unit (qsa's sweep switch)",
+    ),
+    (
+        "QSA_ATTN_DEC_AHEAD",
+        "0-7: units of K/V the decode attention kernel prefetches into L2 beyond its cp.async ring (qsa's sweep switch)",
+    ),
+    (
         "QSA_ATTN_NBUF",
         "1 | 2: staged K/V buffers of the staged attention kernel (qsa's sweep switch)",
     ),
