@@ -106,7 +106,7 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
   unsigned qa[8][4];
   dec_load_q<E>(q, it, q_len, hq, qa);
   // This warp's units: the split's contiguous share, then the warp's.
-  const DecList L = dec_list(ids, it, q_len, hkv, t);
+  const DecList L = dec_list(ids, it, t);
   if (probe == DEC_PROBE_LIST) {
     unsigned x = (unsigned)L.total ^ (unsigned)L.incl;
 #pragma unroll

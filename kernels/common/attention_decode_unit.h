@@ -54,6 +54,7 @@ struct DecF16 {
 // The geometry of one work item, decoded from its index.
 struct DecItem {
   int b, i, g, chunk;
+  unsigned token_head;  // (b x q_len + i) x hkv + g = item / nchunk: the row of the item's ids
   int group;
   long long q_pos;
   int rows;  // valid rows (query heads) of the chunk: min(16, group - 16 chunk)
@@ -66,9 +67,9 @@ QSA_DEVICE DecItem dec_item(unsigned item, int q_len, int kv_len, int hq, int hk
   DecItem it;
   it.group = hq / hkv;
   const unsigned nchunk = (unsigned)(it.group + DEC_ROWS - 1) / DEC_ROWS;
-  unsigned x = item;
-  it.chunk = (int)(x % nchunk);
-  x /= nchunk;
+  unsigned x = item / nchunk;
+  it.chunk = (int)(item - x * nchunk);
+  it.token_head = x;
   it.g = (int)(x % (unsigned)hkv);
   x /= (unsigned)hkv;
   it.i = (int)(x % (unsigned)q_len);
@@ -98,11 +99,11 @@ struct DecList {
   int id, nsub, incl, total;
 };
 
-QSA_DEVICE DecList dec_list(const int* __restrict__ ids, const DecItem& it, int q_len, int hkv, int t) {
+QSA_DEVICE DecList dec_list(const int* __restrict__ ids, const DecItem& it, int t) {
   const int lane = qsa_lane();
   DecList L;
   L.id = -1;
-  if (lane < t) L.id = ids[(((long long)it.b * q_len + it.i) * hkv + it.g) * t + lane];
+  if (lane < t) L.id = ids[(long long)it.token_head * t + lane];  // two divisions into the chain
   bool dup = false;
   for (int u = 0; u < 31; ++u) {  // a repeat of an earlier slot counts once
     const int other = qsa_shfl(L.id, u);
