@@ -149,26 +149,41 @@ QSA_DEVICE void dec_cta_merge(float* smem, const float (&m)[2], const float (&l)
     *(float2*)(mo + (tg + 8) * DEC_D + c) = make_float2(acc[j][2], acc[j][3]);
   }
   QSA_SYNC();
+  // Per row, once: warp w's weight exp(m_w - M) / L over its own m slot, the row's lse in warp
+  // 0's l slot; eight lanes per row (lane w: warp w), reduced by shuffles, where one thread per
+  // row looped over the warps (each slot is read and written by its own lane only).
+  for (int x = threadIdx.x; x < DEC_ROWS * 8; x += blockDim.x) {  // whole warps: 128 % 32 == 0
+    const int r = x / 8, w = x % 8;
+    const bool on = w < nwarp;
+    float* a = smem + w * DEC_MERGE_FLOATS;
+    const float mw = on ? a[r] : dec_neg_inf();
+    const float lw = on ? a[DEC_ROWS + r] : 0.f;
+    float M = mw;
+    M = fmaxf(M, qsa_shfl_xor(M, 1));
+    M = fmaxf(M, qsa_shfl_xor(M, 2));
+    M = fmaxf(M, qsa_shfl_xor(M, 4));
+    const float wt = M == dec_neg_inf() ? 0.f : expf(mw - M);  // empty warp: 0
+    float sum = wt * lw;
+    sum += qsa_shfl_xor(sum, 1);
+    sum += qsa_shfl_xor(sum, 2);
+    sum += qsa_shfl_xor(sum, 4);
+    const bool none = !(sum > 0.f);
+    if (on) a[r] = none ? 0.f : wt / sum;
+    if (w == 0) a[DEC_ROWS + r] = none ? dec_neg_inf() : M + logf(sum);  // read below
+  }
+  QSA_SYNC();
   // O: four dims of a row per thread, every warp's float4 of them in flight together (the warp
-  // loop unrolled to its bound, DEC_MAX_WARPS), each thread deriving its row's weights itself:
-  // the max over the warps' m, then exp(m_w - M) and the sum of the weighted l in the same pass
-  // (one barrier less than a per-row weight pass between two barriers; 8 exps a thread).
+  // loop unrolled to its bound, DEC_MAX_WARPS).
   for (int e = threadIdx.x; e < DEC_ROWS * DEC_D / 4; e += blockDim.x) {
     const int r = e / (DEC_D / 4), d = 4 * (e % (DEC_D / 4));
     if (r >= rows) continue;
     const int c = dec_swizzle(r, d);
-    float M = dec_neg_inf();
-#pragma unroll
-    for (int w = 0; w < DEC_MAX_WARPS; ++w)
-      if (w < nwarp) M = fmaxf(M, smem[w * DEC_MERGE_FLOATS + r]);
-    float sum = 0.f;
     float4 val = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
     for (int w = 0; w < DEC_MAX_WARPS; ++w) {
       if (w < nwarp) {
         const float* ws = smem + w * DEC_MERGE_FLOATS;
-        const float wt = M == dec_neg_inf() ? 0.f : expf(ws[r] - M);  // empty warp: 0
-        sum += wt * ws[DEC_ROWS + r];
+        const float wt = ws[r];
         const float4 x = *(const float4*)(ws + 2 * DEC_ROWS + r * DEC_D + c);
         val.x += wt * x.x;
         val.y += wt * x.y;
@@ -176,10 +191,7 @@ QSA_DEVICE void dec_cta_merge(float* smem, const float (&m)[2], const float (&l)
         val.w += wt * x.w;
       }
     }
-    const bool none = !(sum > 0.f);
-    const float inv = none ? 0.f : 1.f / sum;
-    val = make_float4(val.x * inv, val.y * inv, val.z * inv, val.w * inv);
-    const float L = none ? dec_neg_inf() : M + logf(sum);
+    const float L = smem[DEC_ROWS + r];
 #if defined(QSA_HAS_CLUSTERS)
     if (inbox) {
       constexpr int PER = DEC_ROWS / DEC_CLUSTER;
