@@ -114,9 +114,27 @@ DEC_WARPS_SPLITS = [{"QSA_ATTN_DEC_WARPS": w, "QSA_ATTN_DEC_SPLITS": n, "QSA_ATT
 # Ablations (QSA_ATTN_DEC_PROBE; the output of a probe is NOT the attention, so its rows are not
 # checked): the launch alone, the kernel without its K/V copies, the copies without the math; at
 # the dispatched plan, and the copies alone with deeper rings (is the K/V traffic itself the bound?).
-DEC_PROBES = [{"QSA_ATTN_DEC_PROBE": p} for p in ("launch", "no_kv", "no_math")] + \
+DEC_PROBES = [{"QSA_ATTN_DEC_PROBE": p} for p in ("launch", "no_kv", "no_math", "list", "loop")] + \
              [{"QSA_ATTN_DEC_PROBE": "no_math", "QSA_ATTN_DEC_WARPS": w, "QSA_ATTN_DEC_STAGES": st}
               for w, st in ((4, 4), (8, 3))]
+# Session 8 (issue 13): the chain probes above (list: launch + ids / q loads + the unit list;
+# loop: everything but the merges), the cluster kernel's push merge (remote stores into the
+# merging ranks' inboxes, one cluster barrier, no remote loads), the copies' 256-byte L2
+# prefetch (is the 16-query K/V floor the DRAM's access pattern?), alone and on the copy floor;
+# the warps' units round-robin (the CTA streams neighbouring units together) and 2-4 units of
+# L2 look-ahead beyond the ring (more bytes in flight than shared memory holds).
+DEC_NEW = [{"QSA_ATTN_DEC_MERGE": "push"}, {"QSA_ATTN_DEC_MERGE": "push", "QSA_ATTN_DEC_WARPS": 4},
+           {"QSA_ATTN_DEC_MERGE": "cluster", "QSA_ATTN_DEC_WARPS": 4},
+           {"QSA_ATTN_DEC_MERGE": "push", "QSA_ATTN_DEC_PROBE": "no_kv"},
+           {"QSA_ATTN_DEC_PREFETCH": 256},
+           {"QSA_ATTN_DEC_PREFETCH": 256, "QSA_ATTN_DEC_WARPS": 4, "QSA_ATTN_DEC_STAGES": 4},
+           {"QSA_ATTN_DEC_PREFETCH": 256, "QSA_ATTN_DEC_PROBE": "no_math"},
+           {"QSA_ATTN_DEC_ORDER": "interleave"},
+           {"QSA_ATTN_DEC_AHEAD": 2}, {"QSA_ATTN_DEC_AHEAD": 4},
+           {"QSA_ATTN_DEC_AHEAD": 4, "QSA_ATTN_DEC_PROBE": "no_math"},
+           {"QSA_ATTN_DEC_AHEAD": 4, "QSA_ATTN_DEC_ORDER": "interleave", "QSA_ATTN_DEC_PREFETCH": 256}]
+# --decode-sweep new: only the probes and DEC_NEW (the earlier sweeps were measured in session 7).
+DEC_SWEEP = "all"
 # The decode kernel against the staged kernel as work items per SM grow (group 16, 8 KV heads,
 # 262K; 8 items per query token): where the dispatch's MAX_ITEMS_PER_SM should switch.
 DECODE_ITEMS = [(f"decode {tq} q x 8 kv heads, 262K", 1, tq, 262144, 128, 8) for tq in (32, 64, 128, 256)]
@@ -286,11 +304,14 @@ def dec_sweep(qsa, shape, base):
     """(label, plan) of the decode kernel's sweep around `base` (a decode plan): the plans
     whose launches differ from it and from each other."""
     seen = [base["call"]]
-    tries = [{"QSA_ATTN_DEC_WARPS": w, "QSA_ATTN_DEC_STAGES": st} for w, st in DEC_WARPS_STAGES]
-    tries += [{"QSA_ATTN_DEC_SPLITS": n, "QSA_ATTN_DEC_MERGE": m} for n in DEC_SPLITS for m in DEC_MERGES]
-    tries += DEC_CLUSTER
-    tries += DEC_PAIR
-    tries += DEC_WARPS_SPLITS
+    tries = []
+    if DEC_SWEEP == "all":
+        tries += [{"QSA_ATTN_DEC_WARPS": w, "QSA_ATTN_DEC_STAGES": st} for w, st in DEC_WARPS_STAGES]
+        tries += [{"QSA_ATTN_DEC_SPLITS": n, "QSA_ATTN_DEC_MERGE": m} for n in DEC_SPLITS for m in DEC_MERGES]
+        tries += DEC_CLUSTER
+        tries += DEC_PAIR
+        tries += DEC_WARPS_SPLITS
+    tries += DEC_NEW
     tries += DEC_PROBES
     for sw in tries:
         try:
@@ -316,7 +337,15 @@ CHECK_DECODE = [("decode", {"QSA_ATTN_KERNEL": "decode"}),
                 ("decode warps=4 split=3", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_WARPS": 4,
                                             "QSA_ATTN_DEC_SPLITS": 3}),
                 ("decode pair=1 split=3", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_PAIR": 1,
-                                           "QSA_ATTN_DEC_SPLITS": 3})]
+                                           "QSA_ATTN_DEC_SPLITS": 3}),
+                ("decode merge=push", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_MERGE": "push"}),
+                ("decode merge=push warps=4 stages=2", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_MERGE": "push",
+                                                        "QSA_ATTN_DEC_WARPS": 4, "QSA_ATTN_DEC_STAGES": 2}),
+                ("decode prefetch=256 split=3", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_PREFETCH": 256,
+                                                 "QSA_ATTN_DEC_SPLITS": 3}),
+                ("decode order=interleave ahead=3 warps=3", {"QSA_ATTN_KERNEL": "decode",
+                                                             "QSA_ATTN_DEC_ORDER": "interleave",
+                                                             "QSA_ATTN_DEC_AHEAD": 3, "QSA_ATTN_DEC_WARPS": 3})]
 DECODE = [("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 128, 8),
           ("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 64, 8),
           ("decode 1 q x 8 kv heads, 262K", 1, 1, 262144, 128, 8),
@@ -883,9 +912,14 @@ def main():
     ap.add_argument("--fwd-sweep", choices=("all", "warp"), default="all",
                     help="the prefill forward's sweep rows: all (the warp forward's, the staged kernel's and "
                          "the ring's) or warp (the warp forward's only, SWEEP_WARP)")
+    ap.add_argument("--decode-sweep", choices=("all", "new"), default="all",
+                    help="the decode kernel's variant rows: every sweep (all), or only the probes and this "
+                         "session's variants (new: DEC_NEW, DEC_PROBES)")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     qsa_plan.add_plan_args(ap)
     a = ap.parse_args()
+    global DEC_SWEEP
+    DEC_SWEEP = a.decode_sweep
     planner = qsa_plan.Planner(a.qsa, a.target, a.matrix)
     if a.plan_only:
         return qsa_plan.plan_only(planned(Qsa(planner, None), a.check or not a.bench, a.bench or not a.check,

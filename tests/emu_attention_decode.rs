@@ -23,7 +23,7 @@ const MMA_LIMIT: f64 = 5e-5;
 type Pairs = &'static [(&'static str, &'static str)];
 
 /// (label, switches, the dispatch name the plan must report).
-const PLANS: [(&str, Pairs, &str); 8] = [
+const PLANS: [(&str, Pairs, &str); 11] = [
     ("auto", &[], "decode"),
     (
         "split 3, combine launch",
@@ -81,6 +81,35 @@ const PLANS: [(&str, Pairs, &str); 8] = [
         &[("QSA_ATTN_DEC_MERGE", "cluster")],
         "decode_cluster",
     ),
+    // sm_90 only (sm_86 falls back to the ticket merge): the inboxes past a two-stage ring of
+    // four warps, and the copies' L2 prefetch hint (the same copy here).
+    (
+        "push merge, 4 warps x 2 stages, L2 prefetch",
+        &[
+            ("QSA_ATTN_DEC_MERGE", "push"),
+            ("QSA_ATTN_DEC_WARPS", "4"),
+            ("QSA_ATTN_DEC_STAGES", "2"),
+            ("QSA_ATTN_DEC_PREFETCH", "256"),
+        ],
+        "decode_push",
+    ),
+    (
+        "push merge",
+        &[("QSA_ATTN_DEC_MERGE", "push")],
+        "decode_push",
+    ),
+    // Units dealt round-robin to the warps (uneven counts: 3 warps), L2 look-ahead of 2.
+    (
+        "interleaved units, 3 warps, look-ahead 2, split 2",
+        &[
+            ("QSA_ATTN_DEC_ORDER", "interleave"),
+            ("QSA_ATTN_DEC_AHEAD", "2"),
+            ("QSA_ATTN_DEC_WARPS", "3"),
+            ("QSA_ATTN_DEC_SPLITS", "2"),
+            ("QSA_ATTN_DEC_STAGES", "1"),
+        ],
+        "decode_split",
+    ),
 ];
 
 #[test]
@@ -99,11 +128,12 @@ fn decode_forward_matches_fp64_in_every_plan_shape() {
             let p = qsa::cases::attn_problem(m.seed, c, dist).unwrap();
             let want = attn_forward_f64(&p, None).unwrap();
             for (label, sw, name) in PLANS {
-                let name = if target == "sm_86" && name == "decode_cluster" {
-                    "decode_split"
-                } else {
-                    name
-                };
+                let name =
+                    if target == "sm_86" && (name == "decode_cluster" || name == "decode_push") {
+                        "decode_split"
+                    } else {
+                        name
+                    };
                 let what = format!("{target} {case}/{dist} {label}");
                 let run = race::check(
                     &caps,

@@ -29,7 +29,8 @@
 //     (DEC_MERGE_TICKET); or (qsa_attn_dec_cl_fwd_*, sm_90) the item's 8 splits are one
 //     thread-block cluster and merge through distributed shared memory (DEC_MERGE_CLUSTER).
 // Preconditions the host checks (src/dispatch/attention_decode.rs): t <= 32 (one id per
-// lane), blockDim.x = 32 x warps, dynamic shared = warps x stages x DEC_STAGE_BYTES,
+// lane), blockDim.x = 32 x warps, dynamic shared = warps x stages x DEC_STAGE_BYTES (the
+// cluster merges: at least the warps' merge areas and the CTA result or inbox after them),
 // 1 <= stages <= 4 (2 <= stages with DEC_OPT_PAIR: two units per step), and with the in-kernel
 // merge nsplit <= DEC_MAX_MERGE_SPLITS (its weight table, nsplit x 16 + 32 floats, lies over the
 // smallest ring: 8704 bytes).
@@ -41,21 +42,37 @@
 #pragma once
 #include "attention_decode_merge.h"
 
-// `opts` (src/dispatch/attention_decode.rs, DecodePlan::opts): bits 0-1 a probe, a development
+// `opts` (src/dispatch/attention_decode.rs, DecodePlan::opts): bits 0-2 a probe, a development
 // ablation whose output is NOT the attention (the bench's probe rows, never a dispatch default):
 // return at once (the launch floor of the same grid, block, shared bytes and cluster shape), no
-// K/V copies (the math on whatever the ring holds), or the copies without the math (o = 0,
-// lse = -inf).
-#define DEC_PROBE_MASK 3
+// K/V copies (the math on whatever the ring holds), the copies without the math (o = 0,
+// lse = -inf), return once q and the unit list are in registers (the chain's head: launch, ids
+// and q loads, the list), return after the loop (everything but the merges). The two last keep
+// their values alive through a store no real run takes (dec_sink), so nothing is optimised out.
+#define DEC_PROBE_MASK 7
 #define DEC_PROBE_LAUNCH 1
 #define DEC_PROBE_NO_KV 2
 #define DEC_PROBE_NO_MATH 3
-// CTAs of one cluster of qsa_attn_dec_cl_fwd_* (its splits per item).
-#define DEC_CLUSTER 8
+#define DEC_PROBE_LIST 4
+#define DEC_PROBE_LOOP 5
+// Bit 3: the K/V copies ask L2 for whole 256-byte rows (dec_issue's l2_256).
+#define DEC_OPT_L2_256 8
+// Bit 4 (the cluster kernel): the push merge (dec_cluster_push_merge) instead of the pull one.
+#define DEC_OPT_PUSH 16
+// Bit 5: a warp takes every nwarp-th unit of its split instead of a contiguous run.
+#define DEC_OPT_INTERLEAVE 32
+// Bits 6-8: units of L2 look-ahead (0-7) beyond the ring.
+#define DEC_OPT_AHEAD_SHIFT 6
 // The lazy rescale's slack (log2 units): p <= 2^8 between rescales.
 #define DEC_RESCALE_SLACK 8.f
 
 #if defined(QSA_DEC_MMA)
+// A store that never happens in practice (a value equal to an arbitrary NaN pattern) but that
+// the compiler cannot rule out: it keeps a probe's values, and the work behind them, alive.
+QSA_DEVICE void dec_sink(float* o, float x) {
+  if (__float_as_uint(x) == 0x7f8ca5e1u) o[threadIdx.x] = x;
+}
+
 // PAIR: two units (32 keys) per softmax step (the *_pair_bf16 kernels). A template, not a
 // runtime flag: its second score and P set cost ~10 registers, which keep the one-unit kernel
 // from three 4-warp CTAs per SM (sm_90: 166 registers without, 175 with; three need <= 170).
@@ -64,12 +81,22 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
                         const dec_u16* __restrict__ v, const int* __restrict__ ids, float* __restrict__ o,
                         float* __restrict__ lse, float* __restrict__ o_part, float* __restrict__ lse_part,
                         unsigned* __restrict__ done, int batch, int q_len, int kv_len, int hq, int hkv, int t,
-                        float scale, int stages, int opts, int merge, long long item, int split, int nsplit) {
+                        float scale, int stages, int opts, int merge, unsigned item, int split, int nsplit) {
   QSA_DYNAMIC_SHARED(smem_raw);
   __shared__ int last_flag;
   const int probe = opts & DEC_PROBE_MASK;
   if (probe == DEC_PROBE_LAUNCH) return;
   const bool copy_kv = probe != DEC_PROBE_NO_KV, math = probe != DEC_PROBE_NO_MATH;
+  const bool l2_256 = (opts & DEC_OPT_L2_256) != 0;
+  // The push merge arrives at the cluster's split barrier now and waits on it before its first
+  // remote store (every CTA has started by then); probes that stop early never merge.
+  const bool push = merge == DEC_MERGE_CLUSTER && (opts & DEC_OPT_PUSH) != 0 && probe != DEC_PROBE_LIST &&
+                    probe != DEC_PROBE_LOOP;
+#if defined(QSA_HAS_CLUSTERS)
+  if (push) qsa_cluster_arrive_relaxed();
+#else
+  (void)push;
+#endif
   const int lane = qsa_lane(), warp = threadIdx.x / 32, nwarp = blockDim.x / 32;
   const int tg = lane / 4, tt = lane % 4;
   const DecItem it = dec_item(item, q_len, kv_len, hq, hkv);
@@ -79,12 +106,28 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
   unsigned qa[8][4];
   dec_load_q<E>(q, it, q_len, hq, qa);
   // This warp's units: the split's contiguous share, then the warp's.
-  const DecList L = dec_list(ids, it, q_len, hkv, t);
+  const DecList L = dec_list(ids, it, t);
+  if (probe == DEC_PROBE_LIST) {
+    unsigned x = (unsigned)L.total ^ (unsigned)L.incl;
+#pragma unroll
+    for (int ks = 0; ks < 8; ++ks)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) x ^= qa[ks][e];
+    dec_sink(o, __uint_as_float(x));
+    return;
+  }
   const int per_split = (L.total + nsplit - 1) / nsplit;
   const int s_beg = min(L.total, split * per_split), s_end = min(L.total, s_beg + per_split);
   const int per_warp = (s_end - s_beg + nwarp - 1) / nwarp;
-  const int beg = min(s_end, s_beg + warp * per_warp), end = min(s_end, beg + per_warp);
-  const int n = end - beg;
+  // The warp's units: a contiguous run, or (DEC_OPT_INTERLEAVE) every nwarp-th of the split's
+  // from s_beg + warp, so the CTA's warps stream neighbouring units at the same time.
+  const bool inter = (opts & DEC_OPT_INTERLEAVE) != 0;
+  const int beg = inter ? s_beg + warp : min(s_end, s_beg + warp * per_warp);
+  const int ustride = inter ? nwarp : 1;
+  const int n = inter ? max(0, (s_end - beg + nwarp - 1) / nwarp) : min(s_end, beg + per_warp) - beg;
+  // L2 look-ahead (DEC_OPT_AHEAD): unit u + stages + ahead is prefetched into L2 when unit
+  // u + stages is issued, so more bytes are on their way from DRAM than the ring holds.
+  const int ahead = copy_kv ? (opts >> DEC_OPT_AHEAD_SHIFT) & 7 : 0;
   dec_u16* ring = (dec_u16*)smem_raw + (long long)warp * stages * (2 * DEC_TILE);
   const int row = hkv * DEC_D;  // elements between consecutive keys (the host bounds hkv)
   const long long lane_off = dec_lane_offset(it, kv_len, hkv);
@@ -110,9 +153,12 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
 
   // Prologue: `stages` groups in flight (empty groups past the warp's units keep the count).
   for (int s = 0; s < stages; ++s) {
-    if (s < n && copy_kv) dec_issue(ring + s * 2 * DEC_TILE, k, v, lane_off, row, dec_unit_key(L, beg + s), it.q_pos);
+    if (s < n && copy_kv)
+      dec_issue(ring + s * 2 * DEC_TILE, k, v, lane_off, row, dec_unit_key(L, beg + s * ustride), it.q_pos, l2_256);
     else qsa_cp_async_commit();
   }
+  for (int s = stages; s < stages + ahead && s < n; ++s)
+    dec_prefetch_l2(k, v, lane_off, row, dec_unit_key(L, beg + s * ustride), it.q_pos);
   // With PAIR, two units per iteration (32 keys, one softmax step): twice the independent mma
   // chains per warp where one or two warps per scheduler leave latency exposed. bf16 only:
   // f16's second accumulator set leaves no registers for it (ptxas spills).
@@ -122,8 +168,8 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
   for (int u = 0; u < n; u += step) {
     const bool two = pairs && u + 1 < n;
     const int slot1 = slot + 1 == stages ? 0 : slot + 1;
-    const long long key0 = dec_unit_key(L, beg + u);
-    const long long key1 = two ? dec_unit_key(L, beg + u + 1) : key0;
+    const long long key0 = dec_unit_key(L, beg + u * ustride);
+    const long long key1 = two ? dec_unit_key(L, beg + (u + 1) * ustride) : key0;
     dec_wait(stages - step);
     QSA_SYNCWARP();
     const dec_u16* ks0 = ring + slot * 2 * DEC_TILE;
@@ -210,7 +256,9 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
       const int w = u + x;
       if (w < n && w + stages < n && copy_kv) {
         dec_issue(ring + (x == 0 ? slot : slot1) * 2 * DEC_TILE, k, v, lane_off, row,
-                  dec_unit_key(L, beg + w + stages), it.q_pos);
+                  dec_unit_key(L, beg + (w + stages) * ustride), it.q_pos, l2_256);
+        if (w + stages + ahead < n && ahead > 0)
+          dec_prefetch_l2(k, v, lane_off, row, dec_unit_key(L, beg + (w + stages + ahead) * ustride), it.q_pos);
       } else {
         qsa_cp_async_commit();
       }
@@ -231,6 +279,16 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
     l[h] += qsa_shfl_xor(l[h], 2);
     m[h] *= 0.6931471805599453f;  // back to natural-log units (-inf stays -inf)
   }
+  if (probe == DEC_PROBE_LOOP) {
+    // Every accumulator stays live through a store no real run takes (a NaN-pattern m).
+    if (__float_as_uint(m[0]) == 0x7f8ca5e1u) {
+#pragma unroll
+      for (int j = 0; j < 16; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) o[threadIdx.x * 64 + 4 * j + e] = acc[j][e] + l[e / 2];
+    }
+    return;
+  }
 
   // The CTA's (o, lse): final with one split, a partial (the combine layout) with several, or
   // for the cluster merge in shared memory after the warps' areas.
@@ -240,7 +298,20 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
   float* out_o = nsplit > 1 ? o_part + (long long)split * rows_total * DEC_D : o;
   float* out_l = nsplit > 1 ? lse_part + (long long)split * rows_total : lse;
   const long long row0 = ((long long)it.b * q_len + it.i) * hq + it.g * it.group + it.chunk * DEC_ROWS;
-  dec_cta_merge(smem, m, l, acc, it.rows, out_o, out_l, row0, cres);
+#if defined(QSA_HAS_CLUSTERS)
+  if (push) {
+    // The inbox lies past both the ring and the warps' merge areas (remote pushes may land
+    // while this CTA still runs its loop).
+    const long long ring_floats = (long long)nwarp * stages * DEC_STAGE_BYTES / 4;
+    const long long areas = (long long)nwarp * DEC_MERGE_FLOATS;
+    float* inbox = smem + (ring_floats > areas ? ring_floats : areas);
+    qsa_cluster_wait();
+    dec_cta_merge(smem, m, l, acc, it.rows, out_o, out_l, row0, nullptr, inbox, split);
+    dec_cluster_push_merge<DEC_CLUSTER>(inbox, o, lse, row0, it.rows, split);
+    return;
+  }
+#endif
+  dec_cta_merge(smem, m, l, acc, it.rows, out_o, out_l, row0, cres, nullptr, split);
   if (in_cluster) {
     dec_cluster_merge<DEC_CLUSTER>(cres, o, lse, row0, it.rows, split);
     return;
@@ -256,7 +327,7 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
                         const dec_u16* __restrict__ v, const int* __restrict__ ids, float* __restrict__ o,
                         float* __restrict__ lse, float* __restrict__ o_part, float* __restrict__ lse_part,
                         unsigned* __restrict__ done, int batch, int q_len, int kv_len, int hq, int hkv, int t,
-                        float scale, int stages, int opts, int merge, long long item, int split, int nsplit) {
+                        float scale, int stages, int opts, int merge, unsigned item, int split, int nsplit) {
   (void)q, (void)k, (void)v, (void)ids, (void)o_part, (void)lse_part, (void)done, (void)batch, (void)t;
   (void)scale, (void)stages, (void)opts, (void)merge, (void)split, (void)nsplit;
   const DecItem it = dec_item(item, q_len, kv_len, hq, hkv);

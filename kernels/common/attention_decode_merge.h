@@ -71,13 +71,66 @@ QSA_DEVICE void dec_cluster_merge(const float* cres, float* __restrict__ o, floa
 #endif
 }
 
+// The push merge (sm_90, DEC_OPT_PUSH): as the cluster merge, but each CTA's merge STORES its
+// rows to their merging rank's inbox (row r to rank r mod NS, in the slot of the sending rank)
+// before the one cluster barrier, so the merge after it reads local shared memory only: no
+// remote-load round trip and no second barrier keeping the CTAs' shared memory alive (nothing
+// remote is read). The inbox, [NS x DEC_ROWS / NS] o rows then lse, lies past the ring and the
+// warps' merge areas, so a push can land while its owner still runs its loop (the kernel
+// waits on the split barrier it arrived at on entry first: every CTA has started).
+#define DEC_INBOX_FLOATS (DEC_ROWS * DEC_D + DEC_ROWS)
+template <int NS>
+QSA_DEVICE void dec_cluster_push_merge(const float* inbox, float* __restrict__ o, float* __restrict__ lse,
+                                       long long row0, int rows, int split) {
+  static_assert(DEC_ROWS % NS == 0, "each rank merges DEC_ROWS / NS rows");
+  constexpr int PER = DEC_ROWS / NS;  // rows a rank merges
+#if defined(QSA_HAS_CLUSTERS)
+  qsa_cluster_sync();  // every CTA's pushes have landed (release / acquire)
+  for (int e = threadIdx.x; e < PER * DEC_D; e += blockDim.x) {
+    const int j = e / DEC_D, r = split + NS * j, d = e % DEC_D;
+    if (r >= rows) continue;
+    float lv[NS], ov[NS];
+#pragma unroll
+    for (int c = 0; c < NS; ++c) {
+      lv[c] = inbox[DEC_ROWS * DEC_D + c * PER + j];
+      ov[c] = inbox[(c * PER + j) * DEC_D + d];
+    }
+    float M = dec_neg_inf();
+#pragma unroll
+    for (int c = 0; c < NS; ++c) M = fmaxf(M, lv[c]);
+    float sum = 0.f, val = 0.f;
+    if (M != dec_neg_inf()) {
+#pragma unroll
+      for (int c = 0; c < NS; ++c) {
+        const float w = expf(lv[c] - M);  // -inf: 0
+        sum += w;
+        val += w * ov[c];
+      }
+    }
+    const bool none = !(sum > 0.f);
+    o[(row0 + r) * DEC_D + d] = none ? 0.f : val / sum;
+    if (d == 0) lse[row0 + r] = none ? dec_neg_inf() : M + logf(sum);
+  }
+#else
+  (void)inbox;
+  for (int e = threadIdx.x; e < PER * DEC_D; e += blockDim.x) {
+    const int r = split + NS * (e / DEC_D), d = e % DEC_D;
+    if (r >= rows) continue;
+    o[(row0 + r) * DEC_D + d] = __uint_as_float(0x7fc00000u);
+    if (d == 0) lse[row0 + r] = __uint_as_float(0x7fc00000u);
+  }
+#endif
+}
+
 // Merge the CTA's warps: each writes its (m, l, O unnormalised; m in natural-log units) over its
 // own ring, then the CTA's (o, lse) for its `rows` rows goes to rows row0.. of out_o / out_l
 // (final with one split; a partial in qsa_attn_combine's layout), or with `cres` (the cluster
-// merge) to shared memory after the warps' areas ([16][128] o, then [16] lse).
+// merge) to shared memory after the warps' areas ([16][128] o, then [16] lse), or with `inbox`
+// (the push merge) to the inboxes of the cluster's ranks (row r: rank r mod DEC_CLUSTER, the
+// slot of this CTA's rank `split`; dec_cluster_push_merge).
 QSA_DEVICE void dec_cta_merge(float* smem, const float (&m)[2], const float (&l)[2], const float (&acc)[16][4],
                               int rows, float* __restrict__ out_o, float* __restrict__ out_l, long long row0,
-                              float* cres) {
+                              float* cres, float* inbox, int split) {
   const int lane = qsa_lane(), warp = threadIdx.x / 32, nwarp = blockDim.x / 32;
   const int tg = lane / 4, tt = lane % 4;
   QSA_SYNC();  // every warp is out of its ring (and its copies have landed)
@@ -139,6 +192,18 @@ QSA_DEVICE void dec_cta_merge(float* smem, const float (&m)[2], const float (&l)
       }
     }
     const float L = smem[DEC_ROWS + r];
+#if defined(QSA_HAS_CLUSTERS)
+    if (inbox) {
+      constexpr int PER = DEC_ROWS / DEC_CLUSTER;
+      const int slot = split * PER + r / DEC_CLUSTER;
+      float* dst = qsa_cluster_map_store(inbox, (unsigned)(r % DEC_CLUSTER));
+      *(float4*)(dst + slot * DEC_D + d) = val;
+      if (d == 0) dst[DEC_ROWS * DEC_D + slot] = L;
+      continue;
+    }
+#else
+    (void)inbox, (void)split;
+#endif
     if (cres) {
       *(float4*)(cres + r * DEC_D + d) = val;
       if (d == 0) cres[DEC_ROWS * DEC_D + r] = L;

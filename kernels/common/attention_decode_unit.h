@@ -23,6 +23,8 @@
 #define DEC_MERGE_LAUNCH 0
 #define DEC_MERGE_TICKET 1
 #define DEC_MERGE_CLUSTER 2
+// CTAs of one cluster of qsa_attn_dec_cl_fwd_* (its splits per item).
+#define DEC_CLUSTER 8
 // The in-kernel merge's loads in flight per thread: outputs x splits (float4 each).
 #define DEC_MERGE_OUT 2
 #define DEC_MERGE_BATCH 8
@@ -52,22 +54,26 @@ struct DecF16 {
 // The geometry of one work item, decoded from its index.
 struct DecItem {
   int b, i, g, chunk;
+  unsigned token_head;  // (b x q_len + i) x hkv + g = item / nchunk: the row of the item's ids
   int group;
   long long q_pos;
   int rows;  // valid rows (query heads) of the chunk: min(16, group - 16 chunk)
 };
 
-QSA_DEVICE DecItem dec_item(long long item, int q_len, int kv_len, int hq, int hkv) {
+// 32-bit: the host bounds the grid (items < 2^31, src/gpu/attention_decode.rs), and a 64-bit
+// division is a ~60-instruction subroutine call where the 32-bit one is ~10 inline: four of them
+// sat on the one-query kernel's dependent chain before the ids' load (sm_90 SASS, 2026-12-02).
+QSA_DEVICE DecItem dec_item(unsigned item, int q_len, int kv_len, int hq, int hkv) {
   DecItem it;
   it.group = hq / hkv;
-  const int nchunk = (it.group + DEC_ROWS - 1) / DEC_ROWS;
-  long long x = item;
-  it.chunk = (int)(x % nchunk);
-  x /= nchunk;
-  it.g = (int)(x % hkv);
-  x /= hkv;
-  it.i = (int)(x % q_len);
-  it.b = (int)(x / q_len);
+  const unsigned nchunk = (unsigned)(it.group + DEC_ROWS - 1) / DEC_ROWS;
+  unsigned x = item / nchunk;
+  it.chunk = (int)(item - x * nchunk);
+  it.token_head = x;
+  it.g = (int)(x % (unsigned)hkv);
+  x /= (unsigned)hkv;
+  it.i = (int)(x % (unsigned)q_len);
+  it.b = (int)(x / (unsigned)q_len);
   it.q_pos = (long long)kv_len - q_len + it.i;
   const int left = it.group - DEC_ROWS * it.chunk;
   it.rows = left < DEC_ROWS ? left : DEC_ROWS;
@@ -93,11 +99,11 @@ struct DecList {
   int id, nsub, incl, total;
 };
 
-QSA_DEVICE DecList dec_list(const int* __restrict__ ids, const DecItem& it, int q_len, int hkv, int t) {
+QSA_DEVICE DecList dec_list(const int* __restrict__ ids, const DecItem& it, int t) {
   const int lane = qsa_lane();
   DecList L;
   L.id = -1;
-  if (lane < t) L.id = ids[(((long long)it.b * q_len + it.i) * hkv + it.g) * t + lane];
+  if (lane < t) L.id = ids[(long long)it.token_head * t + lane];  // two divisions into the chain
   bool dup = false;
   for (int u = 0; u < 31; ++u) {  // a repeat of an earlier slot counts once
     const int other = qsa_shfl(L.id, u);
@@ -142,9 +148,11 @@ QSA_DEVICE long long dec_lane_offset(const DecItem& it, int kv_len, int hkv) {
 // copy instruction, fewer address instructions) 31.5 us. Keep whole rows per instruction.
 // Issue the unit at `key0`: its K and V sub-tiles (16 keys x 256 bytes each) into `stage`; keys
 // past the causal edge are zero-filled (p = 0 there, and 0 x a stale NaN would not be 0).
-// `row` = hkv x DEC_D, the distance between consecutive keys.
+// `row` = hkv x DEC_D, the distance between consecutive keys. `l2_256` (DEC_OPT_L2_256): each
+// copy asks L2 to fetch the whole 256-byte row from DRAM at once (cp.async's L2::256B prefetch
+// size) instead of the sectors the instruction names.
 QSA_DEVICE void dec_issue(dec_u16* stage, const dec_u16* __restrict__ k, const dec_u16* __restrict__ v,
-                          long long lane_off, long long row, long long key0, long long q_pos) {
+                          long long lane_off, long long row, long long key0, long long q_pos, bool l2_256) {
   const int lane = qsa_lane(), r0 = lane / 16;
   dec_u16* dst = stage + r0 * DEC_STRIDE + (lane % 16) * 8;
   const long long first = lane_off + key0 * row;
@@ -152,10 +160,28 @@ QSA_DEVICE void dec_issue(dec_u16* stage, const dec_u16* __restrict__ k, const d
   for (int c = 0; c < DEC_KEYS / 2; ++c) {
     const bool valid = key0 + r0 + 2 * c <= q_pos;
     const long long off = valid ? first + 2 * c * row : 0;
-    qsa_cp_async16(dst + 2 * c * DEC_STRIDE, k + off, valid ? 16 : 0);
-    qsa_cp_async16(dst + DEC_TILE + 2 * c * DEC_STRIDE, v + off, valid ? 16 : 0);
+    if (l2_256) {
+      qsa_cp_async16_l2_256(dst + 2 * c * DEC_STRIDE, k + off, valid ? 16 : 0);
+      qsa_cp_async16_l2_256(dst + DEC_TILE + 2 * c * DEC_STRIDE, v + off, valid ? 16 : 0);
+    } else {
+      qsa_cp_async16(dst + 2 * c * DEC_STRIDE, k + off, valid ? 16 : 0);
+      qsa_cp_async16(dst + DEC_TILE + 2 * c * DEC_STRIDE, v + off, valid ? 16 : 0);
+    }
   }
   qsa_cp_async_commit();
+}
+
+// Prefetch the unit at `key0` into L2 (no shared memory, no wait): lane l takes half l % 2 (128
+// bytes) of row l / 2 of K and of V; rows past the causal edge are skipped.
+QSA_DEVICE void dec_prefetch_l2(const dec_u16* __restrict__ k, const dec_u16* __restrict__ v, long long lane_off,
+                                long long row, long long key0, long long q_pos) {
+  const int lane = qsa_lane(), r = lane / 2;
+  if (key0 + r > q_pos) return;
+  // lane_off is lane (lane / 16, chunk lane % 16)'s: back to row 0, chunk 0, then this lane's.
+  const long long base = lane_off - (lane / 16) * row - (lane % 16) * 8;
+  const long long off = base + (key0 + r) * row + (lane % 2) * 64;
+  qsa_prefetch_l2(k + off);
+  qsa_prefetch_l2(v + off);
 }
 
 // Wait until at most `pending` committed groups of this thread are still in flight.

@@ -15,7 +15,13 @@
 //                                read before it has returned its value); the release one costs a
 //                                GPU-scope MEMBAR that waits for the thread's global stores
 //   qsa_cluster_map(p, rank)     the address of the shared variable at `p` in CTA `rank` of
-//                                this cluster (generic pointer; the kernels only read it)
+//                                this cluster (generic pointer, for reads)
+//   qsa_cluster_map_store(p, r)  the same, for remote stores (a push: the owner reads the data
+//                                after a qsa_cluster_sync that follows the stores)
+//   qsa_cluster_arrive_relaxed() / qsa_cluster_wait()   the two halves of a relaxed barrier:
+//                                arrive early (e.g. at kernel start), wait later; after the wait
+//                                every CTA of the cluster has started, so its shared memory may
+//                                be written remotely
 //   qsa_globaltimer()            the GPU's nanosecond clock (development probes only)
 //
 // A CTA must not exit while another CTA of its cluster may still read its shared memory: a
@@ -54,6 +60,15 @@ template <class T> QSA_DEVICE const T* qsa_cluster_map(const T* p, unsigned rank
   asm volatile("mapa.u64 %0, %1, %2;\n" : "=l"(r) : "l"(p), "r"(rank));
   return (const T*)r;
 }
+template <class T> QSA_DEVICE T* qsa_cluster_map_store(T* p, unsigned rank) {
+  unsigned long long r;
+  asm volatile("mapa.u64 %0, %1, %2;\n" : "=l"(r) : "l"(p), "r"(rank));
+  return (T*)r;
+}
+QSA_DEVICE void qsa_cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+}
+QSA_DEVICE void qsa_cluster_wait() { asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory"); }
 QSA_DEVICE unsigned long long qsa_globaltimer() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));

@@ -48,6 +48,11 @@ struct Cluster {
 
 static thread_local Cluster* cur_cluster = nullptr;
 
+// Bytes a shared range takes in a block's saved copy: rounded up to 16, so every range's copy
+// starts 16-byte aligned, as its live range does where it is declared so (a remote float4
+// through qsa_cluster_map_store compiles to an aligned 16-byte move).
+inline size_t saved_span(long long bytes) { return ((size_t)bytes + 15) & ~(size_t)15; }
+
 // Copy block `r`'s shared memory between TLS and its saved copy (to_tls: restore).
 inline void move_shared(Cluster& c, unsigned r, bool to_tls) {
   const qsa_emu_launch_t& d = *c.L->desc;
@@ -58,7 +63,7 @@ inline void move_shared(Cluster& c, unsigned r, bool to_tls) {
     const size_t bytes = (size_t)d.shared_ranges[2 * i + 1];
     if (to_tls) memcpy(live, copy, bytes);
     else memcpy(copy, live, bytes);
-    copy += bytes;
+    copy += saved_span((long long)bytes);
   }
 }
 
@@ -91,7 +96,7 @@ inline const void* cluster_map(const void* p, unsigned rank) {
   for (int i = 0; i < d.n_shared_ranges; ++i) {
     const long long start = d.shared_ranges[2 * i], bytes = d.shared_ranges[2 * i + 1];
     if (off >= start && off < start + bytes) return c->saved.data() + rank * c->block_bytes + pos + (off - start);
-    pos += (size_t)bytes;
+    pos += saved_span(bytes);
   }
   c->L->fail(block_name(c->L->kernel, self.idx) +
              ": qsa_cluster_map of an address that is not this kernel's shared memory");
@@ -348,7 +353,7 @@ inline void worker(Launch& L) {
     L.fail(std::string(L.kernel->name) + ": cannot map fiber stacks for " + std::to_string(n * c.size) + " threads");
     return;
   }
-  for (int r = 0; r < d.n_shared_ranges; ++r) c.block_bytes += (size_t)d.shared_ranges[2 * r + 1];
+  for (int r = 0; r < d.n_shared_ranges; ++r) c.block_bytes += saved_span(d.shared_ranges[2 * r + 1]);
   if (c.size > 1) c.saved.assign(c.size * c.block_bytes, 0);
   const unsigned clusters_x = d.grid[0] / c.size;
   const unsigned long long total = (unsigned long long)clusters_x * d.grid[1] * d.grid[2];

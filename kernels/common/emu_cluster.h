@@ -32,3 +32,13 @@ QSA_DEVICE void qsa_cluster_sync_relaxed() { qsa_cluster_sync(); }
 template <class T> QSA_DEVICE const T* qsa_cluster_map(const T* p, unsigned rank) {
   return static_cast<const T*>(qsa_emu::cluster_map(p, rank));
 }
+// A remote store lands in the other block's saved copy, which that block loads when it next
+// runs: visible to it after the next barrier, as on the card.
+template <class T> QSA_DEVICE T* qsa_cluster_map_store(T* p, unsigned rank) {
+  return const_cast<T*>(static_cast<const T*>(qsa_emu::cluster_map(p, rank)));
+}
+// The split barrier: the arrival is a no-op and the wait a whole barrier, which orders at least
+// what the card's does (every block has started; nothing written between the two halves is
+// promised to anyone).
+QSA_DEVICE void qsa_cluster_arrive_relaxed() {}
+QSA_DEVICE void qsa_cluster_wait() { qsa_cluster_sync(); }

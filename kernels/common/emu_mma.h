@@ -235,7 +235,11 @@ inline void qsa_cp_async16(void* dst, const void* src, int src_bytes) {
   if (n > 0) memcpy(tmp, src, (size_t)n);
   memcpy(dst, tmp, 16);
 }
+// The L2 prefetch size is a cache hint: the same copy.
+inline void qsa_cp_async16_l2_256(void* dst, const void* src, int src_bytes) { qsa_cp_async16(dst, src, src_bytes); }
 inline void qsa_cp_async_commit() {}
+// A cache hint: nothing to do (the address is not even read, as on the card).
+inline void qsa_prefetch_l2(const void*) {}
 // ex2.approx.ftz.f32: 2^x exactly here (the card's is within ~2 ulp), subnormal inputs and
 // results flushed to zero as the card does.
 inline float qsa_ex2_ftz(float x) {

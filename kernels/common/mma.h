@@ -9,7 +9,10 @@
 //
 //   qsa_cp_async16(dst, src, src_bytes)    16-byte global -> shared copy; bytes past
 //                                          src_bytes (0..16) are zero-filled    (sm_80+)
+//   qsa_cp_async16_l2_256(dst, src, n)     the same, asking L2 to fetch the aligned 256 bytes
+//                                          around src from DRAM at once (.L2::256B)  (sm_80+)
 //   qsa_cp_async_commit()                  close the current group of copies     (sm_80+)
+//   qsa_prefetch_l2(p)                     bring p's cache line into L2 (a hint)  (sm_80+)
 //   qsa_cp_async_wait_group<N>()           wait until <= N groups are in flight  (sm_80+)
 //   qsa_ex2_ftz(x)                         2^x, one MUFU.EX2 (ex2.approx.ftz.f32: ~2 ulp;
 //                                          subnormal inputs and results flush to 0)  (sm_80+)
@@ -104,7 +107,12 @@ QSA_DEVICE void qsa_cp_async16(void* dst, const void* src, int src_bytes) {
   const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(src_bytes));
 }
+QSA_DEVICE void qsa_cp_async16_l2_256(void* dst, const void* src, int src_bytes) {
+  const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(src_bytes));
+}
 QSA_DEVICE void qsa_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+QSA_DEVICE void qsa_prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p)); }
 QSA_DEVICE float qsa_ex2_ftz(float x) {
   float r;
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(x));

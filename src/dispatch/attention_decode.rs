@@ -49,6 +49,17 @@ pub enum DecMerge {
     /// sm_90: the item's DEC_CLUSTER splits are one thread-block cluster and merge through
     /// distributed shared memory (`qsa_attn_dec_cl_fwd_*`, grid items x DEC_CLUSTER).
     Cluster,
+    /// The cluster kernel with the push merge (DEC_OPT_PUSH): each CTA stores its rows into
+    /// the merging ranks' inboxes before the one cluster barrier, so no remote-load round trip
+    /// and no second barrier (`QSA_ATTN_DEC_MERGE=push`; not yet measured).
+    Push,
+}
+
+impl DecMerge {
+    /// Whether the item's splits are one thread-block cluster (the `_cl_` kernel).
+    pub fn clustered(self) -> bool {
+        matches!(self, DecMerge::Cluster | DecMerge::Push)
+    }
 }
 
 /// What a probe launch leaves out (the kernel's DEC_PROBE_*): timed next to the full kernel, the
@@ -63,6 +74,11 @@ pub enum DecProbe {
     NoKv,
     /// The K/V copies without the math (o = 0, lse = -inf).
     NoMath,
+    /// Return once q and the unit list are in registers: the head of the dependent chain
+    /// (launch, the ids' and q's loads, the list).
+    List,
+    /// Return after the per-warp loop: everything but the CTA and cluster merges.
+    Loop,
 }
 
 impl DecProbe {
@@ -72,14 +88,38 @@ impl DecProbe {
             DecProbe::Launch => 1,
             DecProbe::NoKv => 2,
             DecProbe::NoMath => 3,
+            DecProbe::List => 4,
+            DecProbe::Loop => 5,
         }
     }
 }
 
+/// opts bit 3 (DEC_OPT_L2_256): the K/V copies' 256-byte L2 prefetch.
+const OPT_L2_256: i32 = 8;
+/// opts bit 4 (DEC_OPT_PUSH): the cluster kernel's push merge.
+const OPT_PUSH: i32 = 16;
+/// opts bit 5 (DEC_OPT_INTERLEAVE): a warp takes every warps-th unit of its split.
+const OPT_INTERLEAVE: i32 = 32;
+/// opts bits 6-8 (DEC_OPT_AHEAD_SHIFT): units of L2 look-ahead.
+const OPT_AHEAD_SHIFT: i32 = 6;
+/// The largest look-ahead the three bits hold.
+const MAX_AHEAD: usize = 7;
+
 impl DecodePlan {
-    /// The kernel's `opts` argument: the probe (DEC_PROBE_MASK), 0 for the attention.
+    /// The kernel's `opts` argument: the probe (DEC_PROBE_MASK, 0 for the attention), the L2
+    /// prefetch bit and the push-merge bit.
     pub fn opts(&self) -> i32 {
-        self.probe.map_or(0, DecProbe::code)
+        let mut opts = self.probe.map_or(0, DecProbe::code);
+        if self.l2_256 {
+            opts |= OPT_L2_256;
+        }
+        if self.merge == DecMerge::Push {
+            opts |= OPT_PUSH;
+        }
+        if self.interleave {
+            opts |= OPT_INTERLEAVE;
+        }
+        opts | ((self.ahead as i32) << OPT_AHEAD_SHIFT)
     }
 
     /// The kernel of a `bf16` / `f16` call: two units per step (`pair`) is its own bf16
@@ -90,9 +130,10 @@ impl DecodePlan {
         } else {
             ""
         };
-        match self.merge {
-            DecMerge::Cluster => format!("qsa_attn_dec_cl_fwd_{pair}{sfx}"),
-            _ => format!("qsa_attn_dec_fwd_{pair}{sfx}"),
+        if self.merge.clustered() {
+            format!("qsa_attn_dec_cl_fwd_{pair}{sfx}")
+        } else {
+            format!("qsa_attn_dec_fwd_{pair}{sfx}")
         }
     }
 }
@@ -102,6 +143,8 @@ pub const DEC_CLUSTER: usize = 8;
 /// Floats of one warp's merge area (DEC_MERGE_FLOATS) and of the cluster kernel's CTA result.
 const MERGE_FLOATS: usize = 2 * DEC_ROWS + DEC_ROWS * 128;
 const CTA_RESULT_FLOATS: usize = DEC_ROWS * 128 + DEC_ROWS;
+/// Floats of the push merge's inbox (DEC_INBOX_FLOATS): DEC_CLUSTER senders x 2 rows, o and lse.
+const INBOX_FLOATS: usize = DEC_ROWS * 128 + DEC_ROWS;
 
 /// The decode kernel's launch plan for one shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,6 +160,12 @@ pub struct DecodePlan {
     /// Two units (32 keys) per softmax step: bf16's `_pair_` kernel (f16 takes the one-unit one).
     pub pair: bool,
     pub merge: DecMerge,
+    /// The K/V copies ask L2 for whole 256-byte rows (QSA_ATTN_DEC_PREFETCH=256).
+    pub l2_256: bool,
+    /// A warp takes every warps-th unit of its split (QSA_ATTN_DEC_ORDER=interleave).
+    pub interleave: bool,
+    /// Units prefetched into L2 beyond the ring (QSA_ATTN_DEC_AHEAD, 0-7).
+    pub ahead: usize,
     /// A development ablation (QSA_ATTN_DEC_PROBE): the launch runs, its output is not the
     /// attention. None in every plan the dispatch makes by itself.
     pub probe: Option<DecProbe>,
@@ -146,8 +195,10 @@ fn number(sw: &Switches, key: &str, lo: usize, hi: usize) -> Result<Option<usize
 /// a backward, t > 32, a prefill-sized grid, or `QSA_ATTN_KERNEL=staged`. `QSA_ATTN_KERNEL=
 /// decode` forces it on any shape where it is built (elsewhere the staged kernel runs, as a
 /// forced top-k kernel falls back). Sweep switches: QSA_ATTN_DEC_WARPS, QSA_ATTN_DEC_STAGES,
-/// QSA_ATTN_DEC_SPLITS, QSA_ATTN_DEC_MERGE (kernel | launch | cluster), QSA_ATTN_DEC_PAIR; the
-/// ablation QSA_ATTN_DEC_PROBE (launch | no_kv | no_math: the output is then NOT the attention).
+/// QSA_ATTN_DEC_SPLITS, QSA_ATTN_DEC_MERGE (kernel | launch | cluster | push),
+/// QSA_ATTN_DEC_PAIR, QSA_ATTN_DEC_PREFETCH (none | 256), QSA_ATTN_DEC_ORDER (contiguous |
+/// interleave), QSA_ATTN_DEC_AHEAD (0-7 units of L2 look-ahead); the ablation QSA_ATTN_DEC_PROBE
+/// (launch | no_kv | no_math | list | loop: the output is then NOT the attention).
 #[allow(clippy::too_many_arguments)]
 pub fn decode_plan(
     caps: &TargetCaps,
@@ -202,7 +253,8 @@ pub fn decode_plan(
         // Forced where there are no clusters, it falls back to the ticket merge (as a forced
         // top-k kernel falls back), so one sweep runs on every target.
         Some("cluster") if clusters => DecMerge::Cluster,
-        Some("cluster") => DecMerge::Kernel,
+        Some("push") if clusters => DecMerge::Push,
+        Some("cluster") | Some("push") => DecMerge::Kernel,
         // Split items on sm_90 merge through a cluster: H200, 2026-12-02 03:47 UTC
         // (/work/wt/results/attndec-2/bench/bench.md), one query x 8 KV heads at 262K: group 16
         // 12.0 us against the ticket merge's 13.6, group 8 10.6 against 12.6.
@@ -222,21 +274,19 @@ pub fn decode_plan(
         Some("launch") => DecMerge::Launch,
         Some(v) => {
             return Err(BackendError::Input(format!(
-                "QSA_ATTN_DEC_MERGE={}: expected kernel, launch or cluster",
+                "QSA_ATTN_DEC_MERGE={}: expected kernel, launch, cluster or push",
                 crate::echo::value(v)
             )))
         }
     };
-    if merge == DecMerge::Cluster
-        && nsplit != DEC_CLUSTER
-        && sw.get("QSA_ATTN_DEC_SPLITS").is_some()
-    {
+    if merge.clustered() && nsplit != DEC_CLUSTER && sw.get("QSA_ATTN_DEC_SPLITS").is_some() {
         return Err(BackendError::Input(format!(
-            "QSA_ATTN_DEC_MERGE=cluster runs {DEC_CLUSTER} splits per item (the kernel's \
-             cluster size), QSA_ATTN_DEC_SPLITS={nsplit} asked: drop it or set {DEC_CLUSTER}"
+            "QSA_ATTN_DEC_MERGE={} runs {DEC_CLUSTER} splits per item (the kernel's \
+             cluster size), QSA_ATTN_DEC_SPLITS={nsplit} asked: drop it or set {DEC_CLUSTER}",
+            sw.get("QSA_ATTN_DEC_MERGE").unwrap_or("cluster")
         )));
     }
-    let nsplit = if merge == DecMerge::Cluster {
+    let nsplit = if merge.clustered() {
         DEC_CLUSTER
     } else {
         nsplit
@@ -263,29 +313,55 @@ pub fn decode_plan(
         Some("launch") => Some(DecProbe::Launch),
         Some("no_kv") => Some(DecProbe::NoKv),
         Some("no_math") => Some(DecProbe::NoMath),
+        Some("list") => Some(DecProbe::List),
+        Some("loop") => Some(DecProbe::Loop),
         Some(v) => {
             return Err(BackendError::Input(format!(
-                "QSA_ATTN_DEC_PROBE={}: expected launch, no_kv or no_math (a timing ablation whose \
-                 output is not the attention; leave it unset for the real kernel)",
+                "QSA_ATTN_DEC_PROBE={}: expected launch, no_kv, no_math, list or loop (a timing \
+                 ablation whose output is not the attention; leave it unset for the real kernel)",
                 crate::echo::value(v)
             )))
         }
     };
-    let ring = warps * stages * DEC_STAGE_BYTES;
-    let shared = if merge == DecMerge::Cluster {
-        // The CTA's own (o, lse) lies after the warps' merge areas.
-        let need = (warps * MERGE_FLOATS + CTA_RESULT_FLOATS) * 4;
-        if need.max(ring) > limit {
-            return Err(BackendError::Shape(format!(
-                "the cluster merge with {warps} warps needs {} bytes of shared memory, {} allows {limit}",
-                need.max(ring),
-                caps.name
-            )));
+    // QSA_ATTN_DEC_PREFETCH=256: the copies' L2::256B prefetch size (a cache hint: same result).
+    let l2_256 = match sw.get("QSA_ATTN_DEC_PREFETCH") {
+        None | Some("none") => false,
+        Some("256") => true,
+        Some(v) => {
+            return Err(BackendError::Input(format!(
+                "QSA_ATTN_DEC_PREFETCH={}: expected none or 256 (bytes L2 fetches per copy)",
+                crate::echo::value(v)
+            )))
         }
-        need.max(ring)
-    } else {
-        ring
     };
+    let interleave = match sw.get("QSA_ATTN_DEC_ORDER") {
+        None | Some("contiguous") => false,
+        Some("interleave") => true,
+        Some(v) => {
+            return Err(BackendError::Input(format!(
+                "QSA_ATTN_DEC_ORDER={}: expected contiguous or interleave (how a CTA's units are dealt to its warps)",
+                crate::echo::value(v)
+            )))
+        }
+    };
+    let ahead = number(sw, "QSA_ATTN_DEC_AHEAD", 0, MAX_AHEAD)?.unwrap_or(0);
+    let ring = warps * stages * DEC_STAGE_BYTES;
+    let shared = match merge {
+        // The CTA's own (o, lse) lies after the warps' merge areas (over the ring: written
+        // once every warp is out of it).
+        DecMerge::Cluster => ((warps * MERGE_FLOATS + CTA_RESULT_FLOATS) * 4).max(ring),
+        // The inbox lies past both the ring and the merge areas: pushes land while the
+        // owner may still run its loop.
+        DecMerge::Push => (warps * MERGE_FLOATS * 4).max(ring) + INBOX_FLOATS * 4,
+        _ => ring,
+    };
+    if shared > limit {
+        return Err(BackendError::Shape(format!(
+            "the {merge:?} merge with {warps} warps x {stages} stages needs {shared} bytes of shared \
+             memory, {} allows {limit}",
+            caps.name
+        )));
+    }
     Ok(Some(DecodePlan {
         items,
         nsplit,
@@ -293,6 +369,9 @@ pub fn decode_plan(
         stages,
         pair,
         merge,
+        l2_256,
+        interleave,
+        ahead,
         probe,
         shared: shared as u32,
     }))
@@ -306,251 +385,10 @@ pub fn dispatch_name(plan: &DecodePlan) -> &'static str {
         (true, DecMerge::Kernel) => "decode_split",
         (true, DecMerge::Launch) => "decode_combine",
         (_, DecMerge::Cluster) => "decode_cluster",
+        (_, DecMerge::Push) => "decode_push",
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn caps(name: &str, shared: u32, sms: u32, tc: bool) -> TargetCaps {
-        TargetCaps {
-            name: name.into(),
-            vendor: Vendor::Nvidia,
-            wave: 32,
-            shared_per_block: shared,
-            multiprocessors: sms,
-            features: if tc {
-                vec![Feature::Tf32Tc, Feature::Bf16Tc]
-            } else {
-                vec![]
-            },
-        }
-    }
-
-    fn none_sw() -> Switches {
-        Switches::default()
-    }
-
-    fn sw(pairs: &[(&str, &str)]) -> Switches {
-        Switches::new(
-            pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-        )
-    }
-
-    #[test]
-    fn h200_decode_shapes_take_the_decode_kernel() {
-        let h200 = caps("sm_90", 232_448, 132, true);
-        let none = Switches::default();
-        // 16 queries x 8 KV heads, group 16: 128 items, one CTA each, 8 warps x 2 stages.
-        let p = decode_plan(&h200, &none, 1, 16, 128, 8, 16, false)
-            .unwrap()
-            .unwrap();
-        assert_eq!((p.items, p.nsplit, p.warps, p.stages), (128, 1, 8, 2));
-        assert_eq!(p.shared, 139_264);
-        assert_eq!(dispatch_name(&p), "decode");
-        // One query: 8 items, 8 splits of two blocks (8 units over 8 warps, so a one-stage
-        // ring), merged in-kernel.
-        let p = decode_plan(&h200, &none, 1, 1, 128, 8, 16, false)
-            .unwrap()
-            .unwrap();
-        assert_eq!((p.items, p.nsplit, p.merge), (8, 8, DecMerge::Kernel));
-        assert_eq!((p.stages, p.shared), (1, 69_632));
-        assert_eq!(dispatch_name(&p), "decode_split");
-        // Up to MAX_ITEMS_PER_SM (6) items per SM (792 on 132 SMs: 99 queries x 8 KV heads)
-        // take the decode kernel, one item more the staged (measured crossover ~7.5).
-        assert!(decode_plan(&h200, &none, 1, 99, 128, 8, 16, false)
-            .unwrap()
-            .is_some());
-        assert!(decode_plan(&h200, &none, 1, 100, 128, 8, 16, false)
-            .unwrap()
-            .is_none());
-        // Prefill and the backward keep the staged kernel.
-        assert!(decode_plan(&h200, &none, 4, 16384, 64, 4, 16, false)
-            .unwrap()
-            .is_none());
-        assert!(decode_plan(&h200, &none, 1, 16, 128, 8, 16, true)
-            .unwrap()
-            .is_none());
-        // More ids than lanes: staged.
-        assert!(decode_plan(&h200, &none, 1, 16, 128, 8, 33, false)
-            .unwrap()
-            .is_none());
-    }
-
-    #[test]
-    fn only_tensor_core_nvidia_targets_build_it() {
-        let none = Switches::default();
-        let sm75 = caps("sm_75", 65_536, 68, false);
-        assert!(decode_plan(&sm75, &none, 1, 1, 128, 8, 16, false)
-            .unwrap()
-            .is_none());
-        let forced = sw(&[("QSA_ATTN_KERNEL", "decode")]);
-        assert!(decode_plan(&sm75, &forced, 1, 1, 128, 8, 16, false)
-            .unwrap()
-            .is_none());
-        let mut gfx950 = caps("gfx950", 163_840, 256, true);
-        gfx950.vendor = Vendor::Amd;
-        assert!(decode_plan(&gfx950, &none, 1, 1, 128, 8, 16, false)
-            .unwrap()
-            .is_none());
-        // sm_86's 99 KiB: one stage of eight warps.
-        let sm86 = caps("sm_86", 101_376, 82, true);
-        let p = decode_plan(&sm86, &none, 1, 16, 128, 8, 16, false)
-            .unwrap()
-            .unwrap();
-        assert_eq!((p.warps, p.stages, p.shared), (8, 1, 69_632));
-    }
-
-    #[test]
-    fn switches_sweep_and_bad_values_are_named() {
-        let h200 = caps("sm_90", 232_448, 132, true);
-        let s = sw(&[
-            ("QSA_ATTN_DEC_WARPS", "8"),
-            ("QSA_ATTN_DEC_STAGES", "3"),
-            ("QSA_ATTN_DEC_SPLITS", "2"),
-            ("QSA_ATTN_DEC_MERGE", "launch"),
-        ]);
-        let p = decode_plan(&h200, &s, 1, 16, 128, 8, 16, false)
-            .unwrap()
-            .unwrap();
-        assert_eq!(
-            (p.warps, p.stages, p.nsplit, p.merge),
-            (8, 3, 2, DecMerge::Launch)
-        );
-        assert_eq!(dispatch_name(&p), "decode_combine");
-        assert!(!p.pair);
-        // Pairs of units: at least two stages.
-        let pr = sw(&[("QSA_ATTN_DEC_PAIR", "1"), ("QSA_ATTN_DEC_STAGES", "1")]);
-        let p = decode_plan(&h200, &pr, 1, 1, 128, 8, 16, false)
-            .unwrap()
-            .unwrap();
-        assert!(p.pair);
-        assert_eq!(p.stages, 2);
-        let staged = sw(&[("QSA_ATTN_KERNEL", "staged")]);
-        assert!(decode_plan(&h200, &staged, 1, 1, 128, 8, 16, false)
-            .unwrap()
-            .is_none());
-        let e = decode_plan(
-            &h200,
-            &sw(&[("QSA_ATTN_DEC_MERGE", "x")]),
-            1,
-            1,
-            128,
-            8,
-            16,
-            false,
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(e.contains("expected kernel, launch or cluster"), "{e}");
-        // The cluster merge: sm_90 only (else the ticket merge), eight splits, the CTA result
-        // after the warps' areas (8 x 8320 + 8256 bytes, over a one-stage ring of 69632).
-        let cl = sw(&[("QSA_ATTN_DEC_MERGE", "cluster")]);
-        let mut h200c = h200.clone();
-        h200c.features.push(Feature::Clusters);
-        let p = decode_plan(&h200c, &cl, 1, 1, 128, 8, 16, false)
-            .unwrap()
-            .unwrap();
-        assert_eq!(
-            (p.merge, p.nsplit, p.stages, p.shared),
-            (DecMerge::Cluster, 8, 1, 74_816)
-        );
-        assert_eq!(dispatch_name(&p), "decode_cluster");
-        let p = decode_plan(&h200, &cl, 1, 1, 128, 8, 16, false)
-            .unwrap()
-            .unwrap();
-        assert_eq!(p.merge, DecMerge::Kernel, "no clusters: the ticket merge");
-        let bad = sw(&[
-            ("QSA_ATTN_DEC_MERGE", "cluster"),
-            ("QSA_ATTN_DEC_SPLITS", "4"),
-        ]);
-        let e = decode_plan(&h200c, &bad, 1, 1, 128, 8, 16, false)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("runs 8 splits"), "{e}");
-        let e = decode_plan(
-            &h200,
-            &sw(&[("QSA_ATTN_DEC_WARPS", "0")]),
-            1,
-            1,
-            128,
-            8,
-            16,
-            false,
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(e.contains("from 1 to 8"), "{e}");
-        let many = sw(&[("QSA_ATTN_DEC_SPLITS", "129")]);
-        let p = decode_plan(&h200, &many, 1, 1, 128, 8, 16, false)
-            .unwrap()
-            .unwrap();
-        assert_eq!(
-            p.merge,
-            DecMerge::Launch,
-            "past the merge table: a second launch"
-        );
-        let forced = sw(&[
-            ("QSA_ATTN_DEC_SPLITS", "129"),
-            ("QSA_ATTN_DEC_MERGE", "kernel"),
-        ]);
-        let e = decode_plan(&h200, &forced, 1, 1, 128, 8, 16, false)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("at most 128 splits"), "{e}");
-        // Probes: opts (the kernel's DEC_PROBE_*); pairs pick their own bf16 kernel.
-        let p = decode_plan(&h200, &none_sw(), 1, 1, 128, 8, 16, false)
-            .unwrap()
-            .unwrap();
-        assert_eq!((p.probe, p.opts()), (None, 0));
-        assert_eq!(p.kernel("bf16"), "qsa_attn_dec_fwd_bf16");
-        for (v, probe, opts) in [
-            ("launch", DecProbe::Launch, 1),
-            ("no_kv", DecProbe::NoKv, 2),
-            ("no_math", DecProbe::NoMath, 3),
-        ] {
-            let s = sw(&[("QSA_ATTN_DEC_PROBE", v), ("QSA_ATTN_DEC_PAIR", "1")]);
-            let p = decode_plan(&h200, &s, 1, 1, 128, 8, 16, false)
-                .unwrap()
-                .unwrap();
-            assert_eq!((p.probe, p.opts()), (Some(probe), opts), "{v}");
-            assert_eq!(p.kernel("bf16"), "qsa_attn_dec_fwd_pair_bf16");
-            assert_eq!(
-                p.kernel("f16"),
-                "qsa_attn_dec_fwd_f16",
-                "f16 has no pair kernel"
-            );
-        }
-        let e = decode_plan(
-            &h200,
-            &sw(&[("QSA_ATTN_DEC_PROBE", "fast")]),
-            1,
-            1,
-            128,
-            8,
-            16,
-            false,
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(e.contains("expected launch, no_kv or no_math"), "{e}");
-        let sm86 = caps("sm_86", 101_376, 82, true);
-        let e = decode_plan(
-            &sm86,
-            &sw(&[("QSA_ATTN_DEC_STAGES", "4")]),
-            1,
-            1,
-            128,
-            8,
-            16,
-            false,
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(e.contains("allows 101376"), "{e}");
-    }
-}
+#[path = "attention_decode_tests.rs"]
+mod tests;

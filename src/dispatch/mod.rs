@@ -204,11 +204,23 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
     ),
     (
         "QSA_ATTN_DEC_MERGE",
-        "kernel | launch | cluster: the decode attention splits merged by the last CTA, by qsa_attn_combine, or through an sm_90 cluster's shared memory (qsa's switch)",
+        "kernel | launch | cluster | push: the decode attention splits merged by the last CTA, by qsa_attn_combine, or through an sm_90 cluster's shared memory (pulled by remote loads, or pushed by remote stores before one barrier) (qsa's switch)",
     ),
     (
         "QSA_ATTN_DEC_PROBE",
-        "launch | no_kv | no_math: a timing ablation of the decode attention kernel (the launch alone, no K/V copies, no math); its output is NOT the attention (qsa's bench switch)",
+        "launch | no_kv | no_math | list | loop: a timing ablation of the decode attention kernel (the launch alone, no K/V copies, no math, stop once the unit list is built, stop before the merges); its output is NOT the attention (qsa's bench switch)",
+    ),
+    (
+        "QSA_ATTN_DEC_PREFETCH",
+        "none | 256: the decode attention kernel's K/V copies ask L2 for whole 256-byte rows (cp.async .L2::256B; qsa's sweep switch)",
+    ),
+    (
+        "QSA_ATTN_DEC_ORDER",
+        "contiguous | interleave: the decode attention kernel deals each warp a run of its CTA's units, or every warps-th unit (qsa's sweep switch)",
+    ),
+    (
+        "QSA_ATTN_DEC_AHEAD",
+        "0-7: units of K/V the decode attention kernel prefetches into L2 beyond its cp.async ring (qsa's sweep switch)",
     ),
     (
         "QSA_ATTN_NBUF",

@@ -17,7 +17,7 @@ pub const DYN_SHARED_MAX: u32 = 256 * 1024;
 
 /// Part of every module's cache key: change it with what `wrapper` generates (the wrapper
 /// itself is made only on a cache miss, after preprocessing).
-const WRAPPER_LAYOUT: &str = "5: TLS init functions; dynamic shared arrays (named in the source or common/) defined before the source; kernels and cluster sizes from the preprocessor";
+const WRAPPER_LAYOUT: &str = "6: TLS init functions; dynamic shared arrays (named in the source or the headers it includes) defined before the source; kernels and cluster sizes from the preprocessor";
 
 /// Defined only when preprocessing a source to list its kernels: kernels/common/emu_cluster.h
 /// then spells `QSA_CLUSTER_DIMS(x)` as `qsa_emu_cluster_dims(x)`, so the cluster size of each
@@ -116,15 +116,38 @@ pub fn dynamic_shared_names(source: &str) -> Vec<String> {
     names
 }
 
-/// The dynamic shared arrays of a module: named in its source `text` or in a common/ header
-/// (a kernel body moved into a header declares its array there: selection_attention.cu's
-/// split left none in the .cu).
+/// The dynamic shared arrays of a module: named in its source `text` or in a header it
+/// includes, directly or through another header (a kernel body moved into a header declares
+/// its array there: selection_attention.cu's split left none in the .cu). Only those: an
+/// array of another source's header would widen this module's shared window (qsa_smem_addr).
 pub fn module_dynamic_shared_names(kernels_dir: &Path, text: &str) -> BackendResult<Vec<String>> {
+    let common = kernels_dir.join("common");
     let mut all = text.to_string();
-    for header in common_headers(&kernels_dir.join("common"))? {
-        all += &read(&header)?;
+    let mut seen: Vec<PathBuf> = Vec::new();
+    let mut todo = quoted_includes(text);
+    while let Some(inc) = todo.pop() {
+        let found = [kernels_dir.join(&inc), common.join(&inc)]
+            .into_iter()
+            .find(|p| p.is_file());
+        let Some(path) = found else { continue };
+        if seen.contains(&path) {
+            continue;
+        }
+        let header = read(&path)?;
+        todo.extend(quoted_includes(&header));
+        all += &header;
+        seen.push(path);
     }
     Ok(dynamic_shared_names(&all))
+}
+
+/// The `#include "..."` names of a source (relative to kernels/ or kernels/common/).
+fn quoted_includes(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.trim_start().strip_prefix("#include \""))
+        .filter_map(|rest| rest.split('"').next())
+        .map(str::to_string)
+        .collect()
 }
 
 /// The translation unit that becomes the module: the kernel source, the runtime, the

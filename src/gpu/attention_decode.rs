@@ -32,7 +32,7 @@ pub fn forward_steps(
             plan.items, plan.nsplit
         )));
     }
-    if plan.merge == DecMerge::Cluster {
+    if plan.merge.clustered() {
         // One cluster of DEC_CLUSTER CTAs per item along x; no workspace, one launch.
         let ctas = plan.items * DEC_CLUSTER;
         if ctas > MAX_GRID_X {
