@@ -103,10 +103,19 @@ pub fn predicted_kernel(
                     if backward {
                         // "staged" (dK / dV by atomics), "staged_kv" or "staged_kv_dq"
                         // (KV-block-major).
-                        attention::choose_backward(&caps, &sw, s.dtype)
-                            .map_err(|e| e.to_string())?
-                            .name()
-                            .into()
+                        attention::choose_backward(
+                            &caps,
+                            &sw,
+                            s.dtype,
+                            attention::BwdShape {
+                                q_len: s.q_len,
+                                kv_len: s.kv_len,
+                                t: s.t,
+                            },
+                        )
+                        .map_err(|e| e.to_string())?
+                        .name()
+                        .into()
                     } else {
                         // "staged" / "ring", "_split" where lists are split.
                         attention::choose_forward(&caps, &sw, &plan, s.t)

@@ -115,24 +115,51 @@ fn kv16_applies(caps: &TargetCaps, dtype: AttnDtype) -> bool {
     dtype == AttnDtype::Bf16 && caps.has(Feature::Clusters)
 }
 
+/// What the backward's default depends on besides the target: how many query lists select
+/// each KV block on average. The KV-block-major kernel runs one CTA per (batch, KV head, KV
+/// block), each scanning the query tokens that may select its block: it pays off when blocks
+/// are shared by many queries (prefill) and loses where most blocks are selected by none
+/// (decode). Measured on the H200 (call F1 of session 8, 2026-12-02, the runner's golden bench
+/// against session 7's medians of the atomic path): attn_decode_16q (16 x 16 selections over
+/// 4,096 blocks, 0.06 per block) 978.8 us fused vs 691.8 atomic, attn_decode_1q (0.004 per
+/// block) 492.3 vs 405.3; the prefill case (1,024 per block) 68.8 ms vs 158.5. Nothing was
+/// measured between 0.06 and 1,024: the line sits at one selection per block.
+#[derive(Clone, Copy, Debug)]
+pub struct BwdShape {
+    pub q_len: usize,
+    pub kv_len: usize,
+    pub t: usize,
+}
+
+impl BwdShape {
+    /// At least one list entry per KV block on average (`q_len * t >= ceil(kv_len / 64)`).
+    pub fn blocks_are_shared(self) -> bool {
+        self.q_len * self.t >= self.kv_len.div_ceil(BLOCK)
+    }
+}
+
 /// The staged backward's dK / dV path. Default: the fused KV-block-major kernel with bf16
 /// products and dO split once per tile (`kvdq` with `bf16s`, `qsa_attn_kv16s_dq_bwd_bf16`)
 /// where it applies (bf16 inputs, sm_90+, its shared memory fits): on the H200 (call A1,
 /// 2026-12-02, bench/attention_vs_torch.py, prefill B=4 T=16K 64/4 heads 16 blocks) 68.2 ms
 /// against the atomic path's 158.5 (kvdq tf32 137.3, kvdq bf16 73.4; fla 48.93), and the
 /// runner's error suite passed every kv16 case on the card (dv 1.02e-5 at most, gate 5e-5).
-/// Elsewhere (f16 inputs, before sm_90, AMD) the atomics stay: the tf32 KV-block-major kernels
+/// Only where KV blocks are shared (`BwdShape::blocks_are_shared`: decode shapes measured
+/// slower fused). Elsewhere (f16 inputs, before sm_90, AMD, decode shapes) the atomics stay: the tf32 KV-block-major kernels
 /// are forced only (`QSA_ATTN_BWD=kv|kvdq`; where not built they fall back to the atomics).
 pub fn choose_backward(
     caps: &TargetCaps,
     sw: &Switches,
     dtype: AttnDtype,
+    shape: BwdShape,
 ) -> Result<BwdPath, BackendError> {
     let kv_fits = caps.vendor == Vendor::Nvidia
         && caps.has(Feature::Bf16Tc)
         && kv_bwd_shared_max() <= caps.shared_per_block as usize;
     match sw.get("QSA_ATTN_BWD") {
-        None if kv_fits && kv16_applies(caps, dtype) => Ok(BwdPath::KvFused),
+        None if kv_fits && kv16_applies(caps, dtype) && shape.blocks_are_shared() => {
+            Ok(BwdPath::KvFused)
+        }
         None => Ok(BwdPath::Atomic),
         Some("atomic") => Ok(BwdPath::Atomic),
         // Forced where it is not built, it falls back to the atomics (as a forced top-k kernel
@@ -456,8 +483,49 @@ pub(crate) mod tests {
         let bf16 = AttnDtype::Bf16;
         let mut h200 = caps("sm_90", 227, 132);
         h200.features = vec![Feature::Tf32Tc, Feature::Bf16Tc, Feature::Clusters];
+        // The bench's prefill (1,024 selections per block) and decode (16 queries over 262K
+        // keys: 0.06 per block, measured slower fused: BwdShape's comment) shapes.
+        const PREFILL: BwdShape = BwdShape {
+            q_len: 16384,
+            kv_len: 16384,
+            t: 16,
+        };
+        let decode = BwdShape {
+            q_len: 16,
+            kv_len: 262_144,
+            t: 16,
+        };
         assert_eq!(
-            choose_backward(&h200, &none, bf16).unwrap(),
+            choose_backward(&h200, &none, bf16, decode).unwrap(),
+            BwdPath::Atomic,
+            "decode shapes keep the atomics (the fused kernel's CTAs scan blocks nobody selected)"
+        );
+        let one_per_block = BwdShape {
+            q_len: 16,
+            kv_len: 16 * 16 * 64,
+            t: 16,
+        };
+        assert_eq!(
+            choose_backward(&h200, &none, bf16, one_per_block).unwrap(),
+            BwdPath::KvFused,
+            "one selection per block is the line"
+        );
+        assert_eq!(
+            choose_backward(
+                &h200,
+                &none,
+                bf16,
+                BwdShape {
+                    kv_len: one_per_block.kv_len + 1,
+                    ..one_per_block
+                }
+            )
+            .unwrap(),
+            BwdPath::Atomic,
+            "one block more than selections: atomics"
+        );
+        assert_eq!(
+            choose_backward(&h200, &none, bf16, PREFILL).unwrap(),
             BwdPath::KvFused
         );
         assert_eq!(
@@ -466,14 +534,14 @@ pub(crate) mod tests {
             "the default path's products: bf16, dO split once per tile"
         );
         assert_eq!(
-            choose_backward(&h200, &none, AttnDtype::F16).unwrap(),
+            choose_backward(&h200, &none, AttnDtype::F16, PREFILL).unwrap(),
             BwdPath::Atomic,
             "f16 inputs keep the atomics (the kv16 kernels are bf16 only)"
         );
         let mut sm86 = caps("sm_86", 99, 84);
         sm86.features = vec![Feature::Tf32Tc, Feature::Bf16Tc];
         assert_eq!(
-            choose_backward(&sm86, &none, bf16).unwrap(),
+            choose_backward(&sm86, &none, bf16, PREFILL).unwrap(),
             BwdPath::Atomic,
             "before sm_90 (no qsa_attn_kv16*) the atomics stay"
         );
@@ -485,46 +553,46 @@ pub(crate) mod tests {
         );
         let sm75 = caps("sm_75", 64, 68);
         assert_eq!(
-            choose_backward(&sm75, &none, bf16).unwrap(),
+            choose_backward(&sm75, &none, bf16, PREFILL).unwrap(),
             BwdPath::Atomic
         );
         let mut gfx950 = caps("gfx950", 160, 256);
         gfx950.vendor = Vendor::Amd;
         gfx950.features = vec![Feature::Bf16Tc];
         assert_eq!(
-            choose_backward(&gfx950, &none, bf16).unwrap(),
+            choose_backward(&gfx950, &none, bf16, PREFILL).unwrap(),
             BwdPath::Atomic
         );
         let sw = |v: &str| Switches::new([("QSA_ATTN_BWD".to_string(), v.to_string())].into());
         assert_eq!(
-            choose_backward(&h200, &sw("atomic"), bf16).unwrap(),
+            choose_backward(&h200, &sw("atomic"), bf16, PREFILL).unwrap(),
             BwdPath::Atomic
         );
         assert_eq!(
-            choose_backward(&h200, &sw("kv"), bf16).unwrap(),
+            choose_backward(&h200, &sw("kv"), bf16, PREFILL).unwrap(),
             BwdPath::KvMajor
         );
         assert_eq!(
-            choose_backward(&sm75, &sw("kv"), bf16).unwrap(),
+            choose_backward(&sm75, &sw("kv"), bf16, PREFILL).unwrap(),
             BwdPath::Atomic,
             "a forced kv falls back where the kernel is not built"
         );
         assert_eq!(
-            choose_backward(&gfx950, &sw("kv"), bf16).unwrap(),
+            choose_backward(&gfx950, &sw("kv"), bf16, PREFILL).unwrap(),
             BwdPath::Atomic,
             "a forced kv falls back on AMD, whose build has no qsa_attn_kv_bwd_* (LDS and a \
              bf16 feature do not make it exist)"
         );
-        let e = choose_backward(&h200, &sw("yes"), bf16)
+        let e = choose_backward(&h200, &sw("yes"), bf16, PREFILL)
             .unwrap_err()
             .to_string();
         assert!(e.contains("expected atomic, kv or kvdq"), "{e}");
         assert_eq!(
-            choose_backward(&h200, &sw("kvdq"), bf16).unwrap(),
+            choose_backward(&h200, &sw("kvdq"), bf16, PREFILL).unwrap(),
             BwdPath::KvFused
         );
         assert_eq!(
-            choose_backward(&sm75, &sw("kvdq"), bf16).unwrap(),
+            choose_backward(&sm75, &sw("kvdq"), bf16, PREFILL).unwrap(),
             BwdPath::Atomic,
             "a forced kvdq falls back where the kernel is not built"
         );

@@ -8,7 +8,7 @@ use super::{as_bytes, Family, GpuApi, GpuProps, LaunchDims};
 use crate::backend::{BackendError, BackendResult, Prepared};
 use crate::dispatch::attention::{
     choose, choose_backward, choose_forward, kv_bwd_shared_bytes, kv_products, staged_plan_for,
-    AttnKernel, BwdPath, FwdPath, KvProducts, StagedPlan, GATHER_THREADS, KV_BWD_THREADS,
+    AttnKernel, BwdPath, BwdShape, FwdPath, KvProducts, StagedPlan, GATHER_THREADS, KV_BWD_THREADS,
     STAGED_THREADS,
 };
 use crate::dispatch::attention_decode::{decode_plan, dispatch_name};
@@ -202,7 +202,16 @@ pub fn launch_plan(
         shared_bytes: 0,
     };
     let bwd_path = match kernel {
-        AttnKernel::Staged if backward => Some(choose_backward(caps, switches, p.dtype)?),
+        AttnKernel::Staged if backward => Some(choose_backward(
+            caps,
+            switches,
+            p.dtype,
+            BwdShape {
+                q_len: p.q_len,
+                kv_len: p.kv_len,
+                t: p.t,
+            },
+        )?),
         _ => None,
     };
     // Checked on every staged backward call (a bad value is refused whichever path runs).
