@@ -166,12 +166,12 @@ fn qsa_plan_prints_json_or_refuses_with_exit_2() {
     assert_eq!(v["call"][0]["grid"], serde_json::json!([8, 3, 1]));
     assert_eq!(v["call"][0]["shared_bytes"], 131072);
     // sm_90's decode kernel: the speculative one, one launch over the split's chunks (3
-    // queries: the lean step over chunks of 8,192, one CTA per SM).
+    // queries: the float step over chunks of 8,192, one CTA per SM).
     let v = plan(&["--topk", "nq=3,n=262144,k=2048"]);
     assert_eq!(v["dispatched"], "spec");
     assert_eq!(v["module"], "topk");
     assert_eq!(v["call"].as_array().map(Vec::len), Some(1));
-    assert_eq!(v["call"][0]["kernel"], "qsa_topk_spec_8k_lean");
+    assert_eq!(v["call"][0]["kernel"], "qsa_topk_spec_8k_float");
     assert_eq!(v["call"][0]["grid"], serde_json::json!([32, 3, 1]));
     assert_eq!(
         v["setup"][0],

@@ -4,7 +4,7 @@
 //! The one-launch cluster kernel (sm_90) runs only when forced (`QSA_TOPK_KERNEL=cluster`):
 //! on the H200 it is slower than the split (docs/results/topk-cluster-2026-12-01/).
 
-use super::{Switches, TargetCaps, Vendor};
+use super::{Feature, Switches, TargetCaps, Vendor};
 use crate::backend::BackendError;
 
 /// The top-k kernels.
@@ -269,12 +269,29 @@ fn choice(
 /// 21.0 -> 19.0 / 41.6 -> 39.5 us, the one-pass bound -> 16.6 / 19.9 / 37.6, vec4 loads
 /// alone level (17.5 / 20.7 / 41.5), all three 15.1 / 18.1 / 36.3; the lean chunk step and
 /// the chunk: `SpecChunk::engine`). Session 8's forms (fence, tmax, window_lean, 1,024
-/// threads) are off unless set: not measured yet.
+/// threads, the float step) are off unless set, except sm_90's default (the float step with
+/// thread 0's fences and window_lean: `float_by_default`, measured in call F1).
 ///
 /// The variants exist on NVIDIA targets only (kernels/topk.cu builds them for CUDA; AMD's
 /// dispatch never takes the speculative kernel, and their registers cost gfx906's forced
 /// one an occupancy step): elsewhere a forced speculative kernel runs its plain form, as a
 /// forced kernel outside its limits falls through to one that handles the shape.
+/// Whether `spec_options` fills in sm_90's default chunk step (its comment): sm_90+, none of
+/// the step's switches set, and the engine's chunk one the float step exists for.
+fn float_by_default(caps: &TargetCaps, sw: &Switches, s: TopkShape) -> bool {
+    const STEP: [&str; 6] = [
+        "QSA_TOPK_SPEC_KEEP",
+        "QSA_TOPK_SPEC_FENCE",
+        "QSA_TOPK_SPEC_FINAL",
+        "QSA_TOPK_SPEC_BOUND",
+        "QSA_TOPK_SPEC_THREADS",
+        "QSA_TOPK_SPEC_CHUNK",
+    ];
+    caps.has(Feature::Clusters)
+        && STEP.iter().all(|k| sw.get(k).is_none())
+        && matches!(SpecChunk::engine(caps, s), SpecChunk::K4 | SpecChunk::K8)
+}
+
 pub fn spec_options(
     caps: &TargetCaps,
     sw: &Switches,
@@ -294,6 +311,28 @@ pub fn spec_options(
             float_keep: false,
         });
     }
+    // sm_90's default since session 8 (call F1, 2026-12-02, bench/topk_vs_torch.py --quick,
+    // H200, same run): the float chunk step with thread 0's fences and the final step's plain
+    // atomic adds (`floatX`) ran 1 / 3 / 16 queries x 262,144 in 13.3 / 14.3 / 24.7 us against
+    // the lean step's 14.0 / 15.3 / 27.1 (FlashInfer 20.0 / 20.4 / 31.7), ids exact. Filled in
+    // only where none of the step's switches is set and the engine's chunk has the float
+    // entry points (4,096 / 8,192), so every forced form still means what it says; measured
+    // on sm_90 only, so other targets keep the lean step.
+    let filled;
+    let sw = if float_by_default(caps, sw, s) {
+        let mut vars = sw.vars().clone();
+        for (k, v) in [
+            ("QSA_TOPK_SPEC_KEEP", "float"),
+            ("QSA_TOPK_SPEC_FENCE", "one"),
+            ("QSA_TOPK_SPEC_FINAL", "window_lean"),
+        ] {
+            vars.insert(k.into(), v.into());
+        }
+        filled = Switches::new(vars);
+        &filled
+    } else {
+        sw
+    };
     let wide_cta = match sw.get("QSA_TOPK_SPEC_THREADS") {
         None | Some("512") => false,
         Some("1024") => true,
@@ -485,9 +524,17 @@ mod tests {
         let o = spec_options(&hopper, &Switches::default(), decode(1, 262_144)).unwrap();
         assert_eq!(o.chunk, SpecChunk::K4);
         assert_eq!(
-            o.flags(),
-            1 | 2 | 4,
-            "every QSA_TOPK_SPEC_* flag on by default (each measured faster on the H200)"
+            (o.kernel(), o.flags()),
+            ("qsa_topk_spec_float", 63),
+            "sm_90's default: the float step with every flag (floatX, measured fastest on the H200)"
+        );
+        // Before sm_90 (not measured with the float step) the lean step's flags stay.
+        let ampere = nvidia(vec![]);
+        let o = spec_options(&ampere, &Switches::default(), decode(1, 262_144)).unwrap();
+        assert_eq!(
+            (o.kernel(), o.flags()),
+            ("qsa_topk_spec_lean", 1 | 2 | 4),
+            "every session-7 QSA_TOPK_SPEC_* flag on by default before sm_90"
         );
         let off = switches(&[
             ("QSA_TOPK_SPEC_FINAL", "byte"),
@@ -686,12 +733,16 @@ mod tests {
         };
         assert_eq!(
             pick(3),
-            (SpecChunk::K8, "qsa_topk_spec_8k_lean"),
-            "3 x 262,144: 192 CTAs of 4,096 exceed one per SM, so lean chunks of 8,192"
+            (SpecChunk::K8, "qsa_topk_spec_8k_float"),
+            "3 x 262,144: 192 CTAs of 4,096 exceed one per SM, so chunks of 8,192"
         );
-        assert_eq!(pick(1), (SpecChunk::K4, "qsa_topk_spec_lean"));
-        assert_eq!(pick(2), (SpecChunk::K4, "qsa_topk_spec_lean"));
-        assert_eq!(pick(16), (SpecChunk::K8, "qsa_topk_spec_8k_lean"));
+        assert_eq!(pick(1), (SpecChunk::K4, "qsa_topk_spec_float"));
+        assert_eq!(pick(2), (SpecChunk::K4, "qsa_topk_spec_float"));
+        assert_eq!(pick(16), (SpecChunk::K8, "qsa_topk_spec_8k_float"));
+        // One step switch set: the engine fills in nothing else (the lean step, as forced).
+        let lean = switches(&[("QSA_TOPK_SPEC_KEEP", "lean")]);
+        let o = spec_options(&hopper, &lean, decode(3, 262_144)).unwrap();
+        assert_eq!(o.kernel(), "qsa_topk_spec_8k_lean");
         // The general step stays one switch away; forced 16,384 has no lean form.
         let general = switches(&[("QSA_TOPK_SPEC_KEEP", "general")]);
         let o = spec_options(&hopper, &general, decode(3, 262_144)).unwrap();
