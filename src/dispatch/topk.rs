@@ -277,7 +277,11 @@ fn choice(
 /// one an occupancy step): elsewhere a forced speculative kernel runs its plain form, as a
 /// forced kernel outside its limits falls through to one that handles the shape.
 /// Whether `spec_options` fills in sm_90's default chunk step (its comment): sm_90+, none of
-/// the step's switches set, and the engine's chunk one the float step exists for.
+/// the step's switches set, the engine's chunk one the float step exists for, and rows of at
+/// least `FLOAT_MIN_KEYS_PER_K` keys per selected id. The golden run of call F3 (H200,
+/// 2026-12-02) measured the float step at 3 x 40,000 (19.5 keys per id) 2.46x slower than the
+/// golden (50.0 against 20.3 us; its chunk bounds keep too little and the last CTA falls
+/// back), level at 3 x 65,536 (32 per id: 20.5 against 20.5) and faster from 131,072 up.
 fn float_by_default(caps: &TargetCaps, sw: &Switches, s: TopkShape) -> bool {
     const STEP: [&str; 6] = [
         "QSA_TOPK_SPEC_KEEP",
@@ -290,7 +294,11 @@ fn float_by_default(caps: &TargetCaps, sw: &Switches, s: TopkShape) -> bool {
     caps.has(Feature::Clusters)
         && STEP.iter().all(|k| sw.get(k).is_none())
         && matches!(SpecChunk::engine(caps, s), SpecChunk::K4 | SpecChunk::K8)
+        && s.n >= FLOAT_MIN_KEYS_PER_K * s.k
 }
+
+/// `float_by_default`'s line: 32 keys per selected id (its comment has the measurements).
+const FLOAT_MIN_KEYS_PER_K: usize = 32;
 
 pub fn spec_options(
     caps: &TargetCaps,
@@ -739,6 +747,20 @@ mod tests {
         assert_eq!(pick(1), (SpecChunk::K4, "qsa_topk_spec_float"));
         assert_eq!(pick(2), (SpecChunk::K4, "qsa_topk_spec_float"));
         assert_eq!(pick(16), (SpecChunk::K8, "qsa_topk_spec_8k_float"));
+        // Short rows keep the lean step (call F3: the float step 2.46x slower at 3 x 40,000,
+        // k = 2,048), from 32 keys per id on the float one.
+        assert_eq!(
+            spec_options(&hopper, &Switches::default(), decode(3, 40_000))
+                .unwrap()
+                .kernel(),
+            "qsa_topk_spec_lean"
+        );
+        assert_eq!(
+            spec_options(&hopper, &Switches::default(), decode(3, 65_536))
+                .unwrap()
+                .kernel(),
+            "qsa_topk_spec_float"
+        );
         // One step switch set: the engine fills in nothing else (the lean step, as forced).
         let lean = switches(&[("QSA_TOPK_SPEC_KEEP", "lean")]);
         let o = spec_options(&hopper, &lean, decode(3, 262_144)).unwrap();
