@@ -143,7 +143,12 @@ DEC_HND = [{}, {"QSA_ATTN_DEC_PROBE": "no_math"}, {"QSA_ATTN_DEC_PROBE": "launch
            {"QSA_ATTN_DEC_PREFETCH": 256, "QSA_ATTN_DEC_PROBE": "no_math"},
            {"QSA_ATTN_DEC_WARPS": 4, "QSA_ATTN_DEC_STAGES": 4},
            {"QSA_ATTN_DEC_WARPS": 4, "QSA_ATTN_DEC_STAGES": 4, "QSA_ATTN_DEC_PROBE": "no_math"},
-           {"QSA_ATTN_DEC_AHEAD": 4}, {"QSA_ATTN_DEC_ORDER": "interleave"}]
+           {"QSA_ATTN_DEC_AHEAD": 4}, {"QSA_ATTN_DEC_ORDER": "interleave"},
+           # One query (8 items): one CTA per item, no cluster merge at all (the CTA merge only),
+           # with a 3-stage ring; two splits merged by the item's last CTA. 16 q: same as auto.
+           {"QSA_ATTN_DEC_SPLITS": 1, "QSA_ATTN_DEC_STAGES": 3},
+           {"QSA_ATTN_DEC_SPLITS": 1, "QSA_ATTN_DEC_STAGES": 3, "QSA_ATTN_DEC_PROBE": "no_math"},
+           {"QSA_ATTN_DEC_SPLITS": 2, "QSA_ATTN_DEC_MERGE": "kernel", "QSA_ATTN_DEC_STAGES": 3}]
 # --decode-sweep new: only the probes and DEC_NEW (the earlier sweeps were measured in session 7);
 # hnd: the NHD auto / gather / probe rows (the fla-layout figure stays next to the new one) and
 # DEC_HND, without the items-per-SM rows.
@@ -393,12 +398,14 @@ def fwd_sweeps(qsa, shape, base, which="all"):
 def hnd_sweep(qsa, shape):
     """(label, plan) of DEC_HND on the head-major twin of `shape` (decode plans only)."""
     hshape = dict(shape, kv_layout="hnd")
+    seen = []
     for sw in DEC_HND:
         try:
             p = qsa.plan(hshape, sw=sw)
         except qsa_plan.PlanError:
             continue
-        if is_decode(p):
+        if is_decode(p) and p["call"] not in seen:
+            seen.append(p["call"])
             yield "hnd " + (" ".join(f"{k.removeprefix('QSA_ATTN_DEC_').lower()}={v}" for k, v in sw.items())
                             or "(auto)"), p
 

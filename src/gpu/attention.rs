@@ -11,7 +11,7 @@ use crate::dispatch::attention::{
     AttnKernel, BwdPath, BwdShape, FwdPath, KvProducts, StagedPlan, GATHER_THREADS, KV_BWD_THREADS,
     STAGED_THREADS,
 };
-use crate::dispatch::attention_decode::{decode_plan, dispatch_name};
+use crate::dispatch::attention_decode::{decode_plan, dispatch_name, DEC_MAX_T};
 use crate::dispatch::attention_warp::{warp_items, WarpPlan};
 use crate::dispatch::{Switches, TargetCaps};
 use crate::problem::{
@@ -69,7 +69,8 @@ fn hnd_refused(caps: &TargetCaps, sw: &Switches, p: &AttnCall, backward: bool) -
         )
     } else {
         format!(
-            "this shape (t = {}, {} query tokens: the dispatch picks the staged forward)",
+            "this shape (t = {}, {} query tokens: the dispatch picks the staged forward; \
+             QSA_ATTN_KERNEL=decode forces the decode kernel where t <= {DEC_MAX_T})",
             p.t, p.q_len
         )
     };

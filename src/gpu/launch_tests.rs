@@ -424,9 +424,13 @@ fn head_major_kv_reaches_only_the_decode_forward() {
             "QSA_ATTN_KERNEL=staged",
         ),
     ] {
-        let e = crate::gpu::attention::launch_plan(&caps, &props, &sw, &shape, backward)
-            .unwrap_err()
-            .to_string();
+        let e = match crate::gpu::attention::launch_plan(&caps, &props, &sw, &shape, backward) {
+            Ok(p) => panic!(
+                "{why}: head-major K / V planned onto {} (it reads fla's layout): refuse it",
+                p.dispatched
+            ),
+            Err(e) => e.to_string(),
+        };
         assert!(
             e.contains(why) && e.contains("kv_layout: nhd"),
             "{why}: {e}"
