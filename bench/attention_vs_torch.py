@@ -144,11 +144,15 @@ DEC_HND = [{}, {"QSA_ATTN_DEC_PROBE": "no_math"}, {"QSA_ATTN_DEC_PROBE": "launch
            {"QSA_ATTN_DEC_WARPS": 4, "QSA_ATTN_DEC_STAGES": 4},
            {"QSA_ATTN_DEC_WARPS": 4, "QSA_ATTN_DEC_STAGES": 4, "QSA_ATTN_DEC_PROBE": "no_math"},
            {"QSA_ATTN_DEC_AHEAD": 4}, {"QSA_ATTN_DEC_ORDER": "interleave"},
-           # One query (8 items): one CTA per item, no cluster merge at all (the CTA merge only),
-           # with a 3-stage ring; two splits merged by the item's last CTA. 16 q: same as auto.
-           {"QSA_ATTN_DEC_SPLITS": 1, "QSA_ATTN_DEC_STAGES": 3},
-           {"QSA_ATTN_DEC_SPLITS": 1, "QSA_ATTN_DEC_STAGES": 3, "QSA_ATTN_DEC_PROBE": "no_math"},
-           {"QSA_ATTN_DEC_SPLITS": 2, "QSA_ATTN_DEC_MERGE": "kernel", "QSA_ATTN_DEC_STAGES": 3}]
+           ]
+# One query (8 items): one CTA per item covering all its blocks, no cluster merge at all (the
+# CTA merge only), with a 3-stage ring, and its chain probes; two splits merged by the item's
+# last CTA. On both layouts (16 q: auto is already one CTA per item, the rows add the ring).
+DEC_ONE_CTA = [{"QSA_ATTN_DEC_SPLITS": 1, "QSA_ATTN_DEC_STAGES": 3}] + \
+              [{"QSA_ATTN_DEC_SPLITS": 1, "QSA_ATTN_DEC_STAGES": 3, "QSA_ATTN_DEC_PROBE": p}
+               for p in ("no_math", "list", "loop")] + \
+              [{"QSA_ATTN_DEC_SPLITS": 2, "QSA_ATTN_DEC_MERGE": "kernel", "QSA_ATTN_DEC_STAGES": 3}]
+DEC_HND += DEC_ONE_CTA
 # --decode-sweep new: only the probes and DEC_NEW (the earlier sweeps were measured in session 7);
 # hnd: the NHD auto / gather / probe rows (the fla-layout figure stays next to the new one) and
 # DEC_HND, without the items-per-SM rows.
@@ -324,7 +328,7 @@ def dec_sweep(qsa, shape, base):
     seen = [base["call"]]
     tries = []
     if DEC_SWEEP == "hnd":
-        tries += DEC_PROBES
+        tries += DEC_PROBES + DEC_ONE_CTA
     if DEC_SWEEP == "all":
         tries += [{"QSA_ATTN_DEC_WARPS": w, "QSA_ATTN_DEC_STAGES": st} for w, st in DEC_WARPS_STAGES]
         tries += [{"QSA_ATTN_DEC_SPLITS": n, "QSA_ATTN_DEC_MERGE": m} for n in DEC_SPLITS for m in DEC_MERGES]
