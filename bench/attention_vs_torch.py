@@ -133,7 +133,29 @@ DEC_NEW = [{"QSA_ATTN_DEC_MERGE": "push"}, {"QSA_ATTN_DEC_MERGE": "push", "QSA_A
            {"QSA_ATTN_DEC_AHEAD": 2}, {"QSA_ATTN_DEC_AHEAD": 4},
            {"QSA_ATTN_DEC_AHEAD": 4, "QSA_ATTN_DEC_PROBE": "no_math"},
            {"QSA_ATTN_DEC_AHEAD": 4, "QSA_ATTN_DEC_ORDER": "interleave", "QSA_ATTN_DEC_PREFETCH": 256}]
-# --decode-sweep new: only the probes and DEC_NEW (the earlier sweeps were measured in session 7).
+# Session 9 (issue 13): head-major K / V ([batch, hkv, kv_len, D], `kv_layout=hnd`: a 64-key
+# block of one head is 16 KiB contiguous, where fla's layout spreads it over 64 rows of 256 bytes
+# at a 2 KiB stride). Rows next to the NHD ones, same data permuted, torch gather+sdpa on the same
+# layout; auto, the chain probes and the copy floor (probe=no_math), and the session-8 variants.
+DEC_HND = [{}, {"QSA_ATTN_DEC_PROBE": "no_math"}, {"QSA_ATTN_DEC_PROBE": "launch"},
+           {"QSA_ATTN_DEC_PROBE": "list"}, {"QSA_ATTN_DEC_PROBE": "loop"}, {"QSA_ATTN_DEC_PROBE": "no_kv"},
+           {"QSA_ATTN_DEC_MERGE": "push"}, {"QSA_ATTN_DEC_PREFETCH": 256},
+           {"QSA_ATTN_DEC_PREFETCH": 256, "QSA_ATTN_DEC_PROBE": "no_math"},
+           {"QSA_ATTN_DEC_WARPS": 4, "QSA_ATTN_DEC_STAGES": 4},
+           {"QSA_ATTN_DEC_WARPS": 4, "QSA_ATTN_DEC_STAGES": 4, "QSA_ATTN_DEC_PROBE": "no_math"},
+           {"QSA_ATTN_DEC_AHEAD": 4}, {"QSA_ATTN_DEC_ORDER": "interleave"},
+           ]
+# One query (8 items): one CTA per item covering all its blocks, no cluster merge at all (the
+# CTA merge only), with a 3-stage ring, and its chain probes; two splits merged by the item's
+# last CTA. On both layouts (16 q: auto is already one CTA per item, the rows add the ring).
+DEC_ONE_CTA = [{"QSA_ATTN_DEC_SPLITS": 1, "QSA_ATTN_DEC_STAGES": 3}] + \
+              [{"QSA_ATTN_DEC_SPLITS": 1, "QSA_ATTN_DEC_STAGES": 3, "QSA_ATTN_DEC_PROBE": p}
+               for p in ("no_math", "list", "loop")] + \
+              [{"QSA_ATTN_DEC_SPLITS": 2, "QSA_ATTN_DEC_MERGE": "kernel", "QSA_ATTN_DEC_STAGES": 3}]
+DEC_HND += DEC_ONE_CTA
+# --decode-sweep new: only the probes and DEC_NEW (the earlier sweeps were measured in session 7);
+# hnd: the NHD auto / gather / probe rows (the fla-layout figure stays next to the new one) and
+# DEC_HND, without the items-per-SM rows.
 DEC_SWEEP = "all"
 # The decode kernel against the staged kernel as work items per SM grow (group 16, 8 KV heads,
 # 262K; 8 items per query token): where the dispatch's MAX_ITEMS_PER_SM should switch.
@@ -305,14 +327,17 @@ def dec_sweep(qsa, shape, base):
     whose launches differ from it and from each other."""
     seen = [base["call"]]
     tries = []
+    if DEC_SWEEP == "hnd":
+        tries += DEC_PROBES + DEC_ONE_CTA
     if DEC_SWEEP == "all":
         tries += [{"QSA_ATTN_DEC_WARPS": w, "QSA_ATTN_DEC_STAGES": st} for w, st in DEC_WARPS_STAGES]
         tries += [{"QSA_ATTN_DEC_SPLITS": n, "QSA_ATTN_DEC_MERGE": m} for n in DEC_SPLITS for m in DEC_MERGES]
         tries += DEC_CLUSTER
         tries += DEC_PAIR
         tries += DEC_WARPS_SPLITS
-    tries += DEC_NEW
-    tries += DEC_PROBES
+    if DEC_SWEEP != "hnd":
+        tries += DEC_NEW
+        tries += DEC_PROBES
     for sw in tries:
         try:
             p = qsa.plan(shape, sw=sw)
@@ -346,6 +371,10 @@ CHECK_DECODE = [("decode", {"QSA_ATTN_KERNEL": "decode"}),
                 ("decode order=interleave ahead=3 warps=3", {"QSA_ATTN_KERNEL": "decode",
                                                              "QSA_ATTN_DEC_ORDER": "interleave",
                                                              "QSA_ATTN_DEC_AHEAD": 3, "QSA_ATTN_DEC_WARPS": 3})]
+# The same forms on the head-major twin (kv_layout=hnd: K / V permuted to [B, H, Tk, D]).
+CHECK_DECODE_HND = [(f"{name} hnd", sw) for name, sw in CHECK_DECODE
+                    if name in ("decode", "decode split=3 merge=kernel", "decode merge=cluster", "decode merge=push",
+                                "decode prefetch=256 split=3", "decode order=interleave ahead=3 warps=3")]
 DECODE = [("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 128, 8),
           ("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 64, 8),
           ("decode 1 q x 8 kv heads, 262K", 1, 1, 262144, 128, 8),
@@ -370,6 +399,21 @@ def fwd_sweeps(qsa, shape, base, which="all"):
     return out
 
 
+def hnd_sweep(qsa, shape):
+    """(label, plan) of DEC_HND on the head-major twin of `shape` (decode plans only)."""
+    hshape = dict(shape, kv_layout="hnd")
+    seen = []
+    for sw in DEC_HND:
+        try:
+            p = qsa.plan(hshape, sw=sw)
+        except qsa_plan.PlanError:
+            continue
+        if is_decode(p) and p["call"] not in seen:
+            seen.append(p["call"])
+            yield "hnd " + (" ".join(f"{k.removeprefix('QSA_ATTN_DEC_').lower()}={v}" for k, v in sw.items())
+                            or "(auto)"), p
+
+
 def planned(qsa, check=True, bench=True, decode_only=False, fwd_sweep="all"):
     """(label, plan) of every call this script launches."""
     if check:
@@ -379,6 +423,10 @@ def planned(qsa, check=True, bench=True, decode_only=False, fwd_sweep="all"):
                 yield f"check {name} {vname} bwd", qsa.plan(shape, True, variant, **kw)
             for vname, sw in CHECK_DECODE:
                 p = qsa.plan(shape, sw=sw)
+                if is_decode(p):
+                    yield f"check {name} {vname} fwd", p
+            for vname, sw in CHECK_DECODE_HND:
+                p = qsa.plan(dict(shape, kv_layout="hnd"), sw=sw)
                 if is_decode(p):
                     yield f"check {name} {vname} fwd", p
     if bench:
@@ -393,11 +441,13 @@ def planned(qsa, check=True, bench=True, decode_only=False, fwd_sweep="all"):
             if is_decode(base):
                 for label, p in dec_sweep(qsa, shape, base):
                     yield f"{case} g{hq // hkv} decode {label}", p
+                for label, p in hnd_sweep(qsa, shape):
+                    yield f"{case} g{hq // hkv} decode {label}", p
             if decode_only:
                 continue
             for label, p in sweep(qsa, shape, staged):
                 yield f"{case} g{hq // hkv} staged {label}", p
-        for case, B, Tq, Tk, hq, hkv in DECODE_ITEMS:
+        for case, B, Tq, Tk, hq, hkv in ([] if DEC_SWEEP == "hnd" else DECODE_ITEMS):
             shape = bench_shape(B, Tq, Tk, hq, hkv)
             yield f"{case} decode", qsa.plan(shape, sw=DECODE_FORCED)
             yield f"{case} staged", qsa.plan(shape, sw=STAGED)
@@ -575,14 +625,17 @@ def run_check(qsa, out, limit):
             f = lambda n: f"{r[n][0]:.2e} / {r[n][1]:.2e}"
             lines.append(f"| {name} | {dt} | {vname} | {f('o')} | {r['lse'][0]:.2e} | {f('dq')} | {f('dk')} | "
                          f"{f('dv')} | {', '.join(f'{x:.2f}' for x in ratios)} | {'pass' if gate else 'FAIL'} |")
-        # The decode forward (forced on this shape where built): o and lse, same gate.
-        for vname, sw in CHECK_DECODE:
-            plan = qsa.plan(shape, sw=sw)
+        # The decode forward (forced on this shape where built): o and lse, same gate; then on
+        # the head-major twin of P against the same reference.
+        Ph = hnd_of(P)
+        for vname, sw, shp, PP in [(n, w, shape, P) for n, w in CHECK_DECODE] + \
+                [(n, w, dict(shape, kv_layout="hnd"), Ph) for n, w in CHECK_DECODE_HND]:
+            plan = qsa.plan(shp, sw=sw)
             if not is_decode(plan):
                 continue
             o = torch.full((rows * D,), float("nan"), device="cuda")
             lse = torch.full((rows,), float("nan"), device="cuda")
-            call = qsa.fwd(P, o, lse, plan)
+            call = qsa.fwd(PP, o, lse, plan)
             call.setup()
             call()
             call()  # twice: the in-kernel merge's tickets must be reset by the first call
@@ -595,7 +648,7 @@ def run_check(qsa, out, limit):
                          f"{el[0]:.2e} | - | - | - | {eo[0] / gm if gm > 0 else 1.0:.2f} | "
                          f"{'pass' if gate else 'FAIL'} |")
             del call
-        del P, R
+        del P, Ph, R
     text = "\n".join(lines)
     print(text)
     return text, ok_all
@@ -677,14 +730,17 @@ def _time_graph(fn, inner, reps, cold):
 
 
 def torch_sel_attn(P, idx, mask):
-    """torch: gather the selected K/V rows, then scaled_dot_product_attention per (b, i, g)."""
+    """torch: gather the selected K/V rows, then scaled_dot_product_attention per (b, i, g).
+    K / V [B, Tk, H, D] (fla's layout), or [B, H, Tk, D] where P["kv_layout"] is "hnd"."""
     B, Tq, H, G = P["batch"], P["q_len"], P["hkv"], P["hq"] // P["hkv"]
     N = B * Tq * H
-    kf = P["k"].permute(0, 2, 1, 3)  # [B, H, Tk, D]
+    hnd = P.get("kv_layout") == "hnd"
+    kf = P["k"] if hnd else P["k"].permute(0, 2, 1, 3)  # [B, H, Tk, D]
+    vf = P["v"] if hnd else P["v"].permute(0, 2, 1, 3)
     bi = torch.arange(B, device="cuda")[:, None, None, None]
     hi = torch.arange(H, device="cuda")[None, None, :, None]
     ks = kf[bi, hi, idx].reshape(N, 1, -1, D)
-    vs = P["v"].permute(0, 2, 1, 3)[bi, hi, idx].reshape(N, 1, -1, D)
+    vs = vf[bi, hi, idx].reshape(N, 1, -1, D)
     qs = P["q"].reshape(N, G, D)[:, None]
     return torch.nn.functional.scaled_dot_product_attention(qs, ks, vs, attn_mask=mask, scale=P["scale"])
 
@@ -703,6 +759,39 @@ def torch_index(P):
     idx = idx.clamp(max=P["kv_len"] - 1).reshape(*ids.shape[:3], -1)
     N = idx.shape[0] * idx.shape[1] * idx.shape[2]
     return idx, vis.reshape(N, 1, 1, -1)
+
+
+def hnd_of(P):
+    """The head-major twin of problem P: the same K / V values, placed [B, H, Tk, D]."""
+    return dict(P, k=P["k"].permute(0, 2, 1, 3).contiguous(), v=P["v"].permute(0, 2, 1, 3).contiguous(),
+                kv_layout="hnd")
+
+
+def hnd_bench(qsa, P, shape, o, o_t, case, G, add):
+    """DEC_HND's rows on the head-major twin of P (torch gather+sdpa on that layout first), each
+    non-probe row checked against the NHD torch output `o_t` (same values: the layouts agree)."""
+    Ph = hnd_of(P)
+    idx, mask = torch_index(Ph)
+    th = time_graph(lambda: torch_sel_attn(Ph, idx, mask))
+    d = (torch_sel_attn(Ph, idx, mask).reshape(-1).float() - o_t).abs().max().item()
+    add(case, G, "torch gather+sdpa, hnd", th, note=f"K/V [B, H, Tk, D]; |o - torch nhd| {d:.1e}")
+    for label, p in hnd_sweep(qsa, shape):
+        c = qsa.fwd(Ph, o, o.new_empty(o.numel() // D), p)
+        c.setup()
+        tm = time_graph(c)
+        if is_probe(label):
+            add(case, G, f"qsa decode fwd {label}", tm, th[0],
+                note=f"{dec_note(p)}; ablation: output not the attention, not checked")
+        else:
+            o.fill_(float("nan"))
+            c()
+            d = (o - o_t).abs().max().item()
+            add(case, G, f"qsa decode fwd {label}", tm, th[0], note=f"{dec_note(p)}; |o - torch nhd| {d:.1e}")
+        if label == "hnd (auto)":
+            add(case, G, "qsa decode fwd hnd (auto), L2 cold", time_graph(c, cold=True),
+                note="256 MB write before each call, its time subtracted")
+        del c
+    del Ph, idx, mask
 
 
 def run_bench(qsa, out, fla, decode=True, decode_only=False, fwd_sweep="all"):
@@ -776,6 +865,7 @@ def run_bench(qsa, out, fla, decode=True, decode_only=False, fwd_sweep="all"):
                 d = (o - o_t).abs().max().item()
                 add(case, G, f"qsa decode fwd {label}", tm, tt[0], note=f"{dec_note(p)}; |o - torch| {d:.1e}")
                 del c
+            hnd_bench(qsa, P, shape, o, o_t, case, G, add)
         # Staging depth and split sweep: decode is latency / occupancy bound, and the best
         # split moves with the per-block cost (tensor cores vs FP32).
         for label, p in ([] if decode_only else sweep(qsa, shape, splan)):
@@ -786,7 +876,7 @@ def run_bench(qsa, out, fla, decode=True, decode_only=False, fwd_sweep="all"):
         del P, idx, mask, staged, gather
     # Work items per SM: the decode kernel (forced) against the staged kernel (forced), both
     # outputs compared (|o_decode - o_staged|: the two kernels share no code).
-    for case, B, Tq, Tk, hq, hkv in (DECODE_ITEMS if decode else []):
+    for case, B, Tq, Tk, hq, hkv in (DECODE_ITEMS if decode and DEC_SWEEP != "hnd" else []):
         G = hq // hkv
         P = make_problem(B, Tq, Tk, hq, hkv, 16, "bf16", seed=11, ids_kind="distinct")
         key = (B, Tk, hkv)
@@ -912,9 +1002,11 @@ def main():
     ap.add_argument("--fwd-sweep", choices=("all", "warp"), default="all",
                     help="the prefill forward's sweep rows: all (the warp forward's, the staged kernel's and "
                          "the ring's) or warp (the warp forward's only, SWEEP_WARP)")
-    ap.add_argument("--decode-sweep", choices=("all", "new"), default="all",
-                    help="the decode kernel's variant rows: every sweep (all), or only the probes and this "
-                         "session's variants (new: DEC_NEW, DEC_PROBES)")
+    ap.add_argument("--decode-sweep", choices=("all", "new", "hnd"), default="all",
+                    help="the decode kernel's variant rows: every sweep (all), only the probes and session "
+                         "8's variants (new: DEC_NEW, DEC_PROBES), or the head-major rows next to the NHD "
+                         "probes (hnd: DEC_HND, DEC_PROBES; no items-per-SM rows). Every mode ends each "
+                         "decode shape with DEC_HND")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     qsa_plan.add_plan_args(ap)
     a = ap.parse_args()

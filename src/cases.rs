@@ -162,6 +162,7 @@ pub fn attn_problem(seed: u64, case: &Case, dist: &str) -> Result<AttnProblem, S
         hkv: s.hkv,
         t: s.t,
         dtype: s.dtype,
+        kv_layout: s.kv_layout,
     };
     let inp = gen::attn_inputs(seed, &case.name, dist, shape, rows.as_deref())?;
     Ok(AttnProblem {
@@ -176,6 +177,7 @@ pub fn attn_problem(seed: u64, case: &Case, dist: &str) -> Result<AttnProblem, S
         q: inp.q,
         k: inp.k,
         v: inp.v,
+        kv_layout: s.kv_layout,
         ids: inp.ids,
         d_o: inp.d_o,
     })
@@ -231,6 +233,7 @@ mod tests {
             t: 4,
             dtype: crate::problem::AttnDtype::Bf16,
             scale: None,
+            kv_layout: Default::default(),
         };
         let r = checked_rows(&s, Some(3));
         assert_eq!(r, vec![(0, 0), (0, 9), (1, 9)]);

@@ -3,7 +3,7 @@
 //! every machine produces the same bytes, in any order, on any number of threads.
 
 use crate::dispatch::topk::{CLUSTER_CTAS, SPLIT_CHUNK};
-use crate::problem::{AttnDtype, ATTN_BLOCK, HEAD_DIM};
+use crate::problem::{AttnDtype, KvLayout, ATTN_BLOCK, HEAD_DIM};
 
 /// Top-k score distributions.
 pub const TOPK_DISTS: &[&str] = &[
@@ -270,6 +270,7 @@ pub struct AttnGenShape {
     pub hkv: usize,
     pub t: usize,
     pub dtype: AttnDtype,
+    pub kv_layout: KvLayout,
 }
 
 pub fn attn_inputs(
@@ -297,9 +298,32 @@ pub fn attn_inputs(
         });
         out
     };
+    // K / V: element (b, j, g, d) draws the value of its fla-layout (NHD) index in either
+    // layout, so an `hnd` case holds the same tensors as its `nhd` twin, only placed head-major.
+    let kv_tensor = |name: &str| -> Vec<u16> {
+        let st = Stream::new(seed, &[case, dist, name]);
+        let (kl, h) = (s.kv_len, s.hkv);
+        let mut out = vec![0u16; s.batch * kl * h * HEAD_DIM];
+        crate::cpu::par::par_chunks_mut(&mut out, CHUNK, |c, chunk| {
+            for (j, x) in chunk.iter_mut().enumerate() {
+                let at = (c * CHUNK + j) as u64;
+                let nhd = match s.kv_layout {
+                    KvLayout::Nhd => at,
+                    KvLayout::Hnd => {
+                        let (d, r) = (at % HEAD_DIM as u64, at / HEAD_DIM as u64);
+                        let (key, r) = (r % kl as u64, r / kl as u64);
+                        let (g, b) = (r % h as u64, r / h as u64);
+                        ((b * kl as u64 + key) * h as u64 + g) * HEAD_DIM as u64 + d
+                    }
+                };
+                *x = s.dtype.from_f32(st.normal(nhd) as f32);
+            }
+        });
+        out
+    };
     let q = tensor("q", s.batch * s.q_len * s.hq * HEAD_DIM);
-    let k = tensor("k", s.batch * s.kv_len * s.hkv * HEAD_DIM);
-    let v = tensor("v", s.batch * s.kv_len * s.hkv * HEAD_DIM);
+    let k = kv_tensor("k");
+    let v = kv_tensor("v");
     let ids = attn_ids(seed, case, dist, s);
     // The upstream gradient: zero outside `grad_rows` when only some rows are checked, so
     // that dk/dv hold exactly the checked rows' contributions (see suites::error).
@@ -492,8 +516,23 @@ mod tests {
             hkv: 2,
             t: 16,
             dtype: AttnDtype::Bf16,
+            kv_layout: KvLayout::Nhd,
         };
         let inp = attn_inputs(3, "c", "random_ids", shape, None).unwrap();
+        // The head-major twin holds the same K / V, placed [batch, hkv, kv_len, D].
+        let hnd = AttnGenShape {
+            kv_layout: KvLayout::Hnd,
+            ..shape
+        };
+        let twin = attn_inputs(3, "c", "random_ids", hnd, None).unwrap();
+        assert_eq!((&twin.q, &twin.ids), (&inp.q, &inp.ids));
+        for (j, g, d) in [(0, 0, 0), (999, 1, 127), (517, 0, 64), (1, 1, 3)] {
+            let nhd_at = (j * 2 + g) * HEAD_DIM + d;
+            let hnd_at = (g * 1000 + j) * HEAD_DIM + d;
+            assert_eq!(twin.k[hnd_at], inp.k[nhd_at]);
+            assert_eq!(twin.v[hnd_at], inp.v[nhd_at]);
+        }
+        assert_ne!(twin.k, inp.k, "the layouts differ in placement");
         for i in 0..10 {
             let pos = 990 + i;
             for g in 0..2 {

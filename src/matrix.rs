@@ -302,6 +302,9 @@ pub struct AttnShape {
     /// Softmax scale; default 1/sqrt(128).
     #[serde(default)]
     pub scale: Option<f32>,
+    /// K / V layout: `nhd` (fla's, the default) or `hnd` (head-major: decode forward only).
+    #[serde(default)]
+    pub kv_layout: crate::problem::KvLayout,
 }
 
 impl Case {

@@ -90,6 +90,13 @@ pub fn predicted_kernel(
                 &caps, &sw, s.batch, s.q_len, s.hq, s.hkv, s.t, backward,
             )
             .map_err(|e| e.to_string())?;
+            // Head-major K / V: the decode forward only (src/gpu/attention.rs refuses the rest).
+            if s.kv_layout == crate::problem::KvLayout::Hnd
+                && (decode.is_none()
+                    || attention::choose(&caps, &sw) != attention::AttnKernel::Staged)
+            {
+                return Err("kv_layout hnd is read only by the decode forward".into());
+            }
             Ok(match attention::choose(&caps, &sw) {
                 attention::AttnKernel::Staged if decode.is_some() => {
                     crate::dispatch::attention_decode::dispatch_name(&decode.expect("checked"))

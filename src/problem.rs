@@ -85,6 +85,35 @@ impl AttnDtype {
     }
 }
 
+/// Where a K / V element `(b, key j, kv head g, dim d)` lies. `Nhd` is fla's layout,
+/// `[batch, kv_len, hkv, D]` (consecutive keys of one head 2 KiB apart at 8 KV heads);
+/// `Hnd` is FlashInfer's and vLLM's head-major cache layout, `[batch, hkv, kv_len, D]` (a
+/// 64-key block of one head is 16 KiB contiguous). Only the decode forward reads `Hnd` on the
+/// GPU; every other path refuses it before any work (src/gpu/attention.rs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KvLayout {
+    #[default]
+    Nhd,
+    Hnd,
+}
+
+impl KvLayout {
+    pub fn name(self) -> &'static str {
+        match self {
+            KvLayout::Nhd => "nhd",
+            KvLayout::Hnd => "hnd",
+        }
+    }
+    /// The layout's shape of k / v, for error messages.
+    pub fn shape(self, batch: usize, kv_len: usize, hkv: usize) -> String {
+        match self {
+            KvLayout::Nhd => format!("[batch {batch}, kv_len {kv_len}, hkv {hkv}, {HEAD_DIM}]"),
+            KvLayout::Hnd => format!("[batch {batch}, hkv {hkv}, kv_len {kv_len}, {HEAD_DIM}]"),
+        }
+    }
+}
+
 /// NSA selection attention. Query token i of batch b sits at position
 /// `kv_len - q_len + i` (causal: keys past that position are masked). Each (token, KV head)
 /// selects `t` blocks of `ATTN_BLOCK` tokens by id (ids may repeat; -1 means "no block");
@@ -102,10 +131,11 @@ pub struct AttnProblem {
     pub scale: f32,
     /// `[batch, q_len, hq, HEAD_DIM]` element bits
     pub q: Vec<u16>,
-    /// `[batch, kv_len, hkv, HEAD_DIM]`
+    /// `[batch, kv_len, hkv, HEAD_DIM]` (`Nhd`) or `[batch, hkv, kv_len, HEAD_DIM]` (`Hnd`)
     pub k: Vec<u16>,
-    /// `[batch, kv_len, hkv, HEAD_DIM]`
+    /// Same layout as `k`.
     pub v: Vec<u16>,
+    pub kv_layout: KvLayout,
     /// `[batch, q_len, hkv, t]`
     pub ids: Vec<i32>,
     /// Upstream gradient `[batch, q_len, hq, HEAD_DIM]` (f32), for the backward pass.

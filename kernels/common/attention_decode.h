@@ -63,6 +63,9 @@
 #define DEC_OPT_INTERLEAVE 32
 // Bits 6-8: units of L2 look-ahead (0-7) beyond the ring.
 #define DEC_OPT_AHEAD_SHIFT 6
+// Bit 9: K / V head-major, [batch, hkv, kv_len, D] (FlashInfer's / vLLM's HND cache layout),
+// instead of fla's [batch, kv_len, hkv, D]. A property of the call's data, not a tuning knob.
+#define DEC_OPT_HND 512
 // The lazy rescale's slack (log2 units): p <= 2^8 between rescales.
 #define DEC_RESCALE_SLACK 8.f
 
@@ -129,8 +132,11 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
   // u + stages is issued, so more bytes are on their way from DRAM than the ring holds.
   const int ahead = copy_kv ? (opts >> DEC_OPT_AHEAD_SHIFT) & 7 : 0;
   dec_u16* ring = (dec_u16*)smem_raw + (long long)warp * stages * (2 * DEC_TILE);
-  const int row = hkv * DEC_D;  // elements between consecutive keys (the host bounds hkv)
-  const long long lane_off = dec_lane_offset(it, kv_len, hkv);
+  // Elements between consecutive keys (the host bounds hkv): hkv x D in fla's layout, D
+  // head-major (DEC_OPT_HND), where a 64-key block of one head is 16 KiB contiguous.
+  const bool hnd = (opts & DEC_OPT_HND) != 0;
+  const int row = hnd ? DEC_D : hkv * DEC_D;
+  const long long lane_off = dec_lane_offset(it, kv_len, hkv, hnd);
 
   // The softmax runs in base 2 (exp2f is one MUFU.EX2; expf adds a range reduction): s2 = s x
   // scale x log2(e), m2 the max p are taken against, qsa_ex2_ftz(s2 - m2) = exp(s - m); m goes back

@@ -137,8 +137,10 @@ QSA_DEVICE long long dec_unit_key(const DecList& L, int u) {
 // c = 0..7), as an offset into k / v for the unit starting at key 0: one 64-bit add per copy
 // per unit instead of the full index product (the address math was ~150 of the loop's ~900
 // instructions per unit, sm_90 SASS of 2026-12-02).
-QSA_DEVICE long long dec_lane_offset(const DecItem& it, int kv_len, int hkv) {
+// `hnd`: K / V are [batch, hkv, kv_len, D] (DEC_OPT_HND) instead of [batch, kv_len, hkv, D].
+QSA_DEVICE long long dec_lane_offset(const DecItem& it, int kv_len, int hkv, bool hnd) {
   const int lane = qsa_lane();
+  if (hnd) return (((long long)it.b * hkv + it.g) * kv_len + lane / 16) * DEC_D + (lane % 16) * 8;
   return (((long long)it.b * kv_len + lane / 16) * hkv + it.g) * DEC_D + (lane % 16) * 8;
 }
 

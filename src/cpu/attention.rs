@@ -6,7 +6,7 @@
 
 use super::par::par_map;
 use crate::backend::BackendResult;
-use crate::problem::{AttnBackward, AttnForward, AttnProblem, ATTN_BLOCK, HEAD_DIM};
+use crate::problem::{AttnBackward, AttnForward, AttnProblem, KvLayout, ATTN_BLOCK, HEAD_DIM};
 use crate::reference::attention::validate_attn;
 
 const D: usize = HEAD_DIM;
@@ -43,7 +43,10 @@ impl Kv {
         }
     }
     fn at(p: &AttnProblem, b: usize, j: usize, g: usize) -> std::ops::Range<usize> {
-        let s = ((b * p.kv_len + j) * p.hkv + g) * D;
+        let s = match p.kv_layout {
+            KvLayout::Nhd => ((b * p.kv_len + j) * p.hkv + g) * D,
+            KvLayout::Hnd => ((b * p.hkv + g) * p.kv_len + j) * D,
+        };
         s..s + D
     }
 }

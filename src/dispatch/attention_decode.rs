@@ -104,10 +104,12 @@ const OPT_INTERLEAVE: i32 = 32;
 const OPT_AHEAD_SHIFT: i32 = 6;
 /// The largest look-ahead the three bits hold.
 const MAX_AHEAD: usize = 7;
+/// opts bit 9 (DEC_OPT_HND): K / V head-major (token stride D, head stride kv_len x D).
+pub const OPT_HND: i32 = 512;
 
 impl DecodePlan {
     /// The kernel's `opts` argument: the probe (DEC_PROBE_MASK, 0 for the attention), the L2
-    /// prefetch bit and the push-merge bit.
+    /// prefetch, push-merge, interleave, look-ahead and head-major bits.
     pub fn opts(&self) -> i32 {
         let mut opts = self.probe.map_or(0, DecProbe::code);
         if self.l2_256 {
@@ -118,6 +120,9 @@ impl DecodePlan {
         }
         if self.interleave {
             opts |= OPT_INTERLEAVE;
+        }
+        if self.hnd {
+            opts |= OPT_HND;
         }
         opts | ((self.ahead as i32) << OPT_AHEAD_SHIFT)
     }
@@ -171,6 +176,9 @@ pub struct DecodePlan {
     pub probe: Option<DecProbe>,
     /// Dynamic shared bytes: warps x stages x DEC_STAGE_BYTES.
     pub shared: u32,
+    /// K / V are head-major, `[batch, hkv, kv_len, D]` (the call's `kv_layout: hnd`; set by
+    /// the launch plan from the call, never by a switch): the kernel's DEC_OPT_HND.
+    pub hnd: bool,
 }
 
 /// Where the kernel is built: NVIDIA sm_80+ (bf16 mma.sync), the kernel's QSA_DEC_MMA.
@@ -374,6 +382,7 @@ pub fn decode_plan(
         ahead,
         probe,
         shared: shared as u32,
+        hnd: false,
     }))
 }
 

@@ -11,11 +11,11 @@ use crate::dispatch::attention::{
     AttnKernel, BwdPath, BwdShape, FwdPath, KvProducts, StagedPlan, GATHER_THREADS, KV_BWD_THREADS,
     STAGED_THREADS,
 };
-use crate::dispatch::attention_decode::{decode_plan, dispatch_name};
+use crate::dispatch::attention_decode::{decode_plan, dispatch_name, DEC_MAX_T};
 use crate::dispatch::attention_warp::{warp_items, WarpPlan};
 use crate::dispatch::{Switches, TargetCaps};
 use crate::problem::{
-    AttnBackward, AttnDtype, AttnForward, AttnProblem, Output, ATTN_BLOCK, HEAD_DIM,
+    AttnBackward, AttnDtype, AttnForward, AttnProblem, KvLayout, Output, ATTN_BLOCK, HEAD_DIM,
 };
 
 /// Largest grid.x / grid.y of a launch.
@@ -37,6 +37,7 @@ pub struct AttnCall {
     pub t: usize,
     pub dtype: AttnDtype,
     pub scale: f32,
+    pub kv_layout: KvLayout,
 }
 
 impl AttnCall {
@@ -50,8 +51,33 @@ impl AttnCall {
             t: p.t,
             dtype: p.dtype,
             scale: p.scale,
+            kv_layout: p.kv_layout,
         }
     }
+}
+
+/// Why a head-major (`kv_layout: hnd`) call has no kernel here, and the fix.
+fn hnd_refused(caps: &TargetCaps, sw: &Switches, p: &AttnCall, backward: bool) -> BackendError {
+    let path = if backward {
+        "the backward".to_string()
+    } else if !crate::dispatch::attention_decode::built(caps) {
+        format!("{} (no decode kernel: it needs NVIDIA sm_80+)", caps.name)
+    } else if sw.get("QSA_ATTN_KERNEL").is_some_and(|k| k != "decode") {
+        format!(
+            "QSA_ATTN_KERNEL={}",
+            crate::echo::value(sw.get("QSA_ATTN_KERNEL").unwrap_or(""))
+        )
+    } else {
+        format!(
+            "this shape (t = {}, {} query tokens: the dispatch picks the staged forward; \
+             QSA_ATTN_KERNEL=decode forces the decode kernel where t <= {DEC_MAX_T})",
+            p.t, p.q_len
+        )
+    };
+    BackendError::Unsupported(format!(
+        "kv_layout hnd ([batch, hkv, kv_len, D]) is read only by the decode forward, not by {path}: \
+         pass K / V in the nhd layout ([batch, kv_len, hkv, D], kv_layout: nhd) for this call"
+    ))
 }
 
 /// Check a shape against the kernels' contract and limits; every failure names the field.
@@ -127,6 +153,7 @@ pub fn validate(p: &AttnProblem) -> BackendResult<()> {
         }
     };
     want("q", p.q.len(), &[p.batch, p.q_len, p.hq, HEAD_DIM])?;
+    // Either layout holds batch x kv_len x hkv x D elements.
     want("k", p.k.len(), &[p.batch, p.kv_len, p.hkv, HEAD_DIM])?;
     want("v", p.v.len(), &[p.batch, p.kv_len, p.hkv, HEAD_DIM])?;
     want("ids", p.ids.len(), &[p.batch, p.q_len, p.hkv, p.t])
@@ -172,12 +199,20 @@ pub fn launch_plan(
     let kernel = choose(caps, switches);
     let rows = p.batch * p.q_len * p.hq;
     // Decode shapes on sm_80+ NVIDIA take the decode kernel (src/dispatch/attention_decode.rs).
-    let dec_plan = match kernel {
+    let mut dec_plan = match kernel {
         AttnKernel::Gather => None,
         AttnKernel::Staged => {
             decode_plan(caps, switches, p.batch, p.q_len, p.hq, p.hkv, p.t, backward)?
         }
     };
+    // Head-major K / V: only the decode forward reads them (its strides); every other path
+    // is refused here, before any buffer or launch.
+    if p.kv_layout == KvLayout::Hnd {
+        match dec_plan.as_mut() {
+            Some(plan) => plan.hnd = true,
+            None => return Err(hnd_refused(caps, switches, p, backward)),
+        }
+    }
     // The staged plan is made (its switches checked) even where the decode kernel runs: a bad
     // QSA_ATTN_NBUF / QSA_ATTN_SPLITS is an error on every shape, not only on prefill ones.
     let fwd_plan = match kernel {
@@ -567,6 +602,7 @@ mod tests {
             v: vec![0; batch * kv_len * hkv * HEAD_DIM],
             ids: vec![-1; batch * q_len * hkv * t],
             d_o: vec![],
+            kv_layout: Default::default(),
         }
     }
 

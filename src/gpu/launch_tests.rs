@@ -224,6 +224,7 @@ fn the_runner_launches_exactly_the_plan() {
         v: vec![0; batch * kv_len * hkv * HEAD_DIM],
         ids: vec![-1; batch * q_len * hkv * t],
         d_o: vec![0.0; batch * q_len * hq * HEAD_DIM],
+        kv_layout: Default::default(),
     };
     let shape = crate::gpu::attention::AttnCall::of(&attn);
     for backward in [false, true] {
@@ -292,6 +293,7 @@ fn the_kv_major_backwards_launch_their_plans() {
         v: vec![0; batch * kv_len * hkv * HEAD_DIM],
         ids: vec![0; batch * q_len * hkv * t],
         d_o: vec![0.0; batch * q_len * hq * HEAD_DIM],
+        kv_layout: Default::default(),
     };
     let shape = crate::gpu::attention::AttnCall::of(&attn);
     let cases: [(&str, &[&str], &[&str]); 2] = [
@@ -330,5 +332,124 @@ fn the_kv_major_backwards_launch_their_plans() {
             assert_eq!(launched, kernels, "QSA_ATTN_BWD={bwd}: the call's launches");
             plan
         });
+    }
+}
+
+/// Head-major K / V (`kv_layout: hnd`): the decode forward takes them with its layout bit
+/// (DEC_OPT_HND in `opts`), launched as planned; every other path (the backward, the gather
+/// and staged forwards) is refused before any allocation, with the fix named.
+#[test]
+fn head_major_kv_reaches_only_the_decode_forward() {
+    use crate::dispatch::attention_decode::OPT_HND;
+    use crate::problem::KvLayout;
+    let (batch, q_len, kv_len, hq, hkv, t) = (2, 3, 300, 16, 2, 4);
+    let attn = AttnProblem {
+        batch,
+        q_len,
+        kv_len,
+        hq,
+        hkv,
+        t,
+        dtype: AttnDtype::Bf16,
+        scale: 0.088,
+        q: vec![0; batch * q_len * hq * HEAD_DIM],
+        k: vec![0; batch * kv_len * hkv * HEAD_DIM],
+        v: vec![0; batch * kv_len * hkv * HEAD_DIM],
+        kv_layout: KvLayout::Hnd,
+        ids: vec![-1; batch * q_len * hkv * t],
+        d_o: vec![0.0; batch * q_len * hq * HEAD_DIM],
+    };
+    let shape = crate::gpu::attention::AttnCall::of(&attn);
+    let caps = sm90();
+    let opts_of = |plan: &LaunchPlan| -> Vec<i32> {
+        plan.call
+            .iter()
+            .filter_map(|s| match s {
+                Step::Launch { kernel, args, .. } if kernel.starts_with("qsa_attn_dec_") => {
+                    // (..., stages, opts[, in_kernel]): opts is the last I32 for the cluster
+                    // kernel, the one before for the split one.
+                    let ints: Vec<i32> = args
+                        .iter()
+                        .filter_map(|a| match a {
+                            PlanArg::I32(x) => Some(*x),
+                            _ => None,
+                        })
+                        .collect();
+                    let back = if kernel.contains("_cl_") { 1 } else { 2 };
+                    Some(ints[ints.len() - back])
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    for sw in [
+        switches(&[]),
+        switches(&[("QSA_ATTN_DEC_MERGE", "push")]),
+        switches(&[
+            ("QSA_ATTN_DEC_SPLITS", "3"),
+            ("QSA_ATTN_DEC_MERGE", "launch"),
+        ]),
+    ] {
+        check(Problem::AttnForward(attn.clone()), sw.clone(), |props| {
+            let plan =
+                crate::gpu::attention::launch_plan(&caps, props, &sw, &shape, false).unwrap();
+            let opts = opts_of(&plan);
+            assert!(
+                !opts.is_empty() && opts.iter().all(|o| o & OPT_HND != 0),
+                "{:?}",
+                plan.call
+            );
+            plan
+        });
+    }
+    // The same call in fla's layout carries no layout bit.
+    let nhd = crate::gpu::attention::AttnCall {
+        kv_layout: KvLayout::Nhd,
+        ..shape
+    };
+    let props = props_of(&caps);
+    let plan =
+        crate::gpu::attention::launch_plan(&caps, &props, &switches(&[]), &nhd, false).unwrap();
+    assert!(opts_of(&plan).iter().all(|o| o & OPT_HND == 0));
+    for (sw, backward, why) in [
+        (switches(&[]), true, "not by the backward"),
+        (
+            switches(&[("QSA_ATTN_KERNEL", "gather")]),
+            false,
+            "QSA_ATTN_KERNEL=gather",
+        ),
+        (
+            switches(&[("QSA_ATTN_KERNEL", "staged")]),
+            false,
+            "QSA_ATTN_KERNEL=staged",
+        ),
+    ] {
+        let e = match crate::gpu::attention::launch_plan(&caps, &props, &sw, &shape, backward) {
+            Ok(p) => panic!(
+                "{why}: head-major K / V planned onto {} (it reads fla's layout): refuse it",
+                p.dispatched
+            ),
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            e.contains(why) && e.contains("kv_layout: nhd"),
+            "{why}: {e}"
+        );
+        let rec = Recorder {
+            props: props_of(&caps),
+            allocs: RefCell::new(Vec::new()),
+            steps: RefCell::new(Vec::new()),
+        };
+        let backend = GpuBackend::new(rec, caps.clone());
+        let problem = if backward {
+            Problem::AttnBackward(attn.clone())
+        } else {
+            Problem::AttnForward(attn.clone())
+        };
+        assert!(backend.prepare(&sw, &problem).is_err());
+        assert!(
+            backend.api().allocs.borrow().is_empty(),
+            "{why}: refused after allocating"
+        );
     }
 }

@@ -8,7 +8,7 @@ use crate::dispatch::{Switches, TargetCaps, Vendor, KNOWN_SWITCHES};
 use crate::gpu::launch::{props_of, LaunchPlan, PlanArg, Step};
 use crate::gpu::{attention, scores, topk};
 use crate::matrix::{ActiveMode, FamilyName, Matrix};
-use crate::problem::{AttnDtype, HEAD_DIM};
+use crate::problem::{AttnDtype, KvLayout, HEAD_DIM};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -135,7 +135,15 @@ pub fn resolve(a: &PlanArgs) -> Result<Request, String> {
     } else {
         let s = a.attention.as_deref().unwrap_or_default();
         let keys = [
-            "batch", "q_len", "kv_len", "hq", "hkv", "t", "dtype", "scale",
+            "batch",
+            "q_len",
+            "kv_len",
+            "hq",
+            "hkv",
+            "t",
+            "dtype",
+            "scale",
+            "kv_layout",
         ];
         let v = fields(s, "--attention", &keys)?;
         let dtype = match v.get("dtype").map(String::as_str) {
@@ -144,6 +152,17 @@ pub fn resolve(a: &PlanArgs) -> Result<Request, String> {
             Some(other) => {
                 return Err(format!(
                     "--attention dtype={}: expected bf16 or f16",
+                    crate::echo::value(other)
+                ))
+            }
+        };
+        let kv_layout = match v.get("kv_layout").map(String::as_str) {
+            None | Some("nhd") => KvLayout::Nhd,
+            Some("hnd") => KvLayout::Hnd,
+            Some(other) => {
+                return Err(format!(
+                    "--attention kv_layout={}: expected nhd ([batch, kv_len, hkv, D]) or hnd \
+                     ([batch, hkv, kv_len, D])",
                     crate::echo::value(other)
                 ))
             }
@@ -166,6 +185,7 @@ pub fn resolve(a: &PlanArgs) -> Result<Request, String> {
             t: need(&v, "--attention", "t")?,
             dtype,
             scale,
+            kv_layout,
         })
     };
     let family = shape.family();
@@ -249,6 +269,7 @@ fn case_shape(m: &Matrix, name: &str) -> Result<Shape, String> {
             t: s.t,
             dtype: s.dtype,
             scale: s.scale.unwrap_or(1.0 / (HEAD_DIM as f32).sqrt()),
+            kv_layout: s.kv_layout,
         })
     })
 }
@@ -313,7 +334,7 @@ pub fn to_json(r: &Request, plan: &LaunchPlan) -> serde_json::Value {
         }),
         Shape::Attention(s) => serde_json::json!({
             "batch": s.batch, "q_len": s.q_len, "kv_len": s.kv_len, "hq": s.hq, "hkv": s.hkv,
-            "t": s.t, "dtype": s.dtype.name(), "scale": s.scale,
+            "t": s.t, "dtype": s.dtype.name(), "scale": s.scale, "kv_layout": s.kv_layout.name(),
         }),
     };
     let mut v = serde_json::json!({

@@ -22,7 +22,7 @@
 
 use crate::backend::{BackendError, BackendResult};
 use crate::cpu::par::par_map;
-use crate::problem::{AttnProblem, ATTN_BLOCK, HEAD_DIM};
+use crate::problem::{AttnProblem, KvLayout, ATTN_BLOCK, HEAD_DIM};
 
 const D: usize = HEAD_DIM;
 
@@ -74,7 +74,7 @@ pub fn validate_attn(p: &AttnProblem, backward: bool) -> BackendResult<()> {
     }
     let (b, ql, kl) = (p.batch, p.q_len, p.kv_len);
     let q_shape = format!("[batch {b}, q_len {ql}, hq {}, {D}]", p.hq);
-    let kv_shape = format!("[batch {b}, kv_len {kl}, hkv {}, {D}]", p.hkv);
+    let kv_shape = p.kv_layout.shape(b, kl, p.hkv);
     check_len("q", p.q.len(), b * ql * p.hq * D, &q_shape)?;
     check_len("k", p.k.len(), b * kl * p.hkv * D, &kv_shape)?;
     check_len("v", p.v.len(), b * kl * p.hkv * D, &kv_shape)?;
@@ -142,8 +142,12 @@ fn widen(p: &AttnProblem, bits: &[u16]) -> Vec<f64> {
     bits.iter().map(|&x| p.dtype.to_f32(x) as f64).collect()
 }
 
+// K / V row of key j of KV head g in the problem's layout (this file's own indexing).
 fn kv_row(p: &AttnProblem, t: &[f64], b: usize, j: usize, g: usize) -> std::ops::Range<usize> {
-    let s = ((b * p.kv_len + j) * p.hkv + g) * D;
+    let s = match p.kv_layout {
+        KvLayout::Nhd => ((b * p.kv_len + j) * p.hkv + g) * D,
+        KvLayout::Hnd => ((b * p.hkv + g) * p.kv_len + j) * D,
+    };
     debug_assert!(s + D <= t.len());
     s..s + D
 }
@@ -442,6 +446,7 @@ pub(crate) mod tests {
             v,
             ids,
             d_o,
+            kv_layout: Default::default(),
         }
     }
 
@@ -472,7 +477,53 @@ pub(crate) mod tests {
             v,
             ids,
             d_o: vec![0.0; q_len * D],
+            kv_layout: Default::default(),
         }
+    }
+
+    /// `nhd` data (NHD-flat `x`) placed head-major.
+    fn to_hnd<T: Copy>(p: &AttnProblem, x: &[T]) -> Vec<T> {
+        let mut out = x.to_vec();
+        for b in 0..p.batch {
+            for j in 0..p.kv_len {
+                for g in 0..p.hkv {
+                    let src = ((b * p.kv_len + j) * p.hkv + g) * D;
+                    let dst = ((b * p.hkv + g) * p.kv_len + j) * D;
+                    out[dst..dst + D].copy_from_slice(&x[src..src + D]);
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn head_major_kv_gives_the_same_attention_and_head_major_gradients() {
+        let p = random_problem(5, AttnDtype::Bf16, 2, 3, 150, 8, 2, 4);
+        let h = AttnProblem {
+            k: to_hnd(&p, &p.k),
+            v: to_hnd(&p, &p.v),
+            kv_layout: KvLayout::Hnd,
+            ..p.clone()
+        };
+        let (f, fh) = (
+            attn_forward_f64(&p, None).unwrap(),
+            attn_forward_f64(&h, None).unwrap(),
+        );
+        assert_eq!((f.o, f.lse), (fh.o, fh.lse));
+        let (g, gh) = (
+            attn_backward_f64(&p).unwrap(),
+            attn_backward_f64(&h).unwrap(),
+        );
+        assert_eq!(g.dq, gh.dq);
+        assert_eq!(to_hnd(&p, &g.dk), gh.dk);
+        assert_eq!(to_hnd(&p, &g.dv), gh.dv);
+        // A wrong length names the head-major shape.
+        let short = AttnProblem {
+            k: vec![0; 10],
+            ..h
+        };
+        let e = attn_forward_f64(&short, None).unwrap_err().to_string();
+        assert!(e.contains("[batch 2, hkv 2, kv_len 150, 128]"), "{e}");
     }
 
     #[test]

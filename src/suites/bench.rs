@@ -383,6 +383,7 @@ mod tests {
             v: Vec::new(),
             ids: Vec::new(),
             d_o: Vec::new(),
+            kv_layout: Default::default(),
         };
         // rows 2 * 3 * 4 = 24, keys 3 * 64 = 192: 4 * 24 * 192 * 128 FLOP forward, 2.5x
         // backward; K and V of 2 * 3 * 2 (batch, query, KV head) lists of 192 keys, 2 bytes.
