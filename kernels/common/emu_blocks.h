@@ -116,11 +116,12 @@ inline long long shared_window_start() {
 inline void fail_launch(const std::string& what) {
   cur_launch->fail(block_name(cur_launch->kernel, cur_block.idx) + ": " + what);
 }
-// When a bulk copy lands (emu_mbarrier.h): at issue under FORWARD, a coin per copy under
-// RANDOM, at the first poll of its mbarrier otherwise.
+// When a bulk copy lands (emu_mbarrier.h): at issue under REVERSE (which runs a producer
+// warp placed after its consumers first), a coin per copy under RANDOM, at the first poll of
+// its mbarrier otherwise (FORWARD, WAVE_FIRST: consumers first, reading what has landed).
 inline bool bulk_lands_eagerly() {
   const int s = cur_launch->desc->schedule;
-  return s == FORWARD || (s == RANDOM && (cur_run->rng() & 1u));
+  return s == REVERSE || (s == RANDOM && (cur_run->rng() & 1u));
 }
 // One arrival at named barrier `id` expecting `count` threads (whole warps, as the hardware
 // counts them). True when this arrival completed it: its waiters are released and it resets.

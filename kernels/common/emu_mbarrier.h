@@ -12,10 +12,12 @@
 //
 // When a bulk copy lands is the schedule's freedom, so that a kernel that reads a slot before
 // waiting on its mbarrier, or overwrites it before its readers released it, gives wrong or
-// schedule-dependent answers: FORWARD lands every copy when it is issued (eager: a producer
-// that reuses a slot too early overwrites a tile still to be read); REVERSE and WAVE_FIRST
-// land a copy only when some thread polls its mbarrier (lazy: a consumer that reads without
-// waiting reads the slot's old bytes or the launch's poison); RANDOM flips a coin per copy.
+// schedule-dependent answers: REVERSE lands every copy when it is issued (eager: a producer
+// that reuses a slot too early overwrites a tile still to be read, and REVERSE runs a producer
+// warp placed after its consumers first); FORWARD and WAVE_FIRST land a copy only when some
+// thread polls its mbarrier (lazy: a consumer that reads without waiting reads the slot's old
+// bytes or the launch's poison); RANDOM flips a coin per copy. mbarrier arrivals are
+// scheduling points, so a release before the last read of a slot can be overtaken.
 // Copies still pending when the block exits are an error (nothing waited on them).
 #pragma once
 

@@ -61,6 +61,10 @@ QSA_DEVICE void qsa_mbar_arrive(void* bar) {
   }
   m->pending -= 1;
   qsa_emu::mbar_settle(m);
+  // A scheduling point: what the arrival released (a ring slot) may be reused by a waiter
+  // before this thread's next instruction, so a release placed before the last read of the
+  // slot gives schedule-dependent answers.
+  qsa_emu::yield_to_scheduler(qsa_emu::State::Ready);
 }
 QSA_DEVICE void qsa_mbar_arrive_expect_tx(void* bar, unsigned bytes) {
   qsa_emu::mbar_of(bar)->tx += (int32_t)bytes;
