@@ -272,7 +272,12 @@ fn decode_scorers_walk_every_tile_under_the_race_check() {
         // The TMA-fed kernels (a producer warp, mbarrier ring): 2 slots over 5 tiles per CTA
         // (each slot reused), 3 slots and two consumer warpgroups, BF16. The race check's
         // schedules land bulk copies eagerly and lazily (emu_mbarrier.h).
-        ("sm_90", &switches(&[tile, wg, tma2]), "tf32_decode_tma", 1.5e-3),
+        (
+            "sm_90",
+            &switches(&[tile, wg, tma2]),
+            "tf32_decode_tma",
+            1.5e-3,
+        ),
         (
             "sm_90",
             &switches(&[tile, wg, tma3, ("QSA_SCORES_DECODE_WG_GROUPS", "2")]),

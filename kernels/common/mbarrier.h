@@ -56,7 +56,8 @@ QSA_DEVICE void qsa_fence_mbar_init() {}
 QSA_DEVICE void qsa_mbar_arrive(void* bar) {
   qsa_emu::Mbar* m = qsa_emu::mbar_of(bar);
   if (m->pending == 0) {
-    qsa_emu::fail_launch("an arrival on an mbarrier whose phase had all its arrivals (more arrivals than its count)");
+    qsa_emu::fail_launch("an arrival on an mbarrier whose phase had all its arrivals (more arrivals than its count: "
+        "a waiter skipped, so one side ran a phase ahead of the other)");
     return;
   }
   m->pending -= 1;

@@ -393,7 +393,12 @@ mod tests {
         let cfg = |kv: &[(&str, &str)], bf16| config_for(&sw(kv), bf16);
         let c = cfg(&[(TMA_SWITCH, "2")], false).unwrap();
         assert_eq!(
-            (c.shared_bytes(false), c.threads(), c.ctas_per_sm, c.streamers()),
+            (
+                c.shared_bytes(false),
+                c.threads(),
+                c.ctas_per_sm,
+                c.streamers()
+            ),
             (98_336, 160, 2, 1)
         );
         assert_eq!(
@@ -422,6 +427,9 @@ mod tests {
             e.contains("with QSA_SCORES_DECODE_WG_TMA=6") && e.contains("at most 1 resident"),
             "{e}"
         );
-        assert_eq!(cfg(&[(TMA_SWITCH, "off")], false).unwrap(), WgDecodeConfig::regs(2));
+        assert_eq!(
+            cfg(&[(TMA_SWITCH, "off")], false).unwrap(),
+            WgDecodeConfig::regs(2)
+        );
     }
 }
