@@ -85,10 +85,17 @@ fn ring(sw: &Switches) -> Result<Option<usize>, String> {
     }
 }
 
-/// `TMA_SWITCH`: None for `off` (or unset), else the TMA ring's slots.
+/// The TMA ring's slots when `TMA_SWITCH` is unset (and no cp.async ring is asked for): none,
+/// the register kernel stays the default. Not measured on a card yet; H200.md (branch
+/// scoresdec) gives the measurement that would flip it.
+pub const DEFAULT_TMA: Option<usize> = None;
+
+/// `TMA_SWITCH`: None for `off`, the ring's slots for 2 ..= 6, `DEFAULT_TMA` when unset.
 fn tma(sw: &Switches) -> Result<Option<usize>, String> {
     match sw.get(TMA_SWITCH) {
-        None | Some("off") => Ok(None),
+        None if sw.get(RING_SWITCH).is_some() => Ok(None),
+        None => Ok(DEFAULT_TMA),
+        Some("off") => Ok(None),
         Some(v) => match v.parse::<usize>() {
             Ok(n) if (2..=MAX_RING).contains(&n) => Ok(Some(n)),
             _ => Err(format!("{TMA_SWITCH}={v}: expected off or 2 to {MAX_RING}")),
