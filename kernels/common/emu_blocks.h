@@ -328,7 +328,7 @@ inline bool run_cluster(Launch& L, FiberPool& pool, Cluster& c, Dim3 first, unsi
     }
   }
   cur_cluster = &c;
-  bulk_pending.clear();  // a failed block before this one may have left copies
+  bulk_abandoned();  // a failed block before this one may have left copies
   std::mt19937_64 rng(d.seed ^ ~(linear_cluster * 0x9e3779b97f4a7c15ull));
   std::vector<unsigned> order(c.size), ready;
   ready.reserve(n);

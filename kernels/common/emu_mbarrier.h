@@ -36,7 +36,11 @@ struct BulkCopy {
   Mbar* bar;
 };
 // This OS thread's block's copies not yet landed (one block runs per OS thread at a time).
-static thread_local std::vector<BulkCopy> bulk_pending;
+// Plain data: a TLS object with a constructor or destructor would add an unnamed TLS guard
+// byte that src/emu/module.rs counts as every kernel's static shared memory.
+constexpr unsigned BULK_MAX = 256;
+static thread_local BulkCopy bulk_pending[BULK_MAX];
+static thread_local unsigned bulk_count;
 
 // Defined in emu_blocks.h (the launch's state lives there).
 inline void fail_launch(const std::string& what);
@@ -65,12 +69,12 @@ inline void bulk_land(const BulkCopy& c) {
 }
 // Land every pending copy that signals `m`, in issue order.
 inline void bulk_land_for(Mbar* m) {
-  size_t keep = 0;
-  for (size_t i = 0; i < bulk_pending.size(); ++i) {
+  unsigned keep = 0;
+  for (unsigned i = 0; i < bulk_count; ++i) {
     if (bulk_pending[i].bar == m) bulk_land(bulk_pending[i]);
     else bulk_pending[keep++] = bulk_pending[i];
   }
-  bulk_pending.resize(keep);
+  bulk_count = keep;
 }
 // A poll of `m` for `parity` (try_wait.parity): its copies land, then true if that phase is over.
 inline bool mbar_poll(void* p, unsigned parity) {
@@ -80,9 +84,18 @@ inline bool mbar_poll(void* p, unsigned parity) {
 }
 // The exit check: the copies no thread waited on (their count, 0 if none) and forget them.
 inline size_t bulk_abandoned() {
-  const size_t n = bulk_pending.size();
-  bulk_pending.clear();
+  const size_t n = bulk_count;
+  bulk_count = 0;
   return n;
+}
+// Hold copy `c` until its mbarrier is polled.
+inline void bulk_defer(const BulkCopy& c) {
+  if (bulk_count == BULK_MAX) {
+    fail_launch("more than " + std::to_string(BULK_MAX) +
+                " bulk copies in flight in one block, none waited on (the emulator's limit; a missing wait?)");
+    return;
+  }
+  bulk_pending[bulk_count++] = c;
 }
 
 }  // namespace qsa_emu

@@ -89,6 +89,6 @@ QSA_DEVICE void qsa_bulk_g2s(void* dst, const void* src, unsigned bytes, void* b
   qsa_emu::shared_address(dst);  // fails unless dst is this block's shared memory
   const qsa_emu::BulkCopy c{dst, src, bytes, m};
   if (qsa_emu::bulk_lands_eagerly()) qsa_emu::bulk_land(c);
-  else qsa_emu::bulk_pending.push_back(c);
+  else qsa_emu::bulk_defer(c);
 }
 #endif
