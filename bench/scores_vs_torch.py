@@ -88,6 +88,14 @@ DECODE_FORMS = [
     {RING: "2"}, {RING: "2", **EVEN}, {RING: "3"}, {RING: "4"}, {RING: "6"},
     {RING: "2", **GROUPS2}, {RING: "3", **GROUPS2}, {RING: "3", **GROUPS2, **EVEN},
 ]
+# The TMA-fed forms (_decode_tma: a producer warp, cp.async.bulk into an N-slot mbarrier ring,
+# kernels/common/scores_decode_tma.h; _tma2: two consumer warpgroups, 1 CTA per SM). TF32: 2
+# slots fit 2 CTAs per SM, 3+ one; BF16: up to 3 slots fit 2.
+TMA = "QSA_SCORES_DECODE_WG_TMA"
+DECODE_FORMS += [
+    {TMA: "2"}, {TMA: "2", **EVEN}, {TMA: "3"}, {TMA: "4"}, {TMA: "6"},
+    {TMA: "2", **GROUPS2}, {TMA: "4", **GROUPS2}, {TMA: "6", **GROUPS2}, {TMA: "4", **GROUPS2, **EVEN},
+]
 FORCED += [(f"{v}:{','.join(f'{k}={x}' for k, x in sw.items())}", v, sw)
            for v in ("auto", "bf16") for sw in ({**WG, **f} for f in DECODE_FORMS)]
 # The wgmma kernels' units per CTA (sm_90a; elsewhere the same plan as the variant's, run once).
@@ -249,7 +257,8 @@ def check(sc, shapes, log):
             engine = k.split("/")[0]
             twin = (engine[: -len("_wgmma")] if engine.endswith("_wgmma")
                     else engine.rsplit("_", 1)[0]
-                    if engine.endswith(("_decode_wg", "_decode_wgc", "_decode_wgc2")) else None)
+                    if engine.endswith(("_decode_wg", "_decode_wgc", "_decode_wgc2", "_decode_tma",
+                                        "_decode_tma2")) else None)
             if twin in rmse_of and r > 2 * rmse_of[twin]:
                 log(f"| {nq}x{heads}x{blocks} | {k} | RMSE {r:.3e} > 2x {twin}'s {rmse_of[twin]:.3e}: FAIL | | | | |")
                 ok = False

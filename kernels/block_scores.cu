@@ -23,6 +23,7 @@
 //   block_scores_bf16_decode_wg  Q resident as B (common/scores_decode_wg.h), heads <= 64.
 //   block_scores_{tf32,bf16}_decode_wgc  the same, A through a cp.async ring in shared memory;
 //   block_scores_{tf32,bf16}_decode_wgc2 two warpgroups per CTA sharing Q, a ring each.
+//   block_scores_{tf32,bf16}_decode_tma[2] the same fed by a TMA producer warp (mbarrier ring).
 //   block_scores_{tf32,bf16}_wgrs{128,256}[p][s|o]  wgmma with A from registers (RS), sm_90a only
 //                             (common/scores_wgrs.h; QSA_SCORES_WG picks one).
 //
@@ -249,6 +250,43 @@ QSA_KERNEL void __launch_bounds__(256, 1)
                                   const float* __restrict__ w, float* __restrict__ s, int nq,
                                   int heads, int blocks, int stages) {
   dwg_body<true, true, 2>(q, kb, w, s, nq, heads, blocks, stages);
+}
+// The same fed by TMA bulk copies: a producer warp, a ring of `stages` (2 .. 6) tiles with
+// mbarriers, 1 or 2 consumer warpgroups (suffix tma / tma2; QSA_SCORES_DECODE_WG_TMA,
+// common/scores_decode_tma.h). Launch shape declared: TF32, 2 stages (Q + 2 x 32 KiB + 32 B
+// of barriers), 2 CTAs per SM; tma2: 4 stages, 1 CTA per SM.
+#include "common/scores_decode_tma.h"
+// qsa:block 160
+// qsa:dynamic_shared 98336
+QSA_KERNEL void __launch_bounds__(160, 2)
+    block_scores_tf32_decode_tma(const float* __restrict__ q, const float* __restrict__ kb,
+                                 const float* __restrict__ w, float* __restrict__ s, int nq,
+                                 int heads, int blocks, int stages) {
+  dtma_body<false, 1>(q, kb, w, s, nq, heads, blocks, stages);
+}
+// qsa:block 160
+// qsa:dynamic_shared 81952
+QSA_KERNEL void __launch_bounds__(160, 2)
+    block_scores_bf16_decode_tma(const float* __restrict__ q, const float* __restrict__ kb,
+                                 const float* __restrict__ w, float* __restrict__ s, int nq,
+                                 int heads, int blocks, int stages) {
+  dtma_body<true, 1>(q, kb, w, s, nq, heads, blocks, stages);
+}
+// qsa:block 288
+// qsa:dynamic_shared 163904
+QSA_KERNEL void __launch_bounds__(288, 1)
+    block_scores_tf32_decode_tma2(const float* __restrict__ q, const float* __restrict__ kb,
+                                  const float* __restrict__ w, float* __restrict__ s, int nq,
+                                  int heads, int blocks, int stages) {
+  dtma_body<false, 2>(q, kb, w, s, nq, heads, blocks, stages);
+}
+// qsa:block 288
+// qsa:dynamic_shared 147520
+QSA_KERNEL void __launch_bounds__(288, 1)
+    block_scores_bf16_decode_tma2(const float* __restrict__ q, const float* __restrict__ kb,
+                                  const float* __restrict__ w, float* __restrict__ s, int nq,
+                                  int heads, int blocks, int stages) {
+  dtma_body<true, 2>(q, kb, w, s, nq, heads, blocks, stages);
 }
 // A in registers (wgmma RS), B resident, no barrier after B's staging: rs_body and why, in
 // common/scores_wgrs.h. Name: _wgrs<BN>[p]: p loads the next item's A during the MMAs. The

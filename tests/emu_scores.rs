@@ -247,6 +247,10 @@ fn decode_scorers_walk_every_tile_under_the_race_check() {
     // The wgmma decode kernels (sm_90a: the emulated sm_90 has them): 10 tiles of 64 blocks.
     let wg = ("QSA_SCORES_DECODE_ENGINE", "wgmma");
     let bf16_wg = switches(&[("STRATA_BF16_TC", "1"), tile, wg]);
+    let (tma2, tma3) = (
+        ("QSA_SCORES_DECODE_WG_TMA", "2"),
+        ("QSA_SCORES_DECODE_WG_TMA", "3"),
+    );
     for (target, sw, kernel, limit) in [
         ("sm_90", &switches(&[tile, mma]), "tf32_decode", 1.5e-3),
         (
@@ -265,6 +269,27 @@ fn decode_scorers_walk_every_tile_under_the_race_check() {
             1.5e-3,
         ),
         ("sm_90", &bf16_wg, "bf16_decode_wg", 1.5e-2),
+        // The TMA-fed kernels (a producer warp, mbarrier ring): 2 slots over 5 tiles per CTA
+        // (each slot reused), 3 slots and two consumer warpgroups, BF16. The race check's
+        // schedules land bulk copies eagerly and lazily (emu_mbarrier.h).
+        (
+            "sm_90",
+            &switches(&[tile, wg, tma2]),
+            "tf32_decode_tma",
+            1.5e-3,
+        ),
+        (
+            "sm_90",
+            &switches(&[tile, wg, tma3, ("QSA_SCORES_DECODE_WG_GROUPS", "2")]),
+            "tf32_decode_tma2",
+            1.5e-3,
+        ),
+        (
+            "sm_90",
+            &switches(&[("STRATA_BF16_TC", "1"), tile, wg, tma2]),
+            "bf16_decode_tma",
+            1.5e-2,
+        ),
     ] {
         let mut one_sm = caps(&m, target);
         one_sm.multiprocessors = 1;

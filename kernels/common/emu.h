@@ -89,7 +89,8 @@ typedef bool (*ExchangeFn)(void* const* lanes, std::string& err);
 // AtClusterBarrier: at qsa_cluster_sync (emu_cluster.h), which waits for every thread of
 // every block of the cluster.
 // AtNamedBarrier: at qsa_bar_sync (emu_blocks.h), waiting for a named barrier's count.
-enum class State : uint8_t { Ready, AtBarrier, AtCollective, AtClusterBarrier, AtNamedBarrier, Done };
+// AtMbarrier: at qsa_mbar_wait (emu_mbarrier.h), until the mbarrier's phase completes.
+enum class State : uint8_t { Ready, AtBarrier, AtCollective, AtClusterBarrier, AtNamedBarrier, AtMbarrier, Done };
 
 // One GPU thread: a fiber with its indices and its slot for the collective it waits at.
 struct Thread {
@@ -101,6 +102,8 @@ struct Thread {
   ExchangeFn exchange;  // OP_EXCHANGE: the operation and this lane's posted data
   void* exchange_data;
   unsigned named;  // AtNamedBarrier: the barrier's id
+  void* mbar;       // AtMbarrier: the mbarrier and the phase parity waited for
+  unsigned parity;
   ucontext_t ctx;
   void* sp;  // saved stack pointer of the fast context switch (emu_runtime.h)
 };
@@ -280,3 +283,5 @@ template <class T> inline T __ldcg(const T* p) { return __atomic_load_n(p, __ATO
 
 // Built-in vector types (float4, uint4, ...) and their atomics.
 #include "emu_vector.h"
+// mbarriers and bulk copies (mbarrier.h's host branch).
+#include "emu_mbarrier.h"

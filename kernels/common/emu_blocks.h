@@ -116,6 +116,13 @@ inline long long shared_window_start() {
 inline void fail_launch(const std::string& what) {
   cur_launch->fail(block_name(cur_launch->kernel, cur_block.idx) + ": " + what);
 }
+// When a bulk copy lands (emu_mbarrier.h): at issue under REVERSE (which runs a producer
+// warp placed after its consumers first), a coin per copy under RANDOM, at the first poll of
+// its mbarrier otherwise (FORWARD, WAVE_FIRST: consumers first, reading what has landed).
+inline bool bulk_lands_eagerly() {
+  const int s = cur_launch->desc->schedule;
+  return s == REVERSE || (s == RANDOM && (cur_run->rng() & 1u));
+}
 // One arrival at named barrier `id` expecting `count` threads (whole warps, as the hardware
 // counts them). True when this arrival completed it: its waiters are released and it resets.
 inline bool named_arrival(unsigned id, unsigned count) {
@@ -191,8 +198,10 @@ inline BlockStatus step_block(Launch& L, FiberPool& pool, BlockRun& br, std::vec
   std::string err;
   for (;;) {
     ready.clear();
-    for (unsigned i = 0; i < n; ++i)
+    for (unsigned i = 0; i < n; ++i) {
+      if (th[i].state == State::AtMbarrier && mbar_poll(th[i].mbar, th[i].parity)) th[i].state = State::Ready;
       if (th[i].state == State::Ready) ready.push_back(i);
+    }
     if (!ready.empty() && d.schedule == WAVE_FIRST) {
       const unsigned w = th[ready[0]].wave;
       for (unsigned i : ready) {
@@ -225,18 +234,32 @@ inline BlockStatus step_block(Launch& L, FiberPool& pool, BlockRun& br, std::vec
       moved |= r > 0;
     }
     if (moved) continue;
-    unsigned live = 0, at_barrier = 0, at_cluster = 0, at_named = 0;
+    unsigned live = 0, at_barrier = 0, at_cluster = 0, at_named = 0, at_mbar = 0;
     for (unsigned i = 0; i < n; ++i) {
       live += th[i].state != State::Done;
+      at_mbar += th[i].state == State::AtMbarrier;
       at_barrier += th[i].state == State::AtBarrier;
       at_cluster += th[i].state == State::AtClusterBarrier;
       at_named += th[i].state == State::AtNamedBarrier;
     }
     if (live == 0) {
+      if (const size_t lost = bulk_abandoned()) {
+        L.fail(block_name(L.kernel, br.idx) + ": the block exited with " + std::to_string(lost) +
+               " bulk copies (cp.async.bulk) in flight: no thread waited on their mbarrier, so nothing read "
+               "what they wrote (a missing qsa_mbar_wait?)");
+        return BlockStatus::Failed;
+      }
       const std::string pending = named_pending(br.bars);
       if (pending.empty()) return BlockStatus::Done;
       L.fail(block_name(L.kernel, br.idx) + ": the block exited with arrivals pending at named barriers (" + pending +
              "): a bar.arrive no bar.sync consumed");
+      return BlockStatus::Failed;
+    }
+    if (at_mbar > 0) {  // nothing can move, and no copy is left to land on these mbarriers
+      bulk_abandoned();
+      L.fail(block_name(L.kernel, br.idx) + ": deadlock: " + std::to_string(at_mbar) + " of " + std::to_string(live) +
+             " live threads wait on mbarrier phases that never complete (an arrival or expect_tx missing, a "
+             "wrong parity, or a count larger than the arrivals), the rest at barriers, collectives or exited");
       return BlockStatus::Failed;
     }
     if (at_named > 0) {  // nothing can move, and named waiters are only released by arrivals
@@ -305,6 +328,7 @@ inline bool run_cluster(Launch& L, FiberPool& pool, Cluster& c, Dim3 first, unsi
     }
   }
   cur_cluster = &c;
+  bulk_abandoned();  // a failed block before this one may have left copies
   std::mt19937_64 rng(d.seed ^ ~(linear_cluster * 0x9e3779b97f4a7c15ull));
   std::vector<unsigned> order(c.size), ready;
   ready.reserve(n);

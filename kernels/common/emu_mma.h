@@ -393,6 +393,12 @@ template <int ES> inline double wgmma_operand(const WgmmaDesc& d, int row, int k
   return bf16_value(h);
 }
 
+// A block may hold warps outside any warpgroup (a TMA producer warp after the consumers':
+// scores_decode_tma.h); a wgmma needs only its own warpgroup's 4 warps to exist.
+inline bool wgmma_warpgroup_whole() {
+  return blockDim.x % 32 == 0 && blockDim.y == 1 && blockDim.z == 1 && (threadIdx.x / 128 + 1) * 128 <= blockDim.x;
+}
+
 // d (N / 2 floats of this thread) = A (64 x K) B^T (N x K) (+ d when scale_d != 0).
 template <int N, int K, int ES>
 inline void wgmma_m64(float* d, unsigned long long desc_a, unsigned long long desc_b, int scale_d,
@@ -406,8 +412,8 @@ inline void wgmma_m64(float* d, unsigned long long desc_a, unsigned long long de
       return;
     }
   }
-  if (blockDim.x % 128 != 0 || blockDim.y != 1 || blockDim.z != 1) {
-    fail_launch(std::string(name) + ": needs a 1-D block of whole warpgroups (128 threads)");
+  if (!wgmma_warpgroup_whole()) {
+    fail_launch(std::string(name) + ": the issuing warp's warpgroup (128 threads) must lie whole in a 1-D block");
     return;
   }
   const int w = (int)((threadIdx.x / 32) % 4), lane = (int)(threadIdx.x % 32);
@@ -517,8 +523,8 @@ template <int N, int K, int ES> inline bool wgmma_rs_m64(void* const* lanes, std
 }
 
 template <int N, int K, int ES> inline void wgmma_rs(float* d, const unsigned (&a)[4], unsigned long long db, int scale_d) {
-  if (blockDim.x % 128 != 0 || blockDim.y != 1 || blockDim.z != 1) {
-    fail_launch("wgmma RS: needs a 1-D block of whole warpgroups (128 threads)");
+  if (!wgmma_warpgroup_whole()) {
+    fail_launch("wgmma RS: the issuing warp's warpgroup (128 threads) must lie whole in a 1-D block");
     return;
   }
   WgmmaRsLane L{d, {a[0], a[1], a[2], a[3]}, db, scale_d};

@@ -175,8 +175,12 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
         "regs | 2 ..= 6: the wgmma decode scorer's A staging; N tiles per warpgroup in a cp.async ring in shared memory (_decode_wgc; qsa's sweep switch)",
     ),
     (
+        "QSA_SCORES_DECODE_WG_TMA",
+        "off | 2 ..= 6: the wgmma decode scorer fed by a TMA producer warp through an N-slot mbarrier ring (_decode_tma, _decode_tma2 with 2 warpgroups; qsa's sweep switch)",
+    ),
+    (
         "QSA_SCORES_DECODE_WG_GROUPS",
-        "1 | 2: warpgroups per CTA of the wgmma decode scorer; 2 share Q and need a ring (_decode_wgc2; qsa's sweep switch)",
+        "1 | 2: warpgroups per CTA of the wgmma decode scorer; 2 share Q and need a ring or TMA (_decode_wgc2, _decode_tma2; qsa's sweep switch)",
     ),
     (
         "QSA_SCORES_DECODE_GRID",

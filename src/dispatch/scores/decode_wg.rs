@@ -45,6 +45,12 @@ pub const RING_SWITCH: &str = "QSA_SCORES_DECODE_WG_RING";
 /// `QSA_SCORES_DECODE_WG_GROUPS`: warpgroups per CTA, 1 (default) or 2 (`_decode_wgc2`: two
 /// streamers sharing one copy of Q; needs a ring).
 pub const GROUPS_SWITCH: &str = "QSA_SCORES_DECODE_WG_GROUPS";
+/// `QSA_SCORES_DECODE_WG_TMA`: `off` (default) or 2 ..= 6 (`_decode_tma`, `_decode_tma2` with
+/// 2 warpgroups: a producer warp streams whole tiles by TMA bulk copies into a ring of that
+/// many slots with mbarriers, kernels/common/scores_decode_tma.h). Excludes `RING_SWITCH`.
+pub const TMA_SWITCH: &str = "QSA_SCORES_DECODE_WG_TMA";
+/// Bytes of the TMA kernels' mbarriers per ring slot (full + empty, 8 B each).
+pub const TMA_BARRIER_BYTES: usize = 16;
 /// The ring kernels' wait takes at most `stages - 2` = 4 pending groups (dec_wait_pending).
 pub const MAX_RING: usize = 6;
 /// Bytes of one ring slot: one tile of A, 64 blocks x 128 f32 (DWG_RING_SLOT float4).
@@ -79,6 +85,24 @@ fn ring(sw: &Switches) -> Result<Option<usize>, String> {
     }
 }
 
+/// The TMA ring's slots when `TMA_SWITCH` is unset (and no cp.async ring is asked for): none,
+/// the register kernel stays the default. Not measured on a card yet; H200.md (branch
+/// scoresdec) gives the measurement that would flip it.
+pub const DEFAULT_TMA: Option<usize> = None;
+
+/// `TMA_SWITCH`: None for `off`, the ring's slots for 2 ..= 6, `DEFAULT_TMA` when unset.
+fn tma(sw: &Switches) -> Result<Option<usize>, String> {
+    match sw.get(TMA_SWITCH) {
+        None if sw.get(RING_SWITCH).is_some() => Ok(None),
+        None => Ok(DEFAULT_TMA),
+        Some("off") => Ok(None),
+        Some(v) => match v.parse::<usize>() {
+            Ok(n) if (2..=MAX_RING).contains(&n) => Ok(Some(n)),
+            _ => Err(format!("{TMA_SWITCH}={v}: expected off or 2 to {MAX_RING}")),
+        },
+    }
+}
+
 /// `GROUPS_SWITCH`: warpgroups per CTA (1 when unset).
 fn warpgroups(sw: &Switches) -> Result<usize, String> {
     match sw.get(GROUPS_SWITCH) {
@@ -92,6 +116,7 @@ fn warpgroups(sw: &Switches) -> Result<usize, String> {
 pub fn check_switches(sw: &Switches) -> Result<(), String> {
     check_engine(sw)?;
     ring(sw)?;
+    tma(sw)?;
     warpgroups(sw)?;
     Ok(())
 }
@@ -99,7 +124,7 @@ pub fn check_switches(sw: &Switches) -> Result<(), String> {
 /// Whether a wgmma-only switch (ring, warpgroups) is set: the mma.sync decode kernels
 /// refuse them (`decode::config_for`).
 pub fn wgmma_only_switch(sw: &Switches) -> Option<&'static str> {
-    [RING_SWITCH, GROUPS_SWITCH]
+    [RING_SWITCH, GROUPS_SWITCH, TMA_SWITCH]
         .into_iter()
         .find(|k| sw.get(k).is_some())
 }
@@ -120,8 +145,11 @@ pub struct WgDecodeConfig {
     pub ctas_per_sm: usize,
     /// None: A in registers (`_decode_wg`); Some(n): an n-tile cp.async ring per warpgroup.
     pub ring: Option<usize>,
-    /// Warpgroups per CTA (1, or 2 with a ring: `_decode_wgc2`).
+    /// Warpgroups per CTA (1, or 2 with a ring: `_decode_wgc2`, or with TMA: `_decode_tma2`).
     pub warpgroups: usize,
+    /// Some(n): A streamed by a TMA producer warp through an n-slot mbarrier ring
+    /// (`_decode_tma`, consumers `warpgroups`); excludes `ring`.
+    pub tma: Option<usize>,
     /// How the persistent grid is sized.
     pub fill: GridFill,
 }
@@ -133,18 +161,41 @@ impl WgDecodeConfig {
             ctas_per_sm,
             ring: None,
             warpgroups: 1,
+            tma: None,
             fill: GridFill::Full,
         }
     }
     /// Dynamic shared memory: Q (64 rows x 128) in the operand format, 4 (TF32) or 2 (BF16)
     /// bytes per element, then each warpgroup's ring.
+    /// With TMA: Q, the CTA's one ring, its mbarriers.
     pub fn shared_bytes(&self, bf16: bool) -> usize {
-        64 * 128 * if bf16 { 2 } else { 4 }
-            + self.warpgroups * self.ring.unwrap_or(0) * RING_SLOT_BYTES
+        let q = 64 * 128 * if bf16 { 2 } else { 4 };
+        match self.tma {
+            Some(n) => q + n * (RING_SLOT_BYTES + TMA_BARRIER_BYTES),
+            None => q + self.warpgroups * self.ring.unwrap_or(0) * RING_SLOT_BYTES,
+        }
     }
-    /// Threads per CTA.
+    /// Threads per CTA (TMA: the consumers' warpgroups and the producer warp).
     pub fn threads(&self) -> usize {
-        THREADS * self.warpgroups
+        THREADS * self.warpgroups + if self.tma.is_some() { 32 } else { 0 }
+    }
+    /// Streamers per CTA, each walking its own tiles: the warpgroups of a cp.async ring
+    /// kernel, else the CTA (the TMA kernels' consumers share the CTA's tiles).
+    pub fn streamers(&self) -> usize {
+        if self.tma.is_some() {
+            1
+        } else {
+            self.warpgroups
+        }
+    }
+    /// CTAs per SM that the registers allow (the kernels' launch bounds: TMA with one
+    /// warpgroup (160, 2), with two (288, 1)).
+    fn by_registers(&self) -> usize {
+        if self.tma.is_some() && self.warpgroups > 1 {
+            1
+        } else {
+            MAX_CTAS_BY_REGISTERS
+        }
     }
     /// CTAs of this configuration that one sm_90 SM's shared memory holds.
     pub fn resident_per_sm(&self, bf16: bool) -> usize {
@@ -152,6 +203,14 @@ impl WgDecodeConfig {
     }
     /// (entry point, variant) for TF32 or BF16.
     pub fn kernel(&self, bf16: bool) -> (&'static str, &'static str) {
+        if self.tma.is_some() {
+            return match (bf16, self.warpgroups) {
+                (false, 1) => ("block_scores_tf32_decode_tma", "tf32_decode_tma"),
+                (true, 1) => ("block_scores_bf16_decode_tma", "bf16_decode_tma"),
+                (false, _) => ("block_scores_tf32_decode_tma2", "tf32_decode_tma2"),
+                (true, _) => ("block_scores_bf16_decode_tma2", "bf16_decode_tma2"),
+            };
+        }
         match (bf16, self.ring.is_some(), self.warpgroups) {
             (false, false, _) => ("block_scores_tf32_decode_wg", "tf32_decode_wg"),
             (true, false, _) => ("block_scores_bf16_decode_wg", "bf16_decode_wg"),
@@ -161,9 +220,12 @@ impl WgDecodeConfig {
             (true, true, _) => ("block_scores_bf16_decode_wgc2", "bf16_decode_wgc2"),
         }
     }
-    /// Arguments past the common seven: the ring depth of the ring kernels.
+    /// Arguments past the common seven: the ring depth of the ring and TMA kernels.
     pub fn extra_args(&self) -> Vec<i32> {
-        self.ring.map(|n| vec![n as i32]).unwrap_or_default()
+        self.ring
+            .or(self.tma)
+            .map(|n| vec![n as i32])
+            .unwrap_or_default()
     }
 }
 
@@ -183,35 +245,44 @@ pub fn config_for(sw: &Switches, bf16: bool) -> Result<WgDecodeConfig, String> {
     check_switches(sw)?;
     let mut c = WgDecodeConfig {
         ring: ring(sw)?,
+        tma: tma(sw)?,
         warpgroups: warpgroups(sw)?,
         fill: grid_fill(sw)?,
         ..WgDecodeConfig::regs(DEFAULT_CTAS_PER_SM)
     };
-    if c.warpgroups > 1 && c.ring.is_none() {
+    if c.ring.is_some() && c.tma.is_some() {
         return Err(format!(
-            "{GROUPS_SWITCH}={}: two warpgroups per CTA stream through rings; set {RING_SWITCH} to 2 .. {MAX_RING} too",
+            "{RING_SWITCH} and {TMA_SWITCH} are two ways to stage A (per-thread cp.async or a TMA producer); set one of them"
+        ));
+    }
+    let staged = c.ring.or(c.tma);
+    if c.warpgroups > 1 && staged.is_none() {
+        return Err(format!(
+            "{GROUPS_SWITCH}={}: two warpgroups per CTA stream through rings; set {RING_SWITCH} or {TMA_SWITCH} to 2 .. {MAX_RING} too",
             c.warpgroups
         ));
     }
     let resident = c.resident_per_sm(bf16);
     if resident == 0 {
         return Err(format!(
-            "{RING_SWITCH}={} with {} warpgroup(s) needs {} B of shared memory per CTA, an sm_90 SM holds {SM90_SHARED_PER_SM}; lower {RING_SWITCH}",
-            c.ring.unwrap_or(0),
+            "{0}={1} with {2} warpgroup(s) needs {3} B of shared memory per CTA, an sm_90 SM holds {SM90_SHARED_PER_SM}; lower {0}",
+            if c.tma.is_some() { TMA_SWITCH } else { RING_SWITCH },
+            staged.unwrap_or(0),
             c.warpgroups,
             c.shared_bytes(bf16)
         ));
     }
     c.ctas_per_sm = match ctas_per_sm(sw)? {
-        Some(n) if c.ring.is_some() && n > resident => {
+        Some(n) if staged.is_some() && n > resident => {
             return Err(format!(
-                "{CTAS_SWITCH}={n} with {RING_SWITCH}={}: {n} CTAs x ({} + {SHARED_RESERVED_PER_CTA}) B exceed an sm_90 SM's {SM90_SHARED_PER_SM} B of shared memory (at most {resident} resident, the rest a second wave); lower one of them",
-                c.ring.unwrap_or(0),
+                "{CTAS_SWITCH}={n} with {}={}: {n} CTAs x ({} + {SHARED_RESERVED_PER_CTA}) B exceed an sm_90 SM's {SM90_SHARED_PER_SM} B of shared memory (at most {resident} resident, the rest a second wave); lower one of them",
+                if c.tma.is_some() { TMA_SWITCH } else { RING_SWITCH },
+                staged.unwrap_or(0),
                 c.shared_bytes(bf16)
             ))
         }
         Some(n) => n,
-        None if c.ring.is_some() => resident.min(MAX_CTAS_BY_REGISTERS),
+        None if staged.is_some() => resident.min(c.by_registers()),
         None => DEFAULT_CTAS_PER_SM,
     };
     Ok(c)
@@ -301,7 +372,7 @@ mod tests {
         );
         let e = cfg(&[(GROUPS_SWITCH, "2")], false).unwrap_err();
         assert!(
-            e.contains("set QSA_SCORES_DECODE_WG_RING to 2 .. 6 too"),
+            e.contains("set QSA_SCORES_DECODE_WG_RING or QSA_SCORES_DECODE_WG_TMA to 2 .. 6 too"),
             "{e}"
         );
         for (k, v, want) in [
@@ -319,6 +390,53 @@ mod tests {
                 .unwrap()
                 .ctas_per_sm,
             3
+        );
+    }
+
+    /// The TMA kernels: one ring per CTA plus its mbarriers, a producer warp, the CTA as the
+    /// one streamer; refused with the cp.async ring and past the SM's shared memory.
+    #[test]
+    fn tma_configs_fit_the_sm_or_are_refused() {
+        let cfg = |kv: &[(&str, &str)], bf16| config_for(&sw(kv), bf16);
+        let c = cfg(&[(TMA_SWITCH, "2")], false).unwrap();
+        assert_eq!(
+            (
+                c.shared_bytes(false),
+                c.threads(),
+                c.ctas_per_sm,
+                c.streamers()
+            ),
+            (98_336, 160, 2, 1)
+        );
+        assert_eq!(
+            (c.kernel(false).0, c.extra_args()),
+            ("block_scores_tf32_decode_tma", vec![2])
+        );
+        // 4 slots: 32 KiB + 4 x 32 KiB + 64 B, one CTA per SM.
+        assert_eq!(cfg(&[(TMA_SWITCH, "4")], false).unwrap().ctas_per_sm, 1);
+        // BF16, 3 slots: two CTAs (2 x (114,736 + 1,024) <= 233,472).
+        assert_eq!(cfg(&[(TMA_SWITCH, "3")], true).unwrap().ctas_per_sm, 2);
+        // Two consumer warpgroups: 288 threads, one CTA by the registers even where two fit.
+        let c = cfg(&[(TMA_SWITCH, "2"), (GROUPS_SWITCH, "2")], true).unwrap();
+        assert_eq!(
+            (c.threads(), c.ctas_per_sm, c.kernel(true).1),
+            (288, 1, "bf16_decode_tma2")
+        );
+        let e = cfg(&[(TMA_SWITCH, "3"), (RING_SWITCH, "3")], false).unwrap_err();
+        assert!(e.contains("set one of them"), "{e}");
+        let e = cfg(&[(TMA_SWITCH, "7")], false).unwrap_err();
+        assert!(
+            e.contains("QSA_SCORES_DECODE_WG_TMA=7: expected off or 2 to 6"),
+            "{e}"
+        );
+        let e = cfg(&[(TMA_SWITCH, "6"), (CTAS_SWITCH, "2")], false).unwrap_err();
+        assert!(
+            e.contains("with QSA_SCORES_DECODE_WG_TMA=6") && e.contains("at most 1 resident"),
+            "{e}"
+        );
+        assert_eq!(
+            cfg(&[(TMA_SWITCH, "off")], false).unwrap(),
+            WgDecodeConfig::regs(2)
         );
     }
 }

@@ -103,7 +103,7 @@ pub(super) fn plan_decode_wg(
         threads: cfg.threads(),
         extra_args: cfg.extra_args(),
         tile_blocks: TILE_BLOCKS,
-        streamers: cfg.warpgroups,
+        streamers: cfg.streamers(),
         shared: cfg.shared_bytes(bf16),
         ctas_per_sm: cfg.ctas_per_sm,
         fill: cfg.fill,
