@@ -283,7 +283,7 @@ QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void 
     const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
     int* __restrict__ out, int flags) {
   __shared__ TopkShared s;
-  topk_spec<TOPK_SPLIT_ITEMS, true>(scores, capacity, nq, n, k, ws, out, flags, s);
+  topk_spec<TOPK_SPLIT_ITEMS, TOPK_KEEP_LEAN>(scores, capacity, nq, n, k, ws, out, flags, s);
 }
 
 // qsa:block 512
@@ -291,7 +291,7 @@ QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void 
     const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
     int* __restrict__ out, int flags) {
   __shared__ TopkShared s;
-  topk_spec<16, true>(scores, capacity, nq, n, k, ws, out, flags, s);
+  topk_spec<16, TOPK_KEEP_LEAN>(scores, capacity, nq, n, k, ws, out, flags, s);
 }
 
 // Session 8 (not measured yet): `_x`, the 4,096- and 8,192-entry entry points with session
@@ -305,7 +305,7 @@ QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void 
     const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
     int* __restrict__ out, int flags) {
   __shared__ TopkShared s;
-  topk_spec<8, false, TOPK_SPLIT_THREADS, TOPK_SPEC_X>(scores, capacity, nq, n, k, ws, out, flags, s);
+  topk_spec<8, TOPK_KEEP_GENERAL, TOPK_SPLIT_THREADS, TOPK_SPEC_X>(scores, capacity, nq, n, k, ws, out, flags, s);
 }
 
 // qsa:block 512
@@ -313,7 +313,7 @@ QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void 
     const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
     int* __restrict__ out, int flags) {
   __shared__ TopkShared s;
-  topk_spec<16, false, TOPK_SPLIT_THREADS, TOPK_SPEC_X>(scores, capacity, nq, n, k, ws, out, flags, s);
+  topk_spec<16, TOPK_KEEP_GENERAL, TOPK_SPLIT_THREADS, TOPK_SPEC_X>(scores, capacity, nq, n, k, ws, out, flags, s);
 }
 
 // The lean entry points with session 8's flags: the bound from the threads' maxima (the
@@ -323,7 +323,7 @@ QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void 
     const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
     int* __restrict__ out, int flags) {
   __shared__ TopkShared s;
-  topk_spec<8, true, TOPK_SPLIT_THREADS, TOPK_SPEC_X>(scores, capacity, nq, n, k, ws, out, flags, s);
+  topk_spec<8, TOPK_KEEP_LEAN, TOPK_SPLIT_THREADS, TOPK_SPEC_X>(scores, capacity, nq, n, k, ws, out, flags, s);
 }
 
 // qsa:block 512
@@ -331,7 +331,7 @@ QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void 
     const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
     int* __restrict__ out, int flags) {
   __shared__ TopkShared s;
-  topk_spec<16, true, TOPK_SPLIT_THREADS, TOPK_SPEC_X>(scores, capacity, nq, n, k, ws, out, flags, s);
+  topk_spec<16, TOPK_KEEP_LEAN, TOPK_SPLIT_THREADS, TOPK_SPEC_X>(scores, capacity, nq, n, k, ws, out, flags, s);
 }
 
 // The float-domain lean chunk step (topk_spec_chunk_float: the threads' maxima bound, float
@@ -341,7 +341,7 @@ QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void 
     const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
     int* __restrict__ out, int flags) {
   __shared__ TopkShared s;
-  topk_spec_float<8, TOPK_SPLIT_THREADS, TOPK_SPEC_X>(scores, capacity, nq, n, k, ws, out, flags, s);
+  topk_spec<8, TOPK_KEEP_FLOAT, TOPK_SPLIT_THREADS, TOPK_SPEC_X>(scores, capacity, nq, n, k, ws, out, flags, s);
 }
 
 // qsa:block 512
@@ -349,7 +349,7 @@ QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void 
     const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
     int* __restrict__ out, int flags) {
   __shared__ TopkShared s;
-  topk_spec_float<16, TOPK_SPLIT_THREADS, TOPK_SPEC_X>(scores, capacity, nq, n, k, ws, out, flags, s);
+  topk_spec<16, TOPK_KEEP_FLOAT, TOPK_SPLIT_THREADS, TOPK_SPEC_X>(scores, capacity, nq, n, k, ws, out, flags, s);
 }
 
 // qsa:block 1024
@@ -357,7 +357,7 @@ QSA_KERNEL __launch_bounds__(TOPK_SPEC_WIDE_THREADS, 1) void qsa_topk_spec_t1024
     const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
     int* __restrict__ out, int flags) {
   __shared__ TopkShared s;
-  topk_spec<8, true, TOPK_SPEC_WIDE_THREADS, TOPK_SPEC_X>(scores, capacity, nq, n, k, ws, out, flags, s);
+  topk_spec<8, TOPK_KEEP_LEAN, TOPK_SPEC_WIDE_THREADS, TOPK_SPEC_X>(scores, capacity, nq, n, k, ws, out, flags, s);
 }
 
 // qsa:block 1024
@@ -365,7 +365,7 @@ QSA_KERNEL __launch_bounds__(TOPK_SPEC_WIDE_THREADS, 1) void qsa_topk_spec_t1024
     const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
     int* __restrict__ out, int flags) {
   __shared__ TopkShared s;
-  topk_spec<8, false, TOPK_SPEC_WIDE_THREADS, TOPK_SPEC_X>(scores, capacity, nq, n, k, ws, out, flags, s);
+  topk_spec<8, TOPK_KEEP_GENERAL, TOPK_SPEC_WIDE_THREADS, TOPK_SPEC_X>(scores, capacity, nq, n, k, ws, out, flags, s);
 }
 
 // Session 8 (not measured yet): the lean step over 2,048-entry chunks (1 query x 262,144: 128
@@ -375,7 +375,7 @@ QSA_KERNEL __launch_bounds__(TOPK_SPLIT_THREADS, TOPK_SPLIT_SELECT_BLOCKS) void 
     const float* __restrict__ scores, int capacity, int nq, int n, int k, unsigned* __restrict__ ws,
     int* __restrict__ out, int flags) {
   __shared__ TopkShared s;
-  topk_spec<4, true>(scores, capacity, nq, n, k, ws, out, flags, s);
+  topk_spec<4, TOPK_KEEP_LEAN>(scores, capacity, nq, n, k, ws, out, flags, s);
 }
 
 // qsa:block 512

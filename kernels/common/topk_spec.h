@@ -264,38 +264,31 @@ QSA_DEVICE unsigned topk_spec_keep_lean(const unsigned (&key)[ITEMS], int nv, un
   return total;
 }
 
-// The speculative kernel's body: chunks of THREADS * ITEMS entries (THREADS = blockDim),
-// `flags` TOPK_SPEC_*. LEAN (the `_lean` entry points, not measured yet; the others are the
-// H200's measured code): the one-pass bound's histogram adds without the whole-wave check (its
-// bins are spread), and the entries >= bound counted and written with one compare per key,
-// where the general count / emit compare (key & mask) with the prefix twice. XF: which of
-// session 8's flags (TOPK_SPEC_FENCE_ONE, _BOUND_TMAX, _FINAL_LEAN) are compiled in; the
-// others are ignored, and their code (and its registers) is not there.
-template <int ITEMS, bool LEAN = false, int THREADS = TOPK_SPLIT_THREADS, int XF = 0>
-QSA_DEVICE void topk_spec(const float* __restrict__ scores, int capacity, int nq, int n, int k,
-                          unsigned* __restrict__ ws, int* __restrict__ out, int flags, TopkShared& s) {
-#if !defined(QSA_CUDA)
-  flags = 0;  // the variants are CUDA's (the host plans none elsewhere): no registers for them
-#endif
-  flags &= TOPK_SPEC_FINAL_WINDOW | TOPK_SPEC_BOUND_WINDOW | TOPK_SPEC_LOAD_VEC4 | XF;
-  const int chunk = ITEMS * THREADS;
-  const int c = blockIdx.x, q = blockIdx.y;
-  const TopkSplitWs w(ws, nq, n, k, chunk);
-  if (q >= nq || c >= (int)w.m) return;
-  int* o = out + (size_t)q * k;
-  if (k >= n) {  // every entry: no workspace, no ticket
-    if (c == 0) topk_write_all(o, n, k);
-    return;
-  }
-  const float* row = scores + (size_t)q * capacity;
+// Chunk c's entries (the last chunk may be short) and the margin r each chunk's bound keeps
+// at least (TOPK_SPEC_MARGIN * ceil(k / m), the header's step 1).
+template <int CHUNK>
+QSA_DEVICE int topk_spec_len(int n, int c) { return min(CHUNK, n - c * CHUNK); }
+QSA_DEVICE unsigned topk_spec_margin(int k, const TopkSplitWs& w) {
+  return TOPK_SPEC_MARGIN * (((unsigned)k + w.m - 1) / w.m);
+}
+
+// The key-domain chunk steps (KEEP general or lean): load the chunk's keys, take its bound,
+// keep its entries >= bound (its own top kc where that keeps more: ties). Sets `kept` and
+// `bound`. LEAN: the one-pass bound's histogram adds without the whole-wave check (its bins
+// are spread), and the entries >= bound counted and written with one compare per key, where
+// the general count / emit compare (key & mask) with the prefix twice.
+template <int ITEMS, bool LEAN, int THREADS, int XF>
+QSA_DEVICE void topk_spec_chunk_keys(const float* row, int n, int k, int c, int q, int flags, const TopkSplitWs& w,
+                                     TopkShared& s, unsigned& kept, unsigned& bound) {
   TOPK_SPLIT_STAMP(1, c, 0, q);
   unsigned key[ITEMS];
   const int nv = topk_load_chunk_items<ITEMS, THREADS>(row, n, c, (flags & TOPK_SPEC_LOAD_VEC4) != 0, key);
-  const int base = c * chunk + threadIdx.x * ITEMS;
+  const int base = c * (ITEMS * THREADS) + threadIdx.x * ITEMS;
   TOPK_SPLIT_STAMP(1, c, 1, q);
-  const int len = min(chunk, n - c * chunk);
-  const unsigned r = TOPK_SPEC_MARGIN * (((unsigned)k + w.m - 1) / w.m);
-  unsigned bound = 0u;  // every entry when the chunk has no more than r
+  // len and r after the loads, where the measured kernels computed them (the same SASS).
+  const int len = topk_spec_len<ITEMS * THREADS>(n, c);
+  const unsigned r = topk_spec_margin(k, w);
+  bound = 0u;  // every entry when the chunk has no more than r
   // The lean entry points with the threads' maxima bound compiled in carry no one-pass bound
   // (with both, nvcc 13.0.88 spilled 44 bytes per thread at 4,096 entries, 0 without it).
   constexpr bool tmax_lean = LEAN && (XF & TOPK_SPEC_BOUND_TMAX) != 0;
@@ -310,7 +303,7 @@ QSA_DEVICE void topk_spec(const float* __restrict__ scores, int capacity, int nq
   }
   TopkSel sel = {0xffffffffu, bound, 0xffffffffu};  // key >= bound, every tie
   TOPK_SPLIT_STAMP(1, c, 2, q);
-  unsigned kept = 0xffffffffu;  // LEAN: set where the chunk keeps no more than kc
+  kept = 0xffffffffu;  // LEAN: set where the chunk keeps no more than kc
   if (LEAN) kept = topk_spec_keep_lean(key, nv, bound, w.kc, ckey_of(w, q, c), cidx_of(w, q, c), base, s);
   if (!LEAN || kept == 0xffffffffu) {
     TopkCounts counts = topk_count_regs(key, nv, sel, s);
@@ -325,6 +318,50 @@ QSA_DEVICE void topk_spec(const float* __restrict__ scores, int capacity, int nq
       ckey[pos] = key[j];
       cidx[pos] = base + j;
     });
+  }
+}
+
+// The chunk step's keep policy (topk_spec's KEEP; src/dispatch/topk.rs's QSA_TOPK_SPEC_KEEP
+// picks the entry point): every policy keeps a superset of the chunk's part of the selection
+// and publishes a bound the last CTA checks, so each is exact; they differ in time only.
+// General: topk_spec_chunk_keys' count / emit (session 7's measured step).
+#define TOPK_KEEP_GENERAL 0
+// Lean (the `_lean` entry points): topk_spec_chunk_keys with LEAN.
+#define TOPK_KEEP_LEAN 1
+// Float (the `_float` entry points; sm_90's default, `float_by_default`): topk_spec_chunk_float.
+#define TOPK_KEEP_FLOAT 2
+
+// The speculative kernel's body: chunks of THREADS * ITEMS entries (THREADS = blockDim),
+// `flags` TOPK_SPEC_*, the chunk step by KEEP (TOPK_KEEP_*); the ticket and the last CTA's
+// step are the same for every policy. XF: which of session 8's flags (TOPK_SPEC_FENCE_ONE,
+// _BOUND_TMAX, _FINAL_LEAN) are compiled in; the others are ignored, and their code (and its
+// registers) is not there.
+template <int ITEMS, int KEEP = TOPK_KEEP_GENERAL, int THREADS = TOPK_SPLIT_THREADS, int XF = 0>
+QSA_DEVICE void topk_spec(const float* __restrict__ scores, int capacity, int nq, int n, int k,
+                          unsigned* __restrict__ ws, int* __restrict__ out, int flags, TopkShared& s) {
+  static_assert(KEEP == TOPK_KEEP_GENERAL || KEEP == TOPK_KEEP_LEAN || KEEP == TOPK_KEEP_FLOAT, "KEEP: TOPK_KEEP_*");
+#if !defined(QSA_CUDA)
+  flags = 0;  // the variants are CUDA's (the host plans none elsewhere): no registers for them
+#endif
+  flags &= TOPK_SPEC_FINAL_WINDOW | TOPK_SPEC_BOUND_WINDOW | TOPK_SPEC_LOAD_VEC4 | XF;
+  const int chunk = ITEMS * THREADS;
+  const int c = blockIdx.x, q = blockIdx.y;
+  const TopkSplitWs w(ws, nq, n, k, chunk);
+  if (q >= nq || c >= (int)w.m) return;
+  int* o = out + (size_t)q * k;
+  if (k >= n) {  // every entry: no workspace, no ticket
+    if (c == 0) topk_write_all(o, n, k);
+    return;
+  }
+  const float* row = scores + (size_t)q * capacity;
+  unsigned bound, kept;
+  if constexpr (KEEP == TOPK_KEEP_FLOAT) {
+    const int len = topk_spec_len<chunk>(n, c);
+    const unsigned r = topk_spec_margin(k, w);
+    topk_spec_chunk_float<ITEMS, THREADS>(row, n, c, (flags & TOPK_SPEC_LOAD_VEC4) != 0, r, (unsigned)len > r, w.kc,
+                                          ckey_of(w, q, c), cidx_of(w, q, c), s, kept, bound);
+  } else {
+    topk_spec_chunk_keys<ITEMS, KEEP == TOPK_KEEP_LEAN, THREADS, XF>(row, n, k, c, q, flags, w, s, kept, bound);
   }
   if (threadIdx.x == 0) {
     w.cnt[(size_t)q * w.m + c] = kept;
@@ -355,62 +392,6 @@ QSA_DEVICE void topk_spec(const float* __restrict__ scores, int capacity, int nq
   }
   // Not proven: select over the whole row (every chunk's bound is reset by its next call;
   // topk_split_final marked the query's first bound slot TOPK_SPEC_FELL_BACK).
-  const TopkRowSrc src = {row};
-  const TopkSel all = topk_radix_stream(src, (unsigned)n, (unsigned)k, s);
-  topk_compact_stream(src, (unsigned)n, all, [&](unsigned pos, unsigned i) { o[pos] = (int)i; }, s);
-}
-
-// The speculative kernel with the float-domain chunk step (topk_spec_chunk_float; the `_float`
-// entry points, not measured yet). The ticket and the last CTA's step are topk_spec's, copied
-// so that the measured kernels' code stays byte-identical: merge them once this form is
-// measured (kept or dropped).
-template <int ITEMS, int THREADS, int XF>
-QSA_DEVICE void topk_spec_float(const float* __restrict__ scores, int capacity, int nq, int n, int k,
-                                unsigned* __restrict__ ws, int* __restrict__ out, int flags, TopkShared& s) {
-  flags &= TOPK_SPEC_FINAL_WINDOW | TOPK_SPEC_BOUND_WINDOW | TOPK_SPEC_LOAD_VEC4 | XF;
-  const int chunk = ITEMS * THREADS;
-  const int c = blockIdx.x, q = blockIdx.y;
-  const TopkSplitWs w(ws, nq, n, k, chunk);
-  if (q >= nq || c >= (int)w.m) return;
-  int* o = out + (size_t)q * k;
-  if (k >= n) {  // every entry: no workspace, no ticket
-    if (c == 0) topk_write_all(o, n, k);
-    return;
-  }
-  const float* row = scores + (size_t)q * capacity;
-  const int len = min(chunk, n - c * chunk);
-  const unsigned r = TOPK_SPEC_MARGIN * (((unsigned)k + w.m - 1) / w.m);
-  unsigned bound, kept;
-  topk_spec_chunk_float<ITEMS, THREADS>(row, n, c, (flags & TOPK_SPEC_LOAD_VEC4) != 0, r, (unsigned)len > r, w.kc,
-                                        ckey_of(w, q, c), cidx_of(w, q, c), s, kept, bound);
-  if (threadIdx.x == 0) {
-    w.cnt[(size_t)q * w.m + c] = kept;
-    w.bound[(size_t)q * w.m + c] = bound;
-  }
-  TOPK_SPLIT_STAMP(1, c, 3, q);
-  const bool fence_one = (flags & TOPK_SPEC_FENCE_ONE) != 0;
-  if (!fence_one) __threadfence();
-  QSA_SYNC();
-  if (threadIdx.x == 0) {
-    if (fence_one) __threadfence();  // release: the barrier put every thread's writes before it
-    const unsigned ticket = atomicAdd(&w.done[q], 1u);
-    s.flag = ticket == w.m - 1;
-    if (s.flag) {
-      w.done[q] = 0;                   // ready for the next call
-      if (fence_one) __threadfence();  // acquire: the barrier below puts the CTA's reads after it
-    }
-    s.floor = 0u;
-  }
-  QSA_SYNC();
-  TOPK_SPLIT_STAMP(1, c, 4, q);
-  if (!s.flag) return;
-  if (!fence_one) __threadfence();
-  if (topk_split_final(w, q, k, o, s, w.bound + (size_t)q * w.m, (flags & TOPK_SPEC_FINAL_WINDOW) != 0,
-                       (flags & TOPK_SPEC_FINAL_LEAN) != 0)) {
-    TOPK_SPLIT_STAMP(2, 0, 7, q);
-    return;
-  }
-  // Not proven: the whole row, as topk_spec.
   const TopkRowSrc src = {row};
   const TopkSel all = topk_radix_stream(src, (unsigned)n, (unsigned)k, s);
   topk_compact_stream(src, (unsigned)n, all, [&](unsigned pos, unsigned i) { o[pos] = (int)i; }, s);

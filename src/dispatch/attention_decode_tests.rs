@@ -1,5 +1,6 @@
 //! Decode dispatch tests: the plans the H200 and the other targets get, and every sweep
-//! switch with its refusals.
+//! switch with its refusals. Each test is a table of named cases (a target, switches, a
+//! shape, what the dispatch must answer); a failure names its case.
 use super::*;
 
 fn caps(name: &str, shared: u32, sms: u32, tc: bool) -> TargetCaps {
@@ -17,8 +18,32 @@ fn caps(name: &str, shared: u32, sms: u32, tc: bool) -> TargetCaps {
     }
 }
 
-fn none_sw() -> Switches {
-    Switches::default()
+fn h200() -> TargetCaps {
+    caps("sm_90", 232_448, 132, true)
+}
+
+/// The H200 with its thread-block clusters (without, the cluster and push merges fall back
+/// to the ticket merge).
+fn h200c() -> TargetCaps {
+    let mut c = h200();
+    c.features.push(Feature::Clusters);
+    c
+}
+
+fn sm75() -> TargetCaps {
+    caps("sm_75", 65_536, 68, false)
+}
+
+/// sm_86's 99 KiB of shared memory per block.
+fn sm86() -> TargetCaps {
+    caps("sm_86", 101_376, 82, true)
+}
+
+fn gfx950() -> TargetCaps {
+    TargetCaps {
+        vendor: Vendor::Amd,
+        ..caps("gfx950", 163_840, 256, true)
+    }
 }
 
 fn sw(pairs: &[(&str, &str)]) -> Switches {
@@ -30,311 +55,404 @@ fn sw(pairs: &[(&str, &str)]) -> Switches {
     )
 }
 
+/// decode_plan's shape: (batch, q_len, hq, hkv, t, backward).
+type Shape = (usize, usize, usize, usize, usize, bool);
+/// 16 queries x 8 KV heads, group 16: 128 items.
+const Q16: Shape = (1, 16, 128, 8, 16, false);
+/// One query x 8 KV heads, group 16: 8 items.
+const Q1: Shape = (1, 1, 128, 8, 16, false);
+
+/// What the dispatch must answer.
+#[derive(Debug)]
+enum Want {
+    /// No decode plan: the staged kernel runs.
+    Staged,
+    /// A decode plan whose named fields (`field`) read so.
+    Plan(&'static [(&'static str, &'static str)]),
+    /// A refusal whose message holds this text.
+    Refused(&'static str),
+}
+
+type Case = (
+    &'static str,
+    fn() -> TargetCaps,
+    &'static [(&'static str, &'static str)],
+    Shape,
+    Want,
+);
+
+/// A plan's field by name, as the tables write it.
+fn field(p: &DecodePlan, name: &str) -> String {
+    match name {
+        "items" => p.items.to_string(),
+        "nsplit" => p.nsplit.to_string(),
+        "warps" => p.warps.to_string(),
+        "stages" => p.stages.to_string(),
+        "shared" => p.shared.to_string(),
+        "pair" => p.pair.to_string(),
+        "merge" => format!("{:?}", p.merge),
+        "l2_256" => p.l2_256.to_string(),
+        "probe" => format!("{:?}", p.probe),
+        "opts" => p.opts().to_string(),
+        "dispatch" => dispatch_name(p).to_string(),
+        "bf16 kernel" => p.kernel("bf16"),
+        "f16 kernel" => p.kernel("f16"),
+        _ => panic!("no plan field `{name}` in the test's field()"),
+    }
+}
+
+fn check(cases: &[Case]) {
+    for (name, target, pairs, s, want) in cases {
+        let got = decode_plan(&target(), &sw(pairs), s.0, s.1, s.2, s.3, s.4, s.5);
+        match (want, got) {
+            (Want::Staged, Ok(None)) => {}
+            (Want::Plan(fields), Ok(Some(p))) => {
+                for (f, v) in *fields {
+                    assert_eq!(field(&p, f), *v, "case `{name}`: {f} ({p:?})");
+                }
+            }
+            (Want::Refused(text), Err(e)) => {
+                let e = e.to_string();
+                assert!(e.contains(text), "case `{name}`: `{e}` lacks `{text}`");
+            }
+            (want, got) => panic!("case `{name}`: want {want:?}, got {got:?}"),
+        }
+    }
+}
+
 #[test]
 fn h200_decode_shapes_take_the_decode_kernel() {
-    let h200 = caps("sm_90", 232_448, 132, true);
-    let none = Switches::default();
-    // 16 queries x 8 KV heads, group 16: 128 items, one CTA each, 8 warps x 2 stages.
-    let p = decode_plan(&h200, &none, 1, 16, 128, 8, 16, false)
-        .unwrap()
-        .unwrap();
-    assert_eq!((p.items, p.nsplit, p.warps, p.stages), (128, 1, 8, 2));
-    assert_eq!(p.shared, 139_264);
-    assert_eq!(dispatch_name(&p), "decode");
-    // One query: 8 items, 8 splits of two blocks (8 units over 8 warps, so a one-stage
-    // ring), merged in-kernel.
-    let p = decode_plan(&h200, &none, 1, 1, 128, 8, 16, false)
-        .unwrap()
-        .unwrap();
-    assert_eq!((p.items, p.nsplit, p.merge), (8, 8, DecMerge::Kernel));
-    assert_eq!((p.stages, p.shared), (1, 69_632));
-    assert_eq!(dispatch_name(&p), "decode_split");
-    // Up to MAX_ITEMS_PER_SM (6) items per SM (792 on 132 SMs: 99 queries x 8 KV heads)
-    // take the decode kernel, one item more the staged (measured crossover ~7.5).
-    assert!(decode_plan(&h200, &none, 1, 99, 128, 8, 16, false)
-        .unwrap()
-        .is_some());
-    assert!(decode_plan(&h200, &none, 1, 100, 128, 8, 16, false)
-        .unwrap()
-        .is_none());
-    // Prefill and the backward keep the staged kernel.
-    assert!(decode_plan(&h200, &none, 4, 16384, 64, 4, 16, false)
-        .unwrap()
-        .is_none());
-    assert!(decode_plan(&h200, &none, 1, 16, 128, 8, 16, true)
-        .unwrap()
-        .is_none());
-    // More ids than lanes: staged.
-    assert!(decode_plan(&h200, &none, 1, 16, 128, 8, 33, false)
-        .unwrap()
-        .is_none());
+    use Want::*;
+    check(&[
+        (
+            "16 queries: one CTA per item, 8 warps x 2 stages",
+            h200,
+            &[],
+            Q16,
+            Plan(&[
+                ("items", "128"),
+                ("nsplit", "1"),
+                ("warps", "8"),
+                ("stages", "2"),
+                ("shared", "139264"),
+                ("dispatch", "decode"),
+            ]),
+        ),
+        (
+            // 8 units over 8 warps, so a one-stage ring.
+            "one query: 8 splits of two blocks, merged in-kernel",
+            h200,
+            &[],
+            Q1,
+            Plan(&[
+                ("items", "8"),
+                ("nsplit", "8"),
+                ("merge", "Kernel"),
+                ("stages", "1"),
+                ("shared", "69632"),
+                ("dispatch", "decode_split"),
+            ]),
+        ),
+        (
+            // MAX_ITEMS_PER_SM (6) on 132 SMs; measured crossover ~7.5 items per SM.
+            "99 queries x 8 KV heads (792 items, 6 per SM): decode",
+            h200,
+            &[],
+            (1, 99, 128, 8, 16, false),
+            Plan(&[("items", "792")]),
+        ),
+        (
+            "100 queries (one item per SM more): staged",
+            h200,
+            &[],
+            (1, 100, 128, 8, 16, false),
+            Staged,
+        ),
+        (
+            "prefill: staged",
+            h200,
+            &[],
+            (4, 16384, 64, 4, 16, false),
+            Staged,
+        ),
+        (
+            "backward: staged",
+            h200,
+            &[],
+            (1, 16, 128, 8, 16, true),
+            Staged,
+        ),
+        (
+            "more ids than lanes: staged",
+            h200,
+            &[],
+            (1, 16, 128, 8, 33, false),
+            Staged,
+        ),
+    ]);
 }
 
 #[test]
 fn only_tensor_core_nvidia_targets_build_it() {
-    let none = Switches::default();
-    let sm75 = caps("sm_75", 65_536, 68, false);
-    assert!(decode_plan(&sm75, &none, 1, 1, 128, 8, 16, false)
-        .unwrap()
-        .is_none());
-    let forced = sw(&[("QSA_ATTN_KERNEL", "decode")]);
-    assert!(decode_plan(&sm75, &forced, 1, 1, 128, 8, 16, false)
-        .unwrap()
-        .is_none());
-    let mut gfx950 = caps("gfx950", 163_840, 256, true);
-    gfx950.vendor = Vendor::Amd;
-    assert!(decode_plan(&gfx950, &none, 1, 1, 128, 8, 16, false)
-        .unwrap()
-        .is_none());
-    // sm_86's 99 KiB: one stage of eight warps.
-    let sm86 = caps("sm_86", 101_376, 82, true);
-    let p = decode_plan(&sm86, &none, 1, 16, 128, 8, 16, false)
-        .unwrap()
-        .unwrap();
-    assert_eq!((p.warps, p.stages, p.shared), (8, 1, 69_632));
+    use Want::*;
+    check(&[
+        ("sm_75: staged", sm75, &[], Q1, Staged),
+        (
+            "sm_75, decode forced: staged (not built)",
+            sm75,
+            &[("QSA_ATTN_KERNEL", "decode")],
+            Q1,
+            Staged,
+        ),
+        ("gfx950: staged", gfx950, &[], Q1, Staged),
+        (
+            "sm_86's 99 KiB: one stage of eight warps",
+            sm86,
+            &[],
+            Q16,
+            Plan(&[("warps", "8"), ("stages", "1"), ("shared", "69632")]),
+        ),
+    ]);
 }
 
 #[test]
 fn switches_sweep_and_bad_values_are_named() {
-    let h200 = caps("sm_90", 232_448, 132, true);
-    let s = sw(&[
-        ("QSA_ATTN_DEC_WARPS", "8"),
-        ("QSA_ATTN_DEC_STAGES", "3"),
-        ("QSA_ATTN_DEC_SPLITS", "2"),
-        ("QSA_ATTN_DEC_MERGE", "launch"),
+    use Want::*;
+    check(&[
+        (
+            "warps, stages, splits, merge by a second launch",
+            h200,
+            &[
+                ("QSA_ATTN_DEC_WARPS", "8"),
+                ("QSA_ATTN_DEC_STAGES", "3"),
+                ("QSA_ATTN_DEC_SPLITS", "2"),
+                ("QSA_ATTN_DEC_MERGE", "launch"),
+            ],
+            Q16,
+            Plan(&[
+                ("warps", "8"),
+                ("stages", "3"),
+                ("nsplit", "2"),
+                ("merge", "Launch"),
+                ("dispatch", "decode_combine"),
+                ("pair", "false"),
+            ]),
+        ),
+        (
+            "pairs of units: at least two stages",
+            h200,
+            &[("QSA_ATTN_DEC_PAIR", "1"), ("QSA_ATTN_DEC_STAGES", "1")],
+            Q1,
+            Plan(&[("pair", "true"), ("stages", "2")]),
+        ),
+        (
+            "staged forced",
+            h200,
+            &[("QSA_ATTN_KERNEL", "staged")],
+            Q1,
+            Staged,
+        ),
+        (
+            "merge=x",
+            h200,
+            &[("QSA_ATTN_DEC_MERGE", "x")],
+            Q1,
+            Refused("expected kernel, launch, cluster or push"),
+        ),
+        (
+            // The CTA result after the warps' areas: 8 x 8320 + 8256 bytes over a one-stage
+            // ring of 69632.
+            "cluster merge: eight splits",
+            h200c,
+            &[("QSA_ATTN_DEC_MERGE", "cluster")],
+            Q1,
+            Plan(&[
+                ("merge", "Cluster"),
+                ("nsplit", "8"),
+                ("stages", "1"),
+                ("shared", "74816"),
+                ("dispatch", "decode_cluster"),
+            ]),
+        ),
+        (
+            "cluster merge without clusters: the ticket merge",
+            h200,
+            &[("QSA_ATTN_DEC_MERGE", "cluster")],
+            Q1,
+            Plan(&[("merge", "Kernel")]),
+        ),
+        (
+            "cluster merge at 4 splits",
+            h200c,
+            &[
+                ("QSA_ATTN_DEC_MERGE", "cluster"),
+                ("QSA_ATTN_DEC_SPLITS", "4"),
+            ],
+            Q1,
+            Refused("runs 8 splits"),
+        ),
+        (
+            "warps=0",
+            h200,
+            &[("QSA_ATTN_DEC_WARPS", "0")],
+            Q1,
+            Refused("from 1 to 8"),
+        ),
+        (
+            "129 splits: past the merge table, a second launch",
+            h200,
+            &[("QSA_ATTN_DEC_SPLITS", "129")],
+            Q1,
+            Plan(&[("merge", "Launch")]),
+        ),
+        (
+            "129 splits merged in-kernel",
+            h200,
+            &[
+                ("QSA_ATTN_DEC_SPLITS", "129"),
+                ("QSA_ATTN_DEC_MERGE", "kernel"),
+            ],
+            Q1,
+            Refused("at most 128 splits"),
+        ),
+        (
+            // opts: the kernel's DEC_PROBE_* (0: the attention).
+            "no probe",
+            h200,
+            &[],
+            Q1,
+            Plan(&[
+                ("probe", "None"),
+                ("opts", "0"),
+                ("bf16 kernel", "qsa_attn_dec_fwd_bf16"),
+            ]),
+        ),
+        (
+            // Pairs pick their own bf16 kernel; f16 has no pair kernel.
+            "probe=launch with pairs",
+            h200,
+            &[("QSA_ATTN_DEC_PROBE", "launch"), ("QSA_ATTN_DEC_PAIR", "1")],
+            Q1,
+            Plan(&[
+                ("probe", "Some(Launch)"),
+                ("opts", "1"),
+                ("bf16 kernel", "qsa_attn_dec_fwd_pair_bf16"),
+                ("f16 kernel", "qsa_attn_dec_fwd_f16"),
+            ]),
+        ),
+        (
+            "probe=no_kv with pairs",
+            h200,
+            &[("QSA_ATTN_DEC_PROBE", "no_kv"), ("QSA_ATTN_DEC_PAIR", "1")],
+            Q1,
+            Plan(&[
+                ("probe", "Some(NoKv)"),
+                ("opts", "2"),
+                ("bf16 kernel", "qsa_attn_dec_fwd_pair_bf16"),
+                ("f16 kernel", "qsa_attn_dec_fwd_f16"),
+            ]),
+        ),
+        (
+            "probe=no_math with pairs",
+            h200,
+            &[
+                ("QSA_ATTN_DEC_PROBE", "no_math"),
+                ("QSA_ATTN_DEC_PAIR", "1"),
+            ],
+            Q1,
+            Plan(&[
+                ("probe", "Some(NoMath)"),
+                ("opts", "3"),
+                ("bf16 kernel", "qsa_attn_dec_fwd_pair_bf16"),
+                ("f16 kernel", "qsa_attn_dec_fwd_f16"),
+            ]),
+        ),
+        (
+            "probe=fast",
+            h200,
+            &[("QSA_ATTN_DEC_PROBE", "fast")],
+            Q1,
+            Refused("expected launch, no_kv, no_math, list or loop"),
+        ),
+        (
+            // The cluster kernel with opts bit 4, its inbox past the ring and the merge areas
+            // (8 warps x 1 stage: max(69632, 66560) + 8256 bytes).
+            "push merge",
+            h200c,
+            &[("QSA_ATTN_DEC_MERGE", "push")],
+            Q1,
+            Plan(&[
+                ("merge", "Push"),
+                ("nsplit", "8"),
+                ("stages", "1"),
+                ("shared", "77888"),
+                ("opts", "16"),
+                ("dispatch", "decode_push"),
+                ("bf16 kernel", "qsa_attn_dec_cl_fwd_bf16"),
+            ]),
+        ),
+        (
+            "push merge without clusters: the ticket merge",
+            h200,
+            &[("QSA_ATTN_DEC_MERGE", "push")],
+            Q1,
+            Plan(&[("merge", "Kernel")]),
+        ),
+        (
+            "push merge at 2 splits",
+            h200c,
+            &[("QSA_ATTN_DEC_MERGE", "push"), ("QSA_ATTN_DEC_SPLITS", "2")],
+            Q1,
+            Refused("QSA_ATTN_DEC_MERGE=push runs 8 splits"),
+        ),
+        (
+            // The L2 prefetch bit (8) and the chain probes (loop: 5) combine with the rest.
+            "prefetch=256 with probe=loop",
+            h200,
+            &[
+                ("QSA_ATTN_DEC_PREFETCH", "256"),
+                ("QSA_ATTN_DEC_PROBE", "loop"),
+            ],
+            Q16,
+            Plan(&[("l2_256", "true"), ("probe", "Some(Loop)"), ("opts", "13")]),
+        ),
+        (
+            // push (16) | list (4)
+            "probe=list with the push merge",
+            h200c,
+            &[
+                ("QSA_ATTN_DEC_PROBE", "list"),
+                ("QSA_ATTN_DEC_MERGE", "push"),
+            ],
+            Q1,
+            Plan(&[("opts", "20")]),
+        ),
+        (
+            "prefetch=128",
+            h200,
+            &[("QSA_ATTN_DEC_PREFETCH", "128")],
+            Q1,
+            Refused("QSA_ATTN_DEC_PREFETCH=128: expected none or 256"),
+        ),
+        (
+            "sm_86 at 4 stages: past its shared memory",
+            sm86,
+            &[("QSA_ATTN_DEC_STAGES", "4")],
+            Q1,
+            Refused("allows 101376"),
+        ),
     ]);
-    let p = decode_plan(&h200, &s, 1, 16, 128, 8, 16, false)
-        .unwrap()
-        .unwrap();
-    assert_eq!(
-        (p.warps, p.stages, p.nsplit, p.merge),
-        (8, 3, 2, DecMerge::Launch)
-    );
-    assert_eq!(dispatch_name(&p), "decode_combine");
-    assert!(!p.pair);
-    // Pairs of units: at least two stages.
-    let pr = sw(&[("QSA_ATTN_DEC_PAIR", "1"), ("QSA_ATTN_DEC_STAGES", "1")]);
-    let p = decode_plan(&h200, &pr, 1, 1, 128, 8, 16, false)
-        .unwrap()
-        .unwrap();
-    assert!(p.pair);
-    assert_eq!(p.stages, 2);
-    let staged = sw(&[("QSA_ATTN_KERNEL", "staged")]);
-    assert!(decode_plan(&h200, &staged, 1, 1, 128, 8, 16, false)
-        .unwrap()
-        .is_none());
-    let e = decode_plan(
-        &h200,
-        &sw(&[("QSA_ATTN_DEC_MERGE", "x")]),
-        1,
-        1,
-        128,
-        8,
-        16,
-        false,
-    )
-    .unwrap_err()
-    .to_string();
-    assert!(
-        e.contains("expected kernel, launch, cluster or push"),
-        "{e}"
-    );
-    // The cluster merge: sm_90 only (else the ticket merge), eight splits, the CTA result
-    // after the warps' areas (8 x 8320 + 8256 bytes, over a one-stage ring of 69632).
-    let cl = sw(&[("QSA_ATTN_DEC_MERGE", "cluster")]);
-    let mut h200c = h200.clone();
-    h200c.features.push(Feature::Clusters);
-    let p = decode_plan(&h200c, &cl, 1, 1, 128, 8, 16, false)
-        .unwrap()
-        .unwrap();
-    assert_eq!(
-        (p.merge, p.nsplit, p.stages, p.shared),
-        (DecMerge::Cluster, 8, 1, 74_816)
-    );
-    assert_eq!(dispatch_name(&p), "decode_cluster");
-    let p = decode_plan(&h200, &cl, 1, 1, 128, 8, 16, false)
-        .unwrap()
-        .unwrap();
-    assert_eq!(p.merge, DecMerge::Kernel, "no clusters: the ticket merge");
-    let bad = sw(&[
-        ("QSA_ATTN_DEC_MERGE", "cluster"),
-        ("QSA_ATTN_DEC_SPLITS", "4"),
-    ]);
-    let e = decode_plan(&h200c, &bad, 1, 1, 128, 8, 16, false)
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("runs 8 splits"), "{e}");
-    let e = decode_plan(
-        &h200,
-        &sw(&[("QSA_ATTN_DEC_WARPS", "0")]),
-        1,
-        1,
-        128,
-        8,
-        16,
-        false,
-    )
-    .unwrap_err()
-    .to_string();
-    assert!(e.contains("from 1 to 8"), "{e}");
-    let many = sw(&[("QSA_ATTN_DEC_SPLITS", "129")]);
-    let p = decode_plan(&h200, &many, 1, 1, 128, 8, 16, false)
-        .unwrap()
-        .unwrap();
-    assert_eq!(
-        p.merge,
-        DecMerge::Launch,
-        "past the merge table: a second launch"
-    );
-    let forced = sw(&[
-        ("QSA_ATTN_DEC_SPLITS", "129"),
-        ("QSA_ATTN_DEC_MERGE", "kernel"),
-    ]);
-    let e = decode_plan(&h200, &forced, 1, 1, 128, 8, 16, false)
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("at most 128 splits"), "{e}");
-    // Probes: opts (the kernel's DEC_PROBE_*); pairs pick their own bf16 kernel.
-    let p = decode_plan(&h200, &none_sw(), 1, 1, 128, 8, 16, false)
-        .unwrap()
-        .unwrap();
-    assert_eq!((p.probe, p.opts()), (None, 0));
-    assert_eq!(p.kernel("bf16"), "qsa_attn_dec_fwd_bf16");
-    for (v, probe, opts) in [
-        ("launch", DecProbe::Launch, 1),
-        ("no_kv", DecProbe::NoKv, 2),
-        ("no_math", DecProbe::NoMath, 3),
-    ] {
-        let s = sw(&[("QSA_ATTN_DEC_PROBE", v), ("QSA_ATTN_DEC_PAIR", "1")]);
-        let p = decode_plan(&h200, &s, 1, 1, 128, 8, 16, false)
-            .unwrap()
-            .unwrap();
-        assert_eq!((p.probe, p.opts()), (Some(probe), opts), "{v}");
-        assert_eq!(p.kernel("bf16"), "qsa_attn_dec_fwd_pair_bf16");
-        assert_eq!(
-            p.kernel("f16"),
-            "qsa_attn_dec_fwd_f16",
-            "f16 has no pair kernel"
-        );
-    }
-    let e = decode_plan(
-        &h200,
-        &sw(&[("QSA_ATTN_DEC_PROBE", "fast")]),
-        1,
-        1,
-        128,
-        8,
-        16,
-        false,
-    )
-    .unwrap_err()
-    .to_string();
-    assert!(
-        e.contains("expected launch, no_kv, no_math, list or loop"),
-        "{e}"
-    );
-    // The push merge: the cluster kernel with opts bit 4, its inbox past the ring and the
-    // merge areas (8 warps x 1 stage: max(69632, 66560) + 8256 bytes).
-    let p = decode_plan(
-        &h200c,
-        &sw(&[("QSA_ATTN_DEC_MERGE", "push")]),
-        1,
-        1,
-        128,
-        8,
-        16,
-        false,
-    )
-    .unwrap()
-    .unwrap();
-    assert_eq!(
-        (p.merge, p.nsplit, p.stages, p.shared),
-        (DecMerge::Push, 8, 1, 77_888)
-    );
-    assert_eq!((p.opts(), dispatch_name(&p)), (16, "decode_push"));
-    assert_eq!(p.kernel("bf16"), "qsa_attn_dec_cl_fwd_bf16");
-    let p = decode_plan(
-        &h200,
-        &sw(&[("QSA_ATTN_DEC_MERGE", "push")]),
-        1,
-        1,
-        128,
-        8,
-        16,
-        false,
-    )
-    .unwrap()
-    .unwrap();
-    assert_eq!(p.merge, DecMerge::Kernel, "no clusters: the ticket merge");
-    let e = decode_plan(
-        &h200c,
-        &sw(&[("QSA_ATTN_DEC_MERGE", "push"), ("QSA_ATTN_DEC_SPLITS", "2")]),
-        1,
-        1,
-        128,
-        8,
-        16,
-        false,
-    )
-    .unwrap_err()
-    .to_string();
-    assert!(e.contains("QSA_ATTN_DEC_MERGE=push runs 8 splits"), "{e}");
-    // The L2 prefetch bit and the chain probes combine with the rest of opts.
-    let s = sw(&[
-        ("QSA_ATTN_DEC_PREFETCH", "256"),
-        ("QSA_ATTN_DEC_PROBE", "loop"),
-    ]);
-    let p = decode_plan(&h200, &s, 1, 16, 128, 8, 16, false)
-        .unwrap()
-        .unwrap();
-    assert_eq!(
-        (p.l2_256, p.probe, p.opts()),
-        (true, Some(DecProbe::Loop), 8 | 5)
-    );
-    let p = decode_plan(
-        &h200c,
-        &sw(&[
-            ("QSA_ATTN_DEC_PROBE", "list"),
-            ("QSA_ATTN_DEC_MERGE", "push"),
-        ]),
-        1,
-        1,
-        128,
-        8,
-        16,
-        false,
-    )
-    .unwrap()
-    .unwrap();
-    assert_eq!(p.opts(), 16 | 4);
-    let e = decode_plan(
-        &h200,
-        &sw(&[("QSA_ATTN_DEC_PREFETCH", "128")]),
-        1,
-        1,
-        128,
-        8,
-        16,
-        false,
-    )
-    .unwrap_err()
-    .to_string();
-    assert!(
-        e.contains("QSA_ATTN_DEC_PREFETCH=128: expected none or 256"),
-        "{e}"
-    );
-    let sm86 = caps("sm_86", 101_376, 82, true);
-    let e = decode_plan(
-        &sm86,
-        &sw(&[("QSA_ATTN_DEC_STAGES", "4")]),
-        1,
-        1,
-        128,
-        8,
-        16,
-        false,
-    )
-    .unwrap_err()
-    .to_string();
-    assert!(e.contains("allows 101376"), "{e}");
+}
+
+/// The table's own check: a case whose answer differs fails, naming the case.
+#[test]
+#[should_panic(expected = "case `planted: 16 queries at 3 stages`: stages")]
+fn a_wrong_answer_names_its_case() {
+    check(&[(
+        "planted: 16 queries at 3 stages",
+        h200,
+        &[],
+        Q16,
+        Want::Plan(&[("stages", "3")]),
+    )]);
 }

@@ -1,0 +1,451 @@
+"""The calls bench/attention_vs_torch.py makes, as plans of `qsa plan --json` (the launches the
+Rust runner makes: bench/qsa_plan.py): its shapes and check cases, the variants and sweeps
+(switches) of each kernel, and `planned`, every (label, plan) of a run (what --plan-only
+lists). This module derives no launch rule, and imports no torch (--plan-only runs without it).
+"""
+import math
+
+import qsa_plan
+
+D, BLK = 128, 64  # head dim and KV block of the problem (the kernels' contract)
+
+
+# ---- our kernels: plans of `qsa plan` (this script derives no launch rule) ------------------
+SWEEP_NBUF = (1, 2)
+SWEEP_SPLITS = (1, 2, 4, 6, 8, 12, 16, 32)
+# The ring forward's sweep: (slot, stages, parts, CTA order, q, rescale); `head` walks one
+# (batch, kv head)'s tokens first (QSA_ATTN_RING_ORDER), `token` is the staged kernel's order;
+# q `shared` reads q's fragments from shared memory (QSA_ATTN_RING_Q; 128 registers: half 3 is
+# four CTAs per SM on the H200, 56,848 B each); rescale `lazy` moves the running max only past a
+# slack and skips O's rescale where no row moved (QSA_ATTN_RING_RESCALE); layout `swizzle`:
+# 256-byte slot rows with XOR-swizzled 16-byte chunks and K's fragments by ldmatrix
+# (QSA_ATTN_RING_LAYOUT, q in registers only); copy `warp`: each warp copies its own keys' rows
+# and syncs with __syncwarp, no CTA barrier per slot (QSA_ATTN_RING_COPY, padded rows only).
+SWEEP_RING = tuple(
+    (slot, st, parts, order, qmem, rescale, "pad", "cta")
+    for rescale, rows in (
+        ("exact", (("block", 2, 3, "token", "reg"), ("block", 3, 3, "token", "reg"), ("half", 4, 3, "token", "reg"),
+                   ("block", 2, 2, "token", "reg"), ("block", 2, 3, "head", "reg"), ("block", 3, 3, "head", "reg"),
+                   ("half", 4, 3, "head", "reg"), ("half", 5, 3, "head", "reg"), ("half", 6, 3, "head", "reg"),
+                   ("block", 2, 2, "head", "reg"), ("half", 4, 2, "head", "reg"), ("half", 3, 3, "token", "shared"),
+                   ("half", 3, 3, "head", "shared"), ("half", 3, 2, "head", "shared"), ("half", 4, 3, "head", "shared"),
+                   ("block", 2, 3, "head", "shared"))),
+        ("lazy", (("block", 2, 3, "token", "reg"), ("block", 2, 3, "head", "reg"), ("block", 2, 2, "head", "reg"),
+                  ("half", 4, 3, "head", "reg"), ("half", 3, 3, "token", "shared"), ("half", 3, 3, "head", "shared"),
+                  ("half", 3, 2, "head", "shared"))))
+    for slot, st, parts, order, qmem in rows) + tuple(
+    (slot, st, parts, order, "reg", rescale, "swizzle", "cta")
+    for slot, st, parts, order, rescale in (
+        ("block", 2, 3, "token", "exact"), ("block", 2, 3, "head", "exact"), ("half", 4, 3, "head", "exact"),
+        ("block", 2, 3, "token", "lazy"), ("block", 2, 3, "head", "lazy"), ("block", 2, 2, "head", "lazy"),
+        ("half", 4, 3, "head", "lazy"))) + tuple(
+    (slot, st, parts, order, qmem, rescale, "pad", "warp")
+    for slot, st, parts, order, qmem, rescale in (
+        ("block", 2, 3, "token", "reg", "exact"), ("block", 2, 3, "token", "reg", "lazy"),
+        ("block", 2, 3, "head", "reg", "lazy"), ("block", 3, 3, "head", "reg", "lazy"),
+        ("half", 4, 3, "head", "reg", "lazy"), ("half", 5, 3, "head", "reg", "lazy"),
+        ("half", 3, 3, "head", "shared", "lazy"), ("half", 3, 3, "token", "shared", "exact"),
+        ("block", 2, 2, "head", "reg", "lazy"), ("half", 3, 2, "head", "shared", "lazy")))
+# The warp forward's sweep (kernels/common/attention_warp_fwd.h, QSA_ATTN_FWD=warp: one warp per
+# (token, kv head), its own cp.async ring of K / V slots, no CTA barrier): (warps per CTA, keys per
+# piece (64: 16 KB slots; 32: 8 KB, qsa_attn_warp_h_fwd_*), slots per warp, bf16 P's parts,
+# rescale). Resident warps per H200 SM by shared memory (227 KiB, 1 KiB per CTA reserved):
+# 64-key 1x2 six, 1x3 four, 1x4 three, 3x2 six, 7x2 seven; 32-key 1x4 six, 1x3 nine (220
+# registers), 1x6 four, 7x4 seven.
+SWEEP_WARP = ((1, 64, 2, 3, "lazy"), (1, 64, 3, 3, "lazy"), (1, 64, 4, 3, "lazy"), (3, 64, 2, 3, "lazy"),
+              (7, 64, 2, 3, "lazy"), (1, 64, 2, 2, "lazy"), (1, 64, 2, 3, "exact"), (1, 32, 4, 3, "lazy"),
+              (1, 32, 3, 3, "lazy"), (1, 32, 6, 3, "lazy"), (7, 32, 4, 3, "lazy"), (1, 32, 4, 2, "lazy"))
+
+
+def warp_sw(warps, keys, stages, parts, rescale):
+    return {"QSA_ATTN_WARP_WARPS": warps, "QSA_ATTN_WARP_KEYS": keys, "QSA_ATTN_WARP_STAGES": stages,
+            "QSA_ATTN_WARP_PARTS": parts, "QSA_ATTN_WARP_RESCALE": rescale}
+
+
+# The decode kernel's sweep, one factor group at a time around the dispatched plan: warps x ring
+# stages at its splits, then splits x merge at its warps and stages (plans that do not fit the
+# target's shared memory are refused by `qsa plan` and skipped).
+DEC_WARPS_STAGES = [(w, st) for w in (2, 4, 8) for st in (2, 3, 4)]
+DEC_SPLITS = (1, 2, 4, 8, 16)
+DEC_MERGES = ("kernel", "launch")
+# sm_90's cluster merge: eight splits per item (the kernel's cluster size), over warps.
+DEC_CLUSTER = [{"QSA_ATTN_DEC_MERGE": "cluster", "QSA_ATTN_DEC_WARPS": w} for w in (2, 4, 8)]
+# Two 16-key units per softmax step (bf16), over warps x stages and with the cluster merge.
+DEC_PAIR = [{"QSA_ATTN_DEC_PAIR": 1, "QSA_ATTN_DEC_WARPS": w, "QSA_ATTN_DEC_STAGES": st}
+            for w, st in ((4, 2), (4, 4), (8, 2))] + \
+           [{"QSA_ATTN_DEC_PAIR": 1, "QSA_ATTN_DEC_MERGE": "cluster", "QSA_ATTN_DEC_WARPS": 8}]
+# Fewer warps per CTA, more CTAs per item: the one-unit bf16 kernel's 166 registers (sm_90) fit
+# three 4-warp or six 2-warp CTAs per SM (12 warps, where one 8-warp CTA gives 8), so 16 q x 8
+# KV heads (128 items) at 3 splits of 4 warps (or 6 of 2) keeps 12 warps on every SM; one query
+# (8 items) at 16 splits of 4 warps: 128 CTAs with one unit per warp, a 4-warp CTA merge.
+DEC_WARPS_SPLITS = [{"QSA_ATTN_DEC_WARPS": w, "QSA_ATTN_DEC_SPLITS": n, "QSA_ATTN_DEC_MERGE": m}
+                    for w, n, m in ((4, 2, "kernel"), (4, 3, "kernel"), (4, 3, "launch"), (2, 4, "kernel"),
+                                    (2, 6, "kernel"), (4, 16, "kernel"), (4, 16, "launch"))]
+# Ablations (QSA_ATTN_DEC_PROBE; the output of a probe is NOT the attention, so its rows are not
+# checked): the launch alone, the kernel without its K/V copies, the copies without the math; at
+# the dispatched plan, and the copies alone with deeper rings (is the K/V traffic itself the bound?).
+DEC_PROBES = [{"QSA_ATTN_DEC_PROBE": p} for p in ("launch", "no_kv", "no_math", "list", "loop")] + \
+             [{"QSA_ATTN_DEC_PROBE": "no_math", "QSA_ATTN_DEC_WARPS": w, "QSA_ATTN_DEC_STAGES": st}
+              for w, st in ((4, 4), (8, 3))]
+# Session 8 (issue 13): the chain probes above (list: launch + ids / q loads + the unit list;
+# loop: everything but the merges), the cluster kernel's push merge (remote stores into the
+# merging ranks' inboxes, one cluster barrier, no remote loads), the copies' 256-byte L2
+# prefetch (is the 16-query K/V floor the DRAM's access pattern?), alone and on the copy floor;
+# the warps' units round-robin (the CTA streams neighbouring units together) and 2-4 units of
+# L2 look-ahead beyond the ring (more bytes in flight than shared memory holds).
+DEC_NEW = [{"QSA_ATTN_DEC_MERGE": "push"}, {"QSA_ATTN_DEC_MERGE": "push", "QSA_ATTN_DEC_WARPS": 4},
+           {"QSA_ATTN_DEC_MERGE": "cluster", "QSA_ATTN_DEC_WARPS": 4},
+           {"QSA_ATTN_DEC_MERGE": "push", "QSA_ATTN_DEC_PROBE": "no_kv"},
+           {"QSA_ATTN_DEC_PREFETCH": 256},
+           {"QSA_ATTN_DEC_PREFETCH": 256, "QSA_ATTN_DEC_WARPS": 4, "QSA_ATTN_DEC_STAGES": 4},
+           {"QSA_ATTN_DEC_PREFETCH": 256, "QSA_ATTN_DEC_PROBE": "no_math"},
+           {"QSA_ATTN_DEC_ORDER": "interleave"},
+           {"QSA_ATTN_DEC_AHEAD": 2}, {"QSA_ATTN_DEC_AHEAD": 4},
+           {"QSA_ATTN_DEC_AHEAD": 4, "QSA_ATTN_DEC_PROBE": "no_math"},
+           {"QSA_ATTN_DEC_AHEAD": 4, "QSA_ATTN_DEC_ORDER": "interleave", "QSA_ATTN_DEC_PREFETCH": 256}]
+# Session 9 (issue 13): head-major K / V ([batch, hkv, kv_len, D], `kv_layout=hnd`: a 64-key
+# block of one head is 16 KiB contiguous, where fla's layout spreads it over 64 rows of 256 bytes
+# at a 2 KiB stride). Rows next to the NHD ones, same data permuted, torch gather+sdpa on the same
+# layout; auto, the chain probes and the copy floor (probe=no_math), and the session-8 variants.
+DEC_HND = [{}, {"QSA_ATTN_DEC_PROBE": "no_math"}, {"QSA_ATTN_DEC_PROBE": "launch"},
+           {"QSA_ATTN_DEC_PROBE": "list"}, {"QSA_ATTN_DEC_PROBE": "loop"}, {"QSA_ATTN_DEC_PROBE": "no_kv"},
+           {"QSA_ATTN_DEC_MERGE": "push"}, {"QSA_ATTN_DEC_PREFETCH": 256},
+           {"QSA_ATTN_DEC_PREFETCH": 256, "QSA_ATTN_DEC_PROBE": "no_math"},
+           {"QSA_ATTN_DEC_WARPS": 4, "QSA_ATTN_DEC_STAGES": 4},
+           {"QSA_ATTN_DEC_WARPS": 4, "QSA_ATTN_DEC_STAGES": 4, "QSA_ATTN_DEC_PROBE": "no_math"},
+           {"QSA_ATTN_DEC_AHEAD": 4}, {"QSA_ATTN_DEC_ORDER": "interleave"},
+           ]
+# One query (8 items): one CTA per item covering all its blocks, no cluster merge at all (the
+# CTA merge only), with a 3-stage ring, and its chain probes; two splits merged by the item's
+# last CTA. On both layouts (16 q: auto is already one CTA per item, the rows add the ring).
+DEC_ONE_CTA = [{"QSA_ATTN_DEC_SPLITS": 1, "QSA_ATTN_DEC_STAGES": 3}] + \
+              [{"QSA_ATTN_DEC_SPLITS": 1, "QSA_ATTN_DEC_STAGES": 3, "QSA_ATTN_DEC_PROBE": p}
+               for p in ("no_math", "list", "loop")] + \
+              [{"QSA_ATTN_DEC_SPLITS": 2, "QSA_ATTN_DEC_MERGE": "kernel", "QSA_ATTN_DEC_STAGES": 3}]
+DEC_HND += DEC_ONE_CTA
+# --decode-sweep new: only the probes and DEC_NEW (the earlier sweeps were measured in session 7);
+# hnd: the NHD auto / gather / probe rows (the fla-layout figure stays next to the new one) and
+# DEC_HND, without the items-per-SM rows.
+DEC_SWEEP = "all"
+# The decode kernel against the staged kernel as work items per SM grow (group 16, 8 KV heads,
+# 262K; 8 items per query token): where the dispatch's MAX_ITEMS_PER_SM should switch.
+DECODE_ITEMS = [(f"decode {tq} q x 8 kv heads, 262K", 1, tq, 262144, 128, 8) for tq in (32, 64, 128, 256)]
+
+
+# The check's cases (bench/attention_check.py runs each against FP64).
+CHECK_CASES = [
+    # name, batch, q_len, kv_len, hq, hkv, t, dtype
+    ("g4 partial-last-block", 2, 37, 1000, 16, 4, 8, "bf16"),
+    ("g4 f16", 2, 37, 1000, 16, 4, 8, "f16"),
+    ("g8", 1, 20, 333, 16, 2, 6, "f16"),
+    ("g8 bf16", 1, 20, 333, 16, 2, 6, "bf16"),
+    ("g16 decode", 2, 5, 4100, 32, 2, 16, "bf16"),
+    ("g16 decode f16", 2, 5, 4100, 32, 2, 16, "f16"),
+    ("g16 causal from 0", 1, 200, 200, 16, 1, 4, "f16"),
+    ("g32 two chunks", 1, 9, 700, 32, 1, 5, "bf16"),
+    ("g1", 1, 33, 500, 2, 2, 7, "bf16"),
+    ("g3 odd", 1, 11, 640, 6, 2, 4, "f16"),
+]
+
+
+
+def shape_of(P):
+    return dict(batch=P["batch"], q_len=P["q_len"], kv_len=P["kv_len"], hq=P["hq"], hkv=P["hkv"],
+                t=P["t"], dtype=P["dtype"], scale=repr(float(P["scale"])))
+
+
+class Qsa:
+    def __init__(self, planner, launcher):
+        self.planner = planner
+        self.launcher = launcher
+
+    def plan(self, shape, backward=False, variant="auto", nbuf=None, nsplit=None, bwd=None, fwd=None,
+             stages=None, slot=None, parts=None, order=None, qmem=None, rescale=None, layout=None, copy=None,
+             sw=None):
+        sw = dict(sw or {})
+        if fwd is not None:
+            sw["QSA_ATTN_FWD"] = fwd  # staged | ring: the forward's kernel
+        if stages is not None:
+            sw["QSA_ATTN_STAGES"] = stages  # the ring forward's slots
+        if slot is not None:
+            sw["QSA_ATTN_RING_SLOT"] = slot  # block | half: a slot holds K and V, or K or V
+        if parts is not None:
+            sw["QSA_ATTN_RING_PARTS"] = parts  # 2 | 3: bf16 P's parts in the ring's P.V
+        if order is not None:
+            sw["QSA_ATTN_RING_ORDER"] = order  # token | head: the ring's CTA order
+        if qmem is not None:
+            sw["QSA_ATTN_RING_Q"] = qmem  # reg | shared: where the ring keeps q's fragments
+        if rescale is not None:
+            sw["QSA_ATTN_RING_RESCALE"] = rescale  # exact | lazy: when the ring rescales O
+        if layout is not None:
+            sw["QSA_ATTN_RING_LAYOUT"] = layout  # pad | swizzle: the ring's slot rows
+        if copy is not None:
+            sw["QSA_ATTN_RING_COPY"] = copy  # cta | warp: who copies which K / V rows
+        if nbuf is not None:
+            sw["QSA_ATTN_NBUF"] = nbuf
+        if nsplit is not None:
+            sw["QSA_ATTN_SPLITS"] = nsplit
+        if bwd is not None:
+            sw["QSA_ATTN_BWD"] = bwd  # atomic | kv: the staged backward's dK / dV path
+        return self.planner.plan("attention", shape, variant, sw, backward)
+
+    def fwd(self, P, o, lse, plan):
+        """A call of a forward plan into o, lse (workspaces of its splits allocated here)."""
+        return qsa_plan.Call(plan, self.launcher, alloc=qsa_plan.torch_alloc,
+                             bind=dict(q=P["q"], k=P["k"], v=P["v"], ids=P["ids"], o=o, lse=lse))
+
+    def bwd(self, P, o, lse, dq, dk, dv, plan):
+        """A call of a backward plan: setup() runs its forward into o, lse; the call runs the
+        plan's steps (zero-fills of dk / dv where the plan has them, then the launches)."""
+        return qsa_plan.Call(plan, self.launcher, alloc=qsa_plan.torch_alloc,
+                             bind=dict(q=P["q"], k=P["k"], v=P["v"], ids=P["ids"], o=o, lse=lse,
+                                       d_o=P["do"], dq=dq, dk=dk, dv=dv))
+
+
+def staged_note(plan):
+    """The staged launch's grid and shared bytes, as the plan gives them. A backward plan's
+    call begins with zero-fills of dk / dv (steps without a grid): take the first launch."""
+    launches = [s for s in plan["call"] if "grid" in s]
+    st = next((s for s in launches if any(k in s.get("kernel", "") for k in ("staged", "ring", "warp"))), launches[0])
+    name = st.get("kernel", "").removeprefix("qsa_attn_")
+    return f"{name} grid {st['grid'][0]}x{st['grid'][1]}, {st['shared_bytes']} B shared"
+
+
+STAGED = {"QSA_ATTN_KERNEL": "staged"}
+DECODE_FORCED = {"QSA_ATTN_KERNEL": "decode"}
+
+
+def sweep(qsa, shape, base, backward=False, splits=True):
+    """(label, plan) of the staged kernel's staging-depth (and split) sweep around `base`: the
+    plans whose launches differ from it."""
+    seen = [base["call"]]
+    for nb in SWEEP_NBUF:
+        for ns in (SWEEP_SPLITS if splits else (None,)):
+            p = qsa.plan(shape, backward, nbuf=nb, nsplit=ns, fwd="staged", sw=STAGED)
+            if p["call"] not in seen:
+                seen.append(p["call"])
+                yield f"nbuf={nb}" + (f" split={ns}" if ns is not None else ""), p
+
+
+def warp_sweep(qsa, shape):
+    """(label, plan) of the warp forward's sweep (SWEEP_WARP)."""
+    for warps, keys, st, parts, rescale in SWEEP_WARP:
+        yield (f"warp warps={warps} keys={keys} stages={st} parts={parts} rescale={rescale}",
+               qsa.plan(shape, fwd="warp", sw=warp_sw(warps, keys, st, parts, rescale)))
+
+
+def ring_sweep(qsa, shape, base):
+    """(label, plan) of the ring forward's slots (kernels/common/attention_ring_fwd.h) whose
+    launches differ from `base`: whole-block slots and slots of K or V rows ("half")."""
+    for slot, st, parts, order, qmem, rescale, layout, copy in SWEEP_RING:
+        p = qsa.plan(shape, fwd="ring", stages=st, slot=slot, parts=parts, order=order, qmem=qmem, rescale=rescale,
+                     layout=layout, copy=copy)
+        if p["call"] != base["call"]:
+            yield f"ring {slot} stages={st} parts={parts} order={order} q={qmem} rescale={rescale} {layout} copy={copy}", p
+
+
+# The KV-block-major kernel's bf16 products (QSA_ATTN_KV_MMA=bf16: qsa_attn_kv16_*; bf16 inputs)
+# and dO's parts in its dP (QSA_ATTN_KV_DP_PARTS).
+KV16 = {"QSA_ATTN_KV_MMA": "bf16"}
+KV16_DP2 = {"QSA_ATTN_KV_MMA": "bf16", "QSA_ATTN_KV_DP_PARTS": 2}
+KV16S = {"QSA_ATTN_KV_MMA": "bf16s"}  # and dO split once per tile (3 parts)
+CHECK_VARIANTS = [("gather", "gather", {}), ("staged", "auto", {}), ("staged nbuf=1", "auto", {"nbuf": 1}),
+                  ("staged split=3", "auto", {"nsplit": 3}), ("staged atomic-bwd", "auto", {"bwd": "atomic"}),
+                  ("staged kv-bwd", "auto", {"bwd": "kv"}), ("staged kvdq-bwd", "auto", {"bwd": "kvdq"}),
+                  ("staged kv-bwd kv16", "auto", {"bwd": "kv", "sw": KV16}),
+                  ("staged kvdq-bwd kv16", "auto", {"bwd": "kvdq", "sw": KV16}),
+                  ("staged kvdq-bwd kv16 dp=2", "auto", {"bwd": "kvdq", "sw": KV16_DP2}),
+                  ("staged kv-bwd kv16s", "auto", {"bwd": "kv", "sw": KV16S}),
+                  ("staged kvdq-bwd kv16s", "auto", {"bwd": "kvdq", "sw": KV16S}),
+                  ("staged fwd", "auto", {"fwd": "staged"}), ("ring", "auto", {"fwd": "ring"}),
+                  ("ring stages=4 split=3", "auto", {"fwd": "ring", "stages": 4, "nsplit": 3}),
+                  ("ring half stages=5", "auto", {"fwd": "ring", "stages": 5, "slot": "half"}),
+                  ("ring parts=2", "auto", {"fwd": "ring", "parts": 2}),
+                  ("ring order=head", "auto", {"fwd": "ring", "order": "head"}),
+                  ("ring q=shared half stages=3", "auto", {"fwd": "ring", "qmem": "shared", "slot": "half",
+                                                          "stages": 3}),
+                  ("ring lazy", "auto", {"fwd": "ring", "rescale": "lazy"}),
+                  ("ring lazy q=shared half stages=3", "auto", {"fwd": "ring", "rescale": "lazy", "qmem": "shared",
+                                                               "slot": "half", "stages": 3}),
+                  ("ring swizzle", "auto", {"fwd": "ring", "layout": "swizzle"}),
+                  ("ring swizzle lazy half stages=3", "auto", {"fwd": "ring", "layout": "swizzle", "rescale": "lazy",
+                                                              "slot": "half", "stages": 3}),
+                  ("ring copy=warp", "auto", {"fwd": "ring", "copy": "warp"}),
+                  ("ring copy=warp lazy q=shared half stages=3", "auto", {"fwd": "ring", "copy": "warp", "rescale": "lazy",
+                                                                         "qmem": "shared", "slot": "half", "stages": 3}),
+                  ("warp", "auto", {"fwd": "warp"}),
+                  ("warp warps=2 keys=32 stages=3 parts=3 exact", "auto",
+                   {"fwd": "warp", "sw": warp_sw(2, 32, 3, 3, "exact")}),
+                  ("warp warps=7 keys=64 stages=2 parts=2 lazy", "auto",
+                   {"fwd": "warp", "sw": warp_sw(7, 64, 2, 2, "lazy")})]
+# The prefill backward's variants (label, switches): the default, each backward path forced
+# (kvdq: the KV-block-major kernel alone, dQ by atomics), and the query-side pass with
+# double-buffered K / V (QSA_ATTN_NBUF=2) where there is one.
+BWD_VARIANTS = [("", {}), (" atomic", {"bwd": "atomic"}), (" kv", {"bwd": "kv"}), (" kvdq", {"bwd": "kvdq"}),
+                (" atomic nbuf=2", {"bwd": "atomic", "nbuf": 2}), (" kv nbuf=2", {"bwd": "kv", "nbuf": 2})]
+BWD_VARIANTS += [(" kv kv16", {"bwd": "kv", "sw": KV16}), (" kvdq kv16", {"bwd": "kvdq", "sw": KV16}),
+                 (" kv kv16 dp=2", {"bwd": "kv", "sw": KV16_DP2}), (" kvdq kv16 dp=2", {"bwd": "kvdq", "sw": KV16_DP2}),
+                 (" kv kv16s", {"bwd": "kv", "sw": KV16S}), (" kvdq kv16s", {"bwd": "kvdq", "sw": KV16S})]
+
+
+def is_kv_pass(kernel):
+    """The KV-block-major backward launch: qsa_attn_kv{,16}_{,dq_}bwd_*."""
+    return kernel.startswith(("qsa_attn_kv_", "qsa_attn_kv16_")) and "_bwd_" in kernel
+
+
+def is_decode(plan):
+    return plan["dispatched"].startswith("decode")
+
+
+def dec_note(plan):
+    """The decode launch's grid, block and shared bytes, and the merge, as the plan gives them."""
+    st = next(s for s in plan["call"] if "fwd" in s.get("kernel", ""))
+    merge = " + combine launch" if any(s.get("kernel") == "qsa_attn_combine" for s in plan["call"]) else ""
+    return f"{plan['dispatched']}: grid {st['grid'][0]}x{st['grid'][1]}, block {st['block'][0]}, " \
+           f"{st['shared_bytes']} B shared{merge}"
+
+
+def is_probe(label):
+    return "probe=" in label
+
+
+def dec_sweep(qsa, shape, base):
+    """(label, plan) of the decode kernel's sweep around `base` (a decode plan): the plans
+    whose launches differ from it and from each other."""
+    seen = [base["call"]]
+    tries = []
+    if DEC_SWEEP == "hnd":
+        tries += DEC_PROBES + DEC_ONE_CTA
+    if DEC_SWEEP == "all":
+        tries += [{"QSA_ATTN_DEC_WARPS": w, "QSA_ATTN_DEC_STAGES": st} for w, st in DEC_WARPS_STAGES]
+        tries += [{"QSA_ATTN_DEC_SPLITS": n, "QSA_ATTN_DEC_MERGE": m} for n in DEC_SPLITS for m in DEC_MERGES]
+        tries += DEC_CLUSTER
+        tries += DEC_PAIR
+        tries += DEC_WARPS_SPLITS
+    if DEC_SWEEP != "hnd":
+        tries += DEC_NEW
+        tries += DEC_PROBES
+    for sw in tries:
+        try:
+            p = qsa.plan(shape, sw=sw)
+        except qsa_plan.PlanError:  # e.g. a ring that does not fit this target's shared memory
+            continue
+        if is_decode(p) and p["call"] not in seen:
+            seen.append(p["call"])
+            yield " ".join(f"{k.removeprefix('QSA_ATTN_DEC_').lower()}={v}" for k, v in sw.items()), p
+
+
+# Forward-only checks of the decode kernel (forced on every check shape; the backward's own
+# forward stays staged): its in-kernel and second-launch merges, and few / many warps.
+CHECK_DECODE = [("decode", {"QSA_ATTN_KERNEL": "decode"}),
+                ("decode split=3 merge=kernel", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_SPLITS": 3}),
+                ("decode split=3 merge=launch", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_SPLITS": 3,
+                                                 "QSA_ATTN_DEC_MERGE": "launch"}),
+                ("decode warps=1 stages=1", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_WARPS": 1,
+                                             "QSA_ATTN_DEC_STAGES": 1}),
+                ("decode warps=8 stages=2 split=2", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_WARPS": 8,
+                                                     "QSA_ATTN_DEC_STAGES": 2, "QSA_ATTN_DEC_SPLITS": 2}),
+                ("decode merge=cluster", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_MERGE": "cluster"}),
+                ("decode warps=4 split=3", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_WARPS": 4,
+                                            "QSA_ATTN_DEC_SPLITS": 3}),
+                ("decode pair=1 split=3", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_PAIR": 1,
+                                           "QSA_ATTN_DEC_SPLITS": 3}),
+                ("decode merge=push", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_MERGE": "push"}),
+                ("decode merge=push warps=4 stages=2", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_MERGE": "push",
+                                                        "QSA_ATTN_DEC_WARPS": 4, "QSA_ATTN_DEC_STAGES": 2}),
+                ("decode prefetch=256 split=3", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_PREFETCH": 256,
+                                                 "QSA_ATTN_DEC_SPLITS": 3}),
+                ("decode order=interleave ahead=3 warps=3", {"QSA_ATTN_KERNEL": "decode",
+                                                             "QSA_ATTN_DEC_ORDER": "interleave",
+                                                             "QSA_ATTN_DEC_AHEAD": 3, "QSA_ATTN_DEC_WARPS": 3})]
+# The same forms on the head-major twin (kv_layout=hnd: K / V permuted to [B, H, Tk, D]).
+CHECK_DECODE_HND = [(f"{name} hnd", sw) for name, sw in CHECK_DECODE
+                    if name in ("decode", "decode split=3 merge=kernel", "decode merge=cluster", "decode merge=push",
+                                "decode prefetch=256 split=3", "decode order=interleave ahead=3 warps=3")]
+DECODE = [("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 128, 8),
+          ("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 64, 8),
+          ("decode 1 q x 8 kv heads, 262K", 1, 1, 262144, 128, 8),
+          ("decode 1 q x 8 kv heads, 262K", 1, 1, 262144, 64, 8)]
+PREFILL = ("prefill B=4 T=16K 64/4 heads, 16 blocks", 4, 16384, 16384, 64, 4)
+SCALE = 1.0 / math.sqrt(D)
+
+
+def bench_shape(B, Tq, Tk, hq, hkv):
+    return dict(batch=B, q_len=Tq, kv_len=Tk, hq=hq, hkv=hkv, t=16, dtype="bf16", scale=repr(SCALE))
+
+
+def fwd_sweeps(qsa, shape, base, which="all"):
+    """(label, plan) of the prefill forward's sweeps: the warp forward's, then (`all`) the
+    staged kernel's depth and the ring's (swept in session 7: `--fwd-sweep warp` keeps only the
+    ring's default plan)."""
+    out = list(warp_sweep(qsa, shape))
+    if which == "all":
+        out += list(sweep(qsa, shape, base, splits=False)) + list(ring_sweep(qsa, shape, base))
+    else:  # the ring forward's default plan, for comparison (sm_90's default until session 8)
+        out.append(("ring", qsa.plan(shape, fwd="ring")))
+    return out
+
+
+def hnd_sweep(qsa, shape):
+    """(label, plan) of DEC_HND on the head-major twin of `shape` (decode plans only)."""
+    hshape = dict(shape, kv_layout="hnd")
+    seen = []
+    for sw in DEC_HND:
+        try:
+            p = qsa.plan(hshape, sw=sw)
+        except qsa_plan.PlanError:
+            continue
+        if is_decode(p) and p["call"] not in seen:
+            seen.append(p["call"])
+            yield "hnd " + (" ".join(f"{k.removeprefix('QSA_ATTN_DEC_').lower()}={v}" for k, v in sw.items())
+                            or "(auto)"), p
+
+
+def planned(qsa, check=True, bench=True, decode_only=False, fwd_sweep="all"):
+    """(label, plan) of every call this script launches."""
+    if check:
+        for name, B, Tq, Tk, hq, hkv, t, dt in CHECK_CASES:
+            shape = dict(batch=B, q_len=Tq, kv_len=Tk, hq=hq, hkv=hkv, t=t, dtype=dt, scale=repr(SCALE))
+            for vname, variant, kw in CHECK_VARIANTS:
+                yield f"check {name} {vname} bwd", qsa.plan(shape, True, variant, **kw)
+            for vname, sw in CHECK_DECODE:
+                p = qsa.plan(shape, sw=sw)
+                if is_decode(p):
+                    yield f"check {name} {vname} fwd", p
+            for vname, sw in CHECK_DECODE_HND:
+                p = qsa.plan(dict(shape, kv_layout="hnd"), sw=sw)
+                if is_decode(p):
+                    yield f"check {name} {vname} fwd", p
+    if bench:
+        for case, B, Tq, Tk, hq, hkv in DECODE:
+            shape = bench_shape(B, Tq, Tk, hq, hkv)
+            base = qsa.plan(shape)
+            yield f"{case} g{hq // hkv} {base['dispatched']}", base
+            yield f"{case} g{hq // hkv} gather", qsa.plan(shape, variant="gather")
+            staged = qsa.plan(shape, sw=STAGED)
+            if staged["call"] != base["call"]:
+                yield f"{case} g{hq // hkv} staged", staged
+            if is_decode(base):
+                for label, p in dec_sweep(qsa, shape, base):
+                    yield f"{case} g{hq // hkv} decode {label}", p
+                for label, p in hnd_sweep(qsa, shape):
+                    yield f"{case} g{hq // hkv} decode {label}", p
+            if decode_only:
+                continue
+            for label, p in sweep(qsa, shape, staged):
+                yield f"{case} g{hq // hkv} staged {label}", p
+        for case, B, Tq, Tk, hq, hkv in ([] if DEC_SWEEP == "hnd" else DECODE_ITEMS):
+            shape = bench_shape(B, Tq, Tk, hq, hkv)
+            yield f"{case} decode", qsa.plan(shape, sw=DECODE_FORCED)
+            yield f"{case} staged", qsa.plan(shape, sw=STAGED)
+        if decode_only:
+            return
+        case, B, Tq, Tk, hq, hkv = PREFILL
+        shape = bench_shape(B, Tq, Tk, hq, hkv)
+        base = qsa.plan(shape)
+        yield f"{case} staged", base
+        for label, p in fwd_sweeps(qsa, shape, base, fwd_sweep):
+            yield f"{case} staged {label}", p
+        for label, kw in BWD_VARIANTS:
+            yield f"{case} staged bwd{label}", qsa.plan(shape, True, **kw)
+        yield f"{case} gather", qsa.plan(shape, variant="gather")
