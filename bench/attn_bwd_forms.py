@@ -42,7 +42,7 @@ def fla_bwd(P):
     kf = P["k"].clone().requires_grad_(True)
     vf = P["v"].clone().requires_grad_(True)
     o = ParallelNSAFunction.apply(qf, kf, vf, P["ids"].long(), P["t"], avt.BLK, P["scale"], None)
-    g = torch.autograd.grad(o, (qf, kf, vf), P["do"].to(torch.bfloat16))
+    g = torch.autograd.grad(o, (qf, kf, vf), P["do"].to(torch.bfloat16), retain_graph=True)
     return [x.float().reshape(-1) for x in g], (qf, kf, vf, o)
 
 
