@@ -192,8 +192,9 @@ QSA_KERNEL void __launch_bounds__(256) qsa_attn_bwd_delta(const float* __restric
 // qsa:dynamic_shared 83616 for qsa_attn_kv16s_bwd_bf16
 // qsa:block 256 for qsa_attn_kv16s_dq_bwd_bf16
 // qsa:dynamic_shared 88224 for qsa_attn_kv16s_dq_bwd_bf16
-// The fused split kernel's sweep forms (QSA_ATTN_KV_DQ_FORM below); nc: P / dP rows at
-// KVC_S_STRIDE (76 floats, +1,024 bytes).
+// qsa_attn_kv16sp1_dq_bwd_bf16 and qsa_attn_kv16sc_dq_bwd_bf16: the fused split kernel's sweep
+// forms (QSA_ATTN_KV_DQ_FORM below; sm_90+ CUDA, bf16); nc: P / dP rows at KVC_S_STRIDE (76
+// floats, +1,024 bytes).
 // qsa:block 256 for qsa_attn_kv16sp1_dq_bwd_bf16
 // qsa:dynamic_shared 88224 for qsa_attn_kv16sp1_dq_bwd_bf16
 // qsa:block 256 for qsa_attn_kv16sc_dq_bwd_bf16
