@@ -249,6 +249,10 @@ def ring_sweep(qsa, shape, base):
 KV16 = {"QSA_ATTN_KV_MMA": "bf16"}
 KV16_DP2 = {"QSA_ATTN_KV_MMA": "bf16", "QSA_ATTN_KV_DP_PARTS": 2}
 KV16S = {"QSA_ATTN_KV_MMA": "bf16s"}  # and dO split once per tile (3 parts)
+# The split kernel without shared bank conflicts (QSA_ATTN_KV_LAYOUT=nc, qsa_attn_kv16sc_dq_bwd_bf16;
+# same arithmetic). The one-part P / dS form (QSA_ATTN_KV_PS_PARTS=1) is over the gate by design:
+# bench/attn_bwd_forms.py measures it beside fla, not as a check row here.
+KV16SC = {"QSA_ATTN_KV_MMA": "bf16s", "QSA_ATTN_KV_LAYOUT": "nc"}
 CHECK_VARIANTS = [("gather", "gather", {}), ("staged", "auto", {}), ("staged nbuf=1", "auto", {"nbuf": 1}),
                   ("staged split=3", "auto", {"nsplit": 3}), ("staged atomic-bwd", "auto", {"bwd": "atomic"}),
                   ("staged kv-bwd", "auto", {"bwd": "kv"}), ("staged kvdq-bwd", "auto", {"bwd": "kvdq"}),
@@ -257,6 +261,7 @@ CHECK_VARIANTS = [("gather", "gather", {}), ("staged", "auto", {}), ("staged nbu
                   ("staged kvdq-bwd kv16 dp=2", "auto", {"bwd": "kvdq", "sw": KV16_DP2}),
                   ("staged kv-bwd kv16s", "auto", {"bwd": "kv", "sw": KV16S}),
                   ("staged kvdq-bwd kv16s", "auto", {"bwd": "kvdq", "sw": KV16S}),
+                  ("staged kvdq-bwd kv16sc", "auto", {"bwd": "kvdq", "sw": KV16SC}),
                   ("staged fwd", "auto", {"fwd": "staged"}), ("ring", "auto", {"fwd": "ring"}),
                   ("ring stages=4 split=3", "auto", {"fwd": "ring", "stages": 4, "nsplit": 3}),
                   ("ring half stages=5", "auto", {"fwd": "ring", "stages": 5, "slot": "half"}),

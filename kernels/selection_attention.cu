@@ -192,6 +192,13 @@ QSA_KERNEL void __launch_bounds__(256) qsa_attn_bwd_delta(const float* __restric
 // qsa:dynamic_shared 83616 for qsa_attn_kv16s_bwd_bf16
 // qsa:block 256 for qsa_attn_kv16s_dq_bwd_bf16
 // qsa:dynamic_shared 88224 for qsa_attn_kv16s_dq_bwd_bf16
+// qsa_attn_kv16sp1_dq_bwd_bf16 and qsa_attn_kv16sc_dq_bwd_bf16: the fused split kernel's sweep
+// forms (QSA_ATTN_KV_DQ_FORM below; sm_90+ CUDA, bf16); nc: P / dP rows at KVC_S_STRIDE (76
+// floats, +1,024 bytes).
+// qsa:block 256 for qsa_attn_kv16sp1_dq_bwd_bf16
+// qsa:dynamic_shared 88224 for qsa_attn_kv16sp1_dq_bwd_bf16
+// qsa:block 256 for qsa_attn_kv16sc_dq_bwd_bf16
+// qsa:dynamic_shared 89248 for qsa_attn_kv16sc_dq_bwd_bf16
 #define QSA_ATTN_INSTANCES(SUF, E)                                                                      \
   QSA_KERNEL void __launch_bounds__(256)                                                                \
       qsa_attn_gather_fwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids, float* o,   \
@@ -242,6 +249,17 @@ QSA_KERNEL void __launch_bounds__(256) qsa_attn_bwd_delta(const float* __restric
     kv_bwd<E, true, B16, SPLIT>(q, k, v, ids, lse, drow, d_o, dk, dv, dq, batch, q_len, kv_len, hq, hkv, t,   \
                                 scale, hc, qt, dp_parts);                                              \
   }
+// The fused bf16 split kernel with kv_bwd's OPT bits (no unfused twin: the sweep measures the
+// default path's kernel).
+#define QSA_ATTN_KV_DQ_FORM(NAME, OPT)                                                                 \
+  QSA_KERNEL void KVB_BOUNDS                                                                            \
+      qsa_attn_##NAME##_dq_bwd_bf16(const u16* q, const u16* k, const u16* v, const int* ids,          \
+                                    const float* lse, const float* drow, const float* d_o, float* dk,  \
+                                    float* dv, float* dq, int batch, int q_len, int kv_len, int hq,    \
+                                    int hkv, int t, float scale, int hc, int qt, int dp_parts) {       \
+    kv_bwd<Bf16, true, true, true, OPT>(q, k, v, ids, lse, drow, d_o, dk, dv, dq, batch, q_len, kv_len, hq,   \
+                                        hkv, t, scale, hc, qt, dp_parts);                               \
+  }
 
 QSA_ATTN_INSTANCES(bf16, Bf16)
 QSA_ATTN_INSTANCES(f16, F16)
@@ -253,6 +271,14 @@ QSA_ATTN_KV_INSTANCE(kv, f16, F16, false, false)
 #if __CUDA_ARCH__ >= 900
 QSA_ATTN_KV_INSTANCE(kv16, bf16, Bf16, true, false)
 QSA_ATTN_KV_INSTANCE(kv16s, bf16, Bf16, true, true)
+// The fused split kernel's sweep forms (kv_bwd's OPT, KV_OPT_* in common/attention_kv_bwd.h):
+// kv16sp1 P / dS in one bf16 part (QSA_ATTN_KV_PS_PARTS=1, fla's precision: a measurement form;
+// 8 bytes of spills at the 128-register bound, reviewed: see attention_kv_bwd16.h), kv16sc the
+// conflict-free shared layout (QSA_ATTN_KV_LAYOUT=nc, 127 registers, no spills). Not built, as
+// they spilled (ptxas 13.0, sm_90, 2026-12-02): nc with dO in two parts (16 bytes), nc with one
+// P / dS part (8 bytes).
+QSA_ATTN_KV_DQ_FORM(kv16sp1, KV_OPT_P1)
+QSA_ATTN_KV_DQ_FORM(kv16sc, KV_OPT_NC)
 #endif
 #endif
 // qsa_attn_ring_fwd_bf16, qsa_attn_ring_fwd_f16, (q in shared memory, four CTAs per SM)

@@ -255,6 +255,7 @@ fn staged_matches_gather(
                             bf16: products > 0,
                             split: products == 2,
                             dp_parts: dp_parts as u32,
+                            ..KvProducts::KV16S
                         },
                         false,
                     ) as u32,

@@ -123,14 +123,24 @@ struct KvSmem {
                    // past dop's parts where the kernel splits dO, at their place elsewhere
 };
 
-QSA_DEVICE KvSmem kv_smem(unsigned char* base, bool split) {
+// KVC_S_STRIDE: the P / dP row stride of the conflict-free form (KV_OPT_NC). With S_STRIDE (68
+// words: rows 4 banks apart) the float2 stores of P / dP (half warp: rows g = 0..3, keys 2t) hit
+// banks 4g + 2t .. + 1, two ways; 76 (12 banks apart) puts them on 32 distinct banks, and the key
+// fragments' reads (rows 2t, keys g: banks 24t + g) stay conflict-free, as with 68 (8t + g).
+#define KVC_S_STRIDE 76
+// kv_bwd's OPT bits: the forms built for the sweep (selection_attention.cu's KV form instances;
+// src/dispatch/attention.rs, KvProducts::stem, names them). 0: the kernel as before.
+#define KV_OPT_P1 1u   // P and dS in one bf16 part (fla's precision), QSA_ATTN_KV_PS_PARTS=1
+#define KV_OPT_NC 2u   // no shared bank conflicts (KVC_S_STRIDE, kv16_split_do<true>), QSA_ATTN_KV_LAYOUT=nc
+
+QSA_DEVICE KvSmem kv_smem(unsigned char* base, bool split, int ss = S_STRIDE) {
   KvSmem s;
   s.kv = (u16*)base;
   s.qr0 = s.kv + 2 * ATT_BLK * KV_STRIDE;
   s.dos0 = (float*)(s.qr0 + 2 * KVB_QR_ELEMS);
   s.ps = s.dos0 + 2 * KVB_DO_ELEMS;
-  s.dps = s.ps + ATT_ROWS * S_STRIDE;
-  s.rows0 = s.dps + ATT_ROWS * S_STRIDE;
+  s.dps = s.ps + ATT_ROWS * ss;
+  s.rows0 = s.dps + ATT_ROWS * ss;
   s.toks = (int*)(s.rows0 + 2 * KVB_ROW_ELEMS);
   s.wave_hits = s.toks + KVB_CHUNK;
   s.dop = (u16*)(s.wave_hits + KVB_THREADS / 32);
@@ -369,13 +379,17 @@ QSA_DEVICE void kv_dq_tile(const KvSmem& s, int buf, const KvCta& c, const KvTil
 // for dP = dO V^T (3: 2^-27 relative; 2: ~2^-17). SPLIT (with B16): dO split once per tile
 // into shared memory (kv16_split_do), one more barrier per tile, always in 3 parts (a runtime
 // count spilled 8 bytes there at the 128-register bound; dispatch refuses 2 with it).
-template <typename E, bool DQ, bool B16, bool SPLIT>
+// OPT (KV_OPT_* bits; with B16 and SPLIT only): the sweep's forms of the split kernel.
+template <typename E, bool DQ, bool B16, bool SPLIT, unsigned OPT = 0>
 QSA_DEVICE void kv_bwd(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
                        const int* __restrict__ ids, const float* __restrict__ lse, const float* __restrict__ drow,
                        const float* __restrict__ d_o, float* __restrict__ dk, float* __restrict__ dv,
                        float* __restrict__ dq, int batch, int q_len, int kv_len, int hq, int hkv, int t, float scale,
                        int hc, int qt, int dp_parts) {
   QSA_DYNAMIC_SHARED(smem_raw);
+  static_assert(OPT == 0 || (B16 && SPLIT), "kv_bwd: the KV_OPT_* forms are the split bf16 kernel's");
+  constexpr bool P1 = OPT & KV_OPT_P1, NC = OPT & KV_OPT_NC;
+  constexpr int SS = NC ? KVC_S_STRIDE : S_STRIDE;
   const KvCta c = kv_cta<B16>(batch, hkv);
   // 32-bit positions (as kv_len): 64-bit ones cost registers held across the chunk loop, which
   // spilled at the 128-register bound.
@@ -383,7 +397,7 @@ QSA_DEVICE void kv_bwd(const u16* __restrict__ q, const u16* __restrict__ k, con
   const int keys = kv_len - base < ATT_BLK ? kv_len - base : ATT_BLK;  // of the block, < kv_len
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, tg = lane / 4, tt = lane % 4;
   const int kw = 16 * (warp % 4), dbase = 64 * (warp / 4);
-  const KvSmem s = kv_smem(smem_raw, SPLIT);
+  const KvSmem s = kv_smem(smem_raw, SPLIT, SS);
   KvTiles tl;
   tl.group = hq / hkv;
   tl.hc = hc;
@@ -421,7 +435,7 @@ QSA_DEVICE void kv_bwd(const u16* __restrict__ q, const u16* __restrict__ k, con
       const bool ahead = n + 1 < tl.count;
       if (ahead) next = kv_issue_tile(s, buf ^ 1, c, tl, n + 1, q, d_o, lse, drow);
       if constexpr (SPLIT) {  // dO's parts: written after tile n - 1's last reads (the barrier above)
-        kv16_split_do(kv_dos(s, buf), s.dop, 3);
+        kv16_split_do<NC>(kv_dos(s, buf), s.dop, 3);
         QSA_SYNC();
       }
       {  // P (warps 0-3) or raw dP (warps 4-7) for keys kw .. kw + 15
@@ -445,7 +459,7 @@ QSA_DEVICE void kv_bwd(const u16* __restrict__ q, const u16* __restrict__ k, con
                 const bool vis = L != qsa_neg_inf() && base + key + e <= pos;
                 w[e] = vis ? expf(w[e] * scale - L) : 0.f;
               }
-            *(float2*)((warp < 4 ? s.ps : s.dps) + r * S_STRIDE + key) = make_float2(w[0], w[1]);
+            *(float2*)((warp < 4 ? s.ps : s.dps) + r * SS + key) = make_float2(w[0], w[1]);
           }
         }
       }
@@ -457,18 +471,18 @@ QSA_DEVICE void kv_bwd(const u16* __restrict__ q, const u16* __restrict__ k, con
         if (kw < keys) {
           // One k16 step covers the tile's rows: fresh sums per 16 dims, added in f32.
           Kv16KeyFrags f;
-          kv16_load_key_frags(s.ps, s.dps, kv_row_d(s, buf), kw, lane, f);
+          kv16_load_key_frags<SS, P1>(s.ps, s.dps, kv_row_d(s, buf), kw, lane, f);
 #pragma unroll
           for (int jj = 0; jj < 4; ++jj)
             if (SPLIT)
-              kv16_key_tile_split(f, s.dop, kv_qr(s, buf), dbase + 16 * jj, lane, acc_v[2 * jj], acc_v[2 * jj + 1],
+              kv16_key_tile_split<P1>(f, s.dop, kv_qr(s, buf), dbase + 16 * jj, lane, acc_v[2 * jj], acc_v[2 * jj + 1],
                                   acc_k[2 * jj], acc_k[2 * jj + 1]);
             else
               kv16_key_tile(f, kv_dos(s, buf), kv_qr(s, buf), dbase + 16 * jj, lane, acc_v[2 * jj],
                             acc_v[2 * jj + 1], acc_k[2 * jj], acc_k[2 * jj + 1]);
           // For the dQ tile (warps 4-7 hold the same dS); here, after the key tiles: stored
           // before them, the fused kernel spilled 8-12 bytes (ptxas 13.0, sm_90).
-          if (DQ && warp < 4) kv16_store_ds(f, s.dsp, kw, lane);
+          if (DQ && warp < 4) kv16_store_ds<P1>(f, s.dsp, kw, lane);
         }
       } else if (kw < keys) {
         // Fresh mma sums per k step, added to the block's sums in f32 (the precision note above).
@@ -491,7 +505,7 @@ QSA_DEVICE void kv_bwd(const u16* __restrict__ q, const u16* __restrict__ k, con
       // P and dP stay until the next tile's first barrier.
       if (DQ && B16) {
         QSA_SYNC();  // dS's bf16 rows (kv16_store_ds) from warps 0-3
-        kv16_dq_tile(s, c, tl, n, keys, warp, lane, dq, scale);
+        kv16_dq_tile<P1>(s, c, tl, n, keys, warp, lane, dq, scale);
       }
       if (DQ && !B16) kv_dq_tile<E>(s, buf, c, tl, n, keys, warp, lane, dq, scale);
     }

@@ -37,16 +37,24 @@ struct Kv16KeyFrags {
   unsigned p_hi[4], p_lo[4], ds_hi[4], ds_lo[4];
 };
 
+// SS: the P / dP row stride (S_STRIDE, or KVC_S_STRIDE in the conflict-free form); P1: P and dS
+// in one bf16 part (the lo registers are left unset and no product reads them).
+template <int SS = S_STRIDE, bool P1 = false>
 QSA_DEVICE void kv16_load_key_frags(const float* P, const float* dP, const float* row_d, int kw, int lane,
                                     Kv16KeyFrags& f) {
   const int g = lane / 4, t = lane % 4;
 #pragma unroll
   for (int h = 0; h < 4; ++h) {
     const int r = 2 * t + 8 * (h >> 1), key = kw + g + 8 * (h & 1);
-    const int o0 = r * S_STRIDE + key, o1 = o0 + S_STRIDE;
+    const int o0 = r * SS + key, o1 = o0 + SS;
     const float p0 = P[o0], p1 = P[o1];
-    bf16_split2(p0, p1, f.p_hi[h], f.p_lo[h]);
-    bf16_split2(kv16_ds(p0, dP[o0], row_d[r]), kv16_ds(p1, dP[o1], row_d[r + 1]), f.ds_hi[h], f.ds_lo[h]);
+    if constexpr (P1) {
+      f.p_hi[h] = qsa_pack_bf16x2(p0, p1);
+      f.ds_hi[h] = qsa_pack_bf16x2(kv16_ds(p0, dP[o0], row_d[r]), kv16_ds(p1, dP[o1], row_d[r + 1]));
+    } else {
+      bf16_split2(p0, p1, f.p_hi[h], f.p_lo[h]);
+      bf16_split2(kv16_ds(p0, dP[o0], row_d[r]), kv16_ds(p1, dP[o1], row_d[r + 1]), f.ds_hi[h], f.ds_lo[h]);
+    }
   }
 }
 
@@ -57,6 +65,7 @@ QSA_DEVICE void kv16_load_key_frags(const float* P, const float* dP, const float
 // eight times). Stride 72: rows 36 words apart, so the dQ tile's 32-bit reads of rows g = 0..7,
 // keys 2t hit 32 banks.
 #define KV16_DS_STRIDE (ATT_BLK + 8)
+template <bool P1 = false>
 QSA_DEVICE void kv16_store_ds(const Kv16KeyFrags& f, u16* dsp, int kw, int lane) {
   const int g = lane / 4, t = lane % 4;
   u16* lo = dsp + ATT_ROWS * KV16_DS_STRIDE;
@@ -65,8 +74,10 @@ QSA_DEVICE void kv16_store_ds(const Kv16KeyFrags& f, u16* dsp, int kw, int lane)
     const int r = 2 * t + 8 * (h >> 1), key = kw + g + 8 * (h & 1);
     dsp[r * KV16_DS_STRIDE + key] = (u16)(f.ds_hi[h] & 0xffffu);
     dsp[(r + 1) * KV16_DS_STRIDE + key] = (u16)(f.ds_hi[h] >> 16);
-    lo[r * KV16_DS_STRIDE + key] = (u16)(f.ds_lo[h] & 0xffffu);
-    lo[(r + 1) * KV16_DS_STRIDE + key] = (u16)(f.ds_lo[h] >> 16);
+    if constexpr (!P1) {
+      lo[r * KV16_DS_STRIDE + key] = (u16)(f.ds_lo[h] & 0xffffu);
+      lo[(r + 1) * KV16_DS_STRIDE + key] = (u16)(f.ds_lo[h] >> 16);
+    }
   }
 }
 
@@ -112,6 +123,7 @@ QSA_DEVICE void kv16_key_tile(const Kv16KeyFrags& f, const float* dos, const u16
 // kw .. kw + 15 are stored only where kw < keys, and no k step reaches past them). A = dS in
 // bf16 hi / lo from kv16_store_ds's rows, B = K (bf16, exact) by ldmatrix.trans: 4 mmas per 16
 // keys.
+template <bool P1 = false>
 QSA_DEVICE void kv16_ds_k(const u16* dsp, const u16* ks, int d0, int keys, int lane, float (&acc)[2][4]) {
   const int g = lane / 4, t = lane % 4;
   const u16* dsl = dsp + ATT_ROWS * KV16_DS_STRIDE;
@@ -125,7 +137,7 @@ QSA_DEVICE void kv16_ds_k(const u16* dsp, const u16* ks, int d0, int keys, int l
     qsa_ldmatrix_x4_trans(ks + (k0 + (lane & 7) + ((lane >> 3) & 1) * 8) * KV_STRIDE + d0 + (lane >> 4) * 8, b[0],
                           b[1], b[2], b[3]);
 #pragma unroll
-    for (int part = 0; part < 2; ++part) {  // lo, then hi (one part's registers at a time)
+    for (int part = P1 ? 1 : 0; part < 2; ++part) {  // lo, then hi (P1: hi only, no lo rows)
       const u16* src = part ? dsp : dsl;
       unsigned a[4];
 #pragma unroll
@@ -217,11 +229,12 @@ QSA_DEVICE void kv16_dq_add(const KvSmem& s, const KvCta& c, const KvTiles& tl, 
 #endif
 }
 
+template <bool P1 = false>
 QSA_DEVICE void kv16_dq_tile(const KvSmem& s, const KvCta& c, const KvTiles& tl, int n, int keys, int warp, int lane,
                              float* dq, float scale) {
   const int d0 = 16 * warp;
   float acc[2][4];
-  kv16_ds_k(s.dsp, s.kv, d0, keys, lane, acc);
+  kv16_ds_k<P1>(s.dsp, s.kv, d0, keys, lane, acc);
   kv16_dq_add(s, c, tl, n, d0, lane, acc[0], dq, scale);
   kv16_dq_add(s, c, tl, n, d0 + 8, lane, acc[1], dq, scale);
 }
@@ -240,12 +253,18 @@ QSA_DEVICE const u16* kv16_part(const u16* dop, int p) { return dop + p * KVB_QR
 
 // Thread i splits row i / 16, dims 8 (i % 16) .. + 7 (KVB_THREADS = 16 rows x 16 pieces), four
 // at a time (eight at once spilled at the 128-register bound).
+// NC (the conflict-free form, QSA_ATTN_KV_LAYOUT=nc): thread i takes dims 4 (i % 16) .. + 3 and
+// 64 + the same, so a quarter warp's float4 loads read 128 contiguous bytes of the row and a
+// half warp's 8-byte stores write 128 contiguous bytes of a part: one wavefront each. The first
+// mapping (dims 8 (i % 16) + 4 half) strides 32 bytes per thread: two wavefronts per load
+// quarter and per store half (Nsight, call P: shared stores 3-way conflicted on average).
 static_assert(KVB_THREADS == ATT_ROWS * (ATT_D / 8), "kv16_split_do: one thread per 8 dims of a row");
+template <bool NC = false>
 QSA_DEVICE void kv16_split_do(const float* dos, u16* dop, int parts) {
   const int r = threadIdx.x / 16;
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
-    const int c0 = (threadIdx.x % 16) * 8 + 4 * half;
+    const int c0 = NC ? (threadIdx.x % 16) * 4 + (ATT_D / 2) * half : (threadIdx.x % 16) * 8 + 4 * half;
     const float4 v = *(const float4*)(dos + r * Q_STRIDE + c0);
     float x[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
@@ -297,6 +316,8 @@ QSA_DEVICE void kv16_dov_split(const u16* dop, const u16* vs, int k0, int lane, 
 // kv16_key_tile with dO's hi / mid from the split rows (B fragments by ldmatrix.trans): dK's
 // products first (q's fragments), then dV's (dO's), so that at most 12 registers of fragments
 // and fresh sums are live (all at once spilled at the 128-register bound).
+// P1: P and dS in one bf16 part (fla's precision): dK 1 mma and dV 2 per 8 dims (hi hi, hi mid).
+template <bool P1 = false>
 QSA_DEVICE void kv16_key_tile_split(const Kv16KeyFrags& f, const u16* dop, const u16* qr, int d, int lane,
                                     float (&acc_v0)[4], float (&acc_v1)[4], float (&acc_k0)[4], float (&acc_k1)[4]) {
   const int off = ((lane & 7) + ((lane >> 3) & 1) * 8) * KV_STRIDE + d + (lane >> 4) * 8;
@@ -306,7 +327,7 @@ QSA_DEVICE void kv16_key_tile_split(const Kv16KeyFrags& f, const u16* dop, const
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
       float ck[4] = {0.f, 0.f, 0.f, 0.f};
-      qsa_mma_m16n8k16_bf16(ck, f.ds_lo, qb[2 * j], qb[2 * j + 1]);
+      if (!P1) qsa_mma_m16n8k16_bf16(ck, f.ds_lo, qb[2 * j], qb[2 * j + 1]);
       qsa_mma_m16n8k16_bf16(ck, f.ds_hi, qb[2 * j], qb[2 * j + 1]);
       float(&ak)[4] = j ? acc_k1 : acc_k0;
 #pragma unroll
@@ -319,7 +340,7 @@ QSA_DEVICE void kv16_key_tile_split(const Kv16KeyFrags& f, const u16* dop, const
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     float cv[4] = {0.f, 0.f, 0.f, 0.f};
-    qsa_mma_m16n8k16_bf16(cv, f.p_lo, oh[2 * j], oh[2 * j + 1]);
+    if (!P1) qsa_mma_m16n8k16_bf16(cv, f.p_lo, oh[2 * j], oh[2 * j + 1]);
     qsa_mma_m16n8k16_bf16(cv, f.p_hi, ol[2 * j], ol[2 * j + 1]);
     qsa_mma_m16n8k16_bf16(cv, f.p_hi, oh[2 * j], oh[2 * j + 1]);
     float(&av)[4] = j ? acc_v1 : acc_v0;

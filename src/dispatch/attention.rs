@@ -88,9 +88,11 @@ pub fn kv_bwd_shared_bytes(kv: KvProducts, fused: bool) -> usize {
     } else {
         0
     };
+    // The conflict-free form's P / dP rows: KVC_S_STRIDE (76 floats) in attention_kv_bwd.h.
+    let s_stride = if kv.nc { KVC_S_STRIDE } else { S_STRIDE };
     2 * BLOCK * KV_STRIDE * 2
         + 2 * (STAGED_ROWS * KV_STRIDE * 2 + STAGED_ROWS * Q_STRIDE * 4 + 3 * STAGED_ROWS * 4)
-        + 2 * STAGED_ROWS * S_STRIDE * 4
+        + 2 * STAGED_ROWS * s_stride * 4
         + (threads + threads / 32) * 4
         + parts
         + ds
@@ -98,20 +100,21 @@ pub fn kv_bwd_shared_bytes(kv: KvProducts, fused: bool) -> usize {
 
 /// dS rows of the fused bf16 kernel: KV16_DS_STRIDE (u16) in kernels/common/attention_kv_bwd16.h.
 const KV16_DS_STRIDE: usize = BLOCK + 8;
+/// P / dP rows of the conflict-free form (`QSA_ATTN_KV_LAYOUT=nc`): KVC_S_STRIDE (floats).
+const KVC_S_STRIDE: usize = 76;
 
 /// The largest of the KV-block-major kernels' shared bytes (where none fits, none is taken).
 pub fn kv_bwd_shared_max() -> usize {
-    let split = KvProducts {
-        bf16: true,
-        split: true,
-        dp_parts: 3,
+    let nc = KvProducts {
+        nc: true,
+        ..KvProducts::KV16S
     };
-    kv_bwd_shared_bytes(split, true)
+    kv_bwd_shared_bytes(nc, true)
 }
 
 /// Where the bf16-product KV-block-major kernels (`qsa_attn_kv16*`) exist and apply: bf16
 /// inputs on sm_90+ (`Feature::Clusters` marks sm_90+, as for the ring's swizzled kernel).
-fn kv16_applies(caps: &TargetCaps, dtype: AttnDtype) -> bool {
+pub(crate) fn kv16_applies(caps: &TargetCaps, dtype: AttnDtype) -> bool {
     dtype == AttnDtype::Bf16 && caps.has(Feature::Clusters)
 }
 
@@ -181,90 +184,9 @@ pub fn choose_backward(
     }
 }
 
-/// The KV-block-major kernel's products (`kv_bwd`'s B16, SPLIT and dp_parts in
-/// kernels/common/attention_kv_bwd.h), from two sweep switches:
-/// - `QSA_ATTN_KV_MMA`: `tf32` (dK / dV / dQ as 3xTF32 m16n8k8, `qsa_attn_kv_*`), `bf16`
-///   (bf16 m16n8k16 with P, dS and dO split into bf16 hi + lo, `qsa_attn_kv16_*`: half the
-///   mma instructions, ~2^-16 relative per product; common/attention_kv_bwd16.h) or `bf16s`
-///   (bf16, and each tile's dO split once into bf16 parts in shared memory instead of in
-///   every warp that reads it, `qsa_attn_kv16s_*`, always 3 parts). f16 inputs are not exact in
-///   one bf16 part, so they keep tf32 (the kv16 kernels exist for bf16 only), and so do targets
-///   before sm_90 (built for sm_90+ only).
-/// - `QSA_ATTN_KV_DP_PARTS`: 3 (dO in three 16-bit parts for dP = dO V^T, 2^-27 relative) or
-///   2 (~2^-17; a third fewer dP mmas).
-///
-/// Defaults: bf16s on the default path, tf32 where `QSA_ATTN_BWD` is forced; dO in 3 parts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct KvProducts {
-    pub bf16: bool,
-    /// dO split once per tile in shared memory (with bf16).
-    pub split: bool,
-    pub dp_parts: u32,
-}
-
-impl KvProducts {
-    /// The kernels' name stem: `qsa_attn_{stem}_bwd_*`, `qsa_attn_{stem}_dq_bwd_*`.
-    pub fn stem(self) -> &'static str {
-        match (self.bf16, self.split) {
-            (false, _) => "kv",
-            (true, false) => "kv16",
-            (true, true) => "kv16s",
-        }
-    }
-}
-
-pub fn kv_products(
-    caps: &TargetCaps,
-    sw: &Switches,
-    dtype: AttnDtype,
-) -> Result<KvProducts, BackendError> {
-    // Unset: bf16s on the default path (QSA_ATTN_BWD unset: choose_backward's default), tf32
-    // where QSA_ATTN_BWD forces a path (the kv_bwd / kvdq_bwd variants keep measuring tf32).
-    let (bf16, split) = match sw.get("QSA_ATTN_KV_MMA") {
-        None if sw.get("QSA_ATTN_BWD").is_none() => (true, true),
-        None | Some("tf32") => (false, false),
-        Some("bf16") => (true, false),
-        Some("bf16s") => (true, true),
-        Some(v) => {
-            return Err(BackendError::Input(format!(
-                "QSA_ATTN_KV_MMA={}: expected tf32, bf16 or bf16s",
-                crate::echo::value(v)
-            )))
-        }
-    };
-    let dp_parts = match sw.get("QSA_ATTN_KV_DP_PARTS") {
-        None | Some("3") => 3,
-        Some("2") => 2,
-        Some(v) => {
-            return Err(BackendError::Input(format!(
-                "QSA_ATTN_KV_DP_PARTS={}: expected 2 or 3",
-                crate::echo::value(v)
-            )))
-        }
-    };
-    if dp_parts != 3 && split {
-        return Err(BackendError::Input(format!(
-            "QSA_ATTN_KV_DP_PARTS={dp_parts} with QSA_ATTN_KV_MMA=bf16s: the split kernel keeps 3 \
-             parts (use bf16 for 2)"
-        )));
-    }
-    if dp_parts != 3 && !bf16 {
-        return Err(BackendError::Input(format!(
-            "QSA_ATTN_KV_DP_PARTS={dp_parts} needs QSA_ATTN_KV_MMA=bf16 (the tf32 kernels split \
-             dO in 3 parts)"
-        )));
-    }
-    // f16 inputs, and targets before sm_90 (the kv16 kernels are built for sm_90+ only:
-    // sm_86's build spilled; Feature::Clusters marks sm_90+, as for the ring's swizzled
-    // kernel), fall back to the tf32 kernel whole (3 parts), as a forced kv falls back where
-    // its kernel is not built.
-    let bf16 = bf16 && kv16_applies(caps, dtype);
-    Ok(KvProducts {
-        bf16,
-        split: split && bf16,
-        dp_parts: if bf16 { dp_parts } else { 3 },
-    })
-}
+// The KV-block-major kernel's products (`KvProducts`, `kv_products`) and the split kernel's
+// sweep forms: attention_kv.rs.
+pub use super::attention_kv::{kv_products, KvProducts};
 
 /// Rows (query heads x query tokens) of one staged CTA: ATT_ROWS in the kernel.
 pub const STAGED_ROWS: usize = 16;
@@ -608,6 +530,8 @@ pub(crate) mod tests {
             bf16: false,
             split: false,
             dp_parts: 3,
+            ps_parts: 2,
+            nc: false,
         };
         assert_eq!(
             products(&[("QSA_ATTN_BWD", "kv")], AttnDtype::Bf16).unwrap(),
@@ -666,7 +590,7 @@ pub(crate) mod tests {
         let kv = |bf16, split| KvProducts {
             bf16,
             split,
-            dp_parts: 3,
+            ..KvProducts::KV16S
         };
         assert_eq!(kv_bwd_shared_bytes(kv(false, false), true), 70_560);
         assert_eq!(kv_bwd_shared_bytes(kv(true, false), false), 70_560);
@@ -674,7 +598,13 @@ pub(crate) mod tests {
         assert_eq!(kv_bwd_shared_bytes(kv(true, false), true), 75_168);
         assert_eq!(kv_bwd_shared_bytes(kv(true, true), false), 83_616);
         assert_eq!(kv_bwd_shared_bytes(kv(true, true), true), 88_224);
-        assert_eq!(kv_bwd_shared_max(), 88_224);
+        // The conflict-free form: P / dP rows at 76 floats, + 2 x 16 x 8 x 4.
+        let nc = KvProducts {
+            nc: true,
+            ..KvProducts::KV16S
+        };
+        assert_eq!(kv_bwd_shared_bytes(nc, true), 89_248);
+        assert_eq!(kv_bwd_shared_max(), 89_248);
     }
 
     #[test]

@@ -7,6 +7,7 @@
 
 pub mod attention;
 pub mod attention_decode;
+pub mod attention_kv;
 pub mod attention_ring;
 pub mod attention_warp;
 pub mod scores;
@@ -297,6 +298,14 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
     (
         "QSA_ATTN_KV_DP_PARTS",
         "2 | 3: dO's bf16 parts in the KV-block-major backward's dP = dO V^T (with QSA_ATTN_KV_MMA=bf16; qsa's sweep switch; 3 by default)",
+    ),
+    (
+        "QSA_ATTN_KV_PS_PARTS",
+        "1 | 2: P and dS's bf16 parts in the fused split KV-block-major backward's dK / dV / dQ (qsa_attn_kv16sp1_dq_bwd_bf16: one part, fla's precision, a measurement form that fails the 5e-5 gate in emulation; qsa's sweep switch; 2 by default)",
+    ),
+    (
+        "QSA_ATTN_KV_LAYOUT",
+        "base | nc: the fused split KV-block-major backward's shared layout; nc stores P / dP rows at 76 floats and splits dO by contiguous quarter warps, without bank conflicts (qsa_attn_kv16sc_dq_bwd_bf16, same arithmetic as the default; not with QSA_ATTN_KV_PS_PARTS=1: that combination spilled; qsa's sweep switch)",
     ),
     (
         "QSA_ATTN_BWD",

@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""The fused KV-block-major backward's forms beside fla's parallel_nsa backward, on one H200, in
+one process (issue 13): the default (qsa_attn_kv16s_dq_bwd_bf16: P, dS and dO in bf16 hi + lo),
+QSA_ATTN_KV_LAYOUT=nc (qsa_attn_kv16sc_dq_bwd_bf16: no shared bank conflicts, same arithmetic)
+and QSA_ATTN_KV_PS_PARTS=1 (qsa_attn_kv16sp1_dq_bwd_bf16: P and dS in one bf16 part, fla's
+precision: a measurement form).
+
+1. Errors against FP64 (bench/attention_vs_torch.py's reference of the contract), qsa's forms
+   and fla's side by side, relative max error = max |error| / max |FP64| (the runner's rule;
+   gate: matrix.yaml's error_limits.attention.mma.limit). dO is rounded to bf16 first, so fla
+   (which takes bf16 dO) and qsa see the same exact inputs: fla's error is its arithmetic's.
+   Ids: distinct causal ids (what a top-k emits), -1 past the visible count, which both
+   contracts read the same way; q_len == kv_len (fla's layout).
+2. Prefill B=4, T=16K, 64 / 4 heads, 16 blocks (bench/attention_vs_torch.py's case and seed):
+   medians of CUDA-event timings, fla's backward and each form's whole backward call, and each
+   form's max |d - default| (dk / dv of nc must be 0: plain stores of the same sums).
+
+    python3 bench/attn_bwd_forms.py --qsa .h200/qsa --kernels build/kernels/sm_90 --out $OUT
+"""
+import argparse
+import datetime
+import os
+import sys
+import types
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import attention_plans  # noqa: E402  (torch-free: shapes and plans, enough for --plan-only)
+import qsa_plan  # noqa: E402
+
+# The helpers of bench/attention_vs_torch.py's modules this script uses; the torch-side ones
+# (inputs, FP64 reference, timing, the gate) are added by load_torch_side() after --plan-only.
+avt = types.SimpleNamespace(BLK=attention_plans.BLK, D=attention_plans.D, shape_of=attention_plans.shape_of,
+                            bench_shape=attention_plans.bench_shape, Qsa=attention_plans.Qsa)
+
+
+def load_torch_side():
+    import attention_problem
+    import attention_tables
+    import attention_timing
+
+    avt.make_problem, avt.reference, avt.err = (attention_problem.make_problem, attention_problem.reference,
+                                                attention_problem.err)
+    avt.time_ms, avt.mma_limit = attention_timing.time_ms, attention_tables.mma_limit
+
+
+# (label, switches): the default path's forms (QSA_ATTN_BWD unset: choose_backward's fused kernel).
+FORMS = [("default kv16s", {}), ("nc kv16sc", {"QSA_ATTN_KV_LAYOUT": "nc"}),
+         ("ps=1 kv16sp1", {"QSA_ATTN_KV_PS_PARTS": "1"})]
+# name, batch, T, hq, hkv, t
+ERR_CASES = [("g16 T=1024", 1, 1024, 16, 1, 16), ("g16 T=2048 64/4 heads", 1, 2048, 64, 4, 16)]
+
+
+def fla_bwd(P):
+    """fla's parallel_nsa forward + backward on P (bf16 q / k / v / dO): (dq, dk, dv) as f32."""
+    import torch
+    from fla.ops.nsa.parallel import ParallelNSAFunction
+
+    qf = P["q"].clone().requires_grad_(True)
+    kf = P["k"].clone().requires_grad_(True)
+    vf = P["v"].clone().requires_grad_(True)
+    o = ParallelNSAFunction.apply(qf, kf, vf, P["ids"].long(), P["t"], avt.BLK, P["scale"], None)
+    g = torch.autograd.grad(o, (qf, kf, vf), P["do"].to(torch.bfloat16), retain_graph=True)
+    return [x.float().reshape(-1) for x in g], (qf, kf, vf, o)
+
+
+def qsa_bwd(qsa, P, sw):
+    import torch
+
+    rows = P["batch"] * P["q_len"] * P["hq"]
+    o = torch.empty(rows * avt.D, device="cuda")
+    lse = torch.empty(rows, device="cuda")
+    dq = torch.empty(rows * avt.D, device="cuda")
+    dk = torch.empty(P["k"].numel(), device="cuda")
+    dv = torch.empty(P["v"].numel(), device="cuda")
+    plan = qsa.plan(avt.shape_of(P), True, sw=sw)
+    call = qsa.bwd(P, o, lse, dq, dk, dv, plan)
+    call.setup()
+    return call, plan, (dq, dk, dv)
+
+
+def kernel_of(plan):
+    return "+".join(s["kernel"].removeprefix("qsa_attn_") for s in plan["call"] if "kernel" in s)
+
+
+def errors(qsa, limit, log):
+    import torch
+
+    lines = ["| case | form | kernels | dq rel max | dk rel max | dv rel max | gate |", "|---|---|---|---|---|---|---|"]
+    for ci, (name, B, T, hq, hkv, t) in enumerate(ERR_CASES):
+        P = avt.make_problem(B, T, T, hq, hkv, t, "bf16", seed=300 + ci, ids_kind="distinct")
+        P["do"] = P["do"].to(torch.bfloat16).float()  # the same exact dO for fla and qsa
+        R = avt.reference(P)
+        scale = {n: R[n].abs().max().item() for n in ("dq", "dk", "dv")}
+
+        def row(label, kern, grads):
+            rel = [avt.err(x, R[n])[0] / scale[n] for n, x in zip(("dq", "dk", "dv"), grads)]
+            gate = "pass" if all(r <= limit for r in rel) else "over"
+            lines.append(f"| {name} | {label} | {kern} | " + " | ".join(f"{r:.2e}" for r in rel) + f" | {gate} |")
+
+        for label, sw in FORMS:
+            call, plan, grads = qsa_bwd(qsa, P, sw)
+            call()
+            torch.cuda.synchronize()
+            row(label, kernel_of(plan), grads)
+            del call
+        try:
+            g, keep = fla_bwd(P)
+            row("fla parallel_nsa", "fla", g)
+            del g, keep
+        except Exception as e:  # report, never hide
+            lines.append(f"| {name} | fla parallel_nsa | failed: {type(e).__name__}: {e} | - | - | - | - |")
+        del P, R
+        torch.cuda.empty_cache()
+    text = "\n".join(lines)
+    log(text)
+    return text
+
+
+def prefill(qsa, log):
+    import torch
+
+    P = avt.make_problem(4, 16384, 16384, 64, 4, 16, "bf16", seed=9, ids_kind="distinct")
+    lines = ["| row | median ms | min | max | vs fla | kernels; max abs diff from the default (dq, dk, dv) |",
+             "|---|---|---|---|---|---|"]
+    fla_ms = None
+    try:
+        _, (qf, kf, vf, o_fla) = fla_bwd(P)
+        do_b = P["do"].to(torch.bfloat16)
+        t = avt.time_ms(lambda: torch.autograd.grad(o_fla, (qf, kf, vf), do_b, retain_graph=True), warmup=1, reps=5)
+        fla_ms = t[0]
+        lines.append(f"| fla parallel_nsa bwd | {t[0]:.2f} | {t[1]:.2f} | {t[2]:.2f} | 1.00 | autograd.grad |")
+        del qf, kf, vf, o_fla
+        torch.cuda.empty_cache()
+    except Exception as e:
+        lines.append(f"| fla | - | - | - | - | failed: {type(e).__name__}: {e} |")
+    base = None
+    for label, sw in FORMS:
+        call, plan, grads = qsa_bwd(qsa, P, sw)
+        t = avt.time_ms(call, warmup=1, reps=5)
+        call()
+        torch.cuda.synchronize()
+        if base is None:
+            base = [x.clone() for x in grads]
+            diff = "-"
+        else:
+            diff = ", ".join(f"{(x - b).abs().max().item():.1e}" for x, b in zip(grads, base))
+        vs = f"{t[0] / fla_ms:.2f}" if fla_ms else "-"
+        lines.append(f"| qsa bwd {label} | {t[0]:.2f} | {t[1]:.2f} | {t[2]:.2f} | {vs} | {kernel_of(plan)}; {diff} |")
+        del call, grads
+        torch.cuda.empty_cache()
+    text = "\n".join(lines)
+    log(text)
+    return text
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kernels", default="build/kernels/sm_90")
+    ap.add_argument("--out", default=os.environ.get("OUT", "."))
+    ap.add_argument("--skip-prefill", action="store_true")
+    qsa_plan.add_plan_args(ap)
+    a = ap.parse_args()
+    planner = qsa_plan.Planner(a.qsa, a.target, a.matrix)
+    if a.plan_only:  # the prefill case's backward plans, one per form (no GPU)
+        shape = avt.bench_shape(4, 16384, 16384, 64, 4)
+        return qsa_plan.plan_only(((f"prefill bwd {label}", avt.Qsa(planner, None).plan(shape, True, sw=sw))
+                                   for label, sw in FORMS), sys.stdout)
+    import torch
+
+    load_torch_side()
+    qsa = avt.Qsa(planner, qsa_plan.CupyLauncher(a.kernels))
+    head = f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {torch.cuda.get_device_name(0)}"
+    out = [f"# fused backward forms vs fla ({head})", "", "## errors vs FP64", ""]
+    out.append(errors(qsa, avt.mma_limit(a.matrix), lambda s: print(s, flush=True)))
+    if not a.skip_prefill:
+        out += ["", "## prefill B=4 T=16K 64/4 heads 16 blocks", ""]
+        out.append(prefill(qsa, lambda s: print(s, flush=True)))
+    with open(os.path.join(a.out, "attn_bwd_forms.md"), "w") as f:
+        f.write("\n".join(out) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

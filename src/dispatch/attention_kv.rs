@@ -1,0 +1,258 @@
+//! The KV-block-major backward's products (`KvProducts`, `kv_products`) and the split fused
+//! kernel's sweep forms (`kv_bwd`'s OPT bits, KV_OPT_* in
+//! kernels/common/attention_kv_bwd.h; instantiated by selection_attention.cu's
+//! QSA_ATTN_KV_DQ_FORM): two switches beside `QSA_ATTN_KV_MMA` / `QSA_ATTN_KV_DP_PARTS`.
+//!
+//! - `QSA_ATTN_KV_PS_PARTS=1`: P and dS in one bf16 part in dK / dV / dQ (fla's precision: fla
+//!   casts P and dS to bf16 once). A measurement form: it tells how much of the gap to fla is
+//!   the second part, and its error against FP64 beside fla's. The emulated error suite fails it
+//!   on dq / dk (dS's 8 significant bits, ~2^-9 relative, against the 5e-5 gate): it is not a
+//!   default candidate at the gate as it stands.
+//! - `QSA_ATTN_KV_LAYOUT=nc`: no shared-memory bank conflicts in the tile's stores (P / dP rows
+//!   at 76 floats, dO's split by contiguous quarter warps). Call P's Nsight profile of the
+//!   default kernel: L1 / shared 73% busy (the top unit), shared stores 3-way conflicted on
+//!   average (47.7% of store wavefronts), loads 15% excess wavefronts. Same arithmetic as the
+//!   default, so the same results bit for bit.
+//!
+//! Built (fused only, bf16 on sm_90+): kv16sp1 (PS_PARTS=1), kv16sc (nc). Not built, as they
+//! spilled at the 128-register bound (ptxas 13.0, sm_90, 2026-12-02): nc with
+//! `QSA_ATTN_KV_DP_PARTS=2` (16 bytes) and nc with PS_PARTS=1 (8 bytes); kv16sp1 itself spills
+//! 8 bytes (a measurement form: its resource row is reviewed, not a default candidate).
+
+use crate::backend::BackendError;
+use crate::dispatch::attention::kv16_applies;
+use crate::dispatch::{Switches, TargetCaps};
+use crate::problem::AttnDtype;
+
+/// The KV-block-major kernel's products (`kv_bwd`'s B16, SPLIT and dp_parts in
+/// kernels/common/attention_kv_bwd.h), from the sweep switches (and the forms above):
+/// - `QSA_ATTN_KV_MMA`: `tf32` (dK / dV / dQ as 3xTF32 m16n8k8, `qsa_attn_kv_*`), `bf16`
+///   (bf16 m16n8k16 with P, dS and dO split into bf16 hi + lo, `qsa_attn_kv16_*`: half the
+///   mma instructions, ~2^-16 relative per product; common/attention_kv_bwd16.h) or `bf16s`
+///   (bf16, and each tile's dO split once into bf16 parts in shared memory instead of in
+///   every warp that reads it, `qsa_attn_kv16s_*`, always 3 parts). f16 inputs are not exact in
+///   one bf16 part, so they keep tf32 (the kv16 kernels exist for bf16 only), and so do targets
+///   before sm_90 (built for sm_90+ only).
+/// - `QSA_ATTN_KV_DP_PARTS`: 3 (dO in three 16-bit parts for dP = dO V^T, 2^-27 relative) or
+///   2 (~2^-17; a third fewer dP mmas).
+///
+/// Defaults: bf16s on the default path, tf32 where `QSA_ATTN_BWD` is forced; dO in 3 parts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KvProducts {
+    pub bf16: bool,
+    /// dO split once per tile in shared memory (with bf16).
+    pub split: bool,
+    pub dp_parts: u32,
+    /// P and dS's bf16 parts in dK / dV / dQ (2: hi + lo; 1: fla's precision, a measurement
+    /// form, `QSA_ATTN_KV_PS_PARTS`); the split fused kernel's forms only (attention_kv.rs).
+    pub ps_parts: u32,
+    /// The conflict-free shared layout (`QSA_ATTN_KV_LAYOUT=nc`): the split fused kernel's forms.
+    pub nc: bool,
+}
+
+impl KvProducts {
+    /// The default path's products: bf16, dO split once per tile in three parts.
+    pub const KV16S: KvProducts = KvProducts {
+        bf16: true,
+        split: true,
+        dp_parts: 3,
+        ps_parts: 2,
+        nc: false,
+    };
+
+    /// The kernels' name stem: `qsa_attn_{stem}_bwd_*`, `qsa_attn_{stem}_dq_bwd_*` (the split
+    /// kernel's sweep forms exist fused only: `kv_products` refuses them unfused and refuses the
+    /// combinations not built, so the last arm names no kernel a checked switch set reaches).
+    pub fn stem(self) -> &'static str {
+        match (self.bf16, self.split, self.nc, self.dp_parts, self.ps_parts) {
+            (false, ..) => "kv",
+            (true, false, ..) => "kv16",
+            (true, true, false, 3, 2) => "kv16s",
+            (true, true, false, 3, 1) => "kv16sp1",
+            (true, true, true, 3, 2) => "kv16sc",
+            _ => "kv16s_unbuilt_form",
+        }
+    }
+
+    /// One of the split kernel's sweep forms (KV_OPT_* in kernels/common/attention_kv_bwd.h).
+    pub fn is_form(self) -> bool {
+        self.split && (self.nc || self.ps_parts != 2)
+    }
+}
+
+pub fn kv_products(
+    caps: &TargetCaps,
+    sw: &Switches,
+    dtype: AttnDtype,
+) -> Result<KvProducts, BackendError> {
+    // Unset: bf16s on the default path (QSA_ATTN_BWD unset: choose_backward's default), tf32
+    // where QSA_ATTN_BWD forces a path (the kv_bwd / kvdq_bwd variants keep measuring tf32).
+    let (bf16, split) = match sw.get("QSA_ATTN_KV_MMA") {
+        None if sw.get("QSA_ATTN_BWD").is_none() => (true, true),
+        None | Some("tf32") => (false, false),
+        Some("bf16") => (true, false),
+        Some("bf16s") => (true, true),
+        Some(v) => {
+            return Err(BackendError::Input(format!(
+                "QSA_ATTN_KV_MMA={}: expected tf32, bf16 or bf16s",
+                crate::echo::value(v)
+            )))
+        }
+    };
+    let dp_parts = match sw.get("QSA_ATTN_KV_DP_PARTS") {
+        None | Some("3") => 3,
+        Some("2") => 2,
+        Some(v) => {
+            return Err(BackendError::Input(format!(
+                "QSA_ATTN_KV_DP_PARTS={}: expected 2 or 3",
+                crate::echo::value(v)
+            )))
+        }
+    };
+    let (ps_parts, nc) = kv_forms(sw, split)?;
+    if dp_parts != 3 && split {
+        return Err(BackendError::Input(format!(
+            "QSA_ATTN_KV_DP_PARTS={dp_parts} with QSA_ATTN_KV_MMA=bf16s: the split kernel keeps 3 \
+             parts (use bf16 for 2)"
+        )));
+    }
+    if dp_parts != 3 && !bf16 {
+        return Err(BackendError::Input(format!(
+            "QSA_ATTN_KV_DP_PARTS={dp_parts} needs QSA_ATTN_KV_MMA=bf16 (the tf32 kernels split \
+             dO in 3 parts)"
+        )));
+    }
+    // f16 inputs, and targets before sm_90 (the kv16 kernels are built for sm_90+ only:
+    // sm_86's build spilled; Feature::Clusters marks sm_90+, as for the ring's swizzled
+    // kernel), fall back to the tf32 kernel whole (3 parts), as a forced kv falls back where
+    // its kernel is not built.
+    let bf16 = bf16 && kv16_applies(caps, dtype);
+    let kv = KvProducts {
+        bf16,
+        split: split && bf16,
+        dp_parts: if bf16 { dp_parts } else { 3 },
+        ps_parts: if bf16 { ps_parts } else { 2 },
+        nc: nc && bf16,
+    };
+    check_form(kv)?;
+    Ok(kv)
+}
+
+/// `(ps_parts, nc)` from the switches; `split`: the split kernel is requested (bf16s, or the
+/// default path). Either form needs it.
+pub(crate) fn kv_forms(sw: &Switches, split: bool) -> Result<(u32, bool), BackendError> {
+    let ps_parts = match sw.get("QSA_ATTN_KV_PS_PARTS") {
+        None | Some("2") => 2,
+        Some("1") => 1,
+        Some(v) => {
+            return Err(BackendError::Input(format!(
+                "QSA_ATTN_KV_PS_PARTS={}: expected 1 or 2",
+                crate::echo::value(v)
+            )))
+        }
+    };
+    let nc = match sw.get("QSA_ATTN_KV_LAYOUT") {
+        None | Some("base") => false,
+        Some("nc") => true,
+        Some(v) => {
+            return Err(BackendError::Input(format!(
+                "QSA_ATTN_KV_LAYOUT={}: expected base or nc",
+                crate::echo::value(v)
+            )))
+        }
+    };
+    if (ps_parts != 2 || nc) && !split {
+        return Err(BackendError::Input(
+            "QSA_ATTN_KV_PS_PARTS / QSA_ATTN_KV_LAYOUT: forms of the split kernel only \
+             (QSA_ATTN_KV_MMA=bf16s, the default path's)"
+                .into(),
+        ));
+    }
+    if (ps_parts != 2 || nc) && sw.get("QSA_ATTN_BWD") == Some("kv") {
+        return Err(BackendError::Input(
+            "QSA_ATTN_KV_PS_PARTS / QSA_ATTN_KV_LAYOUT: the forms are built fused only \
+             (QSA_ATTN_BWD=kvdq or unset), not for QSA_ATTN_BWD=kv"
+                .into(),
+        ));
+    }
+    Ok((ps_parts, nc))
+}
+
+/// A form whose kernel is not built is refused here, naming the built ones (so `stem` only
+/// ever names a kernel that exists).
+pub(crate) fn check_form(kv: KvProducts) -> Result<(), BackendError> {
+    if kv.is_form() && kv.stem() == "kv16s_unbuilt_form" {
+        return Err(BackendError::Input(format!(
+            "the split kernel's form QSA_ATTN_KV_PS_PARTS={} QSA_ATTN_KV_LAYOUT={} \
+             QSA_ATTN_KV_DP_PARTS={} is not built; built: PS_PARTS=1 (kv16sp1), LAYOUT=nc \
+             (kv16sc)",
+            kv.ps_parts,
+            if kv.nc { "nc" } else { "base" },
+            kv.dp_parts
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::dispatch::attention::kv_products;
+    use crate::dispatch::{Feature, Switches};
+    use crate::problem::AttnDtype;
+
+    fn products(kv: &[(&str, &str)], dtype: AttnDtype) -> Result<&'static str, String> {
+        let mut h200 = crate::dispatch::attention::tests::caps("sm_90", 227, 132);
+        h200.features = vec![Feature::Bf16Tc, Feature::Clusters];
+        kv_products(&h200, &Switches::from_pairs(kv), dtype)
+            .map(|p| p.stem())
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn each_form_names_its_kernel_and_the_rest_are_refused() {
+        let bf16 = AttnDtype::Bf16;
+        assert_eq!(
+            products(&[], bf16).unwrap(),
+            "kv16s",
+            "the default is untouched"
+        );
+        let p1 = [("QSA_ATTN_KV_PS_PARTS", "1")];
+        assert_eq!(products(&p1, bf16).unwrap(), "kv16sp1");
+        let nc = [("QSA_ATTN_KV_LAYOUT", "nc")];
+        assert_eq!(products(&nc, bf16).unwrap(), "kv16sc");
+        let forced = [("QSA_ATTN_BWD", "kvdq"), ("QSA_ATTN_KV_MMA", "bf16s")];
+        let forced_nc = [forced[0], forced[1], nc[0]];
+        assert_eq!(products(&forced_nc, bf16).unwrap(), "kv16sc");
+        assert_eq!(
+            products(&nc, AttnDtype::F16).unwrap(),
+            "kv",
+            "f16 inputs keep the tf32 kernel whole"
+        );
+        let refused = |kv: &[(&str, &str)], want: &str| {
+            let e = products(kv, bf16).unwrap_err();
+            assert!(e.contains(want), "{e}");
+        };
+        refused(
+            &[("QSA_ATTN_KV_LAYOUT", "nc"), ("QSA_ATTN_KV_PS_PARTS", "1")],
+            "is not built; built: PS_PARTS=1 (kv16sp1)",
+        );
+        refused(
+            &[("QSA_ATTN_KV_PS_PARTS", "1"), ("QSA_ATTN_KV_DP_PARTS", "2")],
+            "the split kernel keeps 3 parts",
+        );
+        refused(
+            &[("QSA_ATTN_KV_LAYOUT", "nc"), ("QSA_ATTN_KV_DP_PARTS", "2")],
+            "the split kernel keeps 3 parts",
+        );
+        refused(
+            &[("QSA_ATTN_KV_MMA", "bf16"), ("QSA_ATTN_KV_LAYOUT", "nc")],
+            "forms of the split kernel only",
+        );
+        refused(
+            &[("QSA_ATTN_BWD", "kv"), ("QSA_ATTN_KV_MMA", "bf16s"), nc[0]],
+            "built fused only",
+        );
+        refused(&[("QSA_ATTN_KV_PS_PARTS", "3")], "expected 1 or 2");
+        refused(&[("QSA_ATTN_KV_LAYOUT", "swz")], "expected base or nc");
+    }
+}
