@@ -85,16 +85,31 @@ fn ring(sw: &Switches) -> Result<Option<usize>, String> {
     }
 }
 
-/// The TMA ring's slots when `TMA_SWITCH` is unset (and no cp.async ring is asked for): none,
-/// the register kernel stays the default. Not measured on a card yet; H200.md (branch
-/// scoresdec) gives the measurement that would flip it.
-pub const DEFAULT_TMA: Option<usize> = None;
+/// The default form per precision when `TMA_SWITCH` is unset (and no cp.async ring is asked
+/// for): `(slots, warpgroups)` of the TMA ring, or None for the register kernel. Measured on the
+/// H200 (session 9, call A, docs/results/session9-2026-12-02/a/), 1 x 64 x 262,144:
+/// - TF32: 4 slots, 2 consumer warpgroups (`_decode_tma2`): 43.6 us against the register
+///   kernel's 46.3 in the side by side (72% against 68% of 4.3 TB/s), 44.1 against 47.5 us in
+///   the runner's bench, 44.1 against 47.9 in the first sweep (2 slots): 6-8% faster each time.
+/// - BF16: the register kernel: its TMA forms measured 42.4-43.1 against 43.7 us in the side by
+///   side (within 1-3%, and not the same form each sweep), 41.8 against 45.0 in the runner.
+pub const DEFAULT_TMA_TF32: Option<(usize, usize)> = Some((4, 2));
+pub const DEFAULT_TMA_BF16: Option<(usize, usize)> = None;
 
-/// `TMA_SWITCH`: None for `off`, the ring's slots for 2 ..= 6, `DEFAULT_TMA` when unset.
-fn tma(sw: &Switches) -> Result<Option<usize>, String> {
+fn default_tma(bf16: bool) -> Option<(usize, usize)> {
+    if bf16 {
+        DEFAULT_TMA_BF16
+    } else {
+        DEFAULT_TMA_TF32
+    }
+}
+
+/// `TMA_SWITCH`: None for `off`, the ring's slots for 2 ..= 6, the precision's default
+/// (`default_tma`) when unset and no cp.async ring is asked for.
+fn tma(sw: &Switches, bf16: bool) -> Result<Option<usize>, String> {
     match sw.get(TMA_SWITCH) {
         None if sw.get(RING_SWITCH).is_some() => Ok(None),
-        None => Ok(DEFAULT_TMA),
+        None => Ok(default_tma(bf16).map(|(slots, _)| slots)),
         Some("off") => Ok(None),
         Some(v) => match v.parse::<usize>() {
             Ok(n) if (2..=MAX_RING).contains(&n) => Ok(Some(n)),
@@ -103,9 +118,13 @@ fn tma(sw: &Switches) -> Result<Option<usize>, String> {
     }
 }
 
-/// `GROUPS_SWITCH`: warpgroups per CTA (1 when unset).
-fn warpgroups(sw: &Switches) -> Result<usize, String> {
+/// `GROUPS_SWITCH`: warpgroups per CTA; when unset, the default form's where the TMA ring is
+/// the default one (TMA and ring switches unset), else 1.
+fn warpgroups(sw: &Switches, bf16: bool) -> Result<usize, String> {
     match sw.get(GROUPS_SWITCH) {
+        None if sw.get(TMA_SWITCH).is_none() && sw.get(RING_SWITCH).is_none() => {
+            Ok(default_tma(bf16).map_or(1, |(_, groups)| groups))
+        }
         None | Some("1") => Ok(1),
         Some("2") => Ok(2),
         Some(v) => Err(format!("{GROUPS_SWITCH}={v}: expected 1 or 2")),
@@ -116,8 +135,8 @@ fn warpgroups(sw: &Switches) -> Result<usize, String> {
 pub fn check_switches(sw: &Switches) -> Result<(), String> {
     check_engine(sw)?;
     ring(sw)?;
-    tma(sw)?;
-    warpgroups(sw)?;
+    tma(sw, false)?;
+    warpgroups(sw, false)?;
     Ok(())
 }
 
@@ -245,8 +264,8 @@ pub fn config_for(sw: &Switches, bf16: bool) -> Result<WgDecodeConfig, String> {
     check_switches(sw)?;
     let mut c = WgDecodeConfig {
         ring: ring(sw)?,
-        tma: tma(sw)?,
-        warpgroups: warpgroups(sw)?,
+        tma: tma(sw, bf16)?,
+        warpgroups: warpgroups(sw, bf16)?,
         fill: grid_fill(sw)?,
         ..WgDecodeConfig::regs(DEFAULT_CTAS_PER_SM)
     };
@@ -297,6 +316,23 @@ mod tests {
     }
 
     #[test]
+    fn tf32_defaults_to_the_tma_ring_with_two_consumers_and_bf16_to_the_register_kernel() {
+        // The card's measurement (DEFAULT_TMA_TF32's comment): TF32 4 slots x 2 warpgroups.
+        let tf32 = config_for(&sw(&[]), false).unwrap();
+        assert_eq!((tf32.tma, tf32.ring, tf32.warpgroups), (Some(4), None, 2), "{tf32:?}");
+        let bf16 = config_for(&sw(&[]), true).unwrap();
+        assert_eq!((bf16.tma, bf16.ring, bf16.warpgroups), (None, None, 1), "{bf16:?}");
+        // `off` keeps the register kernel (the matrix variant tf32_decode_wg), and an explicit
+        // ring or slot count takes one warpgroup unless GROUPS says otherwise.
+        let off = config_for(&sw(&[(TMA_SWITCH, "off")]), false).unwrap();
+        assert_eq!((off.tma, off.warpgroups), (None, 1), "{off:?}");
+        let two = config_for(&sw(&[(TMA_SWITCH, "2")]), false).unwrap();
+        assert_eq!((two.tma, two.warpgroups), (Some(2), 1), "{two:?}");
+        let ring = config_for(&sw(&[(RING_SWITCH, "2")]), false).unwrap();
+        assert_eq!((ring.tma, ring.ring, ring.warpgroups), (None, Some(2), 1), "{ring:?}");
+    }
+
+    #[test]
     fn engine_switch_picks_and_refuses_unknown_values() {
         assert_eq!(wanted(&sw(&[])), WGMMA_BY_DEFAULT);
         assert!(wanted(&sw(&[(ENGINE_SWITCH, "wgmma")])));
@@ -311,8 +347,10 @@ mod tests {
 
     #[test]
     fn config_takes_ctas_per_sm_and_refuses_the_ring_switches() {
-        assert_eq!(config_for(&sw(&[]), false).unwrap().ctas_per_sm, 2);
-        let four = sw(&[(CTAS_SWITCH, "4")]);
+        // The register kernel (TF32's default is the TMA ring since session 9: pinned off).
+        let regs = sw(&[(TMA_SWITCH, "off")]);
+        assert_eq!(config_for(&regs, false).unwrap().ctas_per_sm, 2);
+        let four = sw(&[(CTAS_SWITCH, "4"), (TMA_SWITCH, "off")]);
         assert_eq!(config_for(&four, false).unwrap().ctas_per_sm, 4);
         let e = config_for(&sw(&[(CTAS_SWITCH, "5")]), false).unwrap_err();
         assert!(
@@ -370,7 +408,7 @@ mod tests {
                 && e.contains("at most 1 resident"),
             "{e}"
         );
-        let e = cfg(&[(GROUPS_SWITCH, "2")], false).unwrap_err();
+        let e = cfg(&[(GROUPS_SWITCH, "2"), (TMA_SWITCH, "off")], false).unwrap_err();
         assert!(
             e.contains("set QSA_SCORES_DECODE_WG_RING or QSA_SCORES_DECODE_WG_TMA to 2 .. 6 too"),
             "{e}"
