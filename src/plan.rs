@@ -90,7 +90,7 @@ pub fn predicted_kernel(
                 &caps, &sw, s.batch, s.q_len, s.hq, s.hkv, s.t, backward,
             )
             .map_err(|e| e.to_string())?;
-            // Head-major K / V: the decode forward only (src/gpu/attention.rs refuses the rest).
+            // Head-major K / V: the decode forward only (gpu/attention/plan.rs refuses the rest).
             if s.kv_layout == crate::problem::KvLayout::Hnd
                 && (decode.is_none()
                     || attention::choose(&caps, &sw) != attention::AttnKernel::Staged)

@@ -89,7 +89,7 @@ impl AttnDtype {
 /// `[batch, kv_len, hkv, D]` (consecutive keys of one head 2 KiB apart at 8 KV heads);
 /// `Hnd` is FlashInfer's and vLLM's head-major cache layout, `[batch, hkv, kv_len, D]` (a
 /// 64-key block of one head is 16 KiB contiguous). Only the decode forward reads `Hnd` on the
-/// GPU; every other path refuses it before any work (src/gpu/attention.rs).
+/// GPU; every other path refuses it before any work (src/gpu/attention/plan.rs).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum KvLayout {

@@ -78,7 +78,7 @@ pub fn check(m: &Matrix, c: &Case) -> Result<(), Broken> {
             };
             for &backward in passes {
                 // Head-major K / V have no GPU backward by design: those rows are reported
-                // `unsupported` (src/gpu/attention.rs), not a broken case.
+                // `unsupported` (src/gpu/attention/plan.rs), not a broken case.
                 let hnd = c.attention.as_ref().map(|a| a.kv_layout)
                     == Some(crate::problem::KvLayout::Hnd);
                 if backward && hnd {

@@ -319,9 +319,17 @@ mod tests {
     fn tf32_defaults_to_the_tma_ring_with_two_consumers_and_bf16_to_the_register_kernel() {
         // The card's measurement (DEFAULT_TMA_TF32's comment): TF32 4 slots x 2 warpgroups.
         let tf32 = config_for(&sw(&[]), false).unwrap();
-        assert_eq!((tf32.tma, tf32.ring, tf32.warpgroups), (Some(4), None, 2), "{tf32:?}");
+        assert_eq!(
+            (tf32.tma, tf32.ring, tf32.warpgroups),
+            (Some(4), None, 2),
+            "{tf32:?}"
+        );
         let bf16 = config_for(&sw(&[]), true).unwrap();
-        assert_eq!((bf16.tma, bf16.ring, bf16.warpgroups), (None, None, 1), "{bf16:?}");
+        assert_eq!(
+            (bf16.tma, bf16.ring, bf16.warpgroups),
+            (None, None, 1),
+            "{bf16:?}"
+        );
         // `off` keeps the register kernel (the matrix variant tf32_decode_wg), and an explicit
         // ring or slot count takes one warpgroup unless GROUPS says otherwise.
         let off = config_for(&sw(&[(TMA_SWITCH, "off")]), false).unwrap();
@@ -329,7 +337,11 @@ mod tests {
         let two = config_for(&sw(&[(TMA_SWITCH, "2")]), false).unwrap();
         assert_eq!((two.tma, two.warpgroups), (Some(2), 1), "{two:?}");
         let ring = config_for(&sw(&[(RING_SWITCH, "2")]), false).unwrap();
-        assert_eq!((ring.tma, ring.ring, ring.warpgroups), (None, Some(2), 1), "{ring:?}");
+        assert_eq!(
+            (ring.tma, ring.ring, ring.warpgroups),
+            (None, Some(2), 1),
+            "{ring:?}"
+        );
     }
 
     #[test]
