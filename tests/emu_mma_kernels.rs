@@ -353,12 +353,30 @@ fn nvidia_wgmma_rs_scorers_on_emulated_wgmma() {
 fn nvidia_wgmma_decode_scorers_on_emulated_wgmma() {
     let mut c = caps("sm_90", Vendor::Nvidia, 32, 232_448);
     c.features = vec![qsa::dispatch::Feature::Wgmma];
+    // The register kernel: TF32's default is the TMA ring since session 9 (its forms are
+    // checked in tests/emu_scores.rs), so the switch pins this kernel for both precisions.
+    let regs = Switches::new(
+        [("QSA_SCORES_DECODE_WG_TMA".to_string(), "off".to_string())]
+            .into_iter()
+            .collect(),
+    );
+    let run = |kernel, shape| {
+        run_scorer_switched(
+            &c,
+            kernel,
+            TcEngine::Wgmma,
+            shape,
+            None,
+            &regs,
+            Schedule::Forward,
+        )
+    };
     for kernel in [ScoresKernel::Tf32, ScoresKernel::Bf16] {
         for shape in [(1, 64, 270), (4, 7, 77), (2, 20, 300), (1, 40, 100)] {
-            run_scorer_on(&c, kernel, TcEngine::Wgmma, shape);
+            run(kernel, shape);
         }
         // Ten tiles: five per CTA, the loop's odd exit.
-        run_scorer_on(&c, kernel, TcEngine::Wgmma, (1, 64, 600));
+        run(kernel, (1, 64, 600));
     }
 }
 
