@@ -251,6 +251,9 @@ fn decode_scorers_walk_every_tile_under_the_race_check() {
         ("QSA_SCORES_DECODE_WG_TMA", "2"),
         ("QSA_SCORES_DECODE_WG_TMA", "3"),
     );
+    // The register kernel, pinned: TF32's default is the TMA ring (4 slots, two consumer
+    // warpgroups) since session 9, checked by the unswitched row below.
+    let regs = ("QSA_SCORES_DECODE_WG_TMA", "off");
     for (target, sw, kernel, limit) in [
         ("sm_90", &switches(&[tile, mma]), "tf32_decode", 1.5e-3),
         (
@@ -261,13 +264,19 @@ fn decode_scorers_walk_every_tile_under_the_race_check() {
         ),
         ("sm_86", &switches(&[tile]), "tf32_decode", 1.5e-3),
         ("sm_90", &bf16, "bf16_decode", 1.5e-2),
-        ("sm_90", &switches(&[tile, wg]), "tf32_decode_wg", 1.5e-3),
         (
             "sm_90",
-            &switches(&[tile, wg, ("QSA_SCORES_DECODE_CTAS_PER_SM", "1")]),
+            &switches(&[tile, wg, regs]),
             "tf32_decode_wg",
             1.5e-3,
         ),
+        (
+            "sm_90",
+            &switches(&[tile, wg, regs, ("QSA_SCORES_DECODE_CTAS_PER_SM", "1")]),
+            "tf32_decode_wg",
+            1.5e-3,
+        ),
+        ("sm_90", &switches(&[tile, wg]), "tf32_decode_tma2", 1.5e-3),
         ("sm_90", &bf16_wg, "bf16_decode_wg", 1.5e-2),
         // The TMA-fed kernels (a producer warp, mbarrier ring): 2 slots over 5 tiles per CTA
         // (each slot reused), 3 slots and two consumer warpgroups, BF16. The race check's
