@@ -70,44 +70,8 @@ __device__ __forceinline__ void dtma_body(const float* __restrict__ q, const flo
 #pragma unroll 1
     for (int i = 0; i < stages && i < my_tiles; ++i) produce(i);
   }
-  const int mtq = (heads + 15) / 16;
-  const int qpc = DWG_MT / mtq;
-  const int qbase = blockIdx.y * qpc;
-  auto row_src = [&](int n, int& qq, int& hh) -> bool {
-    const int mi = n / 16, slot = mi / mtq;
-    qq = qbase + slot;
-    hh = (mi % mtq) * 16 + n % 16;
-    return slot < qpc && qq < nq && hh < heads;
-  };
-  // Q once, by the first warpgroup, exactly as dwg_body stages it.
-  if (tid < DWG_THREADS) {
-    constexpr int PER = DWG_N * (QSA_HEAD_DIM / 4) / DWG_THREADS;  // 16
-    float4 v[PER];
-#pragma unroll
-    for (int i = 0; i < PER; ++i) {
-      const int m = tid + DWG_THREADS * i, n = m / 32, c4 = m % 32;
-      int qq, hh;
-      v[i] = row_src(n, qq, hh)
-                 ? reinterpret_cast<const float4*>(q + ((size_t)qq * heads + hh) * QSA_HEAD_DIM)[c4]
-                 : make_float4(0.f, 0.f, 0.f, 0.f);
-    }
-    unsigned koff[4];
-#pragma unroll
-    for (int x = 0; x < 4; ++x) koff[x] = dwg_canon<ES>(0, dwg_logical_k<BF16>(4 * (tid % 32) + x));
-#pragma unroll
-    for (int i = 0; i < PER; ++i) {
-      unsigned char* row = Qs + dwg_canon<ES>(tid / 32 + 4 * i, 0);
-      const float e[4] = {v[i].x, v[i].y, v[i].z, v[i].w};
-#pragma unroll
-      for (int x = 0; x < 4; ++x) {
-        if constexpr (BF16) {
-          *reinterpret_cast<unsigned short*>(row + koff[x]) = (unsigned short)(qsa_pack_bf16x2(e[x], 0.f) & 0xffffu);
-        } else {
-          *reinterpret_cast<unsigned*>(row + koff[x]) = qsa_cvt_tf32(e[x]);
-        }
-      }
-    }
-  }
+  const DwgRows R = dwg_rows(nq, heads);
+  if (tid < DWG_THREADS) dwg_stage_q<BF16>(q, Qs, R, tid);  // Q once, by the first warpgroup
   qsa_fence_proxy_async();  // Q's st.shared seen by wgmma
   __syncthreads();          // Q staged, and the barriers' init seen by every thread
   if (producer) {
@@ -118,17 +82,9 @@ __device__ __forceinline__ void dtma_body(const float* __restrict__ q, const flo
     return;
   }
   float wc[8][2];
-#pragma unroll
-  for (int j = 0; j < 8; ++j)
-#pragma unroll
-    for (int c = 0; c < 2; ++c) {
-      int qq, hh;
-      wc[j][c] = row_src(8 * j + 2 * t + c, qq, hh) ? w[(size_t)qq * heads + hh] : 0.f;
-    }
+  dwg_weights(w, R, t, wc);
   const unsigned q_addr = qsa_smem_addr(Qs);
   const int row0 = 16 * warp + g;
-  constexpr unsigned SBO = 8u * 128u * ES, LBO = 128u;
-  constexpr int KS = BF16 ? 8 : 16;
   float acc[DWG_N / 2];
 #pragma unroll 1
   for (int i = wg; i < my_tiles; i += WGS) {
@@ -142,58 +98,7 @@ __device__ __forceinline__ void dtma_body(const float* __restrict__ q, const flo
 #pragma unroll
       for (int p = 0; p < 8; ++p) v[h][p] = src[(row0 + 8 * h) * (QSA_HEAD_DIM / 4) + 4 * p];
     qsa_mbar_arrive(&empty[slot]);  // release: the loads above are done with the slot
-    unsigned a[KS][4];
-#pragma unroll
-    for (int p = 0; p < 8; ++p) {
-      if constexpr (BF16) {
-        a[p][0] = qsa_pack_bf16x2(v[0][p].x, v[0][p].y);
-        a[p][1] = qsa_pack_bf16x2(v[1][p].x, v[1][p].y);
-        a[p][2] = qsa_pack_bf16x2(v[0][p].z, v[0][p].w);
-        a[p][3] = qsa_pack_bf16x2(v[1][p].z, v[1][p].w);
-      } else {
-        a[2 * p][0] = qsa_cvt_tf32(v[0][p].x);
-        a[2 * p][1] = qsa_cvt_tf32(v[1][p].x);
-        a[2 * p][2] = qsa_cvt_tf32(v[0][p].y);
-        a[2 * p][3] = qsa_cvt_tf32(v[1][p].y);
-        a[2 * p + 1][0] = qsa_cvt_tf32(v[0][p].z);
-        a[2 * p + 1][1] = qsa_cvt_tf32(v[1][p].z);
-        a[2 * p + 1][2] = qsa_cvt_tf32(v[0][p].w);
-        a[2 * p + 1][3] = qsa_cvt_tf32(v[1][p].w);
-      }
-    }
-    qsa_wgmma_fence_regs(acc);
-    qsa_wgmma_fence_aregs(a);
-    qsa_wgmma_fence();
-#pragma unroll
-    for (int ks = 0; ks < KS; ++ks) {
-      const unsigned long long db = qsa_wgmma_desc(q_addr + 256u * ks, LBO, SBO);
-      if constexpr (BF16) qsa_wgmma_m64n64k16_bf16_rs(acc, a[ks], db, ks > 0);
-      else qsa_wgmma_m64n64k8_tf32_rs(acc, a[ks], db, ks > 0);
-    }
-    qsa_wgmma_commit();
-    qsa_wgmma_wait<0>();
-    qsa_wgmma_fence_regs(acc);
-    qsa_wgmma_fence_aregs(a);
-    // Epilogue: dwg_body's, per row the query's columns summed, the quad's parts added.
-    const int b0 = ((int)blockIdx.x + i * (int)gridDim.x) * DWG_M + row0;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int b = b0 + 8 * h;
-      float sum = 0.f;
-#pragma unroll
-      for (int mi = 0; mi < DWG_MT; ++mi) {
-        if (mi % mtq == 0) sum = 0.f;
-#pragma unroll
-        for (int j = 2 * mi; j < 2 * mi + 2; ++j)
-#pragma unroll
-          for (int c = 0; c < 2; ++c) sum = fmaf(wc[j][c], qsa_relu(acc[4 * j + 2 * h + c]), sum);
-        if (mi % mtq == mtq - 1) {
-          float tot = sum + qsa_shfl_xor(sum, 1);
-          tot += qsa_shfl_xor(tot, 2);
-          const int qq = qbase + mi / mtq;
-          if (t == 0 && qq < nq && b < blocks) s[(size_t)qq * blocks + b] = tot;
-        }
-      }
-    }
+    dwg_mma<BF16>(v, q_addr, acc);
+    dwg_epilogue(acc, wc, R, ((int)blockIdx.x + i * (int)gridDim.x) * DWG_M + row0, blocks, t, s);
   }
 }

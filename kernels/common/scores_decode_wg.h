@@ -133,71 +133,150 @@ QSA_DEVICE void dwg_ring_prologue(const float* __restrict__ kb, int blocks, int 
   }
 }
 
+// CTA rows ("Rows" above): row n is (query, head) of this CTA's query group, or invalid
+// (zeros, weight 0).
+struct DwgRows {
+  int mtq, qpc, qbase, nq, heads;
+  __device__ __forceinline__ bool src(int n, int& qq, int& hh) const {
+    const int mi = n / 16, slot = mi / mtq;
+    qq = qbase + slot;
+    hh = (mi % mtq) * 16 + n % 16;
+    return slot < qpc && qq < nq && hh < heads;
+  }
+};
+QSA_DEVICE DwgRows dwg_rows(int nq, int heads) {
+  const int mtq = (heads + 15) / 16, qpc = DWG_MT / mtq;
+  return DwgRows{mtq, qpc, (int)blockIdx.y * qpc, nq, heads};
+}
+
+// Q once into Qs, by the first warpgroup's thread tid: float4 m = tid + 128 i of the 64 x 32
+// float4 (all 16 loads in flight), rounded, its 4 values scattered to their logical k.
+template <bool BF16>
+QSA_DEVICE void dwg_stage_q(const float* __restrict__ q, unsigned char* Qs, const DwgRows& R, int tid) {
+  constexpr int ES = BF16 ? 2 : 4;
+  constexpr int PER = DWG_N * (QSA_HEAD_DIM / 4) / DWG_THREADS;  // 16
+  float4 v[PER];
+#pragma unroll
+  for (int i = 0; i < PER; ++i) {
+    const int m = tid + DWG_THREADS * i, n = m / 32, c4 = m % 32;
+    int qq, hh;
+    v[i] = R.src(n, qq, hh) ? reinterpret_cast<const float4*>(q + ((size_t)qq * R.heads + hh) * QSA_HEAD_DIM)[c4]
+                            : make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+  // Float4 m = tid + 128 i is row n = tid / 32 + 4 i, physical k 4 (tid % 32) .. + 3: the
+  // k part of each destination is the same for all i (computed once).
+  unsigned koff[4];
+#pragma unroll
+  for (int x = 0; x < 4; ++x) koff[x] = dwg_canon<ES>(0, dwg_logical_k<BF16>(4 * (tid % 32) + x));
+#pragma unroll
+  for (int i = 0; i < PER; ++i) {
+    unsigned char* row = Qs + dwg_canon<ES>(tid / 32 + 4 * i, 0);
+    const float e[4] = {v[i].x, v[i].y, v[i].z, v[i].w};
+#pragma unroll
+    for (int x = 0; x < 4; ++x) {
+      if constexpr (BF16) {
+        *reinterpret_cast<unsigned short*>(row + koff[x]) = (unsigned short)(qsa_pack_bf16x2(e[x], 0.f) & 0xffffu);
+      } else {
+        *reinterpret_cast<unsigned*>(row + koff[x]) = qsa_cvt_tf32(e[x]);
+      }
+    }
+  }
+}
+
+// The weights of this lane's D columns 8j + 2t + c, fixed per CTA.
+QSA_DEVICE void dwg_weights(const float* __restrict__ w, const DwgRows& R, int t, float (&wc)[8][2]) {
+#pragma unroll
+  for (int j = 0; j < 8; ++j)
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+      int qq, hh;
+      wc[j][c] = R.src(8 * j + 2 * t + c, qq, hh) ? w[(size_t)qq * R.heads + hh] : 0.f;
+    }
+}
+
+// acc = this thread's rows of the tile (v: rows row0, row0 + 8; float4 p is physical k
+// 16 p + 4 t .. + 3) x Q^T: every A register is converted before the first MMA and pinned
+// until after the wait (wgmma reads registers asynchronously; the compiler, which cannot know
+// that, must not reuse them earlier).
+template <bool BF16>
+QSA_DEVICE void dwg_mma(const float4 (&v)[2][8], unsigned q_addr, float (&acc)[DWG_N / 2]) {
+  constexpr unsigned SBO = 8u * 128u * (BF16 ? 2 : 4), LBO = 128u;
+  constexpr int KS = BF16 ? 8 : 16;  // k steps: one float4 per row feeds 1 (bf16) or 2
+  unsigned a[KS][4];
+#pragma unroll
+  for (int p = 0; p < 8; ++p) {
+    if constexpr (BF16) {
+      a[p][0] = qsa_pack_bf16x2(v[0][p].x, v[0][p].y);
+      a[p][1] = qsa_pack_bf16x2(v[1][p].x, v[1][p].y);
+      a[p][2] = qsa_pack_bf16x2(v[0][p].z, v[0][p].w);
+      a[p][3] = qsa_pack_bf16x2(v[1][p].z, v[1][p].w);
+    } else {
+      a[2 * p][0] = qsa_cvt_tf32(v[0][p].x);
+      a[2 * p][1] = qsa_cvt_tf32(v[1][p].x);
+      a[2 * p][2] = qsa_cvt_tf32(v[0][p].y);
+      a[2 * p][3] = qsa_cvt_tf32(v[1][p].y);
+      a[2 * p + 1][0] = qsa_cvt_tf32(v[0][p].z);
+      a[2 * p + 1][1] = qsa_cvt_tf32(v[1][p].z);
+      a[2 * p + 1][2] = qsa_cvt_tf32(v[0][p].w);
+      a[2 * p + 1][3] = qsa_cvt_tf32(v[1][p].w);
+    }
+  }
+  qsa_wgmma_fence_regs(acc);
+  qsa_wgmma_fence_aregs(a);
+  qsa_wgmma_fence();  // the conversions above wrote the A registers wgmma reads
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks) {
+    const unsigned long long db = qsa_wgmma_desc(q_addr + 256u * ks, LBO, SBO);
+    if constexpr (BF16) qsa_wgmma_m64n64k16_bf16_rs(acc, a[ks], db, ks > 0);
+    else qsa_wgmma_m64n64k8_tf32_rs(acc, a[ks], db, ks > 0);
+  }
+  qsa_wgmma_commit();
+  qsa_wgmma_wait<0>();
+  qsa_wgmma_fence_regs(acc);  // no use of acc above the wait
+  qsa_wgmma_fence_aregs(a);   // A live (its registers untouched) until the MMAs are done
+}
+
+// A tile's scores from acc (b0: the block of this thread's row row0): per row, the query's
+// columns summed, the quad's parts added; lane t = 0 stores.
+QSA_DEVICE void dwg_epilogue(const float (&acc)[DWG_N / 2], const float (&wc)[8][2], const DwgRows& R, int b0,
+                             int blocks, int t, float* __restrict__ s) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int b = b0 + 8 * h;
+    float sum = 0.f;
+#pragma unroll
+    for (int mi = 0; mi < DWG_MT; ++mi) {
+      if (mi % R.mtq == 0) sum = 0.f;
+#pragma unroll
+      for (int j = 2 * mi; j < 2 * mi + 2; ++j)
+#pragma unroll
+        for (int c = 0; c < 2; ++c) sum = fmaf(wc[j][c], qsa_relu(acc[4 * j + 2 * h + c]), sum);
+      if (mi % R.mtq == R.mtq - 1) {  // the query's last m-tile: add the quad's 4 parts
+        float tot = sum + qsa_shfl_xor(sum, 1);
+        tot += qsa_shfl_xor(tot, 2);
+        const int qq = R.qbase + mi / R.mtq;
+        if (t == 0 && qq < R.nq && b < blocks) s[(size_t)qq * blocks + b] = tot;
+      }
+    }
+  }
+}
+
 // RING: false = two tiles of A in registers (block_scores_*_decode_wg); true = `stages` tiles
 // in a per-thread cp.async ring in shared memory (block_scores_*_decode_wgc; "Ring" above).
 template <bool BF16, bool RING = false, int WGS = 1>
 __device__ __forceinline__ void dwg_body(const float* __restrict__ q, const float* __restrict__ kb,
                                          const float* __restrict__ w, float* __restrict__ s,
                                          int nq, int heads, int blocks, int stages = 0) {
-  constexpr int ES = BF16 ? 2 : 4;
   QSA_DYNAMIC_SHARED(smem_raw);
-  unsigned char* Qs = smem_raw;  // [64 rows][128] canonical, ES bytes each
+  unsigned char* Qs = smem_raw;  // [64 rows][128] canonical, 4 (TF32) or 2 (BF16) bytes each
   static_assert(WGS == 1 || RING, "several warpgroups per CTA stream through rings");
   const int tid = threadIdx.x, warp = (WGS == 1 ? tid : tid % DWG_THREADS) / 32, lane = tid % 32;
   const int g = lane >> 2, t = lane & 3;
   if constexpr (RING) dwg_ring_prologue<BF16, WGS>(kb, blocks, stages);
-  const int mtq = (heads + 15) / 16;
-  const int qpc = DWG_MT / mtq;
-  const int qbase = blockIdx.y * qpc;
-  // Where CTA row n comes from: (query, head), or invalid (zeros, weight 0).
-  auto row_src = [&](int n, int& qq, int& hh) -> bool {
-    const int mi = n / 16, slot = mi / mtq;
-    qq = qbase + slot;
-    hh = (mi % mtq) * 16 + n % 16;
-    return slot < qpc && qq < nq && hh < heads;
-  };
-
-  // Q once: thread tid takes float4 m = tid + 128 i of the 64 x 32 float4 (all 16 loads in
-  // flight), rounds and scatters its 4 values to their logical k (the first warpgroup).
-  if (WGS == 1 || tid < DWG_THREADS) {
-    constexpr int PER = DWG_N * (QSA_HEAD_DIM / 4) / DWG_THREADS;  // 16
-    float4 v[PER];
-#pragma unroll
-    for (int i = 0; i < PER; ++i) {
-      const int m = tid + DWG_THREADS * i, n = m / 32, c4 = m % 32;
-      int qq, hh;
-      v[i] = row_src(n, qq, hh)
-                 ? reinterpret_cast<const float4*>(q + ((size_t)qq * heads + hh) * QSA_HEAD_DIM)[c4]
-                 : make_float4(0.f, 0.f, 0.f, 0.f);
-    }
-    // Float4 m = tid + 128 i is row n = tid / 32 + 4 i, physical k 4 (tid % 32) .. + 3: the
-    // k part of each destination is the same for all i (computed once).
-    unsigned koff[4];
-#pragma unroll
-    for (int x = 0; x < 4; ++x) koff[x] = dwg_canon<ES>(0, dwg_logical_k<BF16>(4 * (tid % 32) + x));
-#pragma unroll
-    for (int i = 0; i < PER; ++i) {
-      unsigned char* row = Qs + dwg_canon<ES>(tid / 32 + 4 * i, 0);
-      const float e[4] = {v[i].x, v[i].y, v[i].z, v[i].w};
-#pragma unroll
-      for (int x = 0; x < 4; ++x) {
-        if constexpr (BF16) {
-          *reinterpret_cast<unsigned short*>(row + koff[x]) = (unsigned short)(qsa_pack_bf16x2(e[x], 0.f) & 0xffffu);
-        } else {
-          *reinterpret_cast<unsigned*>(row + koff[x]) = qsa_cvt_tf32(e[x]);
-        }
-      }
-    }
-  }
-  // The weights of this lane's D columns 8j + 2t + c, fixed per CTA.
+  const DwgRows R = dwg_rows(nq, heads);
+  if (WGS == 1 || tid < DWG_THREADS) dwg_stage_q<BF16>(q, Qs, R, tid);
   float wc[8][2];
-#pragma unroll
-  for (int j = 0; j < 8; ++j)
-#pragma unroll
-    for (int c = 0; c < 2; ++c) {
-      int qq, hh;
-      wc[j][c] = row_src(8 * j + 2 * t + c, qq, hh) ? w[(size_t)qq * heads + hh] : 0.f;
-    }
+  dwg_weights(w, R, t, wc);
   qsa_fence_proxy_async();  // Q's st.shared seen by the async proxy (wgmma)
   __syncthreads();
   const unsigned q_addr = qsa_smem_addr(Qs);
@@ -218,69 +297,9 @@ __device__ __forceinline__ void dwg_body(const float* __restrict__ q, const floa
       for (int p = 0; p < 8; ++p) v[h][p] = b < blocks ? src[4 * p] : make_float4(0.f, 0.f, 0.f, 0.f);
     }
   };
-  constexpr unsigned SBO = 8u * 128u * ES, LBO = 128u;
   float acc[DWG_N / 2];
-  // acc = this thread's rows of the tile (v) x Q^T: every A register is converted before the
-  // first MMA and pinned until after the wait (wgmma reads registers asynchronously; the
-  // compiler, which cannot know that, must not reuse them earlier).
-  auto mma = [&](const float4 (&v)[2][8]) {
-    constexpr int KS = BF16 ? 8 : 16;  // k steps: one float4 per row feeds 1 (bf16) or 2
-    unsigned a[KS][4];
-#pragma unroll
-    for (int p = 0; p < 8; ++p) {
-      if constexpr (BF16) {
-        a[p][0] = qsa_pack_bf16x2(v[0][p].x, v[0][p].y);
-        a[p][1] = qsa_pack_bf16x2(v[1][p].x, v[1][p].y);
-        a[p][2] = qsa_pack_bf16x2(v[0][p].z, v[0][p].w);
-        a[p][3] = qsa_pack_bf16x2(v[1][p].z, v[1][p].w);
-      } else {
-        a[2 * p][0] = qsa_cvt_tf32(v[0][p].x);
-        a[2 * p][1] = qsa_cvt_tf32(v[1][p].x);
-        a[2 * p][2] = qsa_cvt_tf32(v[0][p].y);
-        a[2 * p][3] = qsa_cvt_tf32(v[1][p].y);
-        a[2 * p + 1][0] = qsa_cvt_tf32(v[0][p].z);
-        a[2 * p + 1][1] = qsa_cvt_tf32(v[1][p].z);
-        a[2 * p + 1][2] = qsa_cvt_tf32(v[0][p].w);
-        a[2 * p + 1][3] = qsa_cvt_tf32(v[1][p].w);
-      }
-    }
-    qsa_wgmma_fence_regs(acc);
-    qsa_wgmma_fence_aregs(a);
-    qsa_wgmma_fence();  // the conversions above wrote the A registers wgmma reads
-#pragma unroll
-    for (int ks = 0; ks < KS; ++ks) {
-      const unsigned long long db = qsa_wgmma_desc(q_addr + 256u * ks, LBO, SBO);
-      if constexpr (BF16) qsa_wgmma_m64n64k16_bf16_rs(acc, a[ks], db, ks > 0);
-      else qsa_wgmma_m64n64k8_tf32_rs(acc, a[ks], db, ks > 0);
-    }
-    qsa_wgmma_commit();
-    qsa_wgmma_wait<0>();
-    qsa_wgmma_fence_regs(acc);    // no use of acc above the wait
-    qsa_wgmma_fence_aregs(a);  // A live (its registers untouched) until the MMAs are done
-  };
-  // Tile i's scores from acc: per row, the query's columns summed, the quad's parts added.
-  auto epilogue = [&](int i) {
-    const int b0 = (sidx + i * scount) * DWG_M + row0;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int b = b0 + 8 * h;
-      float sum = 0.f;
-#pragma unroll
-      for (int mi = 0; mi < DWG_MT; ++mi) {
-        if (mi % mtq == 0) sum = 0.f;
-#pragma unroll
-        for (int j = 2 * mi; j < 2 * mi + 2; ++j)
-#pragma unroll
-          for (int c = 0; c < 2; ++c) sum = fmaf(wc[j][c], qsa_relu(acc[4 * j + 2 * h + c]), sum);
-        if (mi % mtq == mtq - 1) {  // the query's last m-tile: add the quad's 4 parts
-          float tot = sum + qsa_shfl_xor(sum, 1);
-          tot += qsa_shfl_xor(tot, 2);
-          const int qq = qbase + mi / mtq;
-          if (t == 0 && qq < nq && b < blocks) s[(size_t)qq * blocks + b] = tot;
-        }
-      }
-    }
-  };
+  auto mma = [&](const float4 (&v)[2][8]) { dwg_mma<BF16>(v, q_addr, acc); };
+  auto epilogue = [&](int i) { dwg_epilogue(acc, wc, R, (sidx + i * scount) * DWG_M + row0, blocks, t, s); };
 
   if constexpr (RING) {
 #pragma unroll 1
