@@ -169,7 +169,8 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
     if (threadIdx.x == 0) dec_next = s_beg + nwarp * stages;
     for (int s = 0; s < stages; ++s) {
       const int u = s_beg + s * nwarp + warp;
-      if (u < s_end && copy_kv) dec_issue(ring + s * 2 * DEC_TILE, k, v, lane_off, row, dec_unit_key(L, u), it.q_pos, l2_256);
+      if (u < s_end && copy_kv)
+        dec_issue(ring + s * 2 * DEC_TILE, k, v, lane_off, row, dec_unit_key(L, u), it.q_pos, l2_256);
       else qsa_cp_async_commit();
       dec_ring_set(dq, s, min(u, s_end));
     }
@@ -380,12 +381,12 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
 // Instantiated by kernels/selection_attention.cu, so the kernels belong to its code object.
 // NAME: the kernel's symbol; PAIR: dec_fwd's (two units per softmax step, bf16); DYN: dec_fwd's
 // (units claimed from a CTA counter; a template, so the static-order kernels keep their code).
-#define QSA_ATTN_DECODE_INSTANCE(NAME, E, PAIR, DYN)                                                         \
+#define QSA_ATTN_DECODE_INSTANCE(NAME, E, PAIR, DYN)                                                    \
   QSA_KERNEL void __launch_bounds__(256)                                                                \
       NAME(const dec_u16* q, const dec_u16* k, const dec_u16* v, const int* ids, float* o, float* lse,  \
            float* o_part, float* lse_part, unsigned* done, int batch, int q_len, int kv_len, int hq,     \
            int hkv, int t, float scale, int stages, int opts, int merge) {                              \
-    dec_fwd<E, PAIR, DYN>(q, k, v, ids, o, lse, o_part, lse_part, done, batch, q_len, kv_len, hq, hkv, t,    \
+    dec_fwd<E, PAIR, DYN>(q, k, v, ids, o, lse, o_part, lse_part, done, batch, q_len, kv_len, hq, hkv, t, \
                      scale, stages, opts, merge, blockIdx.x, blockIdx.y, gridDim.y);                    \
   }
 
@@ -398,7 +399,7 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
 #define DEC_CLUSTER_ATTR
 #define DEC_CLUSTER_RANK() (blockIdx.x % DEC_CLUSTER)
 #endif
-#define QSA_ATTN_DECODE_CLUSTER_INSTANCE(NAME, E, PAIR, DYN)                                                 \
+#define QSA_ATTN_DECODE_CLUSTER_INSTANCE(NAME, E, PAIR, DYN)                                            \
   QSA_KERNEL DEC_CLUSTER_ATTR void __launch_bounds__(256)                                               \
       NAME(const dec_u16* q, const dec_u16* k, const dec_u16* v, const int* ids, float* o, float* lse,  \
            int batch, int q_len, int kv_len, int hq, int hkv, int t, float scale, int stages,           \
