@@ -465,14 +465,20 @@ fn switches_sweep_and_bad_values_are_named() {
         (
             "order=dynamic with pairs",
             h200,
-            &[("QSA_ATTN_DEC_ORDER", "dynamic"), ("QSA_ATTN_DEC_PAIR", "1")],
+            &[
+                ("QSA_ATTN_DEC_ORDER", "dynamic"),
+                ("QSA_ATTN_DEC_PAIR", "1"),
+            ],
             Q16,
             Refused("it has no QSA_ATTN_DEC_PAIR=1 kernel"),
         ),
         (
             "order=dynamic with look-ahead",
             h200,
-            &[("QSA_ATTN_DEC_ORDER", "dynamic"), ("QSA_ATTN_DEC_AHEAD", "2")],
+            &[
+                ("QSA_ATTN_DEC_ORDER", "dynamic"),
+                ("QSA_ATTN_DEC_AHEAD", "2"),
+            ],
             Q16,
             Refused("it has no L2 look-ahead"),
         ),
