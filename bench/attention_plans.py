@@ -123,6 +123,22 @@ DEC_ONE_CTA = [{"QSA_ATTN_DEC_SPLITS": 1, "QSA_ATTN_DEC_STAGES": 3}] + \
                for p in ("no_math", "list", "loop")] + \
               [{"QSA_ATTN_DEC_SPLITS": 2, "QSA_ATTN_DEC_MERGE": "kernel", "QSA_ATTN_DEC_STAGES": 3}]
 DEC_HND += DEC_ONE_CTA
+# Session 10 (issue 13, the tail): units claimed from a CTA counter as a warp's ring stage frees
+# (QSA_ATTN_DEC_ORDER=dynamic, the `_dyn_` kernels), with its chain probes (list: the head,
+# loop: all but the merges, no_math: its copy floor), on a 3- and a 4 x 4 ring, and for one query
+# one CTA per item (8 units a warp to balance, no cluster merge). `--decode-sweep dyn`: these next
+# to auto and the static kernel's chain probes; DEC_HND_DYN on the head-major twin.
+DEC_CHAIN = [{"QSA_ATTN_DEC_PROBE": p} for p in ("launch", "list", "loop", "no_math")]
+DEC_DYN = [{"QSA_ATTN_DEC_ORDER": "dynamic"}] + \
+          [{"QSA_ATTN_DEC_ORDER": "dynamic", "QSA_ATTN_DEC_PROBE": p} for p in ("list", "loop", "no_math")] + \
+          [{"QSA_ATTN_DEC_ORDER": "dynamic", "QSA_ATTN_DEC_STAGES": 3},
+           {"QSA_ATTN_DEC_ORDER": "dynamic", "QSA_ATTN_DEC_WARPS": 4, "QSA_ATTN_DEC_STAGES": 4},
+           {"QSA_ATTN_DEC_ORDER": "dynamic", "QSA_ATTN_DEC_SPLITS": 1, "QSA_ATTN_DEC_STAGES": 3},
+           {"QSA_ATTN_DEC_ORDER": "dynamic", "QSA_ATTN_DEC_SPLITS": 1, "QSA_ATTN_DEC_STAGES": 3,
+            "QSA_ATTN_DEC_PROBE": "loop"},
+           {"QSA_ATTN_DEC_SPLITS": 1, "QSA_ATTN_DEC_STAGES": 3}]
+DEC_HND_DYN = [{}, {"QSA_ATTN_DEC_PROBE": "loop"}, {"QSA_ATTN_DEC_ORDER": "dynamic"},
+               {"QSA_ATTN_DEC_ORDER": "dynamic", "QSA_ATTN_DEC_PROBE": "loop"}]
 # --decode-sweep new: only the probes and DEC_NEW (the earlier sweeps were measured in session 7);
 # hnd: the NHD auto / gather / probe rows (the fla-layout figure stays next to the new one) and
 # DEC_HND, without the items-per-SM rows.
@@ -321,13 +337,15 @@ def dec_sweep(qsa, shape, base):
     tries = []
     if DEC_SWEEP == "hnd":
         tries += DEC_PROBES + DEC_ONE_CTA
+    if DEC_SWEEP == "dyn":
+        tries += DEC_CHAIN + DEC_DYN
     if DEC_SWEEP == "all":
         tries += [{"QSA_ATTN_DEC_WARPS": w, "QSA_ATTN_DEC_STAGES": st} for w, st in DEC_WARPS_STAGES]
         tries += [{"QSA_ATTN_DEC_SPLITS": n, "QSA_ATTN_DEC_MERGE": m} for n in DEC_SPLITS for m in DEC_MERGES]
         tries += DEC_CLUSTER
         tries += DEC_PAIR
         tries += DEC_WARPS_SPLITS
-    if DEC_SWEEP != "hnd":
+    if DEC_SWEEP in ("all", "new"):
         tries += DEC_NEW
         tries += DEC_PROBES
     for sw in tries:
@@ -362,11 +380,17 @@ CHECK_DECODE = [("decode", {"QSA_ATTN_KERNEL": "decode"}),
                                                  "QSA_ATTN_DEC_SPLITS": 3}),
                 ("decode order=interleave ahead=3 warps=3", {"QSA_ATTN_KERNEL": "decode",
                                                              "QSA_ATTN_DEC_ORDER": "interleave",
-                                                             "QSA_ATTN_DEC_AHEAD": 3, "QSA_ATTN_DEC_WARPS": 3})]
+                                                             "QSA_ATTN_DEC_AHEAD": 3, "QSA_ATTN_DEC_WARPS": 3}),
+                ("decode order=dynamic warps=3 split=2", {"QSA_ATTN_KERNEL": "decode",
+                                                          "QSA_ATTN_DEC_ORDER": "dynamic", "QSA_ATTN_DEC_WARPS": 3,
+                                                          "QSA_ATTN_DEC_SPLITS": 2}),
+                ("decode order=dynamic merge=cluster", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_ORDER": "dynamic",
+                                                        "QSA_ATTN_DEC_MERGE": "cluster"})]
 # The same forms on the head-major twin (kv_layout=hnd: K / V permuted to [B, H, Tk, D]).
 CHECK_DECODE_HND = [(f"{name} hnd", sw) for name, sw in CHECK_DECODE
                     if name in ("decode", "decode split=3 merge=kernel", "decode merge=cluster", "decode merge=push",
-                                "decode prefetch=256 split=3", "decode order=interleave ahead=3 warps=3")]
+                                "decode prefetch=256 split=3", "decode order=interleave ahead=3 warps=3",
+                                "decode order=dynamic warps=3 split=2")]
 DECODE = [("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 128, 8),
           ("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 64, 8),
           ("decode 1 q x 8 kv heads, 262K", 1, 1, 262144, 128, 8),
@@ -395,7 +419,7 @@ def hnd_sweep(qsa, shape):
     """(label, plan) of DEC_HND on the head-major twin of `shape` (decode plans only)."""
     hshape = dict(shape, kv_layout="hnd")
     seen = []
-    for sw in DEC_HND:
+    for sw in DEC_HND_DYN if DEC_SWEEP == "dyn" else DEC_HND:
         try:
             p = qsa.plan(hshape, sw=sw)
         except qsa_plan.PlanError:
@@ -439,7 +463,7 @@ def planned(qsa, check=True, bench=True, decode_only=False, fwd_sweep="all"):
                 continue
             for label, p in sweep(qsa, shape, staged):
                 yield f"{case} g{hq // hkv} staged {label}", p
-        for case, B, Tq, Tk, hq, hkv in ([] if DEC_SWEEP == "hnd" else DECODE_ITEMS):
+        for case, B, Tq, Tk, hq, hkv in ([] if DEC_SWEEP in ("hnd", "dyn") else DECODE_ITEMS):
             shape = bench_shape(B, Tq, Tk, hq, hkv)
             yield f"{case} decode", qsa.plan(shape, sw=DECODE_FORCED)
             yield f"{case} staged", qsa.plan(shape, sw=STAGED)

@@ -225,7 +225,7 @@ def run_bench(qsa, out, fla, decode=True, decode_only=False, fwd_sweep="all"):
         del P, idx, mask, staged, gather
     # Work items per SM: the decode kernel (forced) against the staged kernel (forced), both
     # outputs compared (|o_decode - o_staged|: the two kernels share no code).
-    for case, B, Tq, Tk, hq, hkv in (DECODE_ITEMS if decode and attention_plans.DEC_SWEEP != "hnd" else []):
+    for case, B, Tq, Tk, hq, hkv in (DECODE_ITEMS if decode and attention_plans.DEC_SWEEP not in ("hnd", "dyn") else []):
         G = hq // hkv
         P = make_problem(B, Tq, Tk, hq, hkv, 16, "bf16", seed=11, ids_kind="distinct")
         key = (B, Tk, hkv)

@@ -328,9 +328,16 @@ QSA_ATTN_WARP_INSTANCE(warp_h, f16, F16, 32)
 // qsa:dynamic_shared 34816 for qsa_attn_dec_fwd_f16
 // qsa:dynamic_shared 34816 for qsa_attn_dec_fwd_pair_bf16
 #include "common/attention_decode.h"
-QSA_ATTN_DECODE_INSTANCE(qsa_attn_dec_fwd_bf16, DecBf16, false)
-QSA_ATTN_DECODE_INSTANCE(qsa_attn_dec_fwd_f16, DecF16, false)
-QSA_ATTN_DECODE_INSTANCE(qsa_attn_dec_fwd_pair_bf16, DecBf16, true)
+QSA_ATTN_DECODE_INSTANCE(qsa_attn_dec_fwd_bf16, DecBf16, false, false)
+QSA_ATTN_DECODE_INSTANCE(qsa_attn_dec_fwd_f16, DecF16, false, false)
+QSA_ATTN_DECODE_INSTANCE(qsa_attn_dec_fwd_pair_bf16, DecBf16, true, false)
+// The dynamic unit order (QSA_ATTN_DEC_ORDER=dynamic): one unit per step only, same shape.
+// qsa:block 128 for qsa_attn_dec_dyn_fwd_bf16
+// qsa:block 128 for qsa_attn_dec_dyn_fwd_f16
+// qsa:dynamic_shared 34816 for qsa_attn_dec_dyn_fwd_bf16
+// qsa:dynamic_shared 34816 for qsa_attn_dec_dyn_fwd_f16
+QSA_ATTN_DECODE_INSTANCE(qsa_attn_dec_dyn_fwd_bf16, DecBf16, false, true)
+QSA_ATTN_DECODE_INSTANCE(qsa_attn_dec_dyn_fwd_f16, DecF16, false, true)
 // The cluster-merge decode kernels (sm_90; a NaN-writing stand-in elsewhere), same shape.
 // qsa:block 128 for qsa_attn_dec_cl_fwd_bf16
 // qsa:block 128 for qsa_attn_dec_cl_fwd_f16
@@ -338,6 +345,12 @@ QSA_ATTN_DECODE_INSTANCE(qsa_attn_dec_fwd_pair_bf16, DecBf16, true)
 // qsa:dynamic_shared 34816 for qsa_attn_dec_cl_fwd_bf16
 // qsa:dynamic_shared 34816 for qsa_attn_dec_cl_fwd_f16
 // qsa:dynamic_shared 34816 for qsa_attn_dec_cl_fwd_pair_bf16
-QSA_ATTN_DECODE_CLUSTER_INSTANCE(qsa_attn_dec_cl_fwd_bf16, DecBf16, false)
-QSA_ATTN_DECODE_CLUSTER_INSTANCE(qsa_attn_dec_cl_fwd_f16, DecF16, false)
-QSA_ATTN_DECODE_CLUSTER_INSTANCE(qsa_attn_dec_cl_fwd_pair_bf16, DecBf16, true)
+QSA_ATTN_DECODE_CLUSTER_INSTANCE(qsa_attn_dec_cl_fwd_bf16, DecBf16, false, false)
+QSA_ATTN_DECODE_CLUSTER_INSTANCE(qsa_attn_dec_cl_fwd_f16, DecF16, false, false)
+QSA_ATTN_DECODE_CLUSTER_INSTANCE(qsa_attn_dec_cl_fwd_pair_bf16, DecBf16, true, false)
+// qsa:block 128 for qsa_attn_dec_dyn_cl_fwd_bf16
+// qsa:block 128 for qsa_attn_dec_dyn_cl_fwd_f16
+// qsa:dynamic_shared 34816 for qsa_attn_dec_dyn_cl_fwd_bf16
+// qsa:dynamic_shared 34816 for qsa_attn_dec_dyn_cl_fwd_f16
+QSA_ATTN_DECODE_CLUSTER_INSTANCE(qsa_attn_dec_dyn_cl_fwd_bf16, DecBf16, false, true)
+QSA_ATTN_DECODE_CLUSTER_INSTANCE(qsa_attn_dec_dyn_cl_fwd_f16, DecF16, false, true)

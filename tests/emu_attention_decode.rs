@@ -23,7 +23,7 @@ const MMA_LIMIT: f64 = 5e-5;
 type Pairs = &'static [(&'static str, &'static str)];
 
 /// (label, switches, the dispatch name the plan must report).
-const PLANS: [(&str, Pairs, &str); 11] = [
+const PLANS: [(&str, Pairs, &str); 13] = [
     ("auto", &[], "decode"),
     (
         "split 3, combine launch",
@@ -110,6 +110,27 @@ const PLANS: [(&str, Pairs, &str); 11] = [
         ],
         "decode_split",
     ),
+    // Units claimed from a CTA counter (the `_dyn_` kernels): 3 warps x 2 stages, 2 splits (the
+    // prologue's fixed units, then claims; the race check's schedules change which warp takes
+    // which unit), and the sm_90 cluster merge (one stage, a warp's claims cross no split).
+    (
+        "dynamic units, 3 warps x 2 stages, split 2",
+        &[
+            ("QSA_ATTN_DEC_ORDER", "dynamic"),
+            ("QSA_ATTN_DEC_WARPS", "3"),
+            ("QSA_ATTN_DEC_SPLITS", "2"),
+            ("QSA_ATTN_DEC_STAGES", "2"),
+        ],
+        "decode_split",
+    ),
+    (
+        "dynamic units, cluster merge",
+        &[
+            ("QSA_ATTN_DEC_ORDER", "dynamic"),
+            ("QSA_ATTN_DEC_MERGE", "cluster"),
+        ],
+        "decode_cluster",
+    ),
 ];
 
 #[test]
@@ -182,6 +203,7 @@ fn decode_forward_rescales_on_a_sharp_softmax() {
                     "auto"
                         | "one warp, one stage, no split"
                         | "pairs of units, one warp, three stages"
+                        | "dynamic units, 3 warps x 2 stages, split 2"
                 )
             }) {
                 let what = format!("{target} {case}/random_ids scale 8 {label}");

@@ -20,8 +20,9 @@ const MMA_LIMIT: f64 = 5e-5;
 type Pairs = &'static [(&'static str, &'static str)];
 
 /// (label, switches, targets): one CTA per item, split merges (ticket, second launch, the
-/// sm_90 cluster and push merges), interleaved units with L2 look-ahead, pairs of units.
-const PLANS: [(&str, Pairs, &[&str]); 6] = [
+/// sm_90 cluster and push merges), interleaved units with L2 look-ahead, pairs of units, units
+/// claimed from a CTA counter (the same schedule claims the same way on both layouts).
+const PLANS: [(&str, Pairs, &[&str]); 7] = [
     ("auto", &[], &["sm_90", "sm_86"]),
     (
         "split 3, combine launch",
@@ -61,6 +62,15 @@ const PLANS: [(&str, Pairs, &[&str]); 6] = [
             ("QSA_ATTN_DEC_PAIR", "1"),
             ("QSA_ATTN_DEC_SPLITS", "3"),
             ("QSA_ATTN_DEC_WARPS", "4"),
+        ],
+        &["sm_90"],
+    ),
+    (
+        "dynamic units, 3 warps x 2 stages",
+        &[
+            ("QSA_ATTN_DEC_ORDER", "dynamic"),
+            ("QSA_ATTN_DEC_WARPS", "3"),
+            ("QSA_ATTN_DEC_STAGES", "2"),
         ],
         &["sm_90"],
     ),

@@ -79,7 +79,7 @@ QSA_DEVICE void dec_sink(float* o, float x) {
 // PAIR: two units (32 keys) per softmax step (the *_pair_bf16 kernels). A template, not a
 // runtime flag: its second score and P set cost ~10 registers, which keep the one-unit kernel
 // from three 4-warp CTAs per SM (sm_90: 166 registers without, 175 with; three need <= 170).
-template <typename E, bool PAIR>
+template <typename E, bool PAIR, bool DYN>
 QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict__ k,
                         const dec_u16* __restrict__ v, const int* __restrict__ ids, float* __restrict__ o,
                         float* __restrict__ lse, float* __restrict__ o_part, float* __restrict__ lse_part,
@@ -157,13 +157,32 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
     for (int e = 0; e < 4; ++e) acc_lo[j][e] = 0.f;
   const bool live[2] = {tg < it.rows, tg + 8 < it.rows};
 
+  // DYN (the `_dyn_` kernels, QSA_ATTN_DEC_ORDER=dynamic): the prologue's units are fixed
+  // (warp w's stage s takes s_beg + s x nwarp + w), every later one is claimed from a CTA counter
+  // as a stage frees, so a warp whose copies come back late takes fewer units and the warps end
+  // together (the 16-query tail is mostly the slowest warp). `dq`: the unit in each ring stage.
+  int* next_unit = nullptr;
+  DecRingUnits dq = {s_end, s_end, s_end, s_end};
+  if (DYN) {
+    __shared__ int dec_next;
+    next_unit = &dec_next;
+    if (threadIdx.x == 0) dec_next = s_beg + nwarp * stages;
+    for (int s = 0; s < stages; ++s) {
+      const int u = s_beg + s * nwarp + warp;
+      if (u < s_end && copy_kv)
+        dec_issue(ring + s * 2 * DEC_TILE, k, v, lane_off, row, dec_unit_key(L, u), it.q_pos, l2_256);
+      else qsa_cp_async_commit();
+      dec_ring_set(dq, s, min(u, s_end));
+    }
+    QSA_SYNC();  // the counter is set before any claim (the prologue's copies are in flight)
+  }
   // Prologue: `stages` groups in flight (empty groups past the warp's units keep the count).
-  for (int s = 0; s < stages; ++s) {
+  for (int s = 0; s < stages && !DYN; ++s) {
     if (s < n && copy_kv)
       dec_issue(ring + s * 2 * DEC_TILE, k, v, lane_off, row, dec_unit_key(L, beg + s * ustride), it.q_pos, l2_256);
     else qsa_cp_async_commit();
   }
-  for (int s = stages; s < stages + ahead && s < n; ++s)
+  for (int s = stages; s < stages + ahead && s < n && !DYN; ++s)
     dec_prefetch_l2(k, v, lane_off, row, dec_unit_key(L, beg + s * ustride), it.q_pos);
   // With PAIR, two units per iteration (32 keys, one softmax step): twice the independent mma
   // chains per warp where one or two warps per scheduler leave latency exposed. bf16 only:
@@ -171,10 +190,17 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
   const bool pairs = PAIR && E::is_bf16;
   const int step = pairs ? 2 : 1;
   int slot = 0;  // unit u's ring stage (u mod stages, without the division)
-  for (int u = 0; u < n; u += step) {
+  for (int u = 0; DYN || u < n; u += step) {
+    // DYN: the stage's unit (past the split's end: none, and none after it either, as a
+    // warp's claims grow); the next claim goes out before the math, which hides its latency.
+    int claim = 0;
+    if (DYN) {
+      if (dec_ring_get(dq, slot) >= s_end) break;
+      if (lane == 0) claim = atomicAdd(next_unit, 1);
+    }
     const bool two = pairs && u + 1 < n;
     const int slot1 = slot + 1 == stages ? 0 : slot + 1;
-    const long long key0 = dec_unit_key(L, beg + u * ustride);
+    const long long key0 = dec_unit_key(L, DYN ? dec_ring_get(dq, slot) : beg + u * ustride);
     const long long key1 = two ? dec_unit_key(L, beg + (u + 1) * ustride) : key0;
     dec_wait(stages - step);
     QSA_SYNCWARP();
@@ -258,7 +284,14 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
       if (two) dec_pv<E>(sd, ks1 + DEC_TILE, lane, acc, acc_lo);
     }
     QSA_SYNCWARP();  // every lane is done with these stages before they are refilled
-    for (int x = 0; x < step; ++x) {
+    if (DYN) {  // no pairs (the host's check): one stage freed, refilled with the claimed unit
+      const int next = qsa_shfl(claim, 0);
+      if (next < s_end && copy_kv)
+        dec_issue(ring + slot * 2 * DEC_TILE, k, v, lane_off, row, dec_unit_key(L, next), it.q_pos, l2_256);
+      else qsa_cp_async_commit();
+      dec_ring_set(dq, slot, min(next, s_end));
+    }
+    for (int x = 0; x < step && !DYN; ++x) {
       const int w = u + x;
       if (w < n && w + stages < n && copy_kv) {
         dec_issue(ring + (x == 0 ? slot : slot1) * 2 * DEC_TILE, k, v, lane_off, row,
@@ -328,7 +361,7 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
 #else
 // Dispatched only where tensor cores are built (src/dispatch/attention_decode.rs); a launch
 // elsewhere writes NaN to the item's rows, so that a dispatch mistake fails every check.
-template <typename E, bool PAIR>
+template <typename E, bool PAIR, bool DYN>
 QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict__ k,
                         const dec_u16* __restrict__ v, const int* __restrict__ ids, float* __restrict__ o,
                         float* __restrict__ lse, float* __restrict__ o_part, float* __restrict__ lse_part,
@@ -346,13 +379,14 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
 #endif
 
 // Instantiated by kernels/selection_attention.cu, so the kernels belong to its code object.
-// NAME: the kernel's symbol; PAIR: dec_fwd's (two units per softmax step, bf16).
-#define QSA_ATTN_DECODE_INSTANCE(NAME, E, PAIR)                                                         \
+// NAME: the kernel's symbol; PAIR: dec_fwd's (two units per softmax step, bf16); DYN: dec_fwd's
+// (units claimed from a CTA counter; a template, so the static-order kernels keep their code).
+#define QSA_ATTN_DECODE_INSTANCE(NAME, E, PAIR, DYN)                                                    \
   QSA_KERNEL void __launch_bounds__(256)                                                                \
       NAME(const dec_u16* q, const dec_u16* k, const dec_u16* v, const int* ids, float* o, float* lse,  \
            float* o_part, float* lse_part, unsigned* done, int batch, int q_len, int kv_len, int hq,     \
            int hkv, int t, float scale, int stages, int opts, int merge) {                              \
-    dec_fwd<E, PAIR>(q, k, v, ids, o, lse, o_part, lse_part, done, batch, q_len, kv_len, hq, hkv, t,    \
+    dec_fwd<E, PAIR, DYN>(q, k, v, ids, o, lse, o_part, lse_part, done, batch, q_len, kv_len, hq, hkv, t, \
                      scale, stages, opts, merge, blockIdx.x, blockIdx.y, gridDim.y);                    \
   }
 
@@ -365,12 +399,12 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
 #define DEC_CLUSTER_ATTR
 #define DEC_CLUSTER_RANK() (blockIdx.x % DEC_CLUSTER)
 #endif
-#define QSA_ATTN_DECODE_CLUSTER_INSTANCE(NAME, E, PAIR)                                                 \
+#define QSA_ATTN_DECODE_CLUSTER_INSTANCE(NAME, E, PAIR, DYN)                                            \
   QSA_KERNEL DEC_CLUSTER_ATTR void __launch_bounds__(256)                                               \
       NAME(const dec_u16* q, const dec_u16* k, const dec_u16* v, const int* ids, float* o, float* lse,  \
            int batch, int q_len, int kv_len, int hq, int hkv, int t, float scale, int stages,           \
            int opts) {                                                                                  \
-    dec_fwd<E, PAIR>(q, k, v, ids, o, lse, nullptr, nullptr, nullptr, batch, q_len, kv_len, hq, hkv, t, \
+    dec_fwd<E, PAIR, DYN>(q, k, v, ids, o, lse, nullptr, nullptr, nullptr, batch, q_len, kv_len, hq, hkv, t, \
                      scale, stages, opts, DEC_MERGE_CLUSTER, blockIdx.x / DEC_CLUSTER,                  \
                      DEC_CLUSTER_RANK(), DEC_CLUSTER);                                                  \
   }

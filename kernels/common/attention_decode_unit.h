@@ -186,6 +186,21 @@ QSA_DEVICE void dec_prefetch_l2(const dec_u16* __restrict__ k, const dec_u16* __
   qsa_prefetch_l2(v + off);
 }
 
+// The dynamic order's (DEC_DYN kernels) units in a warp's ring, by stage: four registers read
+// and written at a runtime stage through selects (an indexed array would live in local memory).
+struct DecRingUnits {
+  int u0, u1, u2, u3;
+};
+QSA_DEVICE int dec_ring_get(const DecRingUnits& r, int s) {
+  return s == 0 ? r.u0 : s == 1 ? r.u1 : s == 2 ? r.u2 : r.u3;
+}
+QSA_DEVICE void dec_ring_set(DecRingUnits& r, int s, int u) {
+  r.u0 = s == 0 ? u : r.u0;
+  r.u1 = s == 1 ? u : r.u1;
+  r.u2 = s == 2 ? u : r.u2;
+  r.u3 = s == 3 ? u : r.u3;
+}
+
 // Wait until at most `pending` committed groups of this thread are still in flight.
 QSA_DEVICE void dec_wait(int pending) {
   switch (pending) {

@@ -128,17 +128,19 @@ impl DecodePlan {
     }
 
     /// The kernel of a `bf16` / `f16` call: two units per step (`pair`) is its own bf16
-    /// kernel (`_pair_`, ~10 more registers); f16 has none and takes the one-unit kernel.
+    /// kernel (`_pair_`, ~10 more registers); f16 has none and takes the one-unit kernel. The
+    /// dynamic order is its own kernels too (`_dyn_`: the static-order ones keep their code).
     pub fn kernel(&self, sfx: &str) -> String {
         let pair = if self.pair && sfx == "bf16" {
             "pair_"
         } else {
             ""
         };
+        let dyn_ = if self.dynamic { "dyn_" } else { "" };
         if self.merge.clustered() {
-            format!("qsa_attn_dec_cl_fwd_{pair}{sfx}")
+            format!("qsa_attn_dec_{dyn_}cl_fwd_{pair}{sfx}")
         } else {
-            format!("qsa_attn_dec_fwd_{pair}{sfx}")
+            format!("qsa_attn_dec_{dyn_}fwd_{pair}{sfx}")
         }
     }
 }
@@ -169,6 +171,9 @@ pub struct DecodePlan {
     pub l2_256: bool,
     /// A warp takes every warps-th unit of its split (QSA_ATTN_DEC_ORDER=interleave).
     pub interleave: bool,
+    /// Warps claim their units past the ring's first fill from a CTA counter, so warps whose
+    /// copies come back late take fewer (QSA_ATTN_DEC_ORDER=dynamic): the `_dyn_` kernels.
+    pub dynamic: bool,
     /// Units prefetched into L2 beyond the ring (QSA_ATTN_DEC_AHEAD, 0-7).
     pub ahead: usize,
     /// A development ablation (QSA_ATTN_DEC_PROBE): the launch runs, its output is not the
@@ -205,7 +210,7 @@ fn number(sw: &Switches, key: &str, lo: usize, hi: usize) -> Result<Option<usize
 /// forced top-k kernel falls back). Sweep switches: QSA_ATTN_DEC_WARPS, QSA_ATTN_DEC_STAGES,
 /// QSA_ATTN_DEC_SPLITS, QSA_ATTN_DEC_MERGE (kernel | launch | cluster | push),
 /// QSA_ATTN_DEC_PAIR, QSA_ATTN_DEC_PREFETCH (none | 256), QSA_ATTN_DEC_ORDER (contiguous |
-/// interleave), QSA_ATTN_DEC_AHEAD (0-7 units of L2 look-ahead); the ablation QSA_ATTN_DEC_PROBE
+/// interleave | dynamic), QSA_ATTN_DEC_AHEAD (0-7 units of L2 look-ahead); the ablation QSA_ATTN_DEC_PROBE
 /// (launch | no_kv | no_math | list | loop: the output is then NOT the attention).
 #[allow(clippy::too_many_arguments)]
 pub fn decode_plan(
@@ -342,17 +347,30 @@ pub fn decode_plan(
             )))
         }
     };
-    let interleave = match sw.get("QSA_ATTN_DEC_ORDER") {
-        None | Some("contiguous") => false,
-        Some("interleave") => true,
+    let (interleave, dynamic) = match sw.get("QSA_ATTN_DEC_ORDER") {
+        None | Some("contiguous") => (false, false),
+        Some("interleave") => (true, false),
+        Some("dynamic") => (false, true),
         Some(v) => {
             return Err(BackendError::Input(format!(
-                "QSA_ATTN_DEC_ORDER={}: expected contiguous or interleave (how a CTA's units are dealt to its warps)",
+                "QSA_ATTN_DEC_ORDER={}: expected contiguous, interleave or dynamic (how a CTA's units are dealt to its warps)",
                 crate::echo::value(v)
             )))
         }
     };
     let ahead = number(sw, "QSA_ATTN_DEC_AHEAD", 0, MAX_AHEAD)?.unwrap_or(0);
+    // The dynamic order's kernels (`_dyn_`) step one unit at a time and prefetch nothing beyond
+    // the ring: a warp does not know its later units before it claims them.
+    if dynamic && (pair || ahead > 0) {
+        return Err(BackendError::Input(format!(
+            "QSA_ATTN_DEC_ORDER=dynamic claims one unit at a time: it has no {} (drop that switch or the order)",
+            if pair {
+                "QSA_ATTN_DEC_PAIR=1 kernel"
+            } else {
+                "L2 look-ahead (QSA_ATTN_DEC_AHEAD)"
+            }
+        )));
+    }
     let ring = warps * stages * DEC_STAGE_BYTES;
     let shared = match merge {
         // The CTA's own (o, lse) lies after the warps' merge areas (over the ring: written
@@ -379,6 +397,7 @@ pub fn decode_plan(
         merge,
         l2_256,
         interleave,
+        dynamic,
         ahead,
         probe,
         shared: shared as u32,

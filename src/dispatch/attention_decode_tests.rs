@@ -93,6 +93,7 @@ fn field(p: &DecodePlan, name: &str) -> String {
         "merge" => format!("{:?}", p.merge),
         "l2_256" => p.l2_256.to_string(),
         "probe" => format!("{:?}", p.probe),
+        "dynamic" => p.dynamic.to_string(),
         "opts" => p.opts().to_string(),
         "dispatch" => dispatch_name(p).to_string(),
         "bf16 kernel" => p.kernel("bf16"),
@@ -433,6 +434,60 @@ fn switches_sweep_and_bad_values_are_named() {
             &[("QSA_ATTN_DEC_PREFETCH", "128")],
             Q1,
             Refused("QSA_ATTN_DEC_PREFETCH=128: expected none or 256"),
+        ),
+        (
+            // The dynamic order is its own kernels (`_dyn_`), plain and clustered; opts as ever.
+            "order=dynamic",
+            h200,
+            &[("QSA_ATTN_DEC_ORDER", "dynamic")],
+            Q16,
+            Plan(&[
+                ("dynamic", "true"),
+                ("opts", "0"),
+                ("bf16 kernel", "qsa_attn_dec_dyn_fwd_bf16"),
+                ("f16 kernel", "qsa_attn_dec_dyn_fwd_f16"),
+            ]),
+        ),
+        (
+            "order=dynamic with the cluster merge and probe=loop",
+            h200c,
+            &[
+                ("QSA_ATTN_DEC_ORDER", "dynamic"),
+                ("QSA_ATTN_DEC_PROBE", "loop"),
+            ],
+            Q1,
+            Plan(&[
+                ("merge", "Cluster"),
+                ("opts", "5"),
+                ("bf16 kernel", "qsa_attn_dec_dyn_cl_fwd_bf16"),
+            ]),
+        ),
+        (
+            "order=dynamic with pairs",
+            h200,
+            &[
+                ("QSA_ATTN_DEC_ORDER", "dynamic"),
+                ("QSA_ATTN_DEC_PAIR", "1"),
+            ],
+            Q16,
+            Refused("it has no QSA_ATTN_DEC_PAIR=1 kernel"),
+        ),
+        (
+            "order=dynamic with look-ahead",
+            h200,
+            &[
+                ("QSA_ATTN_DEC_ORDER", "dynamic"),
+                ("QSA_ATTN_DEC_AHEAD", "2"),
+            ],
+            Q16,
+            Refused("it has no L2 look-ahead"),
+        ),
+        (
+            "order=random",
+            h200,
+            &[("QSA_ATTN_DEC_ORDER", "random")],
+            Q16,
+            Refused("expected contiguous, interleave or dynamic"),
         ),
         (
             "sm_86 at 4 stages: past its shared memory",

@@ -221,7 +221,7 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
     ),
     (
         "QSA_ATTN_DEC_ORDER",
-        "contiguous | interleave: the decode attention kernel deals each warp a run of its CTA's units, or every warps-th unit (qsa's sweep switch)",
+        "contiguous | interleave | dynamic: the decode attention kernel deals each warp a run of its CTA's units, every warps-th unit, or (dynamic) the next unclaimed one from a CTA counter as a ring stage frees (qsa's sweep switch)",
     ),
     (
         "QSA_ATTN_DEC_AHEAD",
