@@ -269,6 +269,9 @@ KV16S = {"QSA_ATTN_KV_MMA": "bf16s"}  # and dO split once per tile (3 parts)
 # same arithmetic). The one-part P / dS form (QSA_ATTN_KV_PS_PARTS=1) is over the gate by design:
 # bench/attn_bwd_forms.py measures it beside fla, not as a check row here.
 KV16SC = {"QSA_ATTN_KV_MMA": "bf16s", "QSA_ATTN_KV_LAYOUT": "nc"}
+# The split kernel with dO in two parts for dP (QSA_ATTN_KV_DP_PARTS=2, qsa_attn_kv16sp2_dq_bwd_bf16;
+# session 10's default candidate: must pass the gate).
+KV16SP2 = {"QSA_ATTN_KV_MMA": "bf16s", "QSA_ATTN_KV_DP_PARTS": 2}
 CHECK_VARIANTS = [("gather", "gather", {}), ("staged", "auto", {}), ("staged nbuf=1", "auto", {"nbuf": 1}),
                   ("staged split=3", "auto", {"nsplit": 3}), ("staged atomic-bwd", "auto", {"bwd": "atomic"}),
                   ("staged kv-bwd", "auto", {"bwd": "kv"}), ("staged kvdq-bwd", "auto", {"bwd": "kvdq"}),
@@ -278,6 +281,7 @@ CHECK_VARIANTS = [("gather", "gather", {}), ("staged", "auto", {}), ("staged nbu
                   ("staged kv-bwd kv16s", "auto", {"bwd": "kv", "sw": KV16S}),
                   ("staged kvdq-bwd kv16s", "auto", {"bwd": "kvdq", "sw": KV16S}),
                   ("staged kvdq-bwd kv16sc", "auto", {"bwd": "kvdq", "sw": KV16SC}),
+                  ("staged kvdq-bwd kv16sp2", "auto", {"bwd": "kvdq", "sw": KV16SP2}),
                   ("staged fwd", "auto", {"fwd": "staged"}), ("ring", "auto", {"fwd": "ring"}),
                   ("ring stages=4 split=3", "auto", {"fwd": "ring", "stages": 4, "nsplit": 3}),
                   ("ring half stages=5", "auto", {"fwd": "ring", "stages": 5, "slot": "half"}),

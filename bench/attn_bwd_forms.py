@@ -2,8 +2,9 @@
 """The fused KV-block-major backward's forms beside fla's parallel_nsa backward, on one H200, in
 one process (issue 13): the default (qsa_attn_kv16s_dq_bwd_bf16: P, dS and dO in bf16 hi + lo),
 QSA_ATTN_KV_LAYOUT=nc (qsa_attn_kv16sc_dq_bwd_bf16: no shared bank conflicts, same arithmetic)
-and QSA_ATTN_KV_PS_PARTS=1 (qsa_attn_kv16sp1_dq_bwd_bf16: P and dS in one bf16 part, fla's
-precision: a measurement form).
+QSA_ATTN_KV_PS_PARTS=1 (qsa_attn_kv16sp1_dq_bwd_bf16: P and dS in one bf16 part, fla's
+precision: a measurement form) and QSA_ATTN_KV_DP_PARTS=2 (qsa_attn_kv16sp2_dq_bwd_bf16: dO in
+two bf16 parts for dP, session 10's default candidate).
 
 1. Errors against FP64 (bench/attention_vs_torch.py's reference of the contract), qsa's forms
    and fla's side by side, relative max error = max |error| / max |FP64| (the runner's rule;
@@ -44,8 +45,11 @@ def load_torch_side():
 
 
 # (label, switches): the default path's forms (QSA_ATTN_BWD unset: choose_backward's fused kernel).
+# dp=2 (session 10): dO in two bf16 parts for dP, the default candidate; the prefill times the
+# default again last ("default again") so that drift over the run shows beside the forms.
 FORMS = [("default kv16s", {}), ("nc kv16sc", {"QSA_ATTN_KV_LAYOUT": "nc"}),
-         ("ps=1 kv16sp1", {"QSA_ATTN_KV_PS_PARTS": "1"})]
+         ("ps=1 kv16sp1", {"QSA_ATTN_KV_PS_PARTS": "1"}), ("dp=2 kv16sp2", {"QSA_ATTN_KV_DP_PARTS": "2"})]
+REPEAT = ("default again kv16s", {})
 # name, batch, T, hq, hkv, t
 ERR_CASES = [("g16 T=1024", 1, 1024, 16, 1, 16), ("g16 T=2048 64/4 heads", 1, 2048, 64, 4, 16)]
 
@@ -134,7 +138,7 @@ def prefill(qsa, log):
     except Exception as e:
         lines.append(f"| fla | - | - | - | - | failed: {type(e).__name__}: {e} |")
     base = None
-    for label, sw in FORMS:
+    for label, sw in FORMS + [REPEAT]:
         call, plan, grads = qsa_bwd(qsa, P, sw)
         t = avt.time_ms(call, warmup=1, reps=5)
         call()

@@ -199,6 +199,10 @@ QSA_KERNEL void __launch_bounds__(256) qsa_attn_bwd_delta(const float* __restric
 // qsa:dynamic_shared 88224 for qsa_attn_kv16sp1_dq_bwd_bf16
 // qsa:block 256 for qsa_attn_kv16sc_dq_bwd_bf16
 // qsa:dynamic_shared 89248 for qsa_attn_kv16sc_dq_bwd_bf16
+// qsa_attn_kv16sp2_dq_bwd_bf16: dO in two bf16 parts for dP (the default's layout, its third
+// part's rows unused).
+// qsa:block 256 for qsa_attn_kv16sp2_dq_bwd_bf16
+// qsa:dynamic_shared 88224 for qsa_attn_kv16sp2_dq_bwd_bf16
 #define QSA_ATTN_INSTANCES(SUF, E)                                                                      \
   QSA_KERNEL void __launch_bounds__(256)                                                                \
       qsa_attn_gather_fwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids, float* o,   \
@@ -279,6 +283,8 @@ QSA_ATTN_KV_INSTANCE(kv16s, bf16, Bf16, true, true)
 // P / dS part (8 bytes).
 QSA_ATTN_KV_DQ_FORM(kv16sp1, KV_OPT_P1)
 QSA_ATTN_KV_DQ_FORM(kv16sc, KV_OPT_NC)
+// kv16sp2: dO in two bf16 parts for dP (QSA_ATTN_KV_DP_PARTS=2 with the split kernel).
+QSA_ATTN_KV_DQ_FORM(kv16sp2, KV_OPT_DO2)
 #endif
 #endif
 // qsa_attn_ring_fwd_bf16, qsa_attn_ring_fwd_f16, (q in shared memory, four CTAs per SM)

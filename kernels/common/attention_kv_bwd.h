@@ -132,6 +132,13 @@ struct KvSmem {
 // src/dispatch/attention.rs, KvProducts::stem, names them). 0: the kernel as before.
 #define KV_OPT_P1 1u   // P and dS in one bf16 part (fla's precision), QSA_ATTN_KV_PS_PARTS=1
 #define KV_OPT_NC 2u   // no shared bank conflicts (KVC_S_STRIDE, kv16_split_do<true>), QSA_ATTN_KV_LAYOUT=nc
+// dO in two bf16 parts (hi, mid) for dP = dO V^T, QSA_ATTN_KV_DP_PARTS=2 with the split kernel
+// (kv16sp2). Why: by the count in H200.md (a prediction), dP's A-fragment reads of dO's three
+// parts are the largest term of a tile's ~2,870 shared wavefronts (4 warps x 3 parts x 4 KB =
+// 384 of them); the third part carries dO's bits 17-24 only (|dO - hi - mid| <= 2^-17 |dO|),
+// and the dP warps run 48 mma against the S warps' 16 between the same two barriers. Two parts:
+// 128 fewer wavefronts, 32 fewer split stores, 64 fewer mma per tile (dP warps 48 -> 32).
+#define KV_OPT_DO2 4u
 
 QSA_DEVICE KvSmem kv_smem(unsigned char* base, bool split, int ss = S_STRIDE) {
   KvSmem s;
@@ -377,8 +384,8 @@ QSA_DEVICE void kv_dq_tile(const KvSmem& s, int buf, const KvCta& c, const KvTil
 // B16: dK / dV / dQ products on bf16 m16n8k16 (attention_kv_bwd16.h; Bf16 only). dp_parts (B16
 // only; the tf32 kernels keep 3, their registers unchanged): the bf16 parts dO is split into
 // for dP = dO V^T (3: 2^-27 relative; 2: ~2^-17). SPLIT (with B16): dO split once per tile
-// into shared memory (kv16_split_do), one more barrier per tile, always in 3 parts (a runtime
-// count spilled 8 bytes there at the 128-register bound; dispatch refuses 2 with it).
+// into shared memory (kv16_split_do), one more barrier per tile, in 3 parts (a runtime count
+// spilled 8 bytes there at the 128-register bound), or 2 in the form KV_OPT_DO2 (kv16sp2).
 // OPT (KV_OPT_* bits; with B16 and SPLIT only): the sweep's forms of the split kernel.
 template <typename E, bool DQ, bool B16, bool SPLIT, unsigned OPT = 0>
 QSA_DEVICE void kv_bwd(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
@@ -389,8 +396,9 @@ QSA_DEVICE void kv_bwd(const u16* __restrict__ q, const u16* __restrict__ k, con
   QSA_DYNAMIC_SHARED(smem_raw);
   static_assert(OPT == 0 || (B16 && SPLIT), "kv_bwd: the KV_OPT_* forms are the split bf16 kernel's");
   constexpr bool P1 = OPT & KV_OPT_P1, NC = OPT & KV_OPT_NC;
+  constexpr int DOP = (OPT & KV_OPT_DO2) ? 2 : 3;  // dO's parts in the split kernel's dP
   constexpr int SS = NC ? KVC_S_STRIDE : S_STRIDE;
-  const KvCta c = kv_cta<B16>(batch, hkv);
+  const KvCta c = kv_cta<B16 && DOP == 3>(batch, hkv);  // DOP == 2: kv_cta's spill note
   // 32-bit positions (as kv_len): 64-bit ones cost registers held across the chunk loop, which
   // spilled at the 128-register bound.
   const int base = c.id * ATT_BLK;
@@ -435,12 +443,17 @@ QSA_DEVICE void kv_bwd(const u16* __restrict__ q, const u16* __restrict__ k, con
       const bool ahead = n + 1 < tl.count;
       if (ahead) next = kv_issue_tile(s, buf ^ 1, c, tl, n + 1, q, d_o, lse, drow);
       if constexpr (SPLIT) {  // dO's parts: written after tile n - 1's last reads (the barrier above)
-        kv16_split_do<NC>(kv_dos(s, buf), s.dop, 3);
+        kv16_split_do<NC>(kv_dos(s, buf), s.dop, DOP);
         QSA_SYNC();
       }
       {  // P (warps 0-3) or raw dP (warps 4-7) for keys kw .. kw + 15
         float sc[2][4];
         if (warp < 4) kv_qk<E>(kv_qr(s, buf), ks, kw, lane, sc);
+        // KV_OPT_DO2: the parts as the runtime dp_parts (dispatch passes 2 for kv16sp2; its split
+        // wrote parts 0-1 only). With a compile-time 2 (here or a separate loop, scalar or
+        // ldmatrix, any unroll) ptxas 13.0 spilled 16-20 bytes at the 128-register bound; the
+        // runtime count with kv_cta's 64-bit division compiles without (sm_90, 2026-12-02).
+        else if (SPLIT && DOP == 2) kv16_dov_split(s.dop, vs, kw, lane, dp_parts, sc);
         else if (SPLIT) kv16_dov_split(s.dop, vs, kw, lane, 3, sc);
         else if (B16) kv_dov<E>(kv_dos(s, buf), vs, kw, lane, dp_parts, sc);
         else tc_dot_split<E, 3>(kv_dos(s, buf), vs, kw, lane, sc);

@@ -564,9 +564,11 @@ pub(crate) mod tests {
             let e = products(kv, AttnDtype::Bf16).unwrap_err().to_string();
             assert!(e.contains(want), "{e}");
         };
-        refused(
-            &[("QSA_ATTN_KV_MMA", "bf16s"), ("QSA_ATTN_KV_DP_PARTS", "2")],
-            "the split kernel keeps 3 parts",
+        let split_dp2 = [("QSA_ATTN_KV_MMA", "bf16s"), ("QSA_ATTN_KV_DP_PARTS", "2")];
+        assert_eq!(
+            products(&split_dp2, AttnDtype::Bf16).unwrap().stem(),
+            "kv16sp2",
+            "the split kernel's two-part dO form (attention_kv.rs)"
         );
         refused(
             &[("QSA_ATTN_BWD", "kv"), ("QSA_ATTN_KV_DP_PARTS", "2")],

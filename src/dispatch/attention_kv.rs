@@ -14,7 +14,13 @@
 //!   average (47.7% of store wavefronts), loads 15% excess wavefronts. Same arithmetic as the
 //!   default, so the same results bit for bit.
 //!
-//! Built (fused only, bf16 on sm_90+): kv16sp1 (PS_PARTS=1), kv16sc (nc). Not built, as they
+//! - `QSA_ATTN_KV_DP_PARTS=2` with the split kernel (bf16s or the default path): dO in two bf16
+//!   parts (hi, mid) for dP = dO V^T (kv16sp2). dP's reads of dO's three parts are the largest
+//!   term of a tile's shared wavefronts by H200.md's count (a prediction), and the dP warps run
+//!   3x the S warps' mma between the same barriers; the third part holds dO's bits 17-24 only
+//!   (~2^-17 relative). A default candidate: the emulated error suite passes it at the 5e-5 gate.
+//!
+//! Built (fused only, bf16 on sm_90+): kv16sp1 (PS_PARTS=1), kv16sc (nc), kv16sp2 (DP_PARTS=2). Not built, as they
 //! spilled at the 128-register bound (ptxas 13.0, sm_90, 2026-12-02): nc with
 //! `QSA_ATTN_KV_DP_PARTS=2` (16 bytes) and nc with PS_PARTS=1 (8 bytes); kv16sp1 itself spills
 //! 8 bytes (a measurement form: its resource row is reviewed, not a default candidate).
@@ -70,13 +76,14 @@ impl KvProducts {
             (true, true, false, 3, 2) => "kv16s",
             (true, true, false, 3, 1) => "kv16sp1",
             (true, true, true, 3, 2) => "kv16sc",
+            (true, true, false, 2, 2) => "kv16sp2",
             _ => "kv16s_unbuilt_form",
         }
     }
 
     /// One of the split kernel's sweep forms (KV_OPT_* in kernels/common/attention_kv_bwd.h).
     pub fn is_form(self) -> bool {
-        self.split && (self.nc || self.ps_parts != 2)
+        self.split && (self.nc || self.ps_parts != 2 || self.dp_parts != 3)
     }
 }
 
@@ -110,10 +117,12 @@ pub fn kv_products(
         }
     };
     let (ps_parts, nc) = kv_forms(sw, split)?;
-    if dp_parts != 3 && split {
+    // The split kernel's two-part dO is a form (kv16sp2), built fused only, as the others.
+    if dp_parts != 3 && split && sw.get("QSA_ATTN_BWD") == Some("kv") {
         return Err(BackendError::Input(format!(
-            "QSA_ATTN_KV_DP_PARTS={dp_parts} with QSA_ATTN_KV_MMA=bf16s: the split kernel keeps 3 \
-             parts (use bf16 for 2)"
+            "QSA_ATTN_KV_DP_PARTS={dp_parts} with QSA_ATTN_KV_MMA=bf16s: the split kernel's \
+             two-part form is built fused only (QSA_ATTN_BWD=kvdq or unset), not for \
+             QSA_ATTN_BWD=kv (use bf16 there)"
         )));
     }
     if dp_parts != 3 && !bf16 {
@@ -185,7 +194,7 @@ pub(crate) fn check_form(kv: KvProducts) -> Result<(), BackendError> {
         return Err(BackendError::Input(format!(
             "the split kernel's form QSA_ATTN_KV_PS_PARTS={} QSA_ATTN_KV_LAYOUT={} \
              QSA_ATTN_KV_DP_PARTS={} is not built; built: PS_PARTS=1 (kv16sp1), LAYOUT=nc \
-             (kv16sc)",
+             (kv16sc), DP_PARTS=2 (kv16sp2)",
             kv.ps_parts,
             if kv.nc { "nc" } else { "base" },
             kv.dp_parts
@@ -236,13 +245,32 @@ mod tests {
             &[("QSA_ATTN_KV_LAYOUT", "nc"), ("QSA_ATTN_KV_PS_PARTS", "1")],
             "is not built; built: PS_PARTS=1 (kv16sp1)",
         );
-        refused(
-            &[("QSA_ATTN_KV_PS_PARTS", "1"), ("QSA_ATTN_KV_DP_PARTS", "2")],
-            "the split kernel keeps 3 parts",
+        let dp2 = [("QSA_ATTN_KV_DP_PARTS", "2")];
+        assert_eq!(products(&dp2, bf16).unwrap(), "kv16sp2");
+        // The kernel reads dO's parts by its dp_parts argument (attention_kv_bwd.h, KV_OPT_DO2)
+        // and its split writes two: the plan must pass 2 (plan.rs pushes kv.dp_parts).
+        let mut h200 = crate::dispatch::attention::tests::caps("sm_90", 227, 132);
+        h200.features = vec![Feature::Bf16Tc, Feature::Clusters];
+        let kv = kv_products(&h200, &Switches::from_pairs(&dp2), bf16).unwrap();
+        assert_eq!(
+            (kv.split, kv.dp_parts, kv.ps_parts, kv.nc),
+            (true, 2, 2, false)
+        );
+        let forced_dp2 = [forced[0], forced[1], dp2[0]];
+        assert_eq!(products(&forced_dp2, bf16).unwrap(), "kv16sp2");
+        assert_eq!(
+            products(&dp2, AttnDtype::F16).unwrap(),
+            "kv",
+            "f16 inputs keep the tf32 kernel whole"
         );
         refused(
-            &[("QSA_ATTN_KV_LAYOUT", "nc"), ("QSA_ATTN_KV_DP_PARTS", "2")],
-            "the split kernel keeps 3 parts",
+            &[("QSA_ATTN_KV_PS_PARTS", "1"), dp2[0]],
+            "is not built; built: PS_PARTS=1 (kv16sp1), LAYOUT=nc (kv16sc), DP_PARTS=2 (kv16sp2)",
+        );
+        refused(&[("QSA_ATTN_KV_LAYOUT", "nc"), dp2[0]], "is not built");
+        refused(
+            &[("QSA_ATTN_BWD", "kv"), ("QSA_ATTN_KV_MMA", "bf16s"), dp2[0]],
+            "built fused only",
         );
         refused(
             &[("QSA_ATTN_KV_MMA", "bf16"), ("QSA_ATTN_KV_LAYOUT", "nc")],

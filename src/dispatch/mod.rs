@@ -297,7 +297,7 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
     ),
     (
         "QSA_ATTN_KV_DP_PARTS",
-        "2 | 3: dO's bf16 parts in the KV-block-major backward's dP = dO V^T (with QSA_ATTN_KV_MMA=bf16; qsa's sweep switch; 3 by default)",
+        "2 | 3: dO's bf16 parts in the KV-block-major backward's dP = dO V^T (with QSA_ATTN_KV_MMA=bf16, or the fused split kernel: bf16s / the default path, qsa_attn_kv16sp2_dq_bwd_bf16; qsa's sweep switch; 3 by default)",
     ),
     (
         "QSA_ATTN_KV_PS_PARTS",
