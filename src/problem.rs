@@ -150,6 +150,37 @@ impl AttnProblem {
     pub fn q_pos(&self, i: usize) -> usize {
         self.kv_len - self.q_len + i
     }
+    /// A test's problem of this shape: zero tensors (bf16 bits), no block selected (ids
+    /// -1), a zero upstream gradient, scale 0.088, token-major K / V. Launch-plan and
+    /// validation tests need the shape only; a test changes the field it is about
+    /// (`AttnProblem { ids: ..., ..AttnProblem::zeroed(...) }`).
+    #[cfg(test)]
+    pub(crate) fn zeroed(
+        batch: usize,
+        q_len: usize,
+        kv_len: usize,
+        hq: usize,
+        hkv: usize,
+        t: usize,
+    ) -> Self {
+        use crate::problem::HEAD_DIM;
+        AttnProblem {
+            batch,
+            q_len,
+            kv_len,
+            hq,
+            hkv,
+            t,
+            dtype: AttnDtype::Bf16,
+            scale: 0.088,
+            q: vec![0; batch * q_len * hq * HEAD_DIM],
+            k: vec![0; batch * kv_len * hkv * HEAD_DIM],
+            v: vec![0; batch * kv_len * hkv * HEAD_DIM],
+            kv_layout: KvLayout::Nhd,
+            ids: vec![-1; batch * q_len * hkv * t],
+            d_o: vec![0.0; batch * q_len * hq * HEAD_DIM],
+        }
+    }
 }
 
 /// Selection attention forward result: `o [batch, q_len, hq, D]`, `lse [batch, q_len, hq]`

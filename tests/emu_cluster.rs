@@ -5,7 +5,9 @@
 //! block; the map reads the named block's copy), not from the emulator's code. Misuses are
 //! errors naming kernel and block, never hangs.
 
-use qsa::dispatch::{TargetCaps, Vendor};
+mod emu_probe;
+
+use qsa::dispatch::TargetCaps;
 use qsa::emu::api::EmuApi;
 use qsa::emu::{race, Schedule};
 use qsa::gpu::{as_bytes, as_bytes_mut, Arg, DevPtr, GpuApi, LaunchDims};
@@ -14,18 +16,11 @@ use std::path::PathBuf;
 const CLUSTER: usize = 4;
 
 fn sm_90() -> TargetCaps {
-    TargetCaps {
-        name: "sm_90".into(),
-        vendor: Vendor::Nvidia,
-        wave: 32,
-        shared_per_block: 232_448,
-        multiprocessors: 4,
-        features: vec![],
-    }
+    emu_probe::sm_90(4)
 }
 
 fn source() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/emu/cluster.cu")
+    emu_probe::source("cluster.cu")
 }
 
 fn dims(grid: (u32, u32), threads: u32) -> LaunchDims {

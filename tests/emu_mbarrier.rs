@@ -6,46 +6,22 @@
 //! stores under a schedule that lands copies lazily; an abandoned copy, a wait that never
 //! completes and an over-arrival are errors that name the cause, never hangs.
 
-use qsa::dispatch::{TargetCaps, Vendor};
-use qsa::emu::api::EmuApi;
-use qsa::emu::Schedule;
-use qsa::gpu::{as_bytes, as_bytes_mut, Arg, GpuApi, LaunchDims};
-use std::path::PathBuf;
+mod emu_probe;
 
-fn sm_90() -> TargetCaps {
-    TargetCaps {
-        name: "sm_90".into(),
-        vendor: Vendor::Nvidia,
-        wave: 32,
-        shared_per_block: 232_448,
-        multiprocessors: 2,
-        features: vec![],
-    }
-}
+use qsa::emu::Schedule;
 
 /// Launch probe_mbar_copy (one block of 128 threads) in `mode`: out's 128 ints, or the error.
 fn launch(mode: i32, schedule: Schedule) -> Result<Vec<i32>, String> {
-    let api = EmuApi::new(&sm_90(), schedule).unwrap();
     let src: Vec<i32> = (0..128).map(|i| 1000 + i).collect();
-    let (ps, out) = (api.alloc(512).unwrap(), api.alloc(512).unwrap());
-    api.upload(ps, as_bytes(&src)).unwrap();
-    api.upload(out, as_bytes(&[-1i32; 128])).unwrap();
-    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/emu/mbarrier.cu");
-    let dims = LaunchDims {
-        grid: (1, 1, 1),
-        block: (128, 1, 1),
-        shared_bytes: 0,
-    };
-    api.launch_source(
-        &file,
+    emu_probe::launch_block(
+        schedule,
+        "mbarrier.cu",
         "probe_mbar_copy",
-        dims,
-        &[Arg::Ptr(ps), Arg::Ptr(out), Arg::I32(mode)],
+        128,
+        &[&src],
+        128,
+        &[mode],
     )
-    .map_err(|e| e.to_string())?;
-    let mut v = vec![0i32; 128];
-    api.download(out, as_bytes_mut(&mut v)).unwrap();
-    Ok(v)
 }
 
 fn copied(out: &[i32]) -> bool {

@@ -7,39 +7,13 @@
 //! first); a sync whose count is never reached and an arrival nobody consumes are errors that
 //! name the barrier, never hangs.
 
-use qsa::dispatch::{TargetCaps, Vendor};
-use qsa::emu::api::EmuApi;
-use qsa::emu::Schedule;
-use qsa::gpu::{as_bytes, as_bytes_mut, Arg, GpuApi, LaunchDims};
-use std::path::PathBuf;
+mod emu_probe;
 
-fn sm_90() -> TargetCaps {
-    TargetCaps {
-        name: "sm_90".into(),
-        vendor: Vendor::Nvidia,
-        wave: 32,
-        shared_per_block: 232_448,
-        multiprocessors: 2,
-        features: vec![],
-    }
-}
+use qsa::emu::Schedule;
 
 /// Launch `kernel` (one block of 256 threads) with (out, mode); out's 256 ints, or the error.
 fn launch(kernel: &str, mode: i32, schedule: Schedule) -> Result<Vec<i32>, String> {
-    let api = EmuApi::new(&sm_90(), schedule).unwrap();
-    let out = api.alloc(256 * 4).unwrap();
-    api.upload(out, as_bytes(&[-1i32; 256])).unwrap();
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/emu/named_barrier.cu");
-    let dims = LaunchDims {
-        grid: (1, 1, 1),
-        block: (256, 1, 1),
-        shared_bytes: 0,
-    };
-    api.launch_source(&src, kernel, dims, &[Arg::Ptr(out), Arg::I32(mode)])
-        .map_err(|e| e.to_string())?;
-    let mut v = vec![0i32; 256];
-    api.download(out, as_bytes_mut(&mut v)).unwrap();
-    Ok(v)
+    emu_probe::launch_block(schedule, "named_barrier.cu", kernel, 256, &[], 256, &[mode])
 }
 
 /// The first consumer slot that does not hold the producer's value.

@@ -168,7 +168,7 @@ fn worker(cfg: &Config, shared: &Shared, seed: u64, deadline: Instant) {
                 c[rng.usize(0..c.len())].clone(),
             )
         };
-        mutate::mutate(&mut rng, &mut data, &other, dict);
+        mutate::mutate(&mut rng, &mut data, &other, &dict);
         let start = Instant::now();
         let r = run_caught(cfg.target, &data);
         shared.execs.fetch_add(1, Ordering::Relaxed);

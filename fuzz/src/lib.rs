@@ -41,8 +41,16 @@ impl Target {
             .find(|t| t.name() == s)
             .ok_or_else(|| format!("unknown target `{s}`: use npy, matrix or cases"))
     }
-    /// Words the mutator substitutes into this target's inputs.
-    pub fn dictionary(self) -> &'static [&'static str] {
+    /// Words the mutator substitutes into this target's inputs: the cases' attention
+    /// fields come from the library's own list (`qsa::plan::request::ATTENTION_KEYS`).
+    pub fn dictionary(self) -> Vec<&'static str> {
+        let mut words = self.words().to_vec();
+        if self != Target::Npy {
+            words.extend(qsa::plan::request::ATTENTION_KEYS);
+        }
+        words
+    }
+    fn words(self) -> &'static [&'static str] {
         match self {
             Target::Npy => &[
                 "'<f4'",
@@ -89,16 +97,10 @@ impl Target {
                 "k",
                 "heads",
                 "blocks",
-                "batch",
-                "q_len",
-                "kv_len",
-                "hq",
-                "hkv",
-                "t",
-                "dtype",
                 "bf16",
                 "f16",
-                "scale",
+                "nhd",
+                "hnd",
                 "~",
                 "null",
                 "true",

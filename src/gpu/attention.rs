@@ -187,22 +187,10 @@ mod tests {
     use super::*;
 
     fn problem() -> AttnProblem {
-        let (batch, q_len, kv_len, hq, hkv, t) = (1, 2, 70, 4, 2, 3);
+        // The forward's problem: no upstream gradient.
         AttnProblem {
-            batch,
-            q_len,
-            kv_len,
-            hq,
-            hkv,
-            t,
-            dtype: AttnDtype::Bf16,
-            scale: 0.088,
-            q: vec![0; batch * q_len * hq * HEAD_DIM],
-            k: vec![0; batch * kv_len * hkv * HEAD_DIM],
-            v: vec![0; batch * kv_len * hkv * HEAD_DIM],
-            ids: vec![-1; batch * q_len * hkv * t],
             d_o: vec![],
-            kv_layout: Default::default(),
+            ..AttnProblem::zeroed(1, 2, 70, 4, 2, 3)
         }
     }
 

@@ -6,7 +6,7 @@ use super::*;
 use crate::backend::Backend;
 use crate::dispatch::{Feature, Switches, Vendor};
 use crate::gpu::backend::GpuBackend;
-use crate::problem::{AttnDtype, AttnProblem, Problem, ScoresProblem, TopkProblem, HEAD_DIM};
+use crate::problem::{AttnProblem, Problem, ScoresProblem, TopkProblem, HEAD_DIM};
 use std::cell::RefCell;
 
 /// Records allocations (in order) and every zero-fill and launch; no device.
@@ -209,23 +209,7 @@ fn the_runner_launches_exactly_the_plan() {
     });
     // Attention: the split forward (staged + combine), and the backward with its forward
     // as setup, with a swept split count.
-    let (batch, q_len, kv_len, hq, hkv, t) = (1, 2, 700, 16, 2, 4);
-    let attn = AttnProblem {
-        batch,
-        q_len,
-        kv_len,
-        hq,
-        hkv,
-        t,
-        dtype: AttnDtype::Bf16,
-        scale: 0.088,
-        q: vec![0; batch * q_len * hq * HEAD_DIM],
-        k: vec![0; batch * kv_len * hkv * HEAD_DIM],
-        v: vec![0; batch * kv_len * hkv * HEAD_DIM],
-        ids: vec![-1; batch * q_len * hkv * t],
-        d_o: vec![0.0; batch * q_len * hq * HEAD_DIM],
-        kv_layout: Default::default(),
-    };
+    let attn = AttnProblem::zeroed(1, 2, 700, 16, 2, 4);
     let shape = crate::gpu::attention::AttnCall::of(&attn);
     for backward in [false, true] {
         // The staged kernel forced: sm_80+ decode shapes take the decode kernel otherwise.
@@ -278,22 +262,10 @@ fn the_kv_major_backwards_launch_their_plans() {
     // QSA_ATTN_BWD=kv: the query-side pass (dQ, D) then the KV-block-major pass, no zero-fill;
     // kvdq: dq zero-filled, D by the delta kernel, then the fused kernel (dQ by atomics).
     let caps = sm90();
-    let (batch, q_len, kv_len, hq, hkv, t) = (1, 3, 200, 16, 1, 4);
+    let (batch, q_len, hkv, t) = (1, 3, 1, 4);
     let attn = AttnProblem {
-        batch,
-        q_len,
-        kv_len,
-        hq,
-        hkv,
-        t,
-        dtype: AttnDtype::Bf16,
-        scale: 0.088,
-        q: vec![0; batch * q_len * hq * HEAD_DIM],
-        k: vec![0; batch * kv_len * hkv * HEAD_DIM],
-        v: vec![0; batch * kv_len * hkv * HEAD_DIM],
         ids: vec![0; batch * q_len * hkv * t],
-        d_o: vec![0.0; batch * q_len * hq * HEAD_DIM],
-        kv_layout: Default::default(),
+        ..AttnProblem::zeroed(batch, q_len, 200, 16, hkv, t)
     };
     let shape = crate::gpu::attention::AttnCall::of(&attn);
     let cases: [(&str, &[&str], &[&str]); 2] = [
@@ -342,22 +314,9 @@ fn the_kv_major_backwards_launch_their_plans() {
 fn head_major_kv_reaches_only_the_decode_forward() {
     use crate::dispatch::attention_decode::OPT_HND;
     use crate::problem::KvLayout;
-    let (batch, q_len, kv_len, hq, hkv, t) = (2, 3, 300, 16, 2, 4);
     let attn = AttnProblem {
-        batch,
-        q_len,
-        kv_len,
-        hq,
-        hkv,
-        t,
-        dtype: AttnDtype::Bf16,
-        scale: 0.088,
-        q: vec![0; batch * q_len * hq * HEAD_DIM],
-        k: vec![0; batch * kv_len * hkv * HEAD_DIM],
-        v: vec![0; batch * kv_len * hkv * HEAD_DIM],
         kv_layout: KvLayout::Hnd,
-        ids: vec![-1; batch * q_len * hkv * t],
-        d_o: vec![0.0; batch * q_len * hq * HEAD_DIM],
+        ..AttnProblem::zeroed(2, 3, 300, 16, 2, 4)
     };
     let shape = crate::gpu::attention::AttnCall::of(&attn);
     let caps = sm90();

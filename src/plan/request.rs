@@ -12,6 +12,20 @@ use crate::problem::{AttnDtype, KvLayout, HEAD_DIM};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+/// The keys of `--attention` (a matrix case's attention fields, by the same names); the
+/// fuzzer's dictionary takes its words from here, so a new key reaches it.
+pub const ATTENTION_KEYS: [&str; 9] = [
+    "batch",
+    "q_len",
+    "kv_len",
+    "hq",
+    "hkv",
+    "t",
+    "dtype",
+    "scale",
+    "kv_layout",
+];
+
 /// The command line of `qsa plan` (also parsed by tests that replay a bench's requests).
 #[derive(clap::Args, Clone, Debug)]
 pub struct PlanArgs {
@@ -134,18 +148,7 @@ pub fn resolve(a: &PlanArgs) -> Result<Request, String> {
         })
     } else {
         let s = a.attention.as_deref().unwrap_or_default();
-        let keys = [
-            "batch",
-            "q_len",
-            "kv_len",
-            "hq",
-            "hkv",
-            "t",
-            "dtype",
-            "scale",
-            "kv_layout",
-        ];
-        let v = fields(s, "--attention", &keys)?;
+        let v = fields(s, "--attention", &ATTENTION_KEYS)?;
         let dtype = match v.get("dtype").map(String::as_str) {
             None | Some("bf16") => AttnDtype::Bf16,
             Some("f16") => AttnDtype::F16,

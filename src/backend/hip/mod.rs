@@ -26,6 +26,7 @@
 
 mod api;
 mod code_object;
+mod device;
 mod ffi;
 mod params;
 mod status;

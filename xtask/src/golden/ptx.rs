@@ -10,6 +10,9 @@
 //! - **Absent, emulated, or made by a PTX run**: compared and written like any snapshot,
 //!   every write headed `description: "ptx: ..."`. The same lines as an emulated snapshot,
 //!   with `--bless`, relabel it `ptx:` (confirmed on silicon).
+//! - **Error snapshots** made by another maker (emulated, or the target's own card) agree
+//!   with the run where decade bins lie one decade apart (`makers.rs`: the card rounds
+//!   differently from the emulator's IEEE f32); two decades or more fail.
 //! - **Emulation** treats a `ptx:` snapshot as made on a card: compared, never rewritten.
 //! - **The target's own card** compares with it like any snapshot, and a whole `--bless`
 //!   run on that card drops the mark.
@@ -168,6 +171,54 @@ mod tests {
         card.check("sm_75", "parity__x", LINES, Scope::Full)
             .unwrap();
         assert_eq!(header(dir.path(), "parity__x"), None);
+    }
+
+    /// sm_86's error goldens are the emulator's; its PTX on the H200 rounds differently
+    /// (session 9: bins one decade apart both ways). One decade agrees, two fail, saying why.
+    #[test]
+    fn a_ptx_run_agrees_with_an_emulated_error_golden_within_one_decade() {
+        let dir = tempfile::tempdir().unwrap();
+        let emu_lines = "random_ids auto fwd: o rel_max [1e-7,1e-6) rel_rmse [1e-8,1e-7)\nrandom_ids auto bwd: dk rel_max [1e-7,1e-6)";
+        let mut emu = Golden::new(dir.path(), true, None);
+        emu.check_emulated("sm_75", "error__x", emu_lines, Scope::Full)
+            .unwrap();
+        let one = "random_ids auto fwd: o rel_max [1e-6,1e-5) rel_rmse [1e-9,1e-8)\nrandom_ids auto bwd: dk rel_max [1e-7,1e-6)";
+        let mut g = Golden::new(dir.path(), false, None);
+        assert_eq!(
+            g.check_ptx("sm_75", "sm_90", "error__x", one, Scope::Full)
+                .unwrap(),
+            EmuSnap::Emulated(SnapState::Same),
+            "a PTX run one decade from the emulator's error golden must agree (golden/makers.rs)"
+        );
+        assert!(!dir.path().join("sm_75/error__x.snap.new").exists());
+        let two = one.replace("dk rel_max [1e-7,1e-6)", "dk rel_max [1e-5,1e-4)");
+        let mut g = Golden::new(dir.path(), false, None);
+        match g
+            .check_ptx("sm_75", "sm_90", "error__x", &two, Scope::Full)
+            .unwrap()
+        {
+            EmuSnap::Emulated(SnapState::Changed(c)) => {
+                assert!(
+                    c.meaning.lines[0].contains("moved two decades or more")
+                        && c.meaning.lines[0].contains("a PTX run on a newer card")
+                        && c.meaning.lines[0].contains("the SIMT emulator"),
+                    "{:?}",
+                    c.meaning.lines
+                );
+                assert_eq!(
+                    c.meaning.rises,
+                    vec!["error of x/random_ids/auto/bwd (dk rel_max) rose 100x (1e-7 -> 1e-5)"]
+                );
+                // Only the line that moved two decades is in the diff.
+                assert_eq!(
+                    c.diff,
+                    "-random_ids auto bwd: dk rel_max [1e-7,1e-6)\n+random_ids auto bwd: dk rel_max [1e-5,1e-4)\n"
+                );
+            }
+            other => {
+                panic!("a PTX run two decades from the emulator's error golden passed: {other:?}")
+            }
+        }
     }
 
     /// A filtered PTX run blessing a few lines of an emulated snapshot leaves it marked
