@@ -176,12 +176,13 @@ fn decode_forward_matches_fp64_in_every_plan_shape() {
             let p = qsa::cases::attn_problem(m.seed, c, dist).unwrap();
             let want = attn_forward_f64(&p, None).unwrap();
             for (label, sw, name) in PLANS {
-                let name =
-                    if target == "sm_86" && matches!(name, "decode_cluster" | "decode_push" | "decode_flat") {
-                        "decode_split"
-                    } else {
-                        name
-                    };
+                let name = if target == "sm_86"
+                    && matches!(name, "decode_cluster" | "decode_push" | "decode_flat")
+                {
+                    "decode_split"
+                } else {
+                    name
+                };
                 let what = format!("{target} {case}/{dist} {label}");
                 let run = race::check(
                     &caps,

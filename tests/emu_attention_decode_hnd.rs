@@ -37,11 +37,7 @@ const PLANS: [(&str, Pairs, &[&str]); 8] = [
         &[("QSA_ATTN_DEC_MERGE", "cluster")],
         &["sm_90"],
     ),
-    (
-        "flat merge",
-        &[("QSA_ATTN_DEC_MERGE", "flat")],
-        &["sm_90"],
-    ),
+    ("flat merge", &[("QSA_ATTN_DEC_MERGE", "flat")], &["sm_90"]),
     (
         "push merge, L2 prefetch",
         &[
