@@ -379,7 +379,14 @@ pub fn decode_plan(
             }
         )));
     }
-    // The flat merge's kernels (`_flat_cl_`) are the one-unit, static-order loop only.
+    // The flat merge's kernels (`_flat_cl_`) are the one-unit, static-order loop only: asked
+    // for, the others are refused; as a default (H200.md's flip), they keep the pull merge.
+    let merge =
+        if merge == DecMerge::Flat && (pair || dynamic) && sw.get("QSA_ATTN_DEC_MERGE").is_none() {
+            DecMerge::Cluster
+        } else {
+            merge
+        };
     if merge == DecMerge::Flat && (pair || dynamic) {
         return Err(BackendError::Input(format!(
             "QSA_ATTN_DEC_MERGE=flat has no {} kernel (drop that switch or the merge)",

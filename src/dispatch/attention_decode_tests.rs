@@ -393,6 +393,41 @@ fn switches_sweep_and_bad_values_are_named() {
             ]),
         ),
         (
+            // The one-query default on the H200: 8 splits as a cluster, the pull merge (CTA
+            // merge, then the cluster's). H200.md's flip to the flat merge changes this row.
+            "one query, auto: the cluster merge",
+            h200c,
+            &[],
+            Q1,
+            Plan(&[
+                ("merge", "Cluster"),
+                ("dispatch", "decode_cluster"),
+                ("bf16 kernel", "qsa_attn_dec_cl_fwd_bf16"),
+            ]),
+        ),
+        (
+            // Whatever the one-query default merge, the dynamic order and pairs keep the pull
+            // merge (the flat kernels have neither).
+            "one query, order=dynamic: the dynamic cluster kernel",
+            h200c,
+            &[("QSA_ATTN_DEC_ORDER", "dynamic")],
+            Q1,
+            Plan(&[
+                ("merge", "Cluster"),
+                ("bf16 kernel", "qsa_attn_dec_dyn_cl_fwd_bf16"),
+            ]),
+        ),
+        (
+            "one query, pair=1: the pair cluster kernel",
+            h200c,
+            &[("QSA_ATTN_DEC_PAIR", "1")],
+            Q1,
+            Plan(&[
+                ("merge", "Cluster"),
+                ("bf16 kernel", "qsa_attn_dec_cl_fwd_pair_bf16"),
+            ]),
+        ),
+        (
             // The one-level merge: its own kernel, no opts bit, each warp's merge area over its
             // own ring (8 warps x 1 stage: 69632 bytes, no CTA result after the areas).
             "flat merge",
