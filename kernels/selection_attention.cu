@@ -360,3 +360,10 @@ QSA_ATTN_DECODE_CLUSTER_INSTANCE(qsa_attn_dec_cl_fwd_pair_bf16, DecBf16, true, f
 // qsa:dynamic_shared 34816 for qsa_attn_dec_dyn_cl_fwd_f16
 QSA_ATTN_DECODE_CLUSTER_INSTANCE(qsa_attn_dec_dyn_cl_fwd_bf16, DecBf16, false, true)
 QSA_ATTN_DECODE_CLUSTER_INSTANCE(qsa_attn_dec_dyn_cl_fwd_f16, DecF16, false, true)
+// The one-level cluster merge (QSA_ATTN_DEC_MERGE=flat), same shape.
+// qsa:block 128 for qsa_attn_dec_flat_cl_fwd_bf16
+// qsa:block 128 for qsa_attn_dec_flat_cl_fwd_f16
+// qsa:dynamic_shared 34816 for qsa_attn_dec_flat_cl_fwd_bf16
+// qsa:dynamic_shared 34816 for qsa_attn_dec_flat_cl_fwd_f16
+QSA_ATTN_DECODE_FLAT_INSTANCE(qsa_attn_dec_flat_cl_fwd_bf16, DecBf16)
+QSA_ATTN_DECODE_FLAT_INSTANCE(qsa_attn_dec_flat_cl_fwd_f16, DecF16)

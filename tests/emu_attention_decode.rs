@@ -23,7 +23,7 @@ const MMA_LIMIT: f64 = 5e-5;
 type Pairs = &'static [(&'static str, &'static str)];
 
 /// (label, switches, the dispatch name the plan must report).
-const PLANS: [(&str, Pairs, &str); 13] = [
+const PLANS: [(&str, Pairs, &str); 16] = [
     ("auto", &[], "decode"),
     (
         "split 3, combine launch",
@@ -98,6 +98,33 @@ const PLANS: [(&str, Pairs, &str); 13] = [
         &[("QSA_ATTN_DEC_MERGE", "push")],
         "decode_push",
     ),
+    // sm_90 only (sm_86 falls back to the ticket merge): the one-level merge over every warp of
+    // the cluster; 3 warps x 2 stages (absent warps 3-7 of every rank, a two-stage area stride)
+    // and 8 warps x 1 stage (the one-query default's shape, the areas back to back).
+    (
+        "flat merge",
+        &[("QSA_ATTN_DEC_MERGE", "flat")],
+        "decode_flat",
+    ),
+    (
+        "flat merge, 3 warps x 2 stages",
+        &[
+            ("QSA_ATTN_DEC_MERGE", "flat"),
+            ("QSA_ATTN_DEC_WARPS", "3"),
+            ("QSA_ATTN_DEC_STAGES", "2"),
+        ],
+        "decode_flat",
+    ),
+    (
+        "flat merge, 8 warps x 1 stage, L2 prefetch",
+        &[
+            ("QSA_ATTN_DEC_MERGE", "flat"),
+            ("QSA_ATTN_DEC_WARPS", "8"),
+            ("QSA_ATTN_DEC_STAGES", "1"),
+            ("QSA_ATTN_DEC_PREFETCH", "256"),
+        ],
+        "decode_flat",
+    ),
     // Units dealt round-robin to the warps (uneven counts: 3 warps), L2 look-ahead of 2.
     (
         "interleaved units, 3 warps, look-ahead 2, split 2",
@@ -149,12 +176,13 @@ fn decode_forward_matches_fp64_in_every_plan_shape() {
             let p = qsa::cases::attn_problem(m.seed, c, dist).unwrap();
             let want = attn_forward_f64(&p, None).unwrap();
             for (label, sw, name) in PLANS {
-                let name =
-                    if target == "sm_86" && (name == "decode_cluster" || name == "decode_push") {
-                        "decode_split"
-                    } else {
-                        name
-                    };
+                let name = if target == "sm_86"
+                    && matches!(name, "decode_cluster" | "decode_push" | "decode_flat")
+                {
+                    "decode_split"
+                } else {
+                    name
+                };
                 let what = format!("{target} {case}/{dist} {label}");
                 let run = race::check(
                     &caps,

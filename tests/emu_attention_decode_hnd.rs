@@ -22,7 +22,7 @@ type Pairs = &'static [(&'static str, &'static str)];
 /// (label, switches, targets): one CTA per item, split merges (ticket, second launch, the
 /// sm_90 cluster and push merges), interleaved units with L2 look-ahead, pairs of units, units
 /// claimed from a CTA counter (the same schedule claims the same way on both layouts).
-const PLANS: [(&str, Pairs, &[&str]); 7] = [
+const PLANS: [(&str, Pairs, &[&str]); 8] = [
     ("auto", &[], &["sm_90", "sm_86"]),
     (
         "split 3, combine launch",
@@ -37,6 +37,7 @@ const PLANS: [(&str, Pairs, &[&str]); 7] = [
         &[("QSA_ATTN_DEC_MERGE", "cluster")],
         &["sm_90"],
     ),
+    ("flat merge", &[("QSA_ATTN_DEC_MERGE", "flat")], &["sm_90"]),
     (
         "push merge, L2 prefetch",
         &[

@@ -79,7 +79,10 @@ QSA_DEVICE void dec_sink(float* o, float x) {
 // PAIR: two units (32 keys) per softmax step (the *_pair_bf16 kernels). A template, not a
 // runtime flag: its second score and P set cost ~10 registers, which keep the one-unit kernel
 // from three 4-warp CTAs per SM (sm_90: 166 registers without, 175 with; three need <= 170).
-template <typename E, bool PAIR, bool DYN>
+// FLAT (the `_flat_cl_` kernels, QSA_ATTN_DEC_MERGE=flat): the one-level cluster merge
+// (dec_flat_merge) instead of the CTA merge and then the cluster's; a template, so the other
+// kernels keep their code.
+template <typename E, bool PAIR, bool DYN, bool FLAT = false>
 QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict__ k,
                         const dec_u16* __restrict__ v, const int* __restrict__ ids, float* __restrict__ o,
                         float* __restrict__ lse, float* __restrict__ o_part, float* __restrict__ lse_part,
@@ -338,6 +341,12 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
   float* out_l = nsplit > 1 ? lse_part + (long long)split * rows_total : lse;
   const long long row0 = ((long long)it.b * q_len + it.i) * hq + it.g * it.group + it.chunk * DEC_ROWS;
 #if defined(QSA_HAS_CLUSTERS)
+  if (FLAT) {  // each warp's partial over its own ring's first stage, then one cluster level
+    const int area = stages * (DEC_STAGE_BYTES / 4);
+    dec_flat_store(smem + (long long)warp * area, m, l, acc);
+    dec_flat_merge<DEC_CLUSTER>(smem, area, nwarp, o, lse, row0, it.rows, split);
+    return;
+  }
   if (push) {
     // The inbox lies past both the ring and the warps' merge areas (remote pushes may land
     // while this CTA still runs its loop).
@@ -361,7 +370,7 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
 #else
 // Dispatched only where tensor cores are built (src/dispatch/attention_decode.rs); a launch
 // elsewhere writes NaN to the item's rows, so that a dispatch mistake fails every check.
-template <typename E, bool PAIR, bool DYN>
+template <typename E, bool PAIR, bool DYN, bool FLAT = false>
 QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict__ k,
                         const dec_u16* __restrict__ v, const int* __restrict__ ids, float* __restrict__ o,
                         float* __restrict__ lse, float* __restrict__ o_part, float* __restrict__ lse_part,
@@ -399,12 +408,15 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
 #define DEC_CLUSTER_ATTR
 #define DEC_CLUSTER_RANK() (blockIdx.x % DEC_CLUSTER)
 #endif
-#define QSA_ATTN_DECODE_CLUSTER_INSTANCE(NAME, E, PAIR, DYN)                                            \
+// FLAT: dec_fwd's (the one-level merge: QSA_ATTN_DECODE_FLAT_INSTANCE).
+#define QSA_ATTN_DECODE_CLUSTER_INSTANCE(NAME, E, PAIR, DYN) QSA_ATTN_DECODE_CLUSTER_INSTANCE_F(NAME, E, PAIR, DYN, false)
+#define QSA_ATTN_DECODE_FLAT_INSTANCE(NAME, E) QSA_ATTN_DECODE_CLUSTER_INSTANCE_F(NAME, E, false, false, true)
+#define QSA_ATTN_DECODE_CLUSTER_INSTANCE_F(NAME, E, PAIR, DYN, FLAT)                                    \
   QSA_KERNEL DEC_CLUSTER_ATTR void __launch_bounds__(256)                                               \
       NAME(const dec_u16* q, const dec_u16* k, const dec_u16* v, const int* ids, float* o, float* lse,  \
            int batch, int q_len, int kv_len, int hq, int hkv, int t, float scale, int stages,           \
            int opts) {                                                                                  \
-    dec_fwd<E, PAIR, DYN>(q, k, v, ids, o, lse, nullptr, nullptr, nullptr, batch, q_len, kv_len, hq, hkv, t, \
+    dec_fwd<E, PAIR, DYN, FLAT>(q, k, v, ids, o, lse, nullptr, nullptr, nullptr, batch, q_len, kv_len, hq, hkv, t, \
                      scale, stages, opts, DEC_MERGE_CLUSTER, blockIdx.x / DEC_CLUSTER,                  \
                      DEC_CLUSTER_RANK(), DEC_CLUSTER);                                                  \
   }

@@ -122,6 +122,124 @@ QSA_DEVICE void dec_cluster_push_merge(const float* inbox, float* __restrict__ o
 #endif
 }
 
+// The flat merge (sm_90, the `_flat_cl_` kernels, QSA_ATTN_DEC_MERGE=flat): one level where the
+// default has two. Every warp stores its (m, l, O) over the first stage of its OWN ring (8320 of
+// its 8704 bytes, free once its copies have landed: no CTA barrier), one cluster barrier, then
+// rank r merges rows r, r + NS, ... over all NS x DEC_MAX_WARPS warps' partials of the cluster,
+// read through distributed shared memory: per row a warp first takes every partial's (m, l)
+// (two per lane, one round trip) and forms the normalised weights by shuffles, then each
+// float4 of o is summed by four lanes over 16 partials each (16 remote float4 loads in flight
+// a lane) and reduced by two shuffles. Barriers after the loop: one cluster barrier plus the
+// relaxed one that keeps shared memory alive for the others' reads, where dec_cta_merge +
+// dec_cluster_merge take three CTA barriers and the same two cluster ones; the price is 8x the
+// remote bytes (a rank reads 64 partials of its 2 rows, 66.5 KB, where the pull merge reads
+// 8 CTA results, 8.3 KB): which wins is the card's to say.
+static_assert(DEC_MERGE_FLOATS * 4 <= DEC_STAGE_BYTES, "a warp's flat-merge area fits one ring stage");
+
+// A warp's (m, l, O unnormalised; m in natural-log units) into `mine` (dec_cta_merge's layout:
+// m[16], l[16], O[16][128] swizzled). Its lanes' last reads of the ring are behind a
+// __syncwarp (the loop's), its copies have landed (dec_wait(0)); the __syncwarp here orders
+// the lanes' copy landings before any lane's store over them.
+QSA_DEVICE void dec_flat_store(float* mine, const float (&m)[2], const float (&l)[2], const float (&acc)[16][4]) {
+  const int lane = qsa_lane(), tg = lane / 4, tt = lane % 4;
+  QSA_SYNCWARP();
+  if (tt == 0) {
+    mine[tg] = m[0];
+    mine[tg + 8] = m[1];
+    mine[DEC_ROWS + tg] = l[0];
+    mine[DEC_ROWS + tg + 8] = l[1];
+  }
+  float* mo = mine + 2 * DEC_ROWS;
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    const int c = dec_swizzle(tg, 8 * j) + 2 * tt;
+    *(float2*)(mo + tg * DEC_D + c) = make_float2(acc[j][0], acc[j][1]);
+    *(float2*)(mo + (tg + 8) * DEC_D + c) = make_float2(acc[j][2], acc[j][3]);
+  }
+}
+
+// `smem`: the CTA's dynamic shared memory; warp w's area at smem + w x `area` floats (the same
+// offsets in every rank: the cluster's CTAs run one plan).
+template <int NS>
+QSA_DEVICE void dec_flat_merge(const float* smem, int area, int nwarp, float* __restrict__ o,
+                               float* __restrict__ lse, long long row0, int rows, int split) {
+  static_assert(DEC_ROWS % NS == 0, "each rank merges DEC_ROWS / NS rows");
+  static_assert(NS * DEC_MAX_WARPS == 64, "two partials per lane, sixteen per quarter of a quad");
+  constexpr int PER = DEC_ROWS / NS;
+#if defined(QSA_HAS_CLUSTERS)
+  qsa_cluster_sync();  // every warp of the cluster has stored its partial (release / acquire)
+  const int lane = qsa_lane(), q = lane % 4;
+  // 128 threads a row (32 float4 x 4 lanes): a warp's row is uniform, so its shuffles are whole.
+  for (int x = threadIdx.x; x < PER * DEC_D; x += blockDim.x) {
+    const int r = split + NS * (x / DEC_D), d = 4 * ((x % DEC_D) / 4);
+    if (r >= rows) continue;
+    float mw[2], lw[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {  // partial p = lane + 32 h: rank p / 8, warp p % 8
+      const int p = lane + 32 * h, w = p % DEC_MAX_WARPS;
+      const float* a = qsa_cluster_map(smem, (unsigned)(p / DEC_MAX_WARPS)) + (long long)w * area;
+      mw[h] = w < nwarp ? a[r] : dec_neg_inf();
+      lw[h] = w < nwarp ? a[DEC_ROWS + r] : 0.f;
+    }
+    float M = fmaxf(mw[0], mw[1]);
+#pragma unroll
+    for (int s = 1; s < 32; s *= 2) M = fmaxf(M, qsa_shfl_xor(M, s));
+    float wt[2], sum = 0.f;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      wt[h] = M == dec_neg_inf() ? 0.f : expf(mw[h] - M);  // empty warp: 0
+      sum += wt[h] * lw[h];
+    }
+#pragma unroll
+    for (int s = 1; s < 32; s *= 2) sum += qsa_shfl_xor(sum, s);
+    const bool none = !(sum > 0.f);
+    const float inv = none ? 0.f : 1.f / sum;
+    wt[0] *= inv;
+    wt[1] *= inv;
+    // Lane q of a quad sums partials p = 4 i + q (i < 16: rank i / 2, warp 4 (i % 2) + q), whose
+    // weight lies in lane p % 32's wt[p / 32]; every load first, then the sums.
+    const int c = dec_swizzle(r, d);
+    float4 xv[16];
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      const int w = 4 * (i % 2) + q;
+      const float* a = qsa_cluster_map(smem, (unsigned)(i / 2)) + (long long)w * area;
+      xv[i] = w < nwarp ? *(const float4*)(a + 2 * DEC_ROWS + r * DEC_D + c) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+    float4 val = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      const float wi = qsa_shfl(i < 8 ? wt[0] : wt[1], 4 * (i % 8) + q);
+      val.x += wi * xv[i].x;
+      val.y += wi * xv[i].y;
+      val.z += wi * xv[i].z;
+      val.w += wi * xv[i].w;
+    }
+#pragma unroll
+    for (int s = 1; s < 4; s *= 2) {
+      val.x += qsa_shfl_xor(val.x, s);
+      val.y += qsa_shfl_xor(val.y, s);
+      val.z += qsa_shfl_xor(val.z, s);
+      val.w += qsa_shfl_xor(val.w, s);
+    }
+    if (q == 0) {
+      *(float4*)(o + (row0 + r) * DEC_D + d) = val;
+      if (d == 0) lse[row0 + r] = none ? dec_neg_inf() : M + logf(sum);
+    }
+  }
+  // Keeps this CTA's shared memory alive until every rank has read it (as dec_cluster_merge).
+  qsa_cluster_sync_relaxed();
+#else
+  (void)smem, (void)area, (void)nwarp;
+  for (int e = threadIdx.x; e < PER * DEC_D; e += blockDim.x) {
+    const int r = split + NS * (e / DEC_D), d = e % DEC_D;
+    if (r >= rows) continue;
+    o[(row0 + r) * DEC_D + d] = __uint_as_float(0x7fc00000u);
+    if (d == 0) lse[row0 + r] = __uint_as_float(0x7fc00000u);
+  }
+#endif
+}
+
 // Merge the CTA's warps: each writes its (m, l, O unnormalised; m in natural-log units) over its
 // own ring, then the CTA's (o, lse) for its `rows` rows goes to rows row0.. of out_o / out_l
 // (final with one split; a partial in qsa_attn_combine's layout), or with `cres` (the cluster

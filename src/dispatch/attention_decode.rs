@@ -53,12 +53,17 @@ pub enum DecMerge {
     /// the merging ranks' inboxes before the one cluster barrier, so no remote-load round trip
     /// and no second barrier (`QSA_ATTN_DEC_MERGE=push`; not yet measured).
     Push,
+    /// The one-level cluster merge (`qsa_attn_dec_flat_cl_fwd_*`, `QSA_ATTN_DEC_MERGE=flat`):
+    /// every warp's partial over its own ring, one cluster barrier, then each rank merges its
+    /// rows over all the cluster's warps through distributed shared memory (no CTA merge, no
+    /// CTA barrier; not yet measured).
+    Flat,
 }
 
 impl DecMerge {
     /// Whether the item's splits are one thread-block cluster (the `_cl_` kernel).
     pub fn clustered(self) -> bool {
-        matches!(self, DecMerge::Cluster | DecMerge::Push)
+        matches!(self, DecMerge::Cluster | DecMerge::Push | DecMerge::Flat)
     }
 }
 
@@ -137,7 +142,9 @@ impl DecodePlan {
             ""
         };
         let dyn_ = if self.dynamic { "dyn_" } else { "" };
-        if self.merge.clustered() {
+        if self.merge == DecMerge::Flat {
+            format!("qsa_attn_dec_flat_cl_fwd_{sfx}")
+        } else if self.merge.clustered() {
             format!("qsa_attn_dec_{dyn_}cl_fwd_{pair}{sfx}")
         } else {
             format!("qsa_attn_dec_{dyn_}fwd_{pair}{sfx}")
@@ -208,7 +215,7 @@ fn number(sw: &Switches, key: &str, lo: usize, hi: usize) -> Result<Option<usize
 /// a backward, t > 32, a prefill-sized grid, or `QSA_ATTN_KERNEL=staged`. `QSA_ATTN_KERNEL=
 /// decode` forces it on any shape where it is built (elsewhere the staged kernel runs, as a
 /// forced top-k kernel falls back). Sweep switches: QSA_ATTN_DEC_WARPS, QSA_ATTN_DEC_STAGES,
-/// QSA_ATTN_DEC_SPLITS, QSA_ATTN_DEC_MERGE (kernel | launch | cluster | push),
+/// QSA_ATTN_DEC_SPLITS, QSA_ATTN_DEC_MERGE (kernel | launch | cluster | push | flat),
 /// QSA_ATTN_DEC_PAIR, QSA_ATTN_DEC_PREFETCH (none | 256), QSA_ATTN_DEC_ORDER (contiguous |
 /// interleave | dynamic), QSA_ATTN_DEC_AHEAD (0-7 units of L2 look-ahead); the ablation QSA_ATTN_DEC_PROBE
 /// (launch | no_kv | no_math | list | loop: the output is then NOT the attention).
@@ -267,7 +274,8 @@ pub fn decode_plan(
         // top-k kernel falls back), so one sweep runs on every target.
         Some("cluster") if clusters => DecMerge::Cluster,
         Some("push") if clusters => DecMerge::Push,
-        Some("cluster") | Some("push") => DecMerge::Kernel,
+        Some("flat") if clusters => DecMerge::Flat,
+        Some("cluster") | Some("push") | Some("flat") => DecMerge::Kernel,
         // Split items on sm_90 merge through a cluster: H200, 2026-12-02 03:47 UTC
         // (/work/wt/results/attndec-2/bench/bench.md), one query x 8 KV heads at 262K: group 16
         // 12.0 us against the ticket merge's 13.6, group 8 10.6 against 12.6.
@@ -287,7 +295,7 @@ pub fn decode_plan(
         Some("launch") => DecMerge::Launch,
         Some(v) => {
             return Err(BackendError::Input(format!(
-                "QSA_ATTN_DEC_MERGE={}: expected kernel, launch, cluster or push",
+                "QSA_ATTN_DEC_MERGE={}: expected kernel, launch, cluster, push or flat",
                 crate::echo::value(v)
             )))
         }
@@ -371,6 +379,24 @@ pub fn decode_plan(
             }
         )));
     }
+    // The flat merge's kernels (`_flat_cl_`) are the one-unit, static-order loop only: asked
+    // for, the others are refused; as a default (H200.md's flip), they keep the pull merge.
+    let merge =
+        if merge == DecMerge::Flat && (pair || dynamic) && sw.get("QSA_ATTN_DEC_MERGE").is_none() {
+            DecMerge::Cluster
+        } else {
+            merge
+        };
+    if merge == DecMerge::Flat && (pair || dynamic) {
+        return Err(BackendError::Input(format!(
+            "QSA_ATTN_DEC_MERGE=flat has no {} kernel (drop that switch or the merge)",
+            if pair {
+                "QSA_ATTN_DEC_PAIR=1"
+            } else {
+                "QSA_ATTN_DEC_ORDER=dynamic"
+            }
+        )));
+    }
     let ring = warps * stages * DEC_STAGE_BYTES;
     let shared = match merge {
         // The CTA's own (o, lse) lies after the warps' merge areas (over the ring: written
@@ -379,6 +405,8 @@ pub fn decode_plan(
         // The inbox lies past both the ring and the merge areas: pushes land while the
         // owner may still run its loop.
         DecMerge::Push => (warps * MERGE_FLOATS * 4).max(ring) + INBOX_FLOATS * 4,
+        // Each warp's merge area lies over its own ring's first stage (MERGE_FLOATS x 4 <=
+        // DEC_STAGE_BYTES): the ring is all.
         _ => ring,
     };
     if shared > limit {
@@ -414,6 +442,7 @@ pub fn dispatch_name(plan: &DecodePlan) -> &'static str {
         (true, DecMerge::Launch) => "decode_combine",
         (_, DecMerge::Cluster) => "decode_cluster",
         (_, DecMerge::Push) => "decode_push",
+        (_, DecMerge::Flat) => "decode_flat",
     }
 }
 

@@ -258,7 +258,7 @@ fn switches_sweep_and_bad_values_are_named() {
             h200,
             &[("QSA_ATTN_DEC_MERGE", "x")],
             Q1,
-            Refused("expected kernel, launch, cluster or push"),
+            Refused("expected kernel, launch, cluster, push or flat"),
         ),
         (
             // The CTA result after the warps' areas: 8 x 8320 + 8256 bytes over a one-stage
@@ -391,6 +391,83 @@ fn switches_sweep_and_bad_values_are_named() {
                 ("dispatch", "decode_push"),
                 ("bf16 kernel", "qsa_attn_dec_cl_fwd_bf16"),
             ]),
+        ),
+        (
+            // The one-query default on the H200: 8 splits as a cluster, the pull merge (CTA
+            // merge, then the cluster's). H200.md's flip to the flat merge changes this row.
+            "one query, auto: the cluster merge",
+            h200c,
+            &[],
+            Q1,
+            Plan(&[
+                ("merge", "Cluster"),
+                ("dispatch", "decode_cluster"),
+                ("bf16 kernel", "qsa_attn_dec_cl_fwd_bf16"),
+            ]),
+        ),
+        (
+            // Whatever the one-query default merge, the dynamic order and pairs keep the pull
+            // merge (the flat kernels have neither).
+            "one query, order=dynamic: the dynamic cluster kernel",
+            h200c,
+            &[("QSA_ATTN_DEC_ORDER", "dynamic")],
+            Q1,
+            Plan(&[
+                ("merge", "Cluster"),
+                ("bf16 kernel", "qsa_attn_dec_dyn_cl_fwd_bf16"),
+            ]),
+        ),
+        (
+            "one query, pair=1: the pair cluster kernel",
+            h200c,
+            &[("QSA_ATTN_DEC_PAIR", "1")],
+            Q1,
+            Plan(&[
+                ("merge", "Cluster"),
+                ("bf16 kernel", "qsa_attn_dec_cl_fwd_pair_bf16"),
+            ]),
+        ),
+        (
+            // The one-level merge: its own kernel, no opts bit, each warp's merge area over its
+            // own ring (8 warps x 1 stage: 69632 bytes, no CTA result after the areas).
+            "flat merge",
+            h200c,
+            &[("QSA_ATTN_DEC_MERGE", "flat")],
+            Q1,
+            Plan(&[
+                ("merge", "Flat"),
+                ("nsplit", "8"),
+                ("stages", "1"),
+                ("shared", "69632"),
+                ("opts", "0"),
+                ("dispatch", "decode_flat"),
+                ("bf16 kernel", "qsa_attn_dec_flat_cl_fwd_bf16"),
+                ("f16 kernel", "qsa_attn_dec_flat_cl_fwd_f16"),
+            ]),
+        ),
+        (
+            "flat merge without clusters: the ticket merge",
+            h200,
+            &[("QSA_ATTN_DEC_MERGE", "flat")],
+            Q1,
+            Plan(&[("merge", "Kernel")]),
+        ),
+        (
+            "flat merge with the dynamic order",
+            h200c,
+            &[
+                ("QSA_ATTN_DEC_MERGE", "flat"),
+                ("QSA_ATTN_DEC_ORDER", "dynamic"),
+            ],
+            Q1,
+            Refused("QSA_ATTN_DEC_MERGE=flat has no QSA_ATTN_DEC_ORDER=dynamic kernel"),
+        ),
+        (
+            "flat merge with pairs",
+            h200c,
+            &[("QSA_ATTN_DEC_MERGE", "flat"), ("QSA_ATTN_DEC_PAIR", "1")],
+            Q1,
+            Refused("QSA_ATTN_DEC_MERGE=flat has no QSA_ATTN_DEC_PAIR=1 kernel"),
         ),
         (
             "push merge without clusters: the ticket merge",
