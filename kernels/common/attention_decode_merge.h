@@ -136,13 +136,17 @@ QSA_DEVICE void dec_cluster_push_merge(const float* inbox, float* __restrict__ o
 // 8 CTA results, 8.3 KB): which wins is the card's to say.
 static_assert(DEC_MERGE_FLOATS * 4 <= DEC_STAGE_BYTES, "a warp's flat-merge area fits one ring stage");
 
-// A warp's (m, l, O unnormalised; m in natural-log units) into `mine` (dec_cta_merge's layout:
-// m[16], l[16], O[16][128] swizzled). Its lanes' last reads of the ring are behind a
-// __syncwarp (the loop's), its copies have landed (dec_wait(0)); the __syncwarp here orders
-// the lanes' copy landings before any lane's store over them.
-QSA_DEVICE void dec_flat_store(float* mine, const float (&m)[2], const float (&l)[2], const float (&acc)[16][4]) {
-  const int lane = qsa_lane(), tg = lane / 4, tt = lane % 4;
-  QSA_SYNCWARP();
+// A warp's (m, l, O unnormalised; m in natural-log units) into its area at base + off floats:
+// m[16], l[16], then O[16][128] swizzled (dec_swizzle). The one store of a warp's partial, for
+// both the CTA merge and the flat merge; the caller orders it after the ring's last reads and
+// copies (a CTA or a warp barrier) and passes its lane's (tg, tt) = (lane / 4, lane % 4). The
+// split of the area's address into (base, off), with the product formed by the CTA merge and
+// the sum here, keeps nvcc's output byte-identical to the two copies this helper replaced (a
+// ready pointer argument changed 10 sm_90 decode kernels' SASS: 64-bit offset product, branch
+// layout).
+QSA_DEVICE void dec_store_partial(float* base, long long off, int tg, int tt, const float (&m)[2], const float (&l)[2],
+                                  const float (&acc)[16][4]) {
+  float* mine = base + off;
   if (tt == 0) {
     mine[tg] = m[0];
     mine[tg + 8] = m[1];
@@ -151,11 +155,20 @@ QSA_DEVICE void dec_flat_store(float* mine, const float (&m)[2], const float (&l
   }
   float* mo = mine + 2 * DEC_ROWS;
 #pragma unroll
-  for (int j = 0; j < 16; ++j) {
+  for (int j = 0; j < 16; ++j) {  // rows tg and tg + 8 share the swizzle (dec_swizzle)
     const int c = dec_swizzle(tg, 8 * j) + 2 * tt;
     *(float2*)(mo + tg * DEC_D + c) = make_float2(acc[j][0], acc[j][1]);
     *(float2*)(mo + (tg + 8) * DEC_D + c) = make_float2(acc[j][2], acc[j][3]);
   }
+}
+
+// The flat merge's store (dec_cta_merge's layout, over the warp's own ring). Its lanes' last
+// reads of the ring are behind a __syncwarp (the loop's), its copies have landed (dec_wait(0));
+// the __syncwarp here orders the lanes' copy landings before any lane's store over them.
+QSA_DEVICE void dec_flat_store(float* mine, const float (&m)[2], const float (&l)[2], const float (&acc)[16][4]) {
+  const int lane = qsa_lane(), tg = lane / 4, tt = lane % 4;
+  QSA_SYNCWARP();
+  dec_store_partial(mine, 0, tg, tt, m, l, acc);
 }
 
 // `smem`: the CTA's dynamic shared memory; warp w's area at smem + w x `area` floats (the same
@@ -252,20 +265,7 @@ QSA_DEVICE void dec_cta_merge(float* smem, const float (&m)[2], const float (&l)
   const int lane = qsa_lane(), warp = threadIdx.x / 32, nwarp = blockDim.x / 32;
   const int tg = lane / 4, tt = lane % 4;
   QSA_SYNC();  // every warp is out of its ring (and its copies have landed)
-  float* mine = smem + (long long)warp * DEC_MERGE_FLOATS;
-  if (tt == 0) {
-    mine[tg] = m[0];
-    mine[tg + 8] = m[1];
-    mine[DEC_ROWS + tg] = l[0];
-    mine[DEC_ROWS + tg + 8] = l[1];
-  }
-  float* mo = mine + 2 * DEC_ROWS;
-#pragma unroll
-  for (int j = 0; j < 16; ++j) {  // rows tg and tg + 8 share the swizzle (dec_swizzle)
-    const int c = dec_swizzle(tg, 8 * j) + 2 * tt;
-    *(float2*)(mo + tg * DEC_D + c) = make_float2(acc[j][0], acc[j][1]);
-    *(float2*)(mo + (tg + 8) * DEC_D + c) = make_float2(acc[j][2], acc[j][3]);
-  }
+  dec_store_partial(smem, (long long)warp * DEC_MERGE_FLOATS, tg, tt, m, l, acc);
   QSA_SYNC();
   // Per row, once: warp w's weight exp(m_w - M) / L over its own m slot, the row's lse in warp
   // 0's l slot; eight lanes per row (lane w: warp w), reduced by shuffles, where one thread per
