@@ -293,7 +293,7 @@ fn nvidia_wgmma_scorers_on_emulated_wgmma() {
             (17, 16, 40),
         ] {
             // The SS kernels (the RS ones, sm_90's default, have the test below).
-            let sw = Switches::new([("QSA_SCORES_WG".to_string(), "ss".to_string())].into());
+            let sw = Switches::from_pairs(&[("QSA_SCORES_WG", "ss")]);
             run_scorer_switched(&c, kernel, TcEngine::Wgmma, shape, None, &sw, WAVE_FIRST);
         }
     }
@@ -335,11 +335,11 @@ fn nvidia_wgmma_rs_scorers_on_emulated_wgmma() {
         (ScoresKernel::Bf16, "rs256o"),
     ] {
         for (i, &shape) in shapes.iter().enumerate() {
-            let mut kv = vec![("QSA_SCORES_WG".to_string(), wg.to_string())];
+            let mut kv = vec![("QSA_SCORES_WG", wg)];
             if i % 2 == 1 {
-                kv.push(("QSA_SCORES_WG_UPC".to_string(), "1".to_string()));
+                kv.push(("QSA_SCORES_WG_UPC", "1"));
             }
-            let sw = Switches::new(kv.into_iter().collect());
+            let sw = Switches::from_pairs(&kv);
             run_scorer_switched(&c, kernel, TcEngine::Wgmma, shape, None, &sw, WAVE_FIRST);
         }
     }
@@ -355,11 +355,7 @@ fn nvidia_wgmma_decode_scorers_on_emulated_wgmma() {
     c.features = vec![qsa::dispatch::Feature::Wgmma];
     // The register kernel: TF32's default is the TMA ring since session 9 (its forms are
     // checked in tests/emu_scores.rs), so the switch pins this kernel for both precisions.
-    let regs = Switches::new(
-        [("QSA_SCORES_DECODE_WG_TMA".to_string(), "off".to_string())]
-            .into_iter()
-            .collect(),
-    );
+    let regs = Switches::from_pairs(&[("QSA_SCORES_DECODE_WG_TMA", "off")]);
     let run = |kernel, shape| {
         run_scorer_switched(
             &c,
