@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Tools the xtask CI tests read their results with (xtask/tests/ci.rs): junitparser from
+# Tools the xtask CI tests read their results with (xtask/tests/ci/): junitparser from
 # PyPI (an independent JUnit reader) and numpy (reads the runner's .npy dumps), hash-pinned
 # in .ci/requirements-test.txt, and Node.js (runs the PR-comment script against a fake
 # GitHub); then the lint tools of .ci/requirements.txt (zizmor, actionlint, cargo-shear) into
