@@ -1,7 +1,7 @@
 //! `cargo xtask report merge DIR...`: join the results that runners on different machines
 //! uploaded (one folder per target, as `cargo xtask matrix --out` writes them) into one
-//! JUnit file, one Markdown summary and one exit code; and `bless --from DIR`: accept the
-//! pending snapshots of a downloaded CI run into golden/.
+//! JUnit file, one Markdown summary and one exit code; and `bless --from DIR` (`bless`):
+//! accept the pending snapshots of a downloaded CI run into golden/.
 //!
 //! What a folder may hold, found at any depth (artifact downloads add a folder level):
 //! - `<target>/report.yaml`: a `TargetReport` (results + gate notes); preferred.
@@ -22,6 +22,9 @@ use qsa::matrix::Matrix;
 use qsa::results::{write_atomic, TargetResults, TargetStatus};
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
+
+pub mod bless;
+pub use bless::run_bless;
 
 /// How deep the walk goes below each DIR: `artifacts/<artifact>/<target>/pending/golden/<t>/x`.
 const MAX_DEPTH: usize = 8;
@@ -96,34 +99,6 @@ pub fn run(args: ReportArgs) -> Result<u8> {
         ReportCmd::Merge(a) => merge(&a),
         ReportCmd::Bless(a) => run_bless(&a).map(|()| 0),
     }
-}
-
-/// `bless --from DIR`: accept, then say what changed.
-pub fn run_bless(a: &BlessArgs) -> Result<()> {
-    let matrix_path = a.matrix.clone().unwrap_or_else(default_matrix_path);
-    let matrix = Matrix::load(&matrix_path)?;
-    let golden = a.golden.clone().unwrap_or_else(|| {
-        matrix_path
-            .parent()
-            .unwrap_or(Path::new("."))
-            .join("golden")
-    });
-    let done = bless_from(&a.from, &golden, &matrix)?;
-    for b in &done {
-        println!(
-            "{:8} {}  (from {})",
-            b.what,
-            b.to.display(),
-            b.from.display()
-        );
-    }
-    println!(
-        "{} file(s) accepted into {}: review `git diff {}` and commit",
-        done.len(),
-        golden.display(),
-        golden.display()
-    );
-    Ok(())
 }
 
 /// Merge, write the outputs, print the terminal table; the gate's exit code (0 or 1).
@@ -508,105 +483,6 @@ fn bless_hint(reports: &[TargetReport]) -> String {
     format!(
         "\n### Accepting the pending snapshots\n\nRead the diffs above first. Then, in a checkout of this branch:\n\n```sh\n{download}\ncargo xtask report bless --from ci-artifacts\ngit add golden && git commit -m 'bless snapshots'\n```\n"
     )
-}
-
-/// One file `bless --from` accepted.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Blessed {
-    pub from: PathBuf,
-    pub to: PathBuf,
-    /// "new" or "changed" or "same".
-    pub what: &'static str,
-}
-
-/// Accept every pending `.snap.new` / `bench.yaml.new` under `from` into `golden_root`:
-/// all are checked first (each names a declared target, snapshots parse as insta
-/// snapshots, bench proposals as bench golden files, no two disagree), all are staged as
-/// temporary files beside their destinations, and only then renamed into place; a failure
-/// before the renames leaves golden/ untouched.
-pub fn bless_from(from: &Path, golden_root: &Path, matrix: &Matrix) -> Result<Vec<Blessed>> {
-    if !from.is_dir() {
-        bail!(
-            "{}: not a folder (download a CI run's artifacts into it: docs/ci.md)",
-            from.display()
-        );
-    }
-    let mut found = Found::default();
-    walk(from, 0, false, &mut found)?;
-    if found.pending.is_empty() {
-        bail!("{}: no pending snapshots (golden/<target>/*.snap.new) or bench proposals (golden/<target>/bench.yaml.new) found", from.display());
-    }
-    // dest -> (source, bytes)
-    let mut plan: BTreeMap<PathBuf, (PathBuf, Vec<u8>)> = BTreeMap::new();
-    for (target, file, path) in &found.pending {
-        if matrix.target(target).is_none() {
-            bail!(
-                "{}: target `{target}` is not declared in {}",
-                path.display(),
-                matrix.path.display()
-            );
-        }
-        let bytes =
-            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-        let dest = golden_root.join(target).join(file.trim_end_matches(".new"));
-        if file.ends_with(".snap.new") {
-            snapshot_text(path)?;
-            crate::golden::refuse_off_card_over_card(path, &dest)?;
-        } else {
-            let text = String::from_utf8_lossy(&bytes);
-            serde_yaml::from_str::<qsa::suites::bench::BenchGolden>(&text)
-                .map_err(|e| anyhow::anyhow!("{}: not a bench golden file: {e}", path.display()))?;
-        }
-        match plan.get(&dest) {
-            Some((other, b)) if *b != bytes => bail!(
-                "{} and {} propose different contents for {}: download one run only",
-                other.display(),
-                path.display(),
-                dest.display()
-            ),
-            Some(_) => {}
-            None => {
-                plan.insert(dest, (path.clone(), bytes));
-            }
-        }
-    }
-    let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
-    let stage = |staged: &mut Vec<(PathBuf, PathBuf)>| -> Result<()> {
-        for (dest, (_, bytes)) in &plan {
-            let dir = dest.parent().unwrap_or(Path::new("."));
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("cannot create {}", dir.display()))?;
-            let name = dest.file_name().and_then(|n| n.to_str()).unwrap_or("snap");
-            let tmp = dir.join(format!(".{name}.bless-{}", std::process::id()));
-            std::fs::write(&tmp, bytes)
-                .with_context(|| format!("cannot write {}", tmp.display()))?;
-            staged.push((tmp, dest.clone()));
-        }
-        Ok(())
-    };
-    if let Err(e) = stage(&mut staged) {
-        for (tmp, _) in &staged {
-            let _ = std::fs::remove_file(tmp);
-        }
-        return Err(e);
-    }
-    let mut out = Vec::new();
-    for (tmp, dest) in staged {
-        let (src, bytes) = &plan[&dest];
-        let what = match std::fs::read(&dest) {
-            Ok(old) if old == *bytes => "same",
-            Ok(_) => "changed",
-            Err(_) => "new",
-        };
-        std::fs::rename(&tmp, &dest)
-            .with_context(|| format!("cannot rename {} to {}", tmp.display(), dest.display()))?;
-        out.push(Blessed {
-            from: src.clone(),
-            to: dest,
-            what,
-        });
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

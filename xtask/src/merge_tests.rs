@@ -1,3 +1,4 @@
+use super::bless::bless_from;
 use super::*;
 
 fn snap(body: &str) -> String {

@@ -190,13 +190,13 @@ fn bless_from_refuses_a_ptx_snapshot_over_the_cards() {
         art.join("parity__x.snap.new"),
     )
     .unwrap();
-    let done = crate::merge::bless_from(&dir.path().join("art"), &golden, &m).unwrap();
+    let done = crate::merge::bless::bless_from(&dir.path().join("art"), &golden, &m).unwrap();
     assert_eq!(done.len(), 1);
     // Now the card's own snapshot is there: the same artifact is refused.
     let mut card = Golden::new(&golden, true, None);
     card.check("sm_75", "parity__x", "a x ids: 2", Scope::Full)
         .unwrap();
-    let e = match crate::merge::bless_from(&dir.path().join("art"), &golden, &m) {
+    let e = match crate::merge::bless::bless_from(&dir.path().join("art"), &golden, &m) {
         Ok(done) => panic!("bless --from let a PTX snapshot replace the card's: {done:?}"),
         Err(e) => e.to_string(),
     };
