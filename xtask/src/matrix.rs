@@ -2,20 +2,22 @@
 //! own runner process with a time limit, compare with golden/, gate, and report.
 
 use crate::build;
-use crate::build::resources::{gate_resources, Report as ResourceReport};
 use crate::build::toolchain;
 use crate::golden::{Golden, Scope};
-use crate::report::{self, GateNote, TargetReport};
+use crate::report::{self, TargetReport};
 use crate::repro::Repro;
 use crate::snapshots;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use qsa::matrix::{Matrix, Suite, Target};
 use qsa::results::{write_atomic, Status, TargetResults, TargetStatus};
 use std::collections::BTreeMap;
-use std::ffi::OsString;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Duration;
+use std::path::PathBuf;
+
+mod gates;
+pub(crate) mod runner;
+
+use gates::{check_dispatch, note, resource_gates};
+use runner::{build_runner, run_runner};
 
 /// `cargo xtask matrix` options.
 #[derive(clap::Args, Debug, Clone)]
@@ -402,18 +404,6 @@ fn case_selection(m: &Matrix, cases_files: &[PathBuf], given: Vec<String>) -> Ve
         .collect()
 }
 
-fn note(kind: &str, name: &str, failed: bool, message: String, repro: &str) -> GateNote {
-    GateNote {
-        kind: kind.into(),
-        name: name.into(),
-        failed,
-        message,
-        meaning: Vec::new(),
-        diff: String::new(),
-        repro: repro.into(),
-    }
-}
-
 /// GPU targets whose toolchain is present, and the others with the reason and the fix.
 fn split_by_toolchain(targets: &[Target]) -> (Vec<&Target>, Vec<(&Target, String)>) {
     let mut ok = Vec::new();
@@ -427,168 +417,10 @@ fn split_by_toolchain(targets: &[Target]) -> (Vec<&Target>, Vec<(&Target, String
     (ok, missing)
 }
 
-pub(crate) fn build_runner(root: &Path) -> Result<PathBuf> {
-    // Not --quiet: the first build compiles every dependency in release mode (minutes), and
-    // cargo's own lines show it; on a terminal cargo adds its progress bar, in CI plain lines.
-    eprintln!("building the runner: cargo build --release -p qsa --bin qsa (minutes the first time, seconds after)");
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["build", "--release", "-p", "qsa", "--bin", "qsa"])
-        .current_dir(root)
-        .status()
-        .context("cannot start cargo to build the runner")?;
-    anyhow::ensure!(status.success(), "building the runner failed ({status})");
-    // Where that cargo put it: CARGO_TARGET_DIR (relative paths from the workspace root, the
-    // build's working folder) when set, as a build in its own target folder sets it (the
-    // MSRV toolchain's test run, the mutants harness).
-    let target_dir =
-        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), |d| root.join(d));
-    Ok(target_dir.join("release/qsa"))
-}
-
-/// Run one target's runner with a time limit (restarted after a crash: `runner_stream`).
-fn run_runner(
-    runner: &Path,
-    a: &MatrixArgs,
-    m: &Matrix,
-    t: &Target,
-    out: &Path,
-    golden_root: &Path,
-    emulate: bool,
-) -> Result<TargetResults> {
-    let extra: Vec<OsString> = if emulate {
-        vec!["--emulate".into()]
-    } else {
-        Vec::new()
-    };
-    run_runner_with(runner, a, m, t, out, golden_root, &extra)
-}
-
-/// `run_runner` with extra runner flags (`--emulate`, `--sanitize T`).
-pub(crate) fn run_runner_with(
-    runner: &Path,
-    a: &MatrixArgs,
-    m: &Matrix,
-    t: &Target,
-    out: &Path,
-    golden_root: &Path,
-    extra: &[OsString],
-) -> Result<TargetResults> {
-    let mut args: Vec<OsString> = vec!["run".into(), "--target".into(), t.name.clone().into()];
-    args.extend(extra.iter().cloned());
-    let emulate = extra.iter().any(|x| x == "--emulate");
-    let sanitize = extra.iter().any(|x| x == "--sanitize");
-    args.extend(["--matrix".into(), m.path.clone().into_os_string()]);
-    args.push("--code-objects".into());
-    args.push(toolchain::project_root().join("build/kernels").into());
-    if t.bench_gate && !emulate && !sanitize {
-        args.push("--bench-golden".into());
-        args.push(golden_root.join(&t.name).join("bench.yaml").into());
-    }
-    for f in &a.cases {
-        args.extend(["--cases".into(), f.clone().into_os_string()]);
-    }
-    for (flag, vals) in [
-        ("--case", &a.case),
-        ("--suite", &a.suite),
-        ("--variant", &a.variant),
-        ("--dist", &a.dist),
-    ] {
-        for v in vals {
-            args.extend([flag.into(), v.into()]);
-        }
-    }
-    if let Some(s) = &a.shard {
-        args.extend(["--shard".into(), s.into()]);
-    }
-    if let Some(d) = &a.dump {
-        args.extend(["--dump".into(), d.join(&t.name).into_os_string()]);
-        if a.dump_all {
-            args.push("--dump-all".into());
-        }
-    }
-    crate::runner_stream::run(&crate::runner_stream::RunnerJob {
-        runner,
-        args,
-        results: out.join(&t.name).join("results.yaml"),
-        timeout: Duration::from_secs(a.timeout),
-        matrix: m,
-        target: t,
-    })
-}
-
-/// Every kernel that ran must be the one the dispatch table predicts.
-fn check_dispatch(m: &Matrix, t: &Target, r: &TargetResults, notes: &mut Vec<GateNote>) {
-    for rec in &r.records {
-        let (Some(ran), Some(case)) =
-            (&rec.dispatched, m.cases.iter().find(|c| c.name == rec.case))
-        else {
-            continue;
-        };
-        if let Ok(want) = qsa::plan::predicted_kernel(m, t, case, &rec.variant, rec.check == "bwd")
-        {
-            // Through PTX on a newer card the runner drops Feature::Wgmma (SASS-only kernels):
-            // the mma.sync twin of a predicted wgmma kernel is then the right one.
-            let ptx_twin = r.status == qsa::results::TargetStatus::RunPtx
-                && want.strip_suffix("_wgmma") == Some(ran.as_str());
-            if &want != ran && !ptx_twin {
-                notes.push(note("dispatch", &format!("{}/{}", rec.case, rec.variant), true, format!("ran `{ran}`, but the dispatch table says `{want}`: src/dispatch and the backend disagree"), &rec.repro));
-            }
-        }
-    }
-}
-
-/// Resource snapshot and gates of one built target.
-fn resource_gates(
-    golden: &mut Golden,
-    t: &Target,
-    new: &ResourceReport,
-    build_failed: bool,
-    notes: &mut Vec<GateNote>,
-) -> Result<()> {
-    if build_failed {
-        notes.push(note(
-            "build",
-            &t.name,
-            true,
-            "a kernel failed to compile (warnings are errors): see the build output".into(),
-            &format!("cargo xtask build --target {}", t.name),
-        ));
-    }
-    let path = golden.dir(&t.name).join("resources.snap");
-    let old = if path.exists() {
-        let snap = insta::Snapshot::from_file(&path)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        let text = snap.as_text().map(|x| x.to_string()).unwrap_or_default();
-        Some(
-            ResourceReport::from_text(&text)
-                .with_context(|| format!("{}: unreadable resource snapshot", path.display()))?,
-        )
-    } else {
-        None
-    };
-    for v in gate_resources(old.as_ref(), new, t) {
-        notes.push(note(
-            "resources",
-            &t.name,
-            true,
-            v.message,
-            &format!("cargo xtask build --target {}", t.name),
-        ));
-    }
-    snapshots::check(
-        golden,
-        &t.name,
-        "resources",
-        &new.to_text(),
-        Scope::Full,
-        format!("cargo xtask build --target {}", t.name),
-        notes,
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     #[test]
     fn cases_files_alone_select_their_own_cases() {

@@ -1,6 +1,6 @@
 //! The resource gates: one target's freshly built resource report against its golden
 //! snapshot (`golden/<target>/resources.snap`, read back with `Report::from_text` by
-//! `matrix::resource_gates` and `build::gate_summary`) and against the target's limits.
+//! `matrix::gates::resource_gates` and `build::gate_summary`) and against the target's limits.
 //!
 //! - Spills: no spill figure above the golden's (NVIDIA: spill store / load bytes per thread,
 //!   from ptxas; AMD: VGPR / SGPR spill counts, from the code object). Not only 0 -> n: 18 ->

@@ -9,7 +9,8 @@
 //! one row per (target, tool), `sm_90 memcheck`, in the terminal, JUnit and Markdown.
 
 use crate::build::toolchain;
-use crate::matrix::{build_runner, run_runner_with, MatrixArgs};
+use crate::matrix::runner::{build_runner, run_runner_with};
+use crate::matrix::MatrixArgs;
 use crate::report::{self, TargetReport};
 use crate::repro::Repro;
 use anyhow::Result;
