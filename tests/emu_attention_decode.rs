@@ -23,7 +23,7 @@ const MMA_LIMIT: f64 = 5e-5;
 type Pairs = &'static [(&'static str, &'static str)];
 
 /// (label, switches, the dispatch name the plan must report).
-const PLANS: [(&str, Pairs, &str); 16] = [
+const PLANS: [(&str, Pairs, &str); 20] = [
     ("auto", &[], "decode"),
     (
         "split 3, combine launch",
@@ -124,6 +124,39 @@ const PLANS: [(&str, Pairs, &str); 16] = [
             ("QSA_ATTN_DEC_PREFETCH", "256"),
         ],
         "decode_flat",
+    ),
+    // q staged once per CTA (QSA_ATTN_DEC_QLOAD=cta, the `_qs_` kernels): 8 warps (one chunk of
+    // q per thread; group 4 and 8: rows past the chunk's zero-filled), 3 warps x 2 stages over 3
+    // splits (threads copy several chunks), one warp x 4 stages (q's group waited past four ring
+    // groups), and the sm_90 cluster merge (q's tile past the CTA result).
+    ("q per CTA", &[("QSA_ATTN_DEC_QLOAD", "cta")], "decode"),
+    (
+        "q per CTA, 3 warps x 2 stages, split 3",
+        &[
+            ("QSA_ATTN_DEC_QLOAD", "cta"),
+            ("QSA_ATTN_DEC_WARPS", "3"),
+            ("QSA_ATTN_DEC_STAGES", "2"),
+            ("QSA_ATTN_DEC_SPLITS", "3"),
+        ],
+        "decode_split",
+    ),
+    (
+        "q per CTA, one warp x 4 stages",
+        &[
+            ("QSA_ATTN_DEC_QLOAD", "cta"),
+            ("QSA_ATTN_DEC_WARPS", "1"),
+            ("QSA_ATTN_DEC_STAGES", "4"),
+            ("QSA_ATTN_DEC_SPLITS", "1"),
+        ],
+        "decode",
+    ),
+    (
+        "q per CTA, cluster merge",
+        &[
+            ("QSA_ATTN_DEC_QLOAD", "cta"),
+            ("QSA_ATTN_DEC_MERGE", "cluster"),
+        ],
+        "decode_cluster",
     ),
     // Units dealt round-robin to the warps (uneven counts: 3 warps), L2 look-ahead of 2.
     (
@@ -232,6 +265,7 @@ fn decode_forward_rescales_on_a_sharp_softmax() {
                         | "one warp, one stage, no split"
                         | "pairs of units, one warp, three stages"
                         | "dynamic units, 3 warps x 2 stages, split 2"
+                        | "q per CTA, 3 warps x 2 stages, split 3"
                 )
             }) {
                 let what = format!("{target} {case}/random_ids scale 8 {label}");
