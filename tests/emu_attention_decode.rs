@@ -296,3 +296,49 @@ fn decode_forward_rescales_on_a_sharp_softmax() {
         }
     }
 }
+
+/// q staged once per CTA (the `_qs_` kernels): each thread copies its own chunks of q, and only
+/// the CTA barrier after its wait makes the other warps' chunks visible to a warp's ldmatrix.
+/// The race check's schedules cannot see that barrier go (every thread stages q before its
+/// first shuffle, and the list's shuffles hold each warp until all its lanes arrive, so q is
+/// whole before any ldmatrix); one wave at a time (Schedule::WaveFirst) runs warp 0 up to the
+/// barrier before warp 1 has staged anything, so without it warp 0 multiplies by poison.
+#[test]
+fn q_staged_per_cta_waits_for_every_warp_one_wave_at_a_time() {
+    let m = matrix();
+    let caps = caps(&m, "sm_90");
+    for (case, dist) in [
+        ("attn_emu_g4", "random_ids"),
+        ("attn_emu_g8_f16", "causal_edge"),
+    ] {
+        let c = m.cases.iter().find(|c| c.name == case).unwrap();
+        let p = qsa::cases::attn_problem(m.seed, c, dist).unwrap();
+        let want = attn_forward_f64(&p, None).unwrap();
+        for (label, sw, _) in PLANS.iter().filter(|(l, _, _)| {
+            matches!(
+                *l,
+                "q per CTA" | "q per CTA, 3 warps x 2 stages, split 3" | "q per CTA, cluster merge"
+            )
+        }) {
+            let what = format!("sm_90 {case}/{dist} {label}, one wave at a time");
+            let run = race::run_scheduled(
+                &caps,
+                &switches(sw),
+                &Problem::AttnForward(p.clone()),
+                Schedule::WaveFirst,
+            )
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+            let Output::AttnForward(o) = run.output else {
+                panic!("{what}: no forward output")
+            };
+            for (n, got, w) in [("o", &o.o, &want.o), ("lse", &o.lse, &want.lse)] {
+                let e = rel_max(n, got, w);
+                assert!(
+                    e <= MMA_LIMIT,
+                    "decode forward {what} {n}: relative max error {e:e} past {MMA_LIMIT:e} \
+                     (q read before every warp's chunk landed?)"
+                );
+            }
+        }
+    }
+}
