@@ -30,7 +30,8 @@
 //     thread-block cluster and merge through distributed shared memory (DEC_MERGE_CLUSTER).
 // Preconditions the host checks (src/dispatch/attention_decode.rs): t <= 32 (one id per
 // lane), blockDim.x = 32 x warps, dynamic shared = warps x stages x DEC_STAGE_BYTES (the
-// cluster merges: at least the warps' merge areas and the CTA result or inbox after them),
+// cluster merges: at least the warps' merge areas and the CTA result or inbox after them; the
+// `_qs_` kernels: DEC_Q_BYTES more for q's tile, past all of that),
 // 1 <= stages <= 4 (2 <= stages with DEC_OPT_PAIR: two units per step), and with the in-kernel
 // merge nsplit <= DEC_MAX_MERGE_SPLITS (its weight table, nsplit x 16 + 32 floats, lies over the
 // smallest ring: 8704 bytes).
