@@ -153,6 +153,20 @@ DEC_FLAT = [{"QSA_ATTN_DEC_MERGE": "flat"}] + \
             {"QSA_ATTN_DEC_MERGE": "cluster"}]
 DEC_HND_FLAT = [{}, {"QSA_ATTN_DEC_PROBE": "loop"}, {"QSA_ATTN_DEC_MERGE": "flat"},
                 {"QSA_ATTN_DEC_MERGE": "flat", "QSA_ATTN_DEC_PROBE": "loop"}]
+# Session 11 (issue 13, the head): q staged once per CTA in shared memory (QSA_ATTN_DEC_QLOAD=cta,
+# the `_qs_` kernels: one 16-byte copy per thread issued before the ids' load, read by ldmatrix
+# after the ring's first copies, instead of each warp's 32 four-byte loads per lane ahead of the
+# ids and the copies), with its chain probes (launch: its shared bytes; list: q in registers and
+# the unit list, as the static kernel's; loop: all but the merges; no_math: its copy floor), on a
+# 3-stage ring and with the 256-byte prefetch. `--decode-sweep qs`: these next to auto and the
+# static kernel's chain probes (DEC_CHAIN); DEC_HND_QS on the head-major twin.
+DEC_QS = [{"QSA_ATTN_DEC_QLOAD": "cta"}] + \
+         [{"QSA_ATTN_DEC_QLOAD": "cta", "QSA_ATTN_DEC_PROBE": p} for p in ("launch", "list", "loop", "no_math")] + \
+         [{"QSA_ATTN_DEC_QLOAD": "cta", "QSA_ATTN_DEC_STAGES": 3},
+          {"QSA_ATTN_DEC_QLOAD": "cta", "QSA_ATTN_DEC_PREFETCH": 256},
+          {"QSA_ATTN_DEC_QLOAD": "cta", "QSA_ATTN_DEC_WARPS": 4, "QSA_ATTN_DEC_STAGES": 3}]
+DEC_HND_QS = [{}, {"QSA_ATTN_DEC_PROBE": "loop"}, {"QSA_ATTN_DEC_QLOAD": "cta"},
+              {"QSA_ATTN_DEC_QLOAD": "cta", "QSA_ATTN_DEC_PROBE": "loop"}]
 # --decode-sweep new: only the probes and DEC_NEW (the earlier sweeps were measured in session 7);
 # hnd: the NHD auto / gather / probe rows (the fla-layout figure stays next to the new one) and
 # DEC_HND, without the items-per-SM rows.
@@ -359,6 +373,8 @@ def dec_sweep(qsa, shape, base):
         tries += DEC_CHAIN + DEC_DYN
     if DEC_SWEEP == "flat":
         tries += DEC_CHAIN + DEC_FLAT
+    if DEC_SWEEP == "qs":
+        tries += DEC_CHAIN + DEC_QS
     if DEC_SWEEP == "all":
         tries += [{"QSA_ATTN_DEC_WARPS": w, "QSA_ATTN_DEC_STAGES": st} for w, st in DEC_WARPS_STAGES]
         tries += [{"QSA_ATTN_DEC_SPLITS": n, "QSA_ATTN_DEC_MERGE": m} for n in DEC_SPLITS for m in DEC_MERGES]
@@ -408,12 +424,17 @@ CHECK_DECODE = [("decode", {"QSA_ATTN_KERNEL": "decode"}),
                                                         "QSA_ATTN_DEC_MERGE": "cluster"}),
                 ("decode merge=flat", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_MERGE": "flat"}),
                 ("decode merge=flat warps=3 stages=2", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_MERGE": "flat",
-                                                        "QSA_ATTN_DEC_WARPS": 3, "QSA_ATTN_DEC_STAGES": 2})]
+                                                        "QSA_ATTN_DEC_WARPS": 3, "QSA_ATTN_DEC_STAGES": 2}),
+                ("decode qload=cta", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_QLOAD": "cta"}),
+                ("decode qload=cta warps=3 split=3", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_QLOAD": "cta",
+                                                      "QSA_ATTN_DEC_WARPS": 3, "QSA_ATTN_DEC_SPLITS": 3}),
+                ("decode qload=cta merge=cluster", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_QLOAD": "cta",
+                                                    "QSA_ATTN_DEC_MERGE": "cluster"})]
 # The same forms on the head-major twin (kv_layout=hnd: K / V permuted to [B, H, Tk, D]).
 CHECK_DECODE_HND = [(f"{name} hnd", sw) for name, sw in CHECK_DECODE
                     if name in ("decode", "decode split=3 merge=kernel", "decode merge=cluster", "decode merge=push",
                                 "decode prefetch=256 split=3", "decode order=interleave ahead=3 warps=3",
-                                "decode order=dynamic warps=3 split=2", "decode merge=flat")]
+                                "decode order=dynamic warps=3 split=2", "decode merge=flat", "decode qload=cta")]
 DECODE = [("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 128, 8),
           ("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 64, 8),
           ("decode 1 q x 8 kv heads, 262K", 1, 1, 262144, 128, 8),
@@ -442,7 +463,7 @@ def hnd_sweep(qsa, shape):
     """(label, plan) of DEC_HND on the head-major twin of `shape` (decode plans only)."""
     hshape = dict(shape, kv_layout="hnd")
     seen = []
-    for sw in {"dyn": DEC_HND_DYN, "flat": DEC_HND_FLAT}.get(DEC_SWEEP, DEC_HND):
+    for sw in {"dyn": DEC_HND_DYN, "flat": DEC_HND_FLAT, "qs": DEC_HND_QS}.get(DEC_SWEEP, DEC_HND):
         try:
             p = qsa.plan(hshape, sw=sw)
         except qsa_plan.PlanError:
@@ -486,7 +507,7 @@ def planned(qsa, check=True, bench=True, decode_only=False, fwd_sweep="all"):
                 continue
             for label, p in sweep(qsa, shape, staged):
                 yield f"{case} g{hq // hkv} staged {label}", p
-        for case, B, Tq, Tk, hq, hkv in ([] if DEC_SWEEP in ("hnd", "dyn", "flat") else DECODE_ITEMS):
+        for case, B, Tq, Tk, hq, hkv in ([] if DEC_SWEEP in ("hnd", "dyn", "flat", "qs") else DECODE_ITEMS):
             shape = bench_shape(B, Tq, Tk, hq, hkv)
             yield f"{case} decode", qsa.plan(shape, sw=DECODE_FORCED)
             yield f"{case} staged", qsa.plan(shape, sw=STAGED)

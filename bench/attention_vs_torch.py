@@ -13,7 +13,7 @@ QSA_ATTN_KERNEL=staged with QSA_ATTN_NBUF and QSA_ATTN_SPLITS, the ring forward'
 QSA_ATTN_FWD / QSA_ATTN_STAGES / QSA_ATTN_RING_SLOT / QSA_ATTN_RING_PARTS, the warp
 forward's QSA_ATTN_FWD=warp with QSA_ATTN_WARP_WARPS / _KEYS / _STAGES / _PARTS / _RESCALE
 (`--fwd-sweep warp`: the prefill forward's sweep is the warp forward's and the ring's default),
-the decode kernel's QSA_ATTN_DEC_WARPS / _STAGES / _SPLITS / _MERGE /
+the decode kernel's QSA_ATTN_DEC_WARPS / _STAGES / _SPLITS / _MERGE / _QLOAD /
 _PAIR, and its ablations QSA_ATTN_DEC_PROBE=launch|no_kv|no_math (`probe=` rows: the launch
 alone, no K/V copies, no math; their output is not the attention and is not checked). The
 decode shapes end with the decode kernel against the staged kernel at 32-256 query tokens (the
@@ -56,12 +56,13 @@ def main():
     ap.add_argument("--fwd-sweep", choices=("all", "warp"), default="all",
                     help="the prefill forward's sweep rows: all (the warp forward's, the staged kernel's and "
                          "the ring's) or warp (the warp forward's only, SWEEP_WARP)")
-    ap.add_argument("--decode-sweep", choices=("all", "new", "hnd", "dyn", "flat"), default="all",
+    ap.add_argument("--decode-sweep", choices=("all", "new", "hnd", "dyn", "flat", "qs"), default="all",
                     help="the decode kernel's variant rows: every sweep (all), only the probes and session "
                          "8's variants (new: DEC_NEW, DEC_PROBES), or the head-major rows next to the NHD "
                          "probes (hnd: DEC_HND, DEC_PROBES; no items-per-SM rows), or session 10's dynamic unit order "
                          "(dyn: DEC_CHAIN, DEC_DYN, then DEC_HND_DYN; no items-per-SM rows), or the one-level cluster "
-                         "merge (flat: DEC_CHAIN, DEC_FLAT, then DEC_HND_FLAT). The other modes end "
+                         "merge (flat: DEC_CHAIN, DEC_FLAT, then DEC_HND_FLAT), or q staged per CTA (qs: DEC_CHAIN, "
+                         "DEC_QS, then DEC_HND_QS). The other modes end "
                          "each decode shape with DEC_HND")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     qsa_plan.add_plan_args(ap)

@@ -367,3 +367,18 @@ QSA_ATTN_DECODE_CLUSTER_INSTANCE(qsa_attn_dec_dyn_cl_fwd_f16, DecF16, false, tru
 // qsa:dynamic_shared 34816 for qsa_attn_dec_flat_cl_fwd_f16
 QSA_ATTN_DECODE_FLAT_INSTANCE(qsa_attn_dec_flat_cl_fwd_bf16, DecBf16)
 QSA_ATTN_DECODE_FLAT_INSTANCE(qsa_attn_dec_flat_cl_fwd_f16, DecF16)
+// q staged once per CTA in shared memory (QSA_ATTN_DEC_QLOAD=cta), the one-unit static-order
+// loop, with and without the cluster merge. Shared: the 4 x 1 ring (34816) or the cluster merge's
+// 4 warp areas and CTA result (41536), then q's tile (4352).
+// qsa:block 128 for qsa_attn_dec_qs_fwd_bf16
+// qsa:block 128 for qsa_attn_dec_qs_fwd_f16
+// qsa:block 128 for qsa_attn_dec_qs_cl_fwd_bf16
+// qsa:block 128 for qsa_attn_dec_qs_cl_fwd_f16
+// qsa:dynamic_shared 39168 for qsa_attn_dec_qs_fwd_bf16
+// qsa:dynamic_shared 39168 for qsa_attn_dec_qs_fwd_f16
+// qsa:dynamic_shared 45888 for qsa_attn_dec_qs_cl_fwd_bf16
+// qsa:dynamic_shared 45888 for qsa_attn_dec_qs_cl_fwd_f16
+QSA_ATTN_DECODE_QS_INSTANCE(qsa_attn_dec_qs_fwd_bf16, DecBf16)
+QSA_ATTN_DECODE_QS_INSTANCE(qsa_attn_dec_qs_fwd_f16, DecF16)
+QSA_ATTN_DECODE_QS_CLUSTER_INSTANCE(qsa_attn_dec_qs_cl_fwd_bf16, DecBf16)
+QSA_ATTN_DECODE_QS_CLUSTER_INSTANCE(qsa_attn_dec_qs_cl_fwd_f16, DecF16)

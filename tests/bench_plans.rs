@@ -135,6 +135,12 @@ fn the_benches_launch_what_the_runner_launches() {
     assert!(n >= 20, "scores: {n} calls");
     let n = compare("attention_vs_torch.py", &["--check", "--bench"]);
     assert!(n >= 40, "attention: {n} calls");
+    // The H200 call's sweep (H200.md of branch dechead): q staged per CTA and its probes.
+    let n = compare(
+        "attention_vs_torch.py",
+        &["--bench", "--decode-only", "--decode-sweep", "qs"],
+    );
+    assert!(n >= 40, "attention --decode-sweep qs: {n} calls");
 }
 
 /// What the benches rely on from the binary: JSON on stdout and exit 0; a mistake is exit 2

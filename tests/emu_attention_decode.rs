@@ -23,7 +23,7 @@ const MMA_LIMIT: f64 = 5e-5;
 type Pairs = &'static [(&'static str, &'static str)];
 
 /// (label, switches, the dispatch name the plan must report).
-const PLANS: [(&str, Pairs, &str); 16] = [
+const PLANS: [(&str, Pairs, &str); 20] = [
     ("auto", &[], "decode"),
     (
         "split 3, combine launch",
@@ -124,6 +124,39 @@ const PLANS: [(&str, Pairs, &str); 16] = [
             ("QSA_ATTN_DEC_PREFETCH", "256"),
         ],
         "decode_flat",
+    ),
+    // q staged once per CTA (QSA_ATTN_DEC_QLOAD=cta, the `_qs_` kernels): 8 warps (one chunk of
+    // q per thread; group 4 and 8: rows past the chunk's zero-filled), 3 warps x 2 stages over 3
+    // splits (threads copy several chunks), one warp x 4 stages (q's group waited past four ring
+    // groups), and the sm_90 cluster merge (q's tile past the CTA result).
+    ("q per CTA", &[("QSA_ATTN_DEC_QLOAD", "cta")], "decode"),
+    (
+        "q per CTA, 3 warps x 2 stages, split 3",
+        &[
+            ("QSA_ATTN_DEC_QLOAD", "cta"),
+            ("QSA_ATTN_DEC_WARPS", "3"),
+            ("QSA_ATTN_DEC_STAGES", "2"),
+            ("QSA_ATTN_DEC_SPLITS", "3"),
+        ],
+        "decode_split",
+    ),
+    (
+        "q per CTA, one warp x 4 stages",
+        &[
+            ("QSA_ATTN_DEC_QLOAD", "cta"),
+            ("QSA_ATTN_DEC_WARPS", "1"),
+            ("QSA_ATTN_DEC_STAGES", "4"),
+            ("QSA_ATTN_DEC_SPLITS", "1"),
+        ],
+        "decode",
+    ),
+    (
+        "q per CTA, cluster merge",
+        &[
+            ("QSA_ATTN_DEC_QLOAD", "cta"),
+            ("QSA_ATTN_DEC_MERGE", "cluster"),
+        ],
+        "decode_cluster",
     ),
     // Units dealt round-robin to the warps (uneven counts: 3 warps), L2 look-ahead of 2.
     (
@@ -232,6 +265,7 @@ fn decode_forward_rescales_on_a_sharp_softmax() {
                         | "one warp, one stage, no split"
                         | "pairs of units, one warp, three stages"
                         | "dynamic units, 3 warps x 2 stages, split 2"
+                        | "q per CTA, 3 warps x 2 stages, split 3"
                 )
             }) {
                 let what = format!("{target} {case}/random_ids scale 8 {label}");
@@ -258,6 +292,52 @@ fn decode_forward_rescales_on_a_sharp_softmax() {
                          (the online softmax's rescale)"
                     );
                 }
+            }
+        }
+    }
+}
+
+/// q staged once per CTA (the `_qs_` kernels): each thread copies its own chunks of q, and only
+/// the CTA barrier after its wait makes the other warps' chunks visible to a warp's ldmatrix.
+/// The race check's schedules cannot see that barrier go (every thread stages q before its
+/// first shuffle, and the list's shuffles hold each warp until all its lanes arrive, so q is
+/// whole before any ldmatrix); one wave at a time (Schedule::WaveFirst) runs warp 0 up to the
+/// barrier before warp 1 has staged anything, so without it warp 0 multiplies by poison.
+#[test]
+fn q_staged_per_cta_waits_for_every_warp_one_wave_at_a_time() {
+    let m = matrix();
+    let caps = caps(&m, "sm_90");
+    for (case, dist) in [
+        ("attn_emu_g4", "random_ids"),
+        ("attn_emu_g8_f16", "causal_edge"),
+    ] {
+        let c = m.cases.iter().find(|c| c.name == case).unwrap();
+        let p = qsa::cases::attn_problem(m.seed, c, dist).unwrap();
+        let want = attn_forward_f64(&p, None).unwrap();
+        for (label, sw, _) in PLANS.iter().filter(|(l, _, _)| {
+            matches!(
+                *l,
+                "q per CTA" | "q per CTA, 3 warps x 2 stages, split 3" | "q per CTA, cluster merge"
+            )
+        }) {
+            let what = format!("sm_90 {case}/{dist} {label}, one wave at a time");
+            let run = race::run_scheduled(
+                &caps,
+                &switches(sw),
+                &Problem::AttnForward(p.clone()),
+                Schedule::WaveFirst,
+            )
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+            let Output::AttnForward(o) = run.output else {
+                panic!("{what}: no forward output")
+            };
+            for (n, got, w) in [("o", &o.o, &want.o), ("lse", &o.lse, &want.lse)] {
+                let e = rel_max(n, got, w);
+                assert!(
+                    e <= MMA_LIMIT,
+                    "decode forward {what} {n}: relative max error {e:e} past {MMA_LIMIT:e} \
+                     (q read before every warp's chunk landed?)"
+                );
             }
         }
     }

@@ -21,8 +21,9 @@ type Pairs = &'static [(&'static str, &'static str)];
 
 /// (label, switches, targets): one CTA per item, split merges (ticket, second launch, the
 /// sm_90 cluster and push merges), interleaved units with L2 look-ahead, pairs of units, units
-/// claimed from a CTA counter (the same schedule claims the same way on both layouts).
-const PLANS: [(&str, Pairs, &[&str]); 8] = [
+/// claimed from a CTA counter (the same schedule claims the same way on both layouts), q staged
+/// once per CTA (the `_qs_` kernels).
+const PLANS: [(&str, Pairs, &[&str]); 9] = [
     ("auto", &[], &["sm_90", "sm_86"]),
     (
         "split 3, combine launch",
@@ -38,6 +39,11 @@ const PLANS: [(&str, Pairs, &[&str]); 8] = [
         &["sm_90"],
     ),
     ("flat merge", &[("QSA_ATTN_DEC_MERGE", "flat")], &["sm_90"]),
+    (
+        "q per CTA, split 2",
+        &[("QSA_ATTN_DEC_QLOAD", "cta"), ("QSA_ATTN_DEC_SPLITS", "2")],
+        &["sm_90", "sm_86"],
+    ),
     (
         "push merge, L2 prefetch",
         &[

@@ -30,7 +30,8 @@
 //     thread-block cluster and merge through distributed shared memory (DEC_MERGE_CLUSTER).
 // Preconditions the host checks (src/dispatch/attention_decode.rs): t <= 32 (one id per
 // lane), blockDim.x = 32 x warps, dynamic shared = warps x stages x DEC_STAGE_BYTES (the
-// cluster merges: at least the warps' merge areas and the CTA result or inbox after them),
+// cluster merges: at least the warps' merge areas and the CTA result or inbox after them; the
+// `_qs_` kernels: DEC_Q_BYTES more for q's tile, past all of that),
 // 1 <= stages <= 4 (2 <= stages with DEC_OPT_PAIR: two units per step), and with the in-kernel
 // merge nsplit <= DEC_MAX_MERGE_SPLITS (its weight table, nsplit x 16 + 32 floats, lies over the
 // smallest ring: 8704 bytes).
@@ -82,7 +83,9 @@ QSA_DEVICE void dec_sink(float* o, float x) {
 // FLAT (the `_flat_cl_` kernels, QSA_ATTN_DEC_MERGE=flat): the one-level cluster merge
 // (dec_flat_merge) instead of the CTA merge and then the cluster's; a template, so the other
 // kernels keep their code.
-template <typename E, bool PAIR, bool DYN, bool FLAT = false>
+// QS (the `_qs_` kernels, QSA_ATTN_DEC_QLOAD=cta): q staged once per CTA in shared memory
+// (dec_stage_q / dec_ldsm_q) instead of each warp's scalar loads; a template for the same reason.
+template <typename E, bool PAIR, bool DYN, bool FLAT = false, bool QS = false>
 QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict__ k,
                         const dec_u16* __restrict__ v, const int* __restrict__ ids, float* __restrict__ o,
                         float* __restrict__ lse, float* __restrict__ o_part, float* __restrict__ lse_part,
@@ -110,9 +113,26 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
 
   // q's fragments first: their loads overlap the ids' round trip.
   unsigned qa[8][4];
-  dec_load_q<E>(q, it, q_len, hq, qa);
+  // QS: one 16-byte copy per thread (its own cp.async group, the oldest), read by ldmatrix only
+  // after the ring's prologue, so neither the ids' load nor the first K/V copies queue behind
+  // q's. Its tile lies past everything the kernel writes before the loop (the ring) and the
+  // cluster merge's CTA result, which the host adds (DEC_Q_BYTES).
+  dec_u16* qs = nullptr;
+  if (QS) {
+    const int ring_bytes = nwarp * stages * DEC_STAGE_BYTES;
+    const int cl_bytes = merge == DEC_MERGE_CLUSTER ? (nwarp * DEC_MERGE_FLOATS + DEC_ROWS * DEC_D + DEC_ROWS) * 4 : 0;
+    qs = (dec_u16*)(smem_raw + max(ring_bytes, cl_bytes));
+    dec_stage_q(qs, q, it, q_len, hq);
+  } else {
+    dec_load_q<E>(q, it, q_len, hq, qa);
+  }
   // This warp's units: the split's contiguous share, then the warp's.
   const DecList L = dec_list(ids, it, t);
+  if (QS && probe == DEC_PROBE_LIST) {  // the same chain head: q in registers, no copy issued
+    qsa_cp_async_wait_group<0>();
+    QSA_SYNC();
+    dec_ldsm_q(qs, qa);
+  }
   if (probe == DEC_PROBE_LIST) {
     unsigned x = (unsigned)L.total ^ (unsigned)L.incl;
 #pragma unroll
@@ -187,6 +207,12 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
   }
   for (int s = stages; s < stages + ahead && s < n && !DYN; ++s)
     dec_prefetch_l2(k, v, lane_off, row, dec_unit_key(L, beg + s * ustride), it.q_pos);
+  if (QS) {  // the prologue's copies are in flight: q's group (the oldest) done, then the CTA's
+    if (stages >= 4) qsa_cp_async_wait_group<4>();
+    else dec_wait(stages);
+    QSA_SYNC();  // every thread's chunk of q has landed
+    dec_ldsm_q(qs, qa);
+  }
   // With PAIR, two units per iteration (32 keys, one softmax step): twice the independent mma
   // chains per warp where one or two warps per scheduler leave latency exposed. bf16 only:
   // f16's second accumulator set leaves no registers for it (ptxas spills).
@@ -370,7 +396,7 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
 #else
 // Dispatched only where tensor cores are built (src/dispatch/attention_decode.rs); a launch
 // elsewhere writes NaN to the item's rows, so that a dispatch mistake fails every check.
-template <typename E, bool PAIR, bool DYN, bool FLAT = false>
+template <typename E, bool PAIR, bool DYN, bool FLAT = false, bool QS = false>
 QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict__ k,
                         const dec_u16* __restrict__ v, const int* __restrict__ ids, float* __restrict__ o,
                         float* __restrict__ lse, float* __restrict__ o_part, float* __restrict__ lse_part,
@@ -390,13 +416,16 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
 // Instantiated by kernels/selection_attention.cu, so the kernels belong to its code object.
 // NAME: the kernel's symbol; PAIR: dec_fwd's (two units per softmax step, bf16); DYN: dec_fwd's
 // (units claimed from a CTA counter; a template, so the static-order kernels keep their code).
-#define QSA_ATTN_DECODE_INSTANCE(NAME, E, PAIR, DYN)                                                    \
+// QS: dec_fwd's (q staged per CTA: QSA_ATTN_DECODE_QS_INSTANCE).
+#define QSA_ATTN_DECODE_INSTANCE(NAME, E, PAIR, DYN) QSA_ATTN_DECODE_INSTANCE_Q(NAME, E, PAIR, DYN, false)
+#define QSA_ATTN_DECODE_QS_INSTANCE(NAME, E) QSA_ATTN_DECODE_INSTANCE_Q(NAME, E, false, false, true)
+#define QSA_ATTN_DECODE_INSTANCE_Q(NAME, E, PAIR, DYN, QS)                                              \
   QSA_KERNEL void __launch_bounds__(256)                                                                \
       NAME(const dec_u16* q, const dec_u16* k, const dec_u16* v, const int* ids, float* o, float* lse,  \
            float* o_part, float* lse_part, unsigned* done, int batch, int q_len, int kv_len, int hq,     \
            int hkv, int t, float scale, int stages, int opts, int merge) {                              \
-    dec_fwd<E, PAIR, DYN>(q, k, v, ids, o, lse, o_part, lse_part, done, batch, q_len, kv_len, hq, hkv, t, \
-                     scale, stages, opts, merge, blockIdx.x, blockIdx.y, gridDim.y);                    \
+    dec_fwd<E, PAIR, DYN, false, QS>(q, k, v, ids, o, lse, o_part, lse_part, done, batch, q_len, kv_len, hq, \
+                     hkv, t, scale, stages, opts, merge, blockIdx.x, blockIdx.y, gridDim.y);            \
   }
 
 // The cluster-merge kernel (sm_90): grid (items x DEC_CLUSTER), clusters of DEC_CLUSTER along x,
@@ -409,14 +438,15 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
 #define DEC_CLUSTER_RANK() (blockIdx.x % DEC_CLUSTER)
 #endif
 // FLAT: dec_fwd's (the one-level merge: QSA_ATTN_DECODE_FLAT_INSTANCE).
-#define QSA_ATTN_DECODE_CLUSTER_INSTANCE(NAME, E, PAIR, DYN) QSA_ATTN_DECODE_CLUSTER_INSTANCE_F(NAME, E, PAIR, DYN, false)
-#define QSA_ATTN_DECODE_FLAT_INSTANCE(NAME, E) QSA_ATTN_DECODE_CLUSTER_INSTANCE_F(NAME, E, false, false, true)
-#define QSA_ATTN_DECODE_CLUSTER_INSTANCE_F(NAME, E, PAIR, DYN, FLAT)                                    \
+#define QSA_ATTN_DECODE_CLUSTER_INSTANCE(NAME, E, PAIR, DYN) QSA_ATTN_DECODE_CLUSTER_INSTANCE_F(NAME, E, PAIR, DYN, false, false)
+#define QSA_ATTN_DECODE_FLAT_INSTANCE(NAME, E) QSA_ATTN_DECODE_CLUSTER_INSTANCE_F(NAME, E, false, false, true, false)
+#define QSA_ATTN_DECODE_QS_CLUSTER_INSTANCE(NAME, E) QSA_ATTN_DECODE_CLUSTER_INSTANCE_F(NAME, E, false, false, false, true)
+#define QSA_ATTN_DECODE_CLUSTER_INSTANCE_F(NAME, E, PAIR, DYN, FLAT, QS)                                \
   QSA_KERNEL DEC_CLUSTER_ATTR void __launch_bounds__(256)                                               \
       NAME(const dec_u16* q, const dec_u16* k, const dec_u16* v, const int* ids, float* o, float* lse,  \
            int batch, int q_len, int kv_len, int hq, int hkv, int t, float scale, int stages,           \
            int opts) {                                                                                  \
-    dec_fwd<E, PAIR, DYN, FLAT>(q, k, v, ids, o, lse, nullptr, nullptr, nullptr, batch, q_len, kv_len, hq, hkv, t, \
+    dec_fwd<E, PAIR, DYN, FLAT, QS>(q, k, v, ids, o, lse, nullptr, nullptr, nullptr, batch, q_len, kv_len, hq, hkv, t, \
                      scale, stages, opts, DEC_MERGE_CLUSTER, blockIdx.x / DEC_CLUSTER,                  \
                      DEC_CLUSTER_RANK(), DEC_CLUSTER);                                                  \
   }

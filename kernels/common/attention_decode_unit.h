@@ -246,6 +246,36 @@ QSA_DEVICE void dec_load_q(const dec_u16* __restrict__ q, const DecItem& it, int
         qa[ks][2 * hd + h] = ok[h] ? *(const unsigned*)(rowp[h] + ks * 16 + 8 * hd + 2 * tt) : 0u;
 }
 
+// QS (the `_qs_` kernels, QSA_ATTN_DEC_QLOAD=cta): q staged once per CTA in shared memory
+// instead of dec_load_q's per-warp scalar loads. Why: dec_load_q is 32 four-byte loads per lane,
+// each touching 8 rows (8 L1 wavefronts), and every warp of the CTA loads the same 4 KiB: at group
+// 16 with 8 warps 256 loads x 8 wavefronts = ~2,048 L1 cycles per SM (a count from the code, not a
+// measurement), queued in the same load pipe as the ids' load and the first cp.async copies. Here
+// each thread copies one 16-byte chunk (16 rows x 16 chunks = 256 copies per CTA, 2 rows per warp
+// instruction), then after the ring's prologue one CTA barrier and 8 ldmatrix.x4 per warp.
+// Rows past `rows` are zero-filled. Rows DEC_STRIDE apart (272 bytes): ldmatrix's 8 row reads of
+// one 8x8 matrix hit banks 4r..4r+3, conflict free.
+#define DEC_Q_BYTES (DEC_ROWS * DEC_STRIDE * 2)
+QSA_DEVICE void dec_stage_q(dec_u16* qs, const dec_u16* __restrict__ q, const DecItem& it, int q_len, int hq) {
+  const long long row0 = ((long long)it.b * q_len + it.i) * hq + it.g * it.group + it.chunk * DEC_ROWS;
+  for (int e = threadIdx.x; e < DEC_ROWS * (DEC_D / 8); e += blockDim.x) {
+    const int r = e / (DEC_D / 8), c = e % (DEC_D / 8);
+    const bool ok = r < it.rows;
+    qsa_cp_async16(qs + r * DEC_STRIDE + c * 8, q + (ok ? (row0 + r) * DEC_D + c * 8 : 0), ok ? 16 : 0);
+  }
+  qsa_cp_async_commit();
+}
+
+// q's A fragments from the staged tile (dec_load_q's layout: qa[ks][2 hd + h] = row tg + 8 h, dims
+// 16 ks + 8 hd + 2 tt): ldmatrix.x4's matrices 0-3 are (rows 0-7, +0), (8-15, +0), (0-7, +8),
+// (8-15, +8), lane l giving row l % 16 of matrix l / 8.
+QSA_DEVICE void dec_ldsm_q(const dec_u16* qs, unsigned (&qa)[8][4]) {
+  const int lane = qsa_lane();
+  const dec_u16* p = qs + (lane % 16) * DEC_STRIDE + (lane / 16) * 8;
+#pragma unroll
+  for (int ks = 0; ks < 8; ++ks) qsa_ldmatrix_x4(p + ks * 16, qa[ks][0], qa[ks][1], qa[ks][2], qa[ks][3]);
+}
+
 // S = q K^T for the 16 keys of a staged sub-tile: sc[n][.] for keys 8 n + 2 tt (+1), rows tg /
 // tg + 8. Four independent accumulator chains (n-tile x even / odd k-step), summed after: with
 // one or two warps per scheduler an 8-deep mma chain is the unit's critical path (H200,

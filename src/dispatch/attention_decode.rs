@@ -38,6 +38,13 @@ const DEFAULT_MAX_STAGES: usize = 2;
 /// 1.0 near 7.5 items per SM (linear between the measured 3.9 and 7.8); 6 keeps a margin (an
 /// interpolated ~1.2x there, not measured).
 const MAX_ITEMS_PER_SM: usize = 6;
+/// Bytes of the `_qs_` kernels' q tile (DEC_Q_BYTES: 16 rows x 136 u16), past the ring and the
+/// cluster merge's CTA result.
+pub const DEC_Q_BYTES: usize = DEC_ROWS * 136 * 2;
+/// Whether q is staged once per CTA in shared memory (`QSA_ATTN_DEC_QLOAD=cta`, the `_qs_`
+/// kernels) when the switch is unset. Not yet measured: H200.md (branch dechead) says which
+/// figure flips it (>= 0.5 us faster at 16 q group 16 and group 8, or >= 0.3 us at one query).
+const DEFAULT_Q_CTA: bool = false;
 
 /// How the partials of a split work item are merged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -142,7 +149,10 @@ impl DecodePlan {
             ""
         };
         let dyn_ = if self.dynamic { "dyn_" } else { "" };
-        if self.merge == DecMerge::Flat {
+        if self.q_cta {
+            let cl = if self.merge.clustered() { "cl_" } else { "" };
+            format!("qsa_attn_dec_qs_{cl}fwd_{sfx}")
+        } else if self.merge == DecMerge::Flat {
             format!("qsa_attn_dec_flat_cl_fwd_{sfx}")
         } else if self.merge.clustered() {
             format!("qsa_attn_dec_{dyn_}cl_fwd_{pair}{sfx}")
@@ -186,7 +196,12 @@ pub struct DecodePlan {
     /// A development ablation (QSA_ATTN_DEC_PROBE): the launch runs, its output is not the
     /// attention. None in every plan the dispatch makes by itself.
     pub probe: Option<DecProbe>,
-    /// Dynamic shared bytes: warps x stages x DEC_STAGE_BYTES.
+    /// q staged once per CTA in shared memory, read by ldmatrix after the ring's first copies
+    /// (QSA_ATTN_DEC_QLOAD=cta): the `_qs_` kernels. Otherwise each warp loads q's fragments
+    /// with 32 four-byte loads per lane before the ids.
+    pub q_cta: bool,
+    /// Dynamic shared bytes: warps x stages x DEC_STAGE_BYTES (or the cluster merge's areas),
+    /// plus DEC_Q_BYTES with `q_cta`.
     pub shared: u32,
     /// K / V are head-major, `[batch, hkv, kv_len, D]` (the call's `kv_layout: hnd`; set by
     /// the launch plan from the call, never by a switch): the kernel's DEC_OPT_HND.
@@ -217,7 +232,8 @@ fn number(sw: &Switches, key: &str, lo: usize, hi: usize) -> Result<Option<usize
 /// forced top-k kernel falls back). Sweep switches: QSA_ATTN_DEC_WARPS, QSA_ATTN_DEC_STAGES,
 /// QSA_ATTN_DEC_SPLITS, QSA_ATTN_DEC_MERGE (kernel | launch | cluster | push | flat),
 /// QSA_ATTN_DEC_PAIR, QSA_ATTN_DEC_PREFETCH (none | 256), QSA_ATTN_DEC_ORDER (contiguous |
-/// interleave | dynamic), QSA_ATTN_DEC_AHEAD (0-7 units of L2 look-ahead); the ablation QSA_ATTN_DEC_PROBE
+/// interleave | dynamic), QSA_ATTN_DEC_AHEAD (0-7 units of L2 look-ahead), QSA_ATTN_DEC_QLOAD
+/// (warp | cta: q staged per CTA); the ablation QSA_ATTN_DEC_PROBE
 /// (launch | no_kv | no_math | list | loop: the output is then NOT the attention).
 #[allow(clippy::too_many_arguments)]
 pub fn decode_plan(
@@ -397,6 +413,7 @@ pub fn decode_plan(
             }
         )));
     }
+    let q_cta = q_cta(sw, merge, pair, dynamic)?;
     let ring = warps * stages * DEC_STAGE_BYTES;
     let shared = match merge {
         // The CTA's own (o, lse) lies after the warps' merge areas (over the ring: written
@@ -409,6 +426,8 @@ pub fn decode_plan(
         // DEC_STAGE_BYTES): the ring is all.
         _ => ring,
     };
+    // q's tile lies past all of it (the kernel's dec_fwd<QS> computes the same offset).
+    let shared = if q_cta { shared + DEC_Q_BYTES } else { shared };
     if shared > limit {
         return Err(BackendError::Shape(format!(
             "the {merge:?} merge with {warps} warps x {stages} stages needs {shared} bytes of shared \
@@ -428,9 +447,42 @@ pub fn decode_plan(
         dynamic,
         ahead,
         probe,
+        q_cta,
         shared: shared as u32,
         hnd: false,
     }))
+}
+
+/// QSA_ATTN_DEC_QLOAD: `cta` stages q once per CTA in shared memory (the `_qs_` kernels),
+/// `warp` keeps each warp's own loads. The `_qs_` kernels are the one-unit, static-order loop with
+/// the ticket, launch or pull cluster merge: asked for with another form, refused; as a default
+/// (DEFAULT_Q_CTA), those forms keep the warps' loads.
+fn q_cta(sw: &Switches, merge: DecMerge, pair: bool, dynamic: bool) -> Result<bool, BackendError> {
+    let other = if pair {
+        Some("QSA_ATTN_DEC_PAIR=1")
+    } else if dynamic {
+        Some("QSA_ATTN_DEC_ORDER=dynamic")
+    } else if merge == DecMerge::Push {
+        Some("QSA_ATTN_DEC_MERGE=push")
+    } else if merge == DecMerge::Flat {
+        Some("QSA_ATTN_DEC_MERGE=flat")
+    } else {
+        None
+    };
+    match sw.get("QSA_ATTN_DEC_QLOAD") {
+        None => Ok(DEFAULT_Q_CTA && other.is_none()),
+        Some("warp") => Ok(false),
+        Some("cta") => match other {
+            None => Ok(true),
+            Some(o) => Err(BackendError::Input(format!(
+                "QSA_ATTN_DEC_QLOAD=cta has no {o} kernel (drop that switch or the q load)"
+            ))),
+        },
+        Some(v) => Err(BackendError::Input(format!(
+            "QSA_ATTN_DEC_QLOAD={}: expected warp or cta (where q's fragments are loaded from)",
+            crate::echo::value(v)
+        ))),
+    }
 }
 
 /// The dispatch name of a decode forward: `decode`, or `decode_split` (in-kernel merge) /

@@ -3,6 +3,10 @@
 //! shape, what the dispatch must answer); a failure names its case.
 use super::*;
 
+// QSA_ATTN_DEC_QLOAD (the `_qs_` kernels): its plans, refusals and the pinned default.
+#[path = "attention_decode_qs_tests.rs"]
+mod qs;
+
 fn caps(name: &str, shared: u32, sms: u32, tc: bool) -> TargetCaps {
     TargetCaps {
         name: name.into(),
@@ -94,6 +98,7 @@ fn field(p: &DecodePlan, name: &str) -> String {
         "l2_256" => p.l2_256.to_string(),
         "probe" => format!("{:?}", p.probe),
         "dynamic" => p.dynamic.to_string(),
+        "q_cta" => p.q_cta.to_string(),
         "opts" => p.opts().to_string(),
         "dispatch" => dispatch_name(p).to_string(),
         "bf16 kernel" => p.kernel("bf16"),

@@ -228,6 +228,10 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
         "0-7: units of K/V the decode attention kernel prefetches into L2 beyond its cp.async ring (qsa's sweep switch)",
     ),
     (
+        "QSA_ATTN_DEC_QLOAD",
+        "warp | cta: the decode attention kernel's q fragments loaded by each warp from global memory, or staged once per CTA in shared memory after its ids' load and read by ldmatrix after the first K/V copies (the _qs_ kernels; qsa's sweep switch)",
+    ),
+    (
         "QSA_ATTN_NBUF",
         "1 | 2: staged K/V buffers of the staged attention kernel (qsa's sweep switch)",
     ),
