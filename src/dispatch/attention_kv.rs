@@ -20,6 +20,13 @@
 //!   3x the S warps' mma between the same barriers; the third part holds dO's bits 17-24 only
 //!   (~2^-17 relative). A default candidate: the emulated error suite passes it at the 5e-5 gate.
 //!
+//! - `QSA_ATTN_KV_MMA=wg`: the wgmma form (`qsa_attn_kvwg_dq_bwd_bf16`,
+//!   kernels/common/attention_kv_wg.h): one warpgroup per (batch, KV head, block), 64-row tiles
+//!   (`wg_geometry`), every product a 64-row wgmma; dO in two bf16 parts, P / dS in two. Fused
+//!   only, sm_90a only (`Feature::Wgmma`): elsewhere a dispatch error names what it needs; f16
+//!   inputs keep the tf32 kernel whole, as the other forms. A default candidate once the H200
+//!   times it (H200.md); single-buffered as it stands.
+//!
 //! Built (fused only, bf16 on sm_90+): kv16sp1 (PS_PARTS=1), kv16sc (nc), kv16sp2 (DP_PARTS=2). Not built, as they
 //! spilled at the 128-register bound (ptxas 13.0, sm_90, 2026-12-02): nc with
 //! `QSA_ATTN_KV_DP_PARTS=2` (16 bytes) and nc with PS_PARTS=1 (8 bytes); kv16sp1 itself spills
@@ -27,7 +34,7 @@
 
 use crate::backend::BackendError;
 use crate::dispatch::attention::kv16_applies;
-use crate::dispatch::{Switches, TargetCaps};
+use crate::dispatch::{Feature, Switches, TargetCaps};
 use crate::problem::AttnDtype;
 
 /// The KV-block-major kernel's products (`kv_bwd`'s B16, SPLIT and dp_parts in
@@ -54,6 +61,24 @@ pub struct KvProducts {
     pub ps_parts: u32,
     /// The conflict-free shared layout (`QSA_ATTN_KV_LAYOUT=nc`): the split fused kernel's forms.
     pub nc: bool,
+    /// The wgmma form (`QSA_ATTN_KV_MMA=wg`, `qsa_attn_kvwg_dq_bwd_bf16`): 64-row tiles, one
+    /// warpgroup per CTA (`KV_WG_THREADS`), `KV_WG_SHARED` bytes, `wg_geometry`'s tiles.
+    pub wg: bool,
+}
+
+/// Threads of a `qsa_attn_kvwg_dq_bwd_bf16` CTA (KWG_THREADS): one warpgroup.
+pub const KV_WG_THREADS: u32 = 128;
+/// Dynamic shared bytes of `qsa_attn_kvwg_dq_bwd_bf16` (`kwg_smem` in
+/// kernels/common/attention_kv_wg.h): K, V, K^T, q, dO hi, dO lo (six 64 x 128 bf16 tiles),
+/// dO's f32 landing (64 x 128, reused for P^T / dS^T hi / lo), lse / D / position per row, the
+/// chunk's 128 tokens and 4 per-warp counts.
+pub const KV_WG_SHARED: usize = 6 * 64 * 128 * 2 + 64 * 128 * 4 + 3 * 64 * 4 + 128 * 4 + 4 * 4;
+
+/// The wgmma form's tile: `hc` heads (the staged plan's: the largest divisor of the group up
+/// to 16) x `64 / hc` tokens, 64 rows at most (group 16: 4 tokens; 32: two tiles per token;
+/// 4 / 8: 16 / 8 tokens).
+pub fn wg_geometry(hc: usize) -> (usize, usize) {
+    (hc, 64 / hc)
 }
 
 impl KvProducts {
@@ -64,12 +89,16 @@ impl KvProducts {
         dp_parts: 3,
         ps_parts: 2,
         nc: false,
+        wg: false,
     };
 
     /// The kernels' name stem: `qsa_attn_{stem}_bwd_*`, `qsa_attn_{stem}_dq_bwd_*` (the split
     /// kernel's sweep forms exist fused only: `kv_products` refuses them unfused and refuses the
     /// combinations not built, so the last arm names no kernel a checked switch set reaches).
     pub fn stem(self) -> &'static str {
+        if self.wg {
+            return "kvwg";
+        }
         match (self.bf16, self.split, self.nc, self.dp_parts, self.ps_parts) {
             (false, ..) => "kv",
             (true, false, ..) => "kv16",
@@ -99,9 +128,10 @@ pub fn kv_products(
         None | Some("tf32") => (false, false),
         Some("bf16") => (true, false),
         Some("bf16s") => (true, true),
+        Some("wg") => return wg_products(caps, sw, dtype),
         Some(v) => {
             return Err(BackendError::Input(format!(
-                "QSA_ATTN_KV_MMA={}: expected tf32, bf16 or bf16s",
+                "QSA_ATTN_KV_MMA={}: expected tf32, bf16, bf16s or wg",
                 crate::echo::value(v)
             )))
         }
@@ -142,9 +172,61 @@ pub fn kv_products(
         dp_parts: if bf16 { dp_parts } else { 3 },
         ps_parts: if bf16 { ps_parts } else { 2 },
         nc: nc && bf16,
+        wg: false,
     };
     check_form(kv)?;
     Ok(kv)
+}
+
+/// `QSA_ATTN_KV_MMA=wg`: the wgmma form where it is built (bf16 on sm_90a, fused), the tf32
+/// kernel whole for f16 inputs (as every bf16 form), a clear error elsewhere.
+fn wg_products(
+    caps: &TargetCaps,
+    sw: &Switches,
+    dtype: AttnDtype,
+) -> Result<KvProducts, BackendError> {
+    for key in [
+        "QSA_ATTN_KV_DP_PARTS",
+        "QSA_ATTN_KV_PS_PARTS",
+        "QSA_ATTN_KV_LAYOUT",
+    ] {
+        if let Some(v) = sw.get(key) {
+            return Err(BackendError::Input(format!(
+                "{key}={} with QSA_ATTN_KV_MMA=wg: the wgmma form has no such variant (dO and \
+                 P / dS in two bf16 parts each)",
+                crate::echo::value(v)
+            )));
+        }
+    }
+    if sw.get("QSA_ATTN_BWD") == Some("kv") {
+        return Err(BackendError::Input(
+            "QSA_ATTN_KV_MMA=wg: the wgmma form is built fused only (QSA_ATTN_BWD=kvdq or \
+             unset), not for QSA_ATTN_BWD=kv"
+                .into(),
+        ));
+    }
+    if dtype != AttnDtype::Bf16 {
+        let tf32 = KvProducts {
+            bf16: false,
+            split: false,
+            ..KvProducts::KV16S
+        };
+        return Ok(tf32);
+    }
+    if !caps.has(Feature::Wgmma) || KV_WG_SHARED > caps.shared_per_block as usize {
+        return Err(BackendError::Input(format!(
+            "QSA_ATTN_KV_MMA=wg: qsa_attn_kvwg_dq_bwd_bf16 needs wgmma (sm_90a, run natively, not \
+             through PTX) and {KV_WG_SHARED} bytes of shared memory per block; this target has \
+             wgmma: {}, {} bytes",
+            caps.has(Feature::Wgmma),
+            caps.shared_per_block
+        )));
+    }
+    Ok(KvProducts {
+        dp_parts: 2,
+        wg: true,
+        ..KvProducts::KV16S
+    })
 }
 
 /// `(ps_parts, nc)` from the switches; `split`: the split kernel is requested (bf16s, or the
