@@ -21,9 +21,11 @@
 // Every shared operand is in mma.h's no-swizzle K-major layout (scores_wgmma.h's: core
 // matrices of 8 rows x 16 bytes, 128 contiguous bytes; LBO = 128, SBO = 8 rows x row bytes),
 // which is also conflict-free for ldmatrix (one core matrix per 8x8 tile).
-// This first form is single-buffered (rows copied, waited, split, then computed) and runs
-// each wgmma group to completion (commit, wait 0) before its results are used: no overlap of
-// copies or of tile n's dV / dK with tile n + 1's S (the next steps, H200.md).
+// Two forms: single-buffered (kvwg: rows copied, waited, split, then computed; 132 KB of shared
+// memory) and double-buffered (kvwgp, PIPE: tile n + 1's rows copied during tile n; 178 KB).
+// Both: one CTA per SM (shared memory), 4 warps; each wgmma group runs to completion (commit,
+// wait 0) before its results are used: no overlap of tile n's dV / dK with tile n + 1's S
+// (async wgmma across products needs 32 more accumulator registers: 234 now; the next step).
 #pragma once
 #if defined(QSA_WGMMA)
 
@@ -34,45 +36,46 @@
 // Element offset of (r, c) in a [R][C] bf16 matrix in the no-swizzle K-major layout (C: K).
 QSA_DEVICE int kwg_off(int r, int c, int C) { return (((r >> 3) * (C >> 3) + (c >> 3)) << 6) + ((r & 7) << 3) + (c & 7); }
 
-// Shared memory (bytes from the dynamic base; src/dispatch/attention_kv.rs, kv_wg_shared_bytes,
-// computes the same total: 132,368).
+// Shared memory (bytes from the dynamic base; src/dispatch/attention_kv.rs, KV_WG_SHARED,
+// computes the same totals: 132,368 with one buffer, 182,288 with two (PIPE)). Buffer b (tile
+// n uses n & 1 with PIPE, else 0) holds the tile's q rows, dO's f32 landing and per-row values.
 struct KwgSmem {
-  u16* k;    // [64 keys][128 dims]
-  u16* v;    // [64 keys][128 dims]
-  u16* kt;   // [128 dims][64 keys]: K^T, dQ's B
-  u16* q;    // [64 rows][128 dims]
-  u16* oh;   // [64 rows][128 dims] dO's bf16 hi
-  u16* ol;   // [64 rows][128 dims] dO's bf16 lo
-  float* of; // [64 rows][128] dO as f32 (the copy's landing); reused after the split as:
-  u16* ph;   //   [64 keys][64 rows] P^T hi, then P^T lo, dS^T hi, dS^T lo (4 x 8 KB)
-  float* lse;  // [64]
-  float* dr;   // [64] D per row
-  int* pos;    // [64] q position (-1: no row)
+  u16* k;      // [64 keys][128 dims]
+  u16* v;      // [64 keys][128 dims]
+  u16* kt;     // [128 dims][64 keys]: K^T, dQ's B
+  u16* oh;     // [64 rows][128 dims] dO's bf16 hi
+  u16* ol;     // [64 rows][128 dims] dO's bf16 lo
+  u16* q0;     // NBUF x [64 rows][128 dims] q
+  float* of0;  // NBUF x [64 rows][128] dO as f32 (the copy's landing); reused after the split
+               //   as [64 keys][64 rows] P^T hi, P^T lo, dS^T hi, dS^T lo (4 x 8 KB: kwg_ps)
+  float* rows0;  // NBUF x {lse [64], D [64], position [64] (int; -1: no row)}
   int* toks;   // [KWG_CHUNK]
   int* hits;   // [KWG_THREADS / 32]
 };
 #define KWG_MAT (64 * 128)  // elements of one [64][128] bf16 matrix
 #define KWG_SQ (64 * 64)    // elements of one [64][64] bf16 matrix
 
-QSA_DEVICE KwgSmem kwg_smem(unsigned char* base) {
+QSA_DEVICE KwgSmem kwg_smem(unsigned char* base, int nbuf) {
   KwgSmem s;
   s.k = (u16*)base;
   s.v = s.k + KWG_MAT;
   s.kt = s.v + KWG_MAT;
-  s.q = s.kt + KWG_MAT;
-  s.oh = s.q + KWG_MAT;
+  s.oh = s.kt + KWG_MAT;
   s.ol = s.oh + KWG_MAT;
-  s.of = (float*)(s.ol + KWG_MAT);
-  s.ph = (u16*)s.of;
-  s.lse = s.of + KWG_MAT;
-  s.dr = s.lse + KWG_ROWS;
-  s.pos = (int*)(s.dr + KWG_ROWS);
-  s.toks = s.pos + KWG_ROWS;
+  s.q0 = s.ol + KWG_MAT;
+  s.of0 = (float*)(s.q0 + nbuf * KWG_MAT);
+  s.rows0 = s.of0 + nbuf * KWG_MAT;
+  s.toks = (int*)(s.rows0 + nbuf * 3 * KWG_ROWS);
   s.hits = s.toks + KWG_CHUNK;
   return s;
 }
-// P^T hi / lo, dS^T hi / lo: part p of the reused landing area.
-QSA_DEVICE u16* kwg_ps(const KwgSmem& s, int p) { return s.ph + p * KWG_SQ; }
+QSA_DEVICE u16* kwg_q(const KwgSmem& s, int b) { return s.q0 + b * KWG_MAT; }
+QSA_DEVICE float* kwg_of(const KwgSmem& s, int b) { return s.of0 + b * KWG_MAT; }
+QSA_DEVICE float* kwg_lse(const KwgSmem& s, int b) { return s.rows0 + b * 3 * KWG_ROWS; }
+QSA_DEVICE float* kwg_dr(const KwgSmem& s, int b) { return s.rows0 + b * 3 * KWG_ROWS + KWG_ROWS; }
+QSA_DEVICE int* kwg_pos(const KwgSmem& s, int b) { return (int*)(s.rows0 + b * 3 * KWG_ROWS + 2 * KWG_ROWS); }
+// P^T hi / lo, dS^T hi / lo (p = 0..3) over buffer b's landing, free once the split read it.
+QSA_DEVICE u16* kwg_ps(const KwgSmem& s, int b, int p) { return (u16*)kwg_of(s, b) + p * KWG_SQ; }
 
 // kv_collect with 128 threads: tokens i0 .. i0 + 127 whose list holds `id`, in order.
 QSA_DEVICE int kwg_collect(const KwgSmem& s, const int* ids, const KvCta& c, int i0, int q_len, int hkv, int t) {
@@ -106,9 +109,9 @@ QSA_DEVICE long long kwg_row(const KwgSmem& s, const KvCta& c, const KvTiles& tl
   return ((long long)c.b * tl.q_len + s.toks[t0 + tok]) * tl.hq + head0 + r % tl.hc;
 }
 
-// Copy tile n's q rows into s.q (core layout) and dO rows into s.of (f32 rows), one cp.async
-// group (rows past the tile's tokens zero-filled), and its rows' lse, D and position.
-QSA_DEVICE void kwg_issue(const KwgSmem& s, const KvCta& c, const KvTiles& tl, int n, const u16* q,
+// Copy tile n's q rows (core layout) and dO rows (f32 rows) into buffer b, one cp.async group
+// (rows past the tile's tokens zero-filled), and store its rows' lse, D and position.
+QSA_DEVICE void kwg_issue(const KwgSmem& s, int b, const KvCta& c, const KvTiles& tl, int n, const u16* q,
                           const float* d_o, const float* lse, const float* drow) {
   // 64 rows x (16 q chunks + 32 dO chunks) of 16 bytes.
   for (int x = threadIdx.x; x < KWG_ROWS * 48; x += KWG_THREADS) {
@@ -116,25 +119,25 @@ QSA_DEVICE void kwg_issue(const KwgSmem& s, const KvCta& c, const KvTiles& tl, i
     const long long row = kwg_row(s, c, tl, n, r);
     const bool valid = row >= 0;
     const long long rr = valid ? row : 0;
-    if (ch < 16) qsa_copy16(s.q + kwg_off(r, 8 * ch, ATT_D), q + rr * ATT_D + 8 * ch, valid);
-    else qsa_copy16((u16*)(s.of + r * ATT_D + 4 * (ch - 16)), (const u16*)(d_o + rr * ATT_D + 4 * (ch - 16)), valid);
+    if (ch < 16) qsa_copy16(kwg_q(s, b) + kwg_off(r, 8 * ch, ATT_D), q + rr * ATT_D + 8 * ch, valid);
+    else qsa_copy16((u16*)(kwg_of(s, b) + r * ATT_D + 4 * (ch - 16)), (const u16*)(d_o + rr * ATT_D + 4 * (ch - 16)), valid);
   }
   qsa_copy_commit();
   if (threadIdx.x < KWG_ROWS) {
     const int r = threadIdx.x;
     const long long row = kwg_row(s, c, tl, n, r);
     const int t0 = (n % tl.per_chunk) * tl.qt;
-    s.lse[r] = row >= 0 ? lse[row] : qsa_neg_inf();
-    s.dr[r] = row >= 0 ? drow[row] : 0.f;
-    s.pos[r] = row >= 0 ? tl.shift + s.toks[t0 + r / tl.hc] : -1;
+    kwg_lse(s, b)[r] = row >= 0 ? lse[row] : qsa_neg_inf();
+    kwg_dr(s, b)[r] = row >= 0 ? drow[row] : 0.f;
+    kwg_pos(s, b)[r] = row >= 0 ? tl.shift + s.toks[t0 + r / tl.hc] : -1;
   }
 }
 
 // dO (f32 rows) -> bf16 hi / lo in the core layout: 8 chunks of 8 dims per thread.
-QSA_DEVICE void kwg_split(const KwgSmem& s) {
+QSA_DEVICE void kwg_split(const KwgSmem& s, int b) {
   for (int x = threadIdx.x; x < KWG_ROWS * (ATT_D / 8); x += KWG_THREADS) {
     const int r = x / (ATT_D / 8), c0 = 8 * (x % (ATT_D / 8));
-    const float* src = s.of + r * ATT_D + c0;
+    const float* src = kwg_of(s, b) + r * ATT_D + c0;
     unsigned hi[4], lo[4];
 #pragma unroll
     for (int e = 0; e < 4; ++e) bf16_split2(src[2 * e], src[2 * e + 1], hi[e], lo[e]);
@@ -195,6 +198,10 @@ QSA_DEVICE void kwg_dq_add(const KwgSmem& s, const KvCta& c, const KvTiles& tl, 
   }
 }
 
+// PIPE: two buffers; tile n + 1's rows are copied while tile n computes (the default kernel's
+// pattern), at 182,288 bytes of shared memory. Without it, one buffer, copied and waited for
+// at the start of each tile.
+template <bool PIPE>
 QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
                         const int* __restrict__ ids, const float* __restrict__ lse, const float* __restrict__ drow,
                         const float* __restrict__ d_o, float* __restrict__ dk, float* __restrict__ dv,
@@ -205,7 +212,7 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
   const int base = c.id * ATT_BLK;
   const int keys = kv_len - base < ATT_BLK ? kv_len - base : ATT_BLK;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tt = lane % 4;
-  const KwgSmem s = kwg_smem(smem_raw);
+  const KwgSmem s = kwg_smem(smem_raw, PIPE ? 2 : 1);
   KvTiles tl;
   tl.group = hq / hkv;
   tl.hc = hc;
@@ -243,13 +250,22 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
     tl.found = kwg_collect(s, ids, c, i0, q_len, hkv, t);  // its barriers retire the last tile
     tl.per_chunk = (tl.found + qt - 1) / qt;
     tl.count = nchunk * tl.per_chunk;
+    if (PIPE && tl.count > 0) kwg_issue(s, 0, c, tl, 0, q, d_o, lse, drow);
 #pragma unroll 1
     for (int n = 0; n < tl.count; ++n) {
-      if (n > 0) QSA_SYNC();  // tile n - 1's reads of q, dO, P, dS done
-      kwg_issue(s, c, tl, n, q, d_o, lse, drow);
-      qsa_copy_wait(0);
-      QSA_SYNC();  // rows, lse / D / pos of tile n
-      kwg_split(s);
+      const int buf = PIPE ? (n & 1) : 0;
+      if (!PIPE) {
+        if (n > 0) QSA_SYNC();  // tile n - 1's reads of q, dO, P, dS done
+        kwg_issue(s, 0, c, tl, n, q, d_o, lse, drow);
+      }
+      qsa_copy_wait(0);  // this thread's copies of tile n (the only group in flight)
+      QSA_SYNC();        // rows, lse / D / pos of tile n; PIPE: tile n - 1 no longer reads buf ^ 1
+      if (PIPE && n + 1 < tl.count) kwg_issue(s, buf ^ 1, c, tl, n + 1, q, d_o, lse, drow);
+      const float* row_lse = kwg_lse(s, buf);
+      const float* row_d = kwg_dr(s, buf);
+      const int* row_pos = kwg_pos(s, buf);
+      const u16* qs = kwg_q(s, buf);
+      kwg_split(s, buf);
       qsa_fence_proxy_async();  // the split's (and K^T's) st.shared, seen by wgmma
       QSA_SYNC();
       // S^T and dP^T: keys 16 warp + g (+ 8) x tile rows 8 j + 2 tt (+ 1).
@@ -257,7 +273,7 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
       qsa_wgmma_fence_regs(sc);
       qsa_wgmma_fence_regs(dp);
       qsa_wgmma_fence();
-      kwg_ss(sc, s.k, s.q, false);
+      kwg_ss(sc, s.k, qs, false);
       kwg_ss(dp, s.v, s.oh, false);
       kwg_ss(dp, s.v, s.ol, true);
       qsa_wgmma_commit();
@@ -274,19 +290,19 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
           float p[2], ds[2];
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
-            const float L = s.lse[r + e];
-            const bool vis = L != qsa_neg_inf() && base + key <= s.pos[r + e];
+            const float L = row_lse[r + e];
+            const bool vis = L != qsa_neg_inf() && base + key <= row_pos[r + e];
             p[e] = vis ? expf(sc[4 * j + 2 * h + e] * scale - L) : 0.f;
-            ds[e] = kv16_ds(p[e], dp[4 * j + 2 * h + e], s.dr[r + e]);
+            ds[e] = kv16_ds(p[e], dp[4 * j + 2 * h + e], row_d[r + e]);
           }
           unsigned hi, lo;
           const int o = kwg_off(key, r, KWG_ROWS);
           bf16_split2(p[0], p[1], hi, lo);
-          *(unsigned*)(kwg_ps(s, 0) + o) = hi;
-          *(unsigned*)(kwg_ps(s, 1) + o) = lo;
+          *(unsigned*)(kwg_ps(s, buf, 0) + o) = hi;
+          *(unsigned*)(kwg_ps(s, buf, 1) + o) = lo;
           bf16_split2(ds[0], ds[1], hi, lo);
-          *(unsigned*)(kwg_ps(s, 2) + o) = hi;
-          *(unsigned*)(kwg_ps(s, 3) + o) = lo;
+          *(unsigned*)(kwg_ps(s, buf, 2) + o) = hi;
+          *(unsigned*)(kwg_ps(s, buf, 3) + o) = lo;
         }
       qsa_fence_proxy_async();
       QSA_SYNC();  // P^T, dS^T of every key
@@ -307,9 +323,9 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
         qsa_wgmma_fence();
 #pragma unroll
         for (int ks = 0; ks < 4; ++ks) {
-          qsa_wgmma_m64n64k16_bf16_rs(tv, ah[ks], kwg_bdesc(kwg_ps(s, 0), KWG_ROWS, 0, ks), ks > 0);
-          qsa_wgmma_m64n64k16_bf16_rs(tv, ah[ks], kwg_bdesc(kwg_ps(s, 1), KWG_ROWS, 0, ks), 1);
-          qsa_wgmma_m64n64k16_bf16_rs(tv, al[ks], kwg_bdesc(kwg_ps(s, 0), KWG_ROWS, 0, ks), 1);
+          qsa_wgmma_m64n64k16_bf16_rs(tv, ah[ks], kwg_bdesc(kwg_ps(s, buf, 0), KWG_ROWS, 0, ks), ks > 0);
+          qsa_wgmma_m64n64k16_bf16_rs(tv, ah[ks], kwg_bdesc(kwg_ps(s, buf, 1), KWG_ROWS, 0, ks), 1);
+          qsa_wgmma_m64n64k16_bf16_rs(tv, al[ks], kwg_bdesc(kwg_ps(s, buf, 0), KWG_ROWS, 0, ks), 1);
         }
         qsa_wgmma_commit();
         qsa_wgmma_wait<0>();
@@ -318,13 +334,13 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
         qsa_wgmma_fence_regs(tv);
         kwg_add(acc_v[half], tv);
 #pragma unroll
-        for (int ks = 0; ks < 4; ++ks) kwg_frag_t(s.q, ATT_D, m0, 16 * ks, lane, ah[ks]);
+        for (int ks = 0; ks < 4; ++ks) kwg_frag_t(qs, ATT_D, m0, 16 * ks, lane, ah[ks]);
         qsa_wgmma_fence_regs(tv);
         qsa_wgmma_fence();
 #pragma unroll
         for (int ks = 0; ks < 4; ++ks) {
-          qsa_wgmma_m64n64k16_bf16_rs(tv, ah[ks], kwg_bdesc(kwg_ps(s, 2), KWG_ROWS, 0, ks), ks > 0);
-          qsa_wgmma_m64n64k16_bf16_rs(tv, ah[ks], kwg_bdesc(kwg_ps(s, 3), KWG_ROWS, 0, ks), 1);
+          qsa_wgmma_m64n64k16_bf16_rs(tv, ah[ks], kwg_bdesc(kwg_ps(s, buf, 2), KWG_ROWS, 0, ks), ks > 0);
+          qsa_wgmma_m64n64k16_bf16_rs(tv, ah[ks], kwg_bdesc(kwg_ps(s, buf, 3), KWG_ROWS, 0, ks), 1);
         }
         qsa_wgmma_commit();
         qsa_wgmma_wait<0>();
@@ -337,8 +353,8 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
         unsigned ah[4][4], al[4][4];
 #pragma unroll
         for (int ks = 0; ks < 4; ++ks) {
-          kwg_frag_t(kwg_ps(s, 2), KWG_ROWS, 16 * warp, 16 * ks, lane, ah[ks]);
-          kwg_frag_t(kwg_ps(s, 3), KWG_ROWS, 16 * warp, 16 * ks, lane, al[ks]);
+          kwg_frag_t(kwg_ps(s, buf, 2), KWG_ROWS, 16 * warp, 16 * ks, lane, ah[ks]);
+          kwg_frag_t(kwg_ps(s, buf, 3), KWG_ROWS, 16 * warp, 16 * ks, lane, al[ks]);
         }
 #pragma unroll 1
         for (int half = 0; half < 2; ++half) {

@@ -408,7 +408,7 @@ fn kv_bwd_launch(
     let mut args = buffers;
     args.extend(dims);
     // The wgmma form's tiles are 64 rows (wg_geometry), the others' the staged plan's 16.
-    let (hc, qt) = if kv.wg {
+    let (hc, qt) = if kv.wg > 0 {
         wg_geometry(plan.hc)
     } else {
         (plan.hc, plan.qt)
@@ -416,7 +416,11 @@ fn kv_bwd_launch(
     args.push(PlanArg::I32(hc as i32));
     args.push(PlanArg::I32(qt as i32));
     args.push(PlanArg::I32(kv.dp_parts as i32));
-    let threads = if kv.wg { KV_WG_THREADS } else { KV_BWD_THREADS };
+    let threads = if kv.wg > 0 {
+        KV_WG_THREADS
+    } else {
+        KV_BWD_THREADS
+    };
     let kv_dims = LaunchDims {
         grid: (ctas as u32, 1, 1),
         block: (threads, 1, 1),
