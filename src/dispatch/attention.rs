@@ -580,7 +580,7 @@ pub(crate) mod tests {
         );
         refused(
             &[("QSA_ATTN_KV_MMA", "fp8")],
-            "QSA_ATTN_KV_MMA=fp8: expected tf32, bf16 or bf16s",
+            "QSA_ATTN_KV_MMA=fp8: expected tf32, bf16, bf16s, wg or wgp",
         );
         refused(
             &[("QSA_ATTN_KV_DP_PARTS", "1")],
