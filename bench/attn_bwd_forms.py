@@ -3,8 +3,12 @@
 one process (issue 13): the default (qsa_attn_kv16s_dq_bwd_bf16: P, dS and dO in bf16 hi + lo),
 QSA_ATTN_KV_LAYOUT=nc (qsa_attn_kv16sc_dq_bwd_bf16: no shared bank conflicts, same arithmetic)
 QSA_ATTN_KV_PS_PARTS=1 (qsa_attn_kv16sp1_dq_bwd_bf16: P and dS in one bf16 part, fla's
-precision: a measurement form) and QSA_ATTN_KV_DP_PARTS=2 (qsa_attn_kv16sp2_dq_bwd_bf16: dO in
-two bf16 parts for dP, session 10's default candidate).
+precision: a measurement form), QSA_ATTN_KV_DP_PARTS=2 (qsa_attn_kv16sp2_dq_bwd_bf16: dO in
+two bf16 parts for dP, session 10's default candidate) and the wgmma forms (session 11):
+QSA_ATTN_KV_MMA=wg (qsa_attn_kvwg_dq_bwd_bf16: 64-row tiles, one warpgroup per KV block,
+single-buffered) and wgp (qsa_attn_kvwgp_dq_bwd_bf16: the next tile's rows copied during this
+one). --forms picks them by label (default: default,wg,wgp; the wgmma forms last, so that a
+fault there leaves the default's rows printed).
 
 1. Errors against FP64 (bench/attention_vs_torch.py's reference of the contract), qsa's forms
    and fla's side by side, relative max error = max |error| / max |FP64| (the runner's rule;
@@ -16,7 +20,8 @@ two bf16 parts for dP, session 10's default candidate).
    medians of CUDA-event timings, fla's backward and each form's whole backward call, and each
    form's max |d - default| (dk / dv of nc must be 0: plain stores of the same sums).
 
-    python3 bench/attn_bwd_forms.py --qsa .h200/qsa --kernels build/kernels/sm_90 --out $OUT
+    python3 bench/attn_bwd_forms.py --qsa .h200/qsa --kernels build/kernels/sm_90 --out $OUT \
+        --forms default,wg,wgp
 """
 import argparse
 import datetime
@@ -47,8 +52,10 @@ def load_torch_side():
 # (label, switches): the default path's forms (QSA_ATTN_BWD unset: choose_backward's fused kernel).
 # dp=2 (session 10): dO in two bf16 parts for dP, the default candidate; the prefill times the
 # default again last ("default again") so that drift over the run shows beside the forms.
-FORMS = [("default kv16s", {}), ("nc kv16sc", {"QSA_ATTN_KV_LAYOUT": "nc"}),
-         ("ps=1 kv16sp1", {"QSA_ATTN_KV_PS_PARTS": "1"}), ("dp=2 kv16sp2", {"QSA_ATTN_KV_DP_PARTS": "2"})]
+ALL_FORMS = [("default kv16s", {}), ("nc kv16sc", {"QSA_ATTN_KV_LAYOUT": "nc"}),
+             ("ps=1 kv16sp1", {"QSA_ATTN_KV_PS_PARTS": "1"}), ("dp=2 kv16sp2", {"QSA_ATTN_KV_DP_PARTS": "2"}),
+             ("wg kvwg", {"QSA_ATTN_KV_MMA": "wg"}), ("wgp kvwgp", {"QSA_ATTN_KV_MMA": "wgp"})]
+FORMS = ALL_FORMS  # main() narrows it to --forms (the first word of each label)
 REPEAT = ("default again kv16s", {})
 # name, batch, T, hq, hkv, t
 ERR_CASES = [("g16 T=1024", 1, 1024, 16, 1, 16), ("g16 T=2048 64/4 heads", 1, 2048, 64, 4, 16)]
@@ -100,6 +107,7 @@ def errors(qsa, limit, log):
             rel = [avt.err(x, R[n])[0] / scale[n] for n, x in zip(("dq", "dk", "dv"), grads)]
             gate = "pass" if all(r <= limit for r in rel) else "over"
             lines.append(f"| {name} | {label} | {kern} | " + " | ".join(f"{r:.2e}" for r in rel) + f" | {gate} |")
+            print(lines[-1], flush=True)  # as it goes: a later fault keeps the rows before it
 
         for label, sw in FORMS:
             call, plan, grads = qsa_bwd(qsa, P, sw)
@@ -150,6 +158,7 @@ def prefill(qsa, log):
             diff = ", ".join(f"{(x - b).abs().max().item():.1e}" for x, b in zip(grads, base))
         vs = f"{t[0] / fla_ms:.2f}" if fla_ms else "-"
         lines.append(f"| qsa bwd {label} | {t[0]:.2f} | {t[1]:.2f} | {t[2]:.2f} | {vs} | {kernel_of(plan)}; {diff} |")
+        print(lines[-1], flush=True)
         del call, grads
         torch.cuda.empty_cache()
     text = "\n".join(lines)
@@ -162,8 +171,15 @@ def main():
     ap.add_argument("--kernels", default="build/kernels/sm_90")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     ap.add_argument("--skip-prefill", action="store_true")
+    ap.add_argument("--forms", default="default,wg,wgp",
+                    help="comma-separated first words of the forms' labels: " + ",".join(l.split()[0] for l, _ in ALL_FORMS))
     qsa_plan.add_plan_args(ap)
     a = ap.parse_args()
+    global FORMS
+    words = a.forms.split(",")
+    FORMS = [f for f in ALL_FORMS if f[0].split()[0] in words]
+    if len(FORMS) != len(words) or FORMS[0][0].split()[0] != "default":
+        ap.error(f"--forms {a.forms}: known {','.join(l.split()[0] for l, _ in ALL_FORMS)}, 'default' first")
     planner = qsa_plan.Planner(a.qsa, a.target, a.matrix)
     if a.plan_only:  # the prefill case's backward plans, one per form (no GPU)
         shape = avt.bench_shape(4, 16384, 16384, 64, 4)

@@ -203,6 +203,11 @@ QSA_KERNEL void __launch_bounds__(256) qsa_attn_bwd_delta(const float* __restric
 // part's rows unused).
 // qsa:block 256 for qsa_attn_kv16sp2_dq_bwd_bf16
 // qsa:dynamic_shared 88224 for qsa_attn_kv16sp2_dq_bwd_bf16
+// qsa_attn_kvwg_dq_bwd_bf16: the wgmma form, 64-row tiles, one warpgroup (sm_90a only).
+// qsa:block 128 for qsa_attn_kvwg_dq_bwd_bf16
+// qsa:dynamic_shared 132368 for qsa_attn_kvwg_dq_bwd_bf16
+// qsa:block 128 for qsa_attn_kvwgp_dq_bwd_bf16
+// qsa:dynamic_shared 182288 for qsa_attn_kvwgp_dq_bwd_bf16
 #define QSA_ATTN_INSTANCES(SUF, E)                                                                      \
   QSA_KERNEL void __launch_bounds__(256)                                                                \
       qsa_attn_gather_fwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids, float* o,   \
@@ -285,6 +290,23 @@ QSA_ATTN_KV_DQ_FORM(kv16sp1, KV_OPT_P1)
 QSA_ATTN_KV_DQ_FORM(kv16sc, KV_OPT_NC)
 // kv16sp2: dO in two bf16 parts for dP (QSA_ATTN_KV_DP_PARTS=2 with the split kernel).
 QSA_ATTN_KV_DQ_FORM(kv16sp2, KV_OPT_DO2)
+#endif
+// qsa_attn_kvwg_dq_bwd_bf16 (QSA_ATTN_KV_MMA=wg): one warpgroup per (batch, KV head, block),
+// 64-row tiles on wgmma (common/attention_kv_wg.h); sm_90a only (QSA_WGMMA).
+// qsa_attn_kvwgp_dq_bwd_bf16 (QSA_ATTN_KV_MMA=wgp): the same with two row buffers, tile n + 1's
+// rows copied while tile n computes.
+#if defined(QSA_WGMMA)
+#define QSA_ATTN_KVWG_INSTANCE(NAME, PIPE)                                                                  \
+  QSA_KERNEL void __launch_bounds__(KWG_THREADS, 1)                                                       \
+      qsa_attn_##NAME##_dq_bwd_bf16(const u16* q, const u16* k, const u16* v, const int* ids, const float* lse, \
+                                    const float* drow, const float* d_o, float* dk, float* dv, float* dq,    \
+                                    int batch, int q_len, int kv_len, int hq, int hkv, int t, float scale,   \
+                                    int hc, int qt, int dp_parts) {                                          \
+    (void)dp_parts; /* the kv kernels' argument list; dO in 2 parts here */                                  \
+    kwg_bwd<PIPE>(q, k, v, ids, lse, drow, d_o, dk, dv, dq, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt);  \
+  }
+QSA_ATTN_KVWG_INSTANCE(kvwg, false)
+QSA_ATTN_KVWG_INSTANCE(kvwgp, true)
 #endif
 #endif
 // qsa_attn_ring_fwd_bf16, qsa_attn_ring_fwd_f16, (q in shared memory, four CTAs per SM)

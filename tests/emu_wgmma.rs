@@ -28,7 +28,7 @@ struct Instr {
     es: usize,
 }
 
-const INSTRS: [Instr; 4] = [
+const INSTRS: [Instr; 5] = [
     Instr {
         name: "wgmma.m64n128k8.tf32",
         which: 0,
@@ -51,6 +51,13 @@ const INSTRS: [Instr; 4] = [
         name: "wgmma.m64n256k16.bf16",
         which: 3,
         n: 256,
+        es: 2,
+    },
+    // The wgmma backward's S^T / dP^T (SS) and dV^T / dK^T / dQ (RS): kernels/common/attention_kv_wg.h.
+    Instr {
+        name: "wgmma.m64n64k16.bf16",
+        which: 4,
+        n: 64,
         es: 2,
     },
 ];

@@ -537,4 +537,6 @@ QSA_DEVICE void kv_bwd(const u16* __restrict__ q, const u16* __restrict__ k, con
     }
   }
 }
+// The wgmma form with 64-row tiles (sm_90a: QSA_WGMMA; QSA_ATTN_KV_MMA=wg).
+#include "attention_kv_wg.h"
 #endif  // QSA_ATTN_MMA

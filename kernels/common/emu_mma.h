@@ -450,6 +450,9 @@ inline void qsa_wgmma_m64n128k8_tf32(float (&d)[64], unsigned long long da, unsi
 inline void qsa_wgmma_m64n256k8_tf32(float (&d)[128], unsigned long long da, unsigned long long db, int scale_d) {
   qsa_emu::wgmma_m64<256, 8, 4>(d, da, db, scale_d, "wgmma.m64n256k8.tf32");
 }
+inline void qsa_wgmma_m64n64k16_bf16(float (&d)[32], unsigned long long da, unsigned long long db, int scale_d) {
+  qsa_emu::wgmma_m64<64, 16, 2>(d, da, db, scale_d, "wgmma.m64n64k16.bf16");
+}
 inline void qsa_wgmma_m64n128k16_bf16(float (&d)[64], unsigned long long da, unsigned long long db, int scale_d) {
   qsa_emu::wgmma_m64<128, 16, 2>(d, da, db, scale_d, "wgmma.m64n128k16.bf16");
 }

@@ -36,7 +36,7 @@
 //   qsa_fence_proxy_async()                fence.proxy.async.shared::cta: st.shared seen by wgmma
 //   qsa_wgmma_fence_regs(d)                keep accumulator uses on their side of a wait
 //   qsa_wgmma_m64n{128,256}k8_tf32(d, da, db, scale_d)    D (64 x N, f32) = A B^T (+ D)
-//   qsa_wgmma_m64n{128,256}k16_bf16(d, da, db, scale_d)   both operands K-major in shared
+//   qsa_wgmma_m64n{64,128,256}k16_bf16(d, da, db, scale_d)   both operands K-major in shared
 //   qsa_wgmma_m64n{64,128,256}k{8,16}_{tf32,bf16}_rs(d, a, db, scale_d)   A from registers
 //   qsa_wgmma_fence_aregs(a)               keep RS A fragments alive until the wait
 //   qsa_bar_sync(id, n) / qsa_bar_arrive(id, n)   named barrier (sm_90a builds; emulated)
@@ -294,6 +294,16 @@ QSA_DEVICE void qsa_wgmma_m64n256k16_bf16(float (&d)[128], unsigned long long de
         "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
         "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
         "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+// N = 64 (the wgmma backward's S^T / dP^T: common/attention_kv_wg.h).
+QSA_DEVICE void qsa_wgmma_m64n64k16_bf16(float (&d)[32], unsigned long long desc_a, unsigned long long desc_b, int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, "
+      "%32, %33, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 // ---- wgmma with A from registers (RS): the layout of a[] is under "RS forms" below ----

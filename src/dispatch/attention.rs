@@ -77,6 +77,9 @@ pub const KV_BWD_THREADS: u32 = 256;
 /// then for the fused bf16 ones (`qsa_attn_kv16{,s}_dq_*`, `fused`) dS's bf16 hi and lo rows
 /// (KV16_DS_STRIDE).
 pub fn kv_bwd_shared_bytes(kv: KvProducts, fused: bool) -> usize {
+    if kv.wg > 0 {
+        return super::attention_kv::kv_wg_shared(kv.wg);
+    }
     let threads = KV_BWD_THREADS as usize;
     let parts = if kv.split {
         3 * STAGED_ROWS * KV_STRIDE * 2
@@ -186,7 +189,7 @@ pub fn choose_backward(
 
 // The KV-block-major kernel's products (`KvProducts`, `kv_products`) and the split kernel's
 // sweep forms: attention_kv.rs.
-pub use super::attention_kv::{kv_products, KvProducts};
+pub use super::attention_kv::{kv_products, kv_wg_shared, wg_geometry, KvProducts, KV_WG_THREADS};
 
 /// Rows (query heads x query tokens) of one staged CTA: ATT_ROWS in the kernel.
 pub const STAGED_ROWS: usize = 16;

@@ -20,6 +20,13 @@
 //!   3x the S warps' mma between the same barriers; the third part holds dO's bits 17-24 only
 //!   (~2^-17 relative). A default candidate: the emulated error suite passes it at the 5e-5 gate.
 //!
+//! - `QSA_ATTN_KV_MMA=wg`: the wgmma form (`qsa_attn_kvwg_dq_bwd_bf16`,
+//!   kernels/common/attention_kv_wg.h): one warpgroup per (batch, KV head, block), 64-row tiles
+//!   (`wg_geometry`), every product a 64-row wgmma; dO in two bf16 parts, P / dS in two. Fused
+//!   only, sm_90a only (`Feature::Wgmma`): elsewhere a dispatch error names what it needs; f16
+//!   inputs keep the tf32 kernel whole, as the other forms. A default candidate once the H200
+//!   times it (H200.md); single-buffered as it stands.
+//!
 //! Built (fused only, bf16 on sm_90+): kv16sp1 (PS_PARTS=1), kv16sc (nc), kv16sp2 (DP_PARTS=2). Not built, as they
 //! spilled at the 128-register bound (ptxas 13.0, sm_90, 2026-12-02): nc with
 //! `QSA_ATTN_KV_DP_PARTS=2` (16 bytes) and nc with PS_PARTS=1 (8 bytes); kv16sp1 itself spills
@@ -27,7 +34,7 @@
 
 use crate::backend::BackendError;
 use crate::dispatch::attention::kv16_applies;
-use crate::dispatch::{Switches, TargetCaps};
+use crate::dispatch::{Feature, Switches, TargetCaps};
 use crate::problem::AttnDtype;
 
 /// The KV-block-major kernel's products (`kv_bwd`'s B16, SPLIT and dp_parts in
@@ -54,6 +61,30 @@ pub struct KvProducts {
     pub ps_parts: u32,
     /// The conflict-free shared layout (`QSA_ATTN_KV_LAYOUT=nc`): the split fused kernel's forms.
     pub nc: bool,
+    /// The wgmma form's row buffers: 0 (not the form), 1 (`QSA_ATTN_KV_MMA=wg`,
+    /// `qsa_attn_kvwg_dq_bwd_bf16`) or 2 (`wgp`, `qsa_attn_kvwgp_dq_bwd_bf16`: the next tile's
+    /// rows copied during this one). 64-row tiles (`wg_geometry`), one warpgroup per CTA
+    /// (`KV_WG_THREADS`), `kv_wg_shared(stages)` bytes.
+    pub wg: u32,
+}
+
+/// Threads of a `qsa_attn_kvwg_dq_bwd_bf16` CTA (KWG_THREADS): one warpgroup.
+pub const KV_WG_THREADS: u32 = 128;
+/// Dynamic shared bytes of the wgmma form with `stages` row buffers (`kwg_smem` in
+/// kernels/common/attention_kv_wg.h): K, V, K^T, dO hi, dO lo (five 64 x 128 bf16 tiles), then
+/// per buffer q (64 x 128 bf16), dO's f32 landing (64 x 128, reused for P^T / dS^T hi / lo) and
+/// lse / D / position per row, then the chunk's 128 tokens and 4 per-warp counts: 132,368 and
+/// 182,288 bytes.
+pub fn kv_wg_shared(stages: u32) -> usize {
+    let buffer = 64 * 128 * 2 + 64 * 128 * 4 + 3 * 64 * 4;
+    5 * 64 * 128 * 2 + stages as usize * buffer + 128 * 4 + 4 * 4
+}
+
+/// The wgmma form's tile: `hc` heads (the staged plan's: the largest divisor of the group up
+/// to 16) x `64 / hc` tokens, 64 rows at most (group 16: 4 tokens; 32: two tiles per token;
+/// 4 / 8: 16 / 8 tokens).
+pub fn wg_geometry(hc: usize) -> (usize, usize) {
+    (hc, 64 / hc)
 }
 
 impl KvProducts {
@@ -64,12 +95,18 @@ impl KvProducts {
         dp_parts: 3,
         ps_parts: 2,
         nc: false,
+        wg: 0,
     };
 
     /// The kernels' name stem: `qsa_attn_{stem}_bwd_*`, `qsa_attn_{stem}_dq_bwd_*` (the split
     /// kernel's sweep forms exist fused only: `kv_products` refuses them unfused and refuses the
     /// combinations not built, so the last arm names no kernel a checked switch set reaches).
     pub fn stem(self) -> &'static str {
+        match self.wg {
+            0 => {}
+            1 => return "kvwg",
+            _ => return "kvwgp",
+        }
         match (self.bf16, self.split, self.nc, self.dp_parts, self.ps_parts) {
             (false, ..) => "kv",
             (true, false, ..) => "kv16",
@@ -94,14 +131,27 @@ pub fn kv_products(
 ) -> Result<KvProducts, BackendError> {
     // Unset: bf16s on the default path (QSA_ATTN_BWD unset: choose_backward's default), tf32
     // where QSA_ATTN_BWD forces a path (the kv_bwd / kvdq_bwd variants keep measuring tf32).
+    let default_path = sw.get("QSA_ATTN_BWD").is_none();
+    let forms_set = [
+        "QSA_ATTN_KV_DP_PARTS",
+        "QSA_ATTN_KV_PS_PARTS",
+        "QSA_ATTN_KV_LAYOUT",
+    ]
+    .iter()
+    .any(|k| sw.get(k).is_some());
     let (bf16, split) = match sw.get("QSA_ATTN_KV_MMA") {
-        None if sw.get("QSA_ATTN_BWD").is_none() => (true, true),
+        None if default_path && !forms_set && default_wg(caps, dtype, KV_WG_DEFAULT) > 0 => {
+            return wg_products(caps, sw, dtype, KV_WG_DEFAULT);
+        }
+        None if default_path => (true, true),
         None | Some("tf32") => (false, false),
         Some("bf16") => (true, false),
         Some("bf16s") => (true, true),
+        Some("wg") => return wg_products(caps, sw, dtype, 1),
+        Some("wgp") => return wg_products(caps, sw, dtype, 2),
         Some(v) => {
             return Err(BackendError::Input(format!(
-                "QSA_ATTN_KV_MMA={}: expected tf32, bf16 or bf16s",
+                "QSA_ATTN_KV_MMA={}: expected tf32, bf16, bf16s, wg or wgp",
                 crate::echo::value(v)
             )))
         }
@@ -142,8 +192,84 @@ pub fn kv_products(
         dp_parts: if bf16 { dp_parts } else { 3 },
         ps_parts: if bf16 { ps_parts } else { 2 },
         nc: nc && bf16,
+        wg: 0,
     };
     check_form(kv)?;
+    Ok(kv)
+}
+
+/// The wgmma form the default path takes, by its row buffers: 0 (none: the split kernel
+/// `qsa_attn_kv16s_dq_bwd_bf16` stays the default), 1 (`wg`) or 2 (`wgp`). It flips only from
+/// the H200's figures (H200.md: >= 3% faster than the default in the prefill bench, every
+/// error unit and sanitizer clean).
+pub const KV_WG_DEFAULT: u32 = 0;
+
+/// `stages` where the default path may take the wgmma form (bf16 inputs, wgmma, its shared
+/// memory fits), else 0: sm_90 through its PTX, f16 and every other target keep the split
+/// kernel, never an error.
+pub(crate) fn default_wg(caps: &TargetCaps, dtype: AttnDtype, stages: u32) -> u32 {
+    let fits = kv_wg_shared(stages) <= caps.shared_per_block as usize;
+    if stages > 0 && caps.has(Feature::Wgmma) && dtype == AttnDtype::Bf16 && fits {
+        stages
+    } else {
+        0
+    }
+}
+
+/// `QSA_ATTN_KV_MMA=wg` / `wgp` (`stages` 1 / 2): the wgmma form where it is built (bf16 on
+/// sm_90a, fused), the tf32 kernel whole for f16 inputs (as every bf16 form), a clear error
+/// elsewhere.
+fn wg_products(
+    caps: &TargetCaps,
+    sw: &Switches,
+    dtype: AttnDtype,
+    stages: u32,
+) -> Result<KvProducts, BackendError> {
+    for key in [
+        "QSA_ATTN_KV_DP_PARTS",
+        "QSA_ATTN_KV_PS_PARTS",
+        "QSA_ATTN_KV_LAYOUT",
+    ] {
+        if let Some(v) = sw.get(key) {
+            return Err(BackendError::Input(format!(
+                "{key}={} with QSA_ATTN_KV_MMA=wg / wgp: the wgmma form has no such variant (dO and \
+                 P / dS in two bf16 parts each)",
+                crate::echo::value(v)
+            )));
+        }
+    }
+    if sw.get("QSA_ATTN_BWD") == Some("kv") {
+        return Err(BackendError::Input(
+            "QSA_ATTN_KV_MMA=wg / wgp: the wgmma form is built fused only (QSA_ATTN_BWD=kvdq or \
+             unset), not for QSA_ATTN_BWD=kv"
+                .into(),
+        ));
+    }
+    if dtype != AttnDtype::Bf16 {
+        let tf32 = KvProducts {
+            bf16: false,
+            split: false,
+            ..KvProducts::KV16S
+        };
+        return Ok(tf32);
+    }
+    let kv = KvProducts {
+        dp_parts: 2,
+        wg: stages,
+        ..KvProducts::KV16S
+    };
+    let shared = kv_wg_shared(stages);
+    if !caps.has(Feature::Wgmma) || shared > caps.shared_per_block as usize {
+        return Err(BackendError::Input(format!(
+            "QSA_ATTN_KV_MMA={}: qsa_attn_{}_dq_bwd_bf16 needs wgmma (sm_90a, run natively, not \
+             through PTX) and {shared} bytes of shared memory per block; this target has \
+             wgmma: {}, {} bytes",
+            if stages == 1 { "wg" } else { "wgp" },
+            kv.stem(),
+            caps.has(Feature::Wgmma),
+            caps.shared_per_block
+        )));
+    }
     Ok(kv)
 }
 
@@ -282,5 +408,70 @@ mod tests {
         );
         refused(&[("QSA_ATTN_KV_PS_PARTS", "3")], "expected 1 or 2");
         refused(&[("QSA_ATTN_KV_LAYOUT", "swz")], "expected base or nc");
+    }
+
+    /// The wgmma form: named where wgmma exists (its stem, its tiles and shared bytes as the
+    /// kernel's), the tf32 kernel for f16, and a message naming what is missing elsewhere.
+    #[test]
+    fn the_wgmma_form_runs_on_sm90a_only() {
+        use crate::dispatch::attention::{kv_bwd_shared_bytes, kv_wg_shared, wg_geometry};
+        let mut h200 = crate::dispatch::attention::tests::caps("sm_90", 227, 132);
+        h200.features = vec![Feature::Bf16Tc, Feature::Clusters, Feature::Wgmma];
+        let get = |caps: &crate::dispatch::TargetCaps, kv: &[(&str, &str)], dtype| {
+            kv_products(caps, &Switches::from_pairs(kv), dtype).map_err(|e| e.to_string())
+        };
+        let bf16 = AttnDtype::Bf16;
+        for (mma, stem, stages, bytes) in [("wg", "kvwg", 1, 132_368), ("wgp", "kvwgp", 2, 182_288)]
+        {
+            let sw = [("QSA_ATTN_KV_MMA", mma)];
+            let kv = get(&h200, &sw, bf16).unwrap();
+            assert_eq!((kv.stem(), kv.wg), (stem, stages));
+            // kernels/selection_attention.cu's qsa:dynamic_shared for the kernel.
+            assert_eq!(kv_bwd_shared_bytes(kv, true), bytes);
+            assert_eq!(kv_wg_shared(stages), bytes);
+            let forced = [("QSA_ATTN_BWD", "kvdq"), sw[0]];
+            assert_eq!(get(&h200, &forced, bf16).unwrap().stem(), stem);
+            assert_eq!(get(&h200, &sw, AttnDtype::F16).unwrap().stem(), "kv");
+            let unfused = [("QSA_ATTN_BWD", "kv"), sw[0]];
+            assert!(get(&h200, &unfused, bf16)
+                .unwrap_err()
+                .contains("built fused only"));
+            let dp2 = [sw[0], ("QSA_ATTN_KV_DP_PARTS", "2")];
+            assert!(get(&h200, &dp2, bf16)
+                .unwrap_err()
+                .contains("has no such variant"));
+            // sm_90 through its PTX (no arch-specific wgmma) and sm_86: a clear error.
+            let mut ptx = h200.clone();
+            ptx.features.retain(|f| *f != Feature::Wgmma);
+            let e = get(&ptx, &sw, bf16).expect_err(
+                "the wgmma form dispatched where wgmma is absent (sm_90 through PTX): that module \
+                 has no qsa_attn_kvwg* kernel",
+            );
+            assert!(e.contains("needs wgmma") && e.contains(stem), "{e}");
+        }
+        // The default's flip (KV_WG_DEFAULT): taken with wgmma and bf16 only, else the split
+        // kernel (sm_90 through PTX, f16), whichever value the constant holds.
+        use super::default_wg;
+        let mut ptx = h200.clone();
+        ptx.features.retain(|f| *f != Feature::Wgmma);
+        for stages in [1, 2] {
+            assert_eq!(default_wg(&h200, bf16, stages), stages);
+            assert_eq!(
+                default_wg(&ptx, bf16, stages),
+                0,
+                "a default wgmma form on a target without wgmma (sm_90 through PTX)"
+            );
+            assert_eq!(default_wg(&h200, AttnDtype::F16, stages), 0);
+        }
+        assert_eq!(default_wg(&h200, bf16, 0), 0);
+        let want = ["kv16s", "kvwg", "kvwgp"][super::KV_WG_DEFAULT as usize];
+        assert_eq!(get(&h200, &[], bf16).unwrap().stem(), want);
+        assert_eq!(get(&ptx, &[], bf16).unwrap().stem(), "kv16s");
+        let dp2 = [("QSA_ATTN_KV_DP_PARTS", "2")];
+        assert_eq!(get(&h200, &dp2, bf16).unwrap().stem(), "kv16sp2");
+        // 64-row tiles: group 16 -> 4 tokens, 32 -> 16 heads (two tiles per token), 4 -> 16.
+        assert_eq!(wg_geometry(16), (16, 4));
+        assert_eq!(wg_geometry(4), (4, 16));
+        assert_eq!(wg_geometry(1), (1, 64));
     }
 }

@@ -185,6 +185,7 @@ fn kv_products_bf16_only_for_bf16_inputs_on_sm90() {
         dp_parts: 3,
         ps_parts: 2,
         nc: false,
+        wg: 0,
     };
     assert_eq!(
         products(&[("QSA_ATTN_BWD", "kv")], AttnDtype::Bf16).unwrap(),
@@ -229,7 +230,7 @@ fn kv_products_bf16_only_for_bf16_inputs_on_sm90() {
     );
     refused(
         &[("QSA_ATTN_KV_MMA", "fp8")],
-        "QSA_ATTN_KV_MMA=fp8: expected tf32, bf16 or bf16s",
+        "QSA_ATTN_KV_MMA=fp8: expected tf32, bf16, bf16s, wg or wgp",
     );
     refused(
         &[("QSA_ATTN_KV_DP_PARTS", "1")],

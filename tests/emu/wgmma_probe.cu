@@ -20,6 +20,7 @@ __device__ void probe_run(unsigned base, unsigned a_start, unsigned b_start, uns
     const unsigned long long da = qsa_wgmma_desc(base + a_start + ks * kstep_bytes, lbo, sbo);
     const unsigned long long db = qsa_wgmma_desc(base + b_start + ks * kstep_bytes, lbo, sbo);
     if constexpr (BF16 && N == 256) qsa_wgmma_m64n256k16_bf16(d, da, db, ks > 0);
+    else if constexpr (BF16 && N == 64) qsa_wgmma_m64n64k16_bf16(d, da, db, ks > 0);
     else if constexpr (BF16) qsa_wgmma_m64n128k16_bf16(d, da, db, ks > 0);
     else if constexpr (N == 256) qsa_wgmma_m64n256k8_tf32(d, da, db, ks > 0);
     else qsa_wgmma_m64n128k8_tf32(d, da, db, ks > 0);
@@ -30,7 +31,8 @@ __device__ void probe_run(unsigned base, unsigned a_start, unsigned b_start, uns
   for (int i = 0; i < N / 2; ++i) d_out[threadIdx.x * (N / 2) + i] = d[i];
 }
 
-// which: 0 = m64n128k8 tf32, 1 = m64n256k8 tf32, 2 = m64n128k16 bf16, 3 = m64n256k16 bf16.
+// which: 0 = m64n128k8 tf32, 1 = m64n256k8 tf32, 2 = m64n128k16 bf16, 3 = m64n256k16 bf16,
+// 4 = m64n64k16 bf16 (the wgmma backward's, common/attention_kv_wg.h).
 // One block of 128 threads; dynamic shared memory >= image_bytes.
 // qsa:block 128
 QSA_KERNEL void probe_wgmma(const unsigned char* image, int image_bytes, unsigned a_start,
@@ -45,6 +47,7 @@ QSA_KERNEL void probe_wgmma(const unsigned char* image, int image_bytes, unsigne
   if (which == 1) probe_run<256, false>(base, a_start, b_start, lbo, sbo, kstep_bytes, ksteps, d_out);
   if (which == 2) probe_run<128, true>(base, a_start, b_start, lbo, sbo, kstep_bytes, ksteps, d_out);
   if (which == 3) probe_run<256, true>(base, a_start, b_start, lbo, sbo, kstep_bytes, ksteps, d_out);
+  if (which == 4) probe_run<64, true>(base, a_start, b_start, lbo, sbo, kstep_bytes, ksteps, d_out);
 }
 
 // The RS forms (A from registers): thread tid's A fragment for k step ks is a_regs[(ks * 128
@@ -65,6 +68,7 @@ __device__ void probe_run_rs(unsigned base, unsigned b_start, unsigned lbo, unsi
     const unsigned at = base + b_start + ks * kstep_bytes;
     const unsigned long long db = sw128 ? qsa_wgmma_desc_sw128(at, sbo) : qsa_wgmma_desc(at, lbo, sbo);
     if constexpr (BF16 && N == 256) qsa_wgmma_m64n256k16_bf16_rs(d, a[ks], db, ks > 0);
+    else if constexpr (BF16 && N == 64) qsa_wgmma_m64n64k16_bf16_rs(d, a[ks], db, ks > 0);
     else if constexpr (BF16) qsa_wgmma_m64n128k16_bf16_rs(d, a[ks], db, ks > 0);
     else if constexpr (N == 256) qsa_wgmma_m64n256k8_tf32_rs(d, a[ks], db, ks > 0);
     else qsa_wgmma_m64n128k8_tf32_rs(d, a[ks], db, ks > 0);
@@ -91,5 +95,6 @@ QSA_KERNEL void probe_wgmma_rs(const unsigned char* image, int image_bytes, unsi
   if (which == 1) probe_run_rs<256, false>(base, b_start, lbo, sbo, kstep_bytes, ksteps, sw128, a_regs, d_out);
   if (which == 2) probe_run_rs<128, true>(base, b_start, lbo, sbo, kstep_bytes, ksteps, sw128, a_regs, d_out);
   if (which == 3) probe_run_rs<256, true>(base, b_start, lbo, sbo, kstep_bytes, ksteps, sw128, a_regs, d_out);
+  if (which == 4) probe_run_rs<64, true>(base, b_start, lbo, sbo, kstep_bytes, ksteps, sw128, a_regs, d_out);
 }
 #endif

@@ -8,8 +8,8 @@ use super::{shape, validate_shape, AttnCall, MAX_GRID_X, MAX_GRID_Y};
 use crate::backend::{BackendError, BackendResult};
 use crate::dispatch::attention::{
     choose, choose_backward, choose_forward, kv_bwd_shared_bytes, kv_products, staged_plan_for,
-    AttnKernel, BwdPath, BwdShape, FwdPath, KvProducts, StagedPlan, GATHER_THREADS, KV_BWD_THREADS,
-    STAGED_THREADS,
+    wg_geometry, AttnKernel, BwdPath, BwdShape, FwdPath, KvProducts, StagedPlan, GATHER_THREADS,
+    KV_BWD_THREADS, KV_WG_THREADS, STAGED_THREADS,
 };
 use crate::dispatch::attention_decode::{decode_plan, dispatch_name, DEC_MAX_T};
 use crate::dispatch::attention_warp::{warp_items, WarpPlan};
@@ -407,12 +407,23 @@ fn kv_bwd_launch(
     }
     let mut args = buffers;
     args.extend(dims);
-    args.push(PlanArg::I32(plan.hc as i32));
-    args.push(PlanArg::I32(plan.qt as i32));
+    // The wgmma form's tiles are 64 rows (wg_geometry), the others' the staged plan's 16.
+    let (hc, qt) = if kv.wg > 0 {
+        wg_geometry(plan.hc)
+    } else {
+        (plan.hc, plan.qt)
+    };
+    args.push(PlanArg::I32(hc as i32));
+    args.push(PlanArg::I32(qt as i32));
     args.push(PlanArg::I32(kv.dp_parts as i32));
+    let threads = if kv.wg > 0 {
+        KV_WG_THREADS
+    } else {
+        KV_BWD_THREADS
+    };
     let kv_dims = LaunchDims {
         grid: (ctas as u32, 1, 1),
-        block: (KV_BWD_THREADS, 1, 1),
+        block: (threads, 1, 1),
         shared_bytes: kv_bwd_shared_bytes(kv, fused) as u32,
     };
     Ok(launch(kernel, kv_dims, args))

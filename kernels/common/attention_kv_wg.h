@@ -1,0 +1,393 @@
+// NSA selection attention: the KV-block-major fused backward on Hopper wgmma with 64-row tiles
+// (QSA_ATTN_KV_MMA=wg: qsa_attn_kvwg_dq_bwd_bf16; sm_90a only, bf16 inputs). Included at the
+// end of kernels/common/attention_kv_bwd.h; built only where mma.h defines QSA_WGMMA.
+//
+// Why: the default (qsa_attn_kv16s_dq_bwd_bf16) walks 16-row tiles on mma.sync m16n8k16 and is
+// latency-bound at 2 CTAs of 8 warps per SM (session 10's profile: ~9,000 warp instructions
+// per 16-row tile, 704 of them mma). Here one warpgroup (128 threads) owns the block's dK / dV
+// and walks tiles of 64 rows (qt tokens x hc heads, the dispatch's wg geometry: hc as the
+// staged kernels, qt = 64 / hc), so every operand read from shared memory feeds a 64-row wgmma:
+//   S^T  (64 keys x 64 rows)  = K Q^T        SS, 8 k16 steps
+//   dP^T (64 keys x 64 rows)  = V dO^T       SS, dO in bf16 hi + lo: 16 steps
+//   P^T, dS^T in registers (lse, D per row), stored [keys][rows] as bf16 hi + lo
+//   dV^T (128 dims x 64 keys) += dO^T P      RS (A = dO^T by ldmatrix.trans), 3 products
+//   dK^T (128 dims x 64 keys) += Q^T dS      RS (A = Q^T by ldmatrix.trans), 2 products
+//   dQ   (64 rows x 128 dims)  = dS K        RS (A = dS by ldmatrix.trans, B = K^T staged
+//                                             once per CTA), 2 products, float4 atomics
+// (lo x lo dropped: ~2^-16 relative per product, as attention_kv_bwd16.h's note).
+// Each product's 64-dim half runs into fresh sums added to the block's in f32 (kv_bwd's
+// precision note: long sums inside the accumulator drifted on the H200).
+//
+// Every shared operand is in mma.h's no-swizzle K-major layout (scores_wgmma.h's: core
+// matrices of 8 rows x 16 bytes, 128 contiguous bytes; LBO = 128, SBO = 8 rows x row bytes),
+// which is also conflict-free for ldmatrix (one core matrix per 8x8 tile).
+// Two forms: single-buffered (kvwg: rows copied, waited, split, then computed; 132 KB of shared
+// memory) and double-buffered (kvwgp, PIPE: tile n + 1's rows copied during tile n; 178 KB).
+// Both: one CTA per SM (shared memory), 4 warps; each wgmma group runs to completion (commit,
+// wait 0) before its results are used: no overlap of tile n's dV / dK with tile n + 1's S
+// (async wgmma across products needs 32 more accumulator registers: 234 now; the next step).
+#pragma once
+#if defined(QSA_WGMMA)
+
+#define KWG_THREADS 128
+#define KWG_ROWS 64
+#define KWG_CHUNK KWG_THREADS
+
+// Element offset of (r, c) in a [R][C] bf16 matrix in the no-swizzle K-major layout (C: K).
+QSA_DEVICE int kwg_off(int r, int c, int C) { return (((r >> 3) * (C >> 3) + (c >> 3)) << 6) + ((r & 7) << 3) + (c & 7); }
+
+// Shared memory (bytes from the dynamic base; src/dispatch/attention_kv.rs, KV_WG_SHARED,
+// computes the same totals: 132,368 with one buffer, 182,288 with two (PIPE)). Buffer b (tile
+// n uses n & 1 with PIPE, else 0) holds the tile's q rows, dO's f32 landing and per-row values.
+struct KwgSmem {
+  u16* k;      // [64 keys][128 dims]
+  u16* v;      // [64 keys][128 dims]
+  u16* kt;     // [128 dims][64 keys]: K^T, dQ's B
+  u16* oh;     // [64 rows][128 dims] dO's bf16 hi
+  u16* ol;     // [64 rows][128 dims] dO's bf16 lo
+  u16* q0;     // NBUF x [64 rows][128 dims] q
+  float* of0;  // NBUF x [64 rows][128] dO as f32 (the copy's landing); reused after the split
+               //   as [64 keys][64 rows] P^T hi, P^T lo, dS^T hi, dS^T lo (4 x 8 KB: kwg_ps)
+  float* rows0;  // NBUF x {lse [64], D [64], position [64] (int; -1: no row)}
+  int* toks;   // [KWG_CHUNK]
+  int* hits;   // [KWG_THREADS / 32]
+};
+#define KWG_MAT (64 * 128)  // elements of one [64][128] bf16 matrix
+#define KWG_SQ (64 * 64)    // elements of one [64][64] bf16 matrix
+
+QSA_DEVICE KwgSmem kwg_smem(unsigned char* base, int nbuf) {
+  KwgSmem s;
+  s.k = (u16*)base;
+  s.v = s.k + KWG_MAT;
+  s.kt = s.v + KWG_MAT;
+  s.oh = s.kt + KWG_MAT;
+  s.ol = s.oh + KWG_MAT;
+  s.q0 = s.ol + KWG_MAT;
+  s.of0 = (float*)(s.q0 + nbuf * KWG_MAT);
+  s.rows0 = s.of0 + nbuf * KWG_MAT;
+  s.toks = (int*)(s.rows0 + nbuf * 3 * KWG_ROWS);
+  s.hits = s.toks + KWG_CHUNK;
+  return s;
+}
+QSA_DEVICE u16* kwg_q(const KwgSmem& s, int b) { return s.q0 + b * KWG_MAT; }
+QSA_DEVICE float* kwg_of(const KwgSmem& s, int b) { return s.of0 + b * KWG_MAT; }
+QSA_DEVICE float* kwg_lse(const KwgSmem& s, int b) { return s.rows0 + b * 3 * KWG_ROWS; }
+QSA_DEVICE float* kwg_dr(const KwgSmem& s, int b) { return s.rows0 + b * 3 * KWG_ROWS + KWG_ROWS; }
+QSA_DEVICE int* kwg_pos(const KwgSmem& s, int b) { return (int*)(s.rows0 + b * 3 * KWG_ROWS + 2 * KWG_ROWS); }
+// P^T hi / lo, dS^T hi / lo (p = 0..3) over buffer b's landing, free once the split read it.
+QSA_DEVICE u16* kwg_ps(const KwgSmem& s, int b, int p) { return (u16*)kwg_of(s, b) + p * KWG_SQ; }
+
+// kv_collect with 128 threads: tokens i0 .. i0 + 127 whose list holds `id`, in order.
+QSA_DEVICE int kwg_collect(const KwgSmem& s, const int* ids, const KvCta& c, int i0, int q_len, int hkv, int t) {
+  const long long i = i0 + threadIdx.x;
+  bool hit = false;
+  if (i < q_len) {
+    const int* list = ids + (((long long)c.b * q_len + i) * hkv + c.g) * t;
+    for (int u = 0; u < t; ++u) hit |= list[u] == c.id;
+  }
+  const qsa_lanemask_t m = qsa_ballot(hit);
+  const int wave = threadIdx.x / QSA_WAVE;
+  if (qsa_lane() == 0) s.hits[wave] = (int)qsa_popc_mask(m);
+  QSA_SYNC();
+  int before = 0, total = 0;
+  for (int w = 0; w < KWG_THREADS / QSA_WAVE; ++w) {
+    before += w < wave ? s.hits[w] : 0;
+    total += s.hits[w];
+  }
+  if (hit) s.toks[before + (int)qsa_popc_mask(m & qsa_lanes_below())] = (int)i;
+  QSA_SYNC();
+  return total;
+}
+
+// The global row of tile row r (tile n of the chunk), or -1 past the tile's tokens.
+QSA_DEVICE long long kwg_row(const KwgSmem& s, const KvCta& c, const KvTiles& tl, int n, int r) {
+  const int chunk = n / tl.per_chunk, t0 = (n % tl.per_chunk) * tl.qt;
+  const int ntok = tl.found - t0 < tl.qt ? tl.found - t0 : tl.qt;
+  const int tok = r / tl.hc;
+  if (tok >= ntok) return -1;
+  const long long head0 = (long long)c.g * tl.group + chunk * tl.hc;
+  return ((long long)c.b * tl.q_len + s.toks[t0 + tok]) * tl.hq + head0 + r % tl.hc;
+}
+
+// Copy tile n's q rows (core layout) and dO rows (f32 rows) into buffer b, one cp.async group
+// (rows past the tile's tokens zero-filled), and store its rows' lse, D and position.
+QSA_DEVICE void kwg_issue(const KwgSmem& s, int b, const KvCta& c, const KvTiles& tl, int n, const u16* q,
+                          const float* d_o, const float* lse, const float* drow) {
+  // 64 rows x (16 q chunks + 32 dO chunks) of 16 bytes.
+  for (int x = threadIdx.x; x < KWG_ROWS * 48; x += KWG_THREADS) {
+    const int r = x / 48, ch = x % 48;
+    const long long row = kwg_row(s, c, tl, n, r);
+    const bool valid = row >= 0;
+    const long long rr = valid ? row : 0;
+    if (ch < 16) qsa_copy16(kwg_q(s, b) + kwg_off(r, 8 * ch, ATT_D), q + rr * ATT_D + 8 * ch, valid);
+    else qsa_copy16((u16*)(kwg_of(s, b) + r * ATT_D + 4 * (ch - 16)), (const u16*)(d_o + rr * ATT_D + 4 * (ch - 16)), valid);
+  }
+  qsa_copy_commit();
+  if (threadIdx.x < KWG_ROWS) {
+    const int r = threadIdx.x;
+    const long long row = kwg_row(s, c, tl, n, r);
+    const int t0 = (n % tl.per_chunk) * tl.qt;
+    kwg_lse(s, b)[r] = row >= 0 ? lse[row] : qsa_neg_inf();
+    kwg_dr(s, b)[r] = row >= 0 ? drow[row] : 0.f;
+    kwg_pos(s, b)[r] = row >= 0 ? tl.shift + s.toks[t0 + r / tl.hc] : -1;
+  }
+}
+
+// dO (f32 rows) -> bf16 hi / lo in the core layout: 8 chunks of 8 dims per thread.
+QSA_DEVICE void kwg_split(const KwgSmem& s, int b) {
+  for (int x = threadIdx.x; x < KWG_ROWS * (ATT_D / 8); x += KWG_THREADS) {
+    const int r = x / (ATT_D / 8), c0 = 8 * (x % (ATT_D / 8));
+    const float* src = kwg_of(s, b) + r * ATT_D + c0;
+    unsigned hi[4], lo[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) bf16_split2(src[2 * e], src[2 * e + 1], hi[e], lo[e]);
+    *(uint4*)(s.oh + kwg_off(r, c0, ATT_D)) = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+    *(uint4*)(s.ol + kwg_off(r, c0, ATT_D)) = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+  }
+}
+
+// A fragment (mma.h's RS layout) of rows m0 .. m0 + 15, k k0 .. k0 + 15 of the TRANSPOSE of
+// a [R][C] core-layout matrix (memory rows are the fragment's k, columns its m): ldmatrix.trans
+// of four core matrices (k 0-7 / 8-15 x m 0-7 / 8-15).
+QSA_DEVICE void kwg_frag_t(const u16* base, int C, int m0, int k0, int lane, unsigned (&a)[4]) {
+  const int i = lane >> 3;
+  const int k = k0 + (lane & 7) + 8 * (i >> 1), m = m0 + 8 * (i & 1);
+  qsa_ldmatrix_x4_trans(base + kwg_off(k, m, C), a[0], a[1], a[2], a[3]);
+}
+
+QSA_DEVICE unsigned long long kwg_desc(const u16* p, int C) {
+  return qsa_wgmma_desc(qsa_smem_addr(p), 128, (unsigned)C * 16);
+}
+
+// d (64 x 64) = A (64 x 128) B^T (64 x 128), both [64][128] core layout in shared.
+QSA_DEVICE void kwg_ss(float (&d)[32], const u16* a, const u16* b, bool accumulate) {
+#pragma unroll
+  for (int ks = 0; ks < ATT_D / 16; ++ks)
+    qsa_wgmma_m64n64k16_bf16(d, kwg_desc(a + 128 * ks, ATT_D), kwg_desc(b + 128 * ks, ATT_D),
+                             (accumulate || ks > 0) ? 1 : 0);
+}
+
+// The B descriptors of one 16-wide k step of a [N][C] core-layout matrix from row n0.
+QSA_DEVICE unsigned long long kwg_bdesc(const u16* b, int C, int n0, int ks) {
+  return kwg_desc(b + n0 * C + 128 * ks, C);
+}
+
+// acc (this warp's 16 of 64 rows x 64 columns, wgmma D layout) += t (the same layout).
+QSA_DEVICE void kwg_add(float (&acc)[32], const float (&t)[32]) {
+#pragma unroll
+  for (int i = 0; i < 32; ++i) acc[i] += t[i];
+}
+
+// dQ rows of this warp (tile rows 16 w + g, + 8), dims d0 + 8 j + 2t, + 1 from t (wgmma D
+// layout, 64 dims), added with float4 atomics (kv16_dq_add's lane exchange).
+QSA_DEVICE void kwg_dq_add(const KwgSmem& s, const KvCta& c, const KvTiles& tl, int n, int d0, int warp, int lane,
+                           const float (&t)[32], float* dq, float scale) {
+  const int g = lane / 4, tt = lane % 4;
+  const bool odd = tt & 1;
+  const int r = 16 * warp + g + (odd ? 8 : 0);
+  const long long row = kwg_row(s, c, tl, n, r);
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const float* a = t + 4 * j;
+    const float x0 = qsa_shfl_xor(odd ? a[0] : a[2], 1), x1 = qsa_shfl_xor(odd ? a[1] : a[3], 1);
+    if (row >= 0) {
+      const float4 w = odd ? make_float4(x0, x1, a[2], a[3]) : make_float4(a[0], a[1], x0, x1);
+      atomicAdd((float4*)(dq + row * ATT_D + d0 + 8 * j + 2 * tt - (odd ? 2 : 0)),
+                make_float4(w.x * scale, w.y * scale, w.z * scale, w.w * scale));
+    }
+  }
+}
+
+// PIPE: two buffers; tile n + 1's rows are copied while tile n computes (the default kernel's
+// pattern), at 182,288 bytes of shared memory. Without it, one buffer, copied and waited for
+// at the start of each tile.
+template <bool PIPE>
+QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
+                        const int* __restrict__ ids, const float* __restrict__ lse, const float* __restrict__ drow,
+                        const float* __restrict__ d_o, float* __restrict__ dk, float* __restrict__ dv,
+                        float* __restrict__ dq, int batch, int q_len, int kv_len, int hq, int hkv, int t, float scale,
+                        int hc, int qt) {
+  QSA_DYNAMIC_SHARED(smem_raw);
+  const KvCta c = kv_cta<false>(batch, hkv);
+  const int base = c.id * ATT_BLK;
+  const int keys = kv_len - base < ATT_BLK ? kv_len - base : ATT_BLK;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tt = lane % 4;
+  const KwgSmem s = kwg_smem(smem_raw, PIPE ? 2 : 1);
+  KvTiles tl;
+  tl.group = hq / hkv;
+  tl.hc = hc;
+  tl.qt = qt;
+  tl.q_len = q_len;
+  tl.hq = hq;
+  tl.shift = kv_len - q_len;
+  const int nchunk = tl.group / hc;
+  // K and V into the core layout (keys past kv_len zero), then K^T from K once.
+  for (int x = threadIdx.x; x < ATT_BLK * (ATT_D / 8); x += KWG_THREADS) {
+    const int r = x / (ATT_D / 8), ch = x % (ATT_D / 8);
+    const bool valid = r < keys;
+    const long long off = valid ? ((((long long)c.b * kv_len + base + r) * hkv + c.g) * ATT_D + ch * 8) : 0;
+    qsa_copy16(s.k + kwg_off(r, 8 * ch, ATT_D), k + off, valid);
+    qsa_copy16(s.v + kwg_off(r, 8 * ch, ATT_D), v + off, valid);
+  }
+  qsa_copy_commit();
+  qsa_copy_wait(0);
+  QSA_SYNC();
+  for (int x = threadIdx.x; x < ATT_BLK * ATT_D; x += KWG_THREADS) {
+    const int d = x / ATT_BLK, key = x % ATT_BLK;
+    s.kt[kwg_off(d, key, ATT_BLK)] = s.k[kwg_off(key, d, ATT_D)];
+  }
+  // (kt's stores are fenced and published by the first tile's fence and barrier.)
+  float acc_v[2][32], acc_k[2][32];  // dV^T, dK^T: dims 64 h + 16 warp + g (+ 8), keys 8 j + 2 tt (+ 1)
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+#pragma unroll
+    for (int i = 0; i < 32; ++i) {
+      acc_v[h][i] = 0.f;
+      acc_k[h][i] = 0.f;
+    }
+  const int first = base - tl.shift > 0 ? base - tl.shift : 0;
+  for (int i0 = first; i0 < q_len; i0 += KWG_CHUNK) {
+    tl.found = kwg_collect(s, ids, c, i0, q_len, hkv, t);  // its barriers retire the last tile
+    tl.per_chunk = (tl.found + qt - 1) / qt;
+    tl.count = nchunk * tl.per_chunk;
+    if (PIPE && tl.count > 0) kwg_issue(s, 0, c, tl, 0, q, d_o, lse, drow);
+#pragma unroll 1
+    for (int n = 0; n < tl.count; ++n) {
+      const int buf = PIPE ? (n & 1) : 0;
+      if (!PIPE) {
+        if (n > 0) QSA_SYNC();  // tile n - 1's reads of q, dO, P, dS done
+        kwg_issue(s, 0, c, tl, n, q, d_o, lse, drow);
+      }
+      qsa_copy_wait(0);  // this thread's copies of tile n (the only group in flight)
+      QSA_SYNC();        // rows, lse / D / pos of tile n; PIPE: tile n - 1 no longer reads buf ^ 1
+      if (PIPE && n + 1 < tl.count) kwg_issue(s, buf ^ 1, c, tl, n + 1, q, d_o, lse, drow);
+      const float* row_lse = kwg_lse(s, buf);
+      const float* row_d = kwg_dr(s, buf);
+      const int* row_pos = kwg_pos(s, buf);
+      const u16* qs = kwg_q(s, buf);
+      kwg_split(s, buf);
+      qsa_fence_proxy_async();  // the split's (and K^T's) st.shared, seen by wgmma
+      QSA_SYNC();
+      // S^T and dP^T: keys 16 warp + g (+ 8) x tile rows 8 j + 2 tt (+ 1).
+      float sc[32], dp[32];
+      qsa_wgmma_fence_regs(sc);
+      qsa_wgmma_fence_regs(dp);
+      qsa_wgmma_fence();
+      kwg_ss(sc, s.k, qs, false);
+      kwg_ss(dp, s.v, s.oh, false);
+      kwg_ss(dp, s.v, s.ol, true);
+      qsa_wgmma_commit();
+      qsa_wgmma_wait<0>();
+      qsa_wgmma_fence_regs(sc);
+      qsa_wgmma_fence_regs(dp);
+      // P^T = exp(scale S - lse) where visible, dS^T = P^T (dP^T - D); stored as bf16 hi / lo
+      // [keys][rows] over the landing area of dO (read by the split, before the barrier above).
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int key = 16 * warp + g + 8 * h, r = 8 * j + 2 * tt;
+          float p[2], ds[2];
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const float L = row_lse[r + e];
+            const bool vis = L != qsa_neg_inf() && base + key <= row_pos[r + e];
+            p[e] = vis ? expf(sc[4 * j + 2 * h + e] * scale - L) : 0.f;
+            ds[e] = kv16_ds(p[e], dp[4 * j + 2 * h + e], row_d[r + e]);
+          }
+          unsigned hi, lo;
+          const int o = kwg_off(key, r, KWG_ROWS);
+          bf16_split2(p[0], p[1], hi, lo);
+          *(unsigned*)(kwg_ps(s, buf, 0) + o) = hi;
+          *(unsigned*)(kwg_ps(s, buf, 1) + o) = lo;
+          bf16_split2(ds[0], ds[1], hi, lo);
+          *(unsigned*)(kwg_ps(s, buf, 2) + o) = hi;
+          *(unsigned*)(kwg_ps(s, buf, 3) + o) = lo;
+        }
+      qsa_fence_proxy_async();
+      QSA_SYNC();  // P^T, dS^T of every key
+      // dV^T += dO^T P (hi hi, hi lo, lo hi), dK^T += Q^T dS (hi, lo) per 64-dim half.
+      // Unrolled: acc_v[half] / acc_k[half] indexed at run time put them in local memory
+      // (512 bytes of stack, ptxas 13.0, sm_90).
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int m0 = 64 * half + 16 * warp;
+        float tv[32];
+        unsigned ah[4][4], al[4][4];
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks) {
+          kwg_frag_t(s.oh, ATT_D, m0, 16 * ks, lane, ah[ks]);
+          kwg_frag_t(s.ol, ATT_D, m0, 16 * ks, lane, al[ks]);
+        }
+        qsa_wgmma_fence_regs(tv);
+        qsa_wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks) {
+          qsa_wgmma_m64n64k16_bf16_rs(tv, ah[ks], kwg_bdesc(kwg_ps(s, buf, 0), KWG_ROWS, 0, ks), ks > 0);
+          qsa_wgmma_m64n64k16_bf16_rs(tv, ah[ks], kwg_bdesc(kwg_ps(s, buf, 1), KWG_ROWS, 0, ks), 1);
+          qsa_wgmma_m64n64k16_bf16_rs(tv, al[ks], kwg_bdesc(kwg_ps(s, buf, 0), KWG_ROWS, 0, ks), 1);
+        }
+        qsa_wgmma_commit();
+        qsa_wgmma_wait<0>();
+        qsa_wgmma_fence_aregs(ah);
+        qsa_wgmma_fence_aregs(al);
+        qsa_wgmma_fence_regs(tv);
+        kwg_add(acc_v[half], tv);
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks) kwg_frag_t(qs, ATT_D, m0, 16 * ks, lane, ah[ks]);
+        qsa_wgmma_fence_regs(tv);
+        qsa_wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks) {
+          qsa_wgmma_m64n64k16_bf16_rs(tv, ah[ks], kwg_bdesc(kwg_ps(s, buf, 2), KWG_ROWS, 0, ks), ks > 0);
+          qsa_wgmma_m64n64k16_bf16_rs(tv, ah[ks], kwg_bdesc(kwg_ps(s, buf, 3), KWG_ROWS, 0, ks), 1);
+        }
+        qsa_wgmma_commit();
+        qsa_wgmma_wait<0>();
+        qsa_wgmma_fence_aregs(ah);
+        qsa_wgmma_fence_regs(tv);
+        kwg_add(acc_k[half], tv);
+      }
+      // dQ (tile rows 16 warp + g (+ 8) x dims) = dS K: A = dS from dS^T (hi, lo), B = K^T.
+      {
+        unsigned ah[4][4], al[4][4];
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks) {
+          kwg_frag_t(kwg_ps(s, buf, 2), KWG_ROWS, 16 * warp, 16 * ks, lane, ah[ks]);
+          kwg_frag_t(kwg_ps(s, buf, 3), KWG_ROWS, 16 * warp, 16 * ks, lane, al[ks]);
+        }
+#pragma unroll 1
+        for (int half = 0; half < 2; ++half) {
+          float tq[32];
+          qsa_wgmma_fence_regs(tq);
+          qsa_wgmma_fence();
+#pragma unroll
+          for (int ks = 0; ks < 4; ++ks) {
+            qsa_wgmma_m64n64k16_bf16_rs(tq, ah[ks], kwg_bdesc(s.kt, ATT_BLK, 64 * half, ks), ks > 0);
+            qsa_wgmma_m64n64k16_bf16_rs(tq, al[ks], kwg_bdesc(s.kt, ATT_BLK, 64 * half, ks), 1);
+          }
+          qsa_wgmma_commit();
+          qsa_wgmma_wait<0>();
+          qsa_wgmma_fence_aregs(ah);
+          qsa_wgmma_fence_aregs(al);
+          qsa_wgmma_fence_regs(tq);
+          kwg_dq_add(s, c, tl, n, 64 * half, warp, lane, tq, dq, scale);
+        }
+      }
+    }
+  }
+  // Plain stores: this CTA owns the block's dK / dV (zero where no token selected it).
+#pragma unroll
+  for (int half = 0; half < 2; ++half)
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int dim = 64 * half + 16 * warp + g + 8 * (e >> 1), key = 8 * j + 2 * tt + (e & 1);
+        if (key >= keys) continue;
+        const long long off = (((long long)c.b * kv_len + base + key) * hkv + c.g) * ATT_D + dim;
+        dv[off] = acc_v[half][4 * j + e];
+        dk[off] = acc_k[half][4 * j + e] * scale;
+      }
+}
+#endif  // QSA_WGMMA
