@@ -19,6 +19,29 @@ const ALIGN: usize = 256;
 /// Fresh allocations hold this byte, as device memory holds whatever was there: a kernel
 /// that reads what nobody wrote gets garbage, not a lucky zero.
 const FRESH_BYTE: u8 = 0xcd;
+/// Guard zones before and after every allocation hold this byte; a launch that changed one
+/// wrote out of bounds, and fails naming the kernel and the allocation. Without them such a
+/// write corrupts the host heap and the process dies later with SIGSEGV (the curated mutant
+/// gpu-topk-spec-kernel-for-wrong-chunk, 2026-12-02: workspace laid out for 3 chunks of
+/// 8,192 entries, allocated for 2 of 16,384). A write that skips past a zone, or that
+/// stores this very byte, goes unseen; reads out of bounds are not checked.
+const GUARD_BYTE: u8 = 0xa5;
+
+/// Bytes of each guard zone: the allocation's own size (a wrong layout overshoots by about
+/// that), at least 4 KiB, at most 1 MiB, a multiple of ALIGN (the user range stays aligned).
+fn guard_bytes(size: usize) -> usize {
+    size.clamp(4096, 1 << 20).div_ceil(ALIGN) * ALIGN
+}
+
+/// One live allocation: the host block (`layout`, from `base`) holds a guard zone, the
+/// user's `size` bytes (at the address handed out), and a guard zone.
+#[derive(Clone, Copy)]
+struct Alloc {
+    seq: u64,
+    size: usize,
+    base: u64,
+    layout: Layout,
+}
 
 /// One launch of a call, and device memory after it (for the race check): the digest of
 /// every allocation, and each allocation's bytes in the order the host code made them.
@@ -36,8 +59,8 @@ pub struct EmuApi {
     schedule: Schedule,
     workers: usize,
     modules: RefCell<HashMap<PathBuf, Arc<EmuModule>>>,
-    /// Live allocations by address, with the order they were made in.
-    memory: RefCell<BTreeMap<u64, (u64, Layout)>>,
+    /// Live allocations by (user) address, with the order they were made in.
+    memory: RefCell<BTreeMap<u64, Alloc>>,
     allocations: std::cell::Cell<u64>,
     records: RefCell<Vec<LaunchRecord>>,
 }
@@ -120,6 +143,7 @@ impl EmuApi {
             .map_err(in_emulation)?
             .launch(kernel, dims, args, self.schedule, self.workers)
             .map_err(in_emulation)?;
+        self.check_guards(kernel)?;
         let memory = self.memory_contents();
         let mut h = Sha256::new();
         for m in &memory {
@@ -136,12 +160,10 @@ impl EmuApi {
     /// The bytes of a live allocation (checked: an unknown or stale pointer is an error).
     fn bytes(&self, p: DevPtr) -> BackendResult<*mut u8> {
         match self.memory.borrow().get(&p.addr) {
-            Some((_, l)) if l.size() >= p.bytes => Ok(p.addr as *mut u8),
-            Some((_, l)) => Err(BackendError::Device(format!(
+            Some(a) if a.size >= p.bytes => Ok(p.addr as *mut u8),
+            Some(a) => Err(BackendError::Device(format!(
                 "emulated memory: {} bytes at {:#x} used, allocation holds {}",
-                p.bytes,
-                p.addr,
-                l.size()
+                p.bytes, p.addr, a.size
             ))),
             None => Err(BackendError::Device(format!(
                 "emulated memory: {:#x} is not a live allocation",
@@ -153,19 +175,66 @@ impl EmuApi {
     /// A copy of every live allocation, in the order they were made (addresses differ
     /// from run to run; the order of the host code's allocations does not).
     fn memory_contents(&self) -> Vec<Vec<u8>> {
-        let mut live: Vec<(u64, u64, Layout)> = self
-            .memory
-            .borrow()
-            .iter()
-            .map(|(&a, &(seq, l))| (seq, a, l))
-            .collect();
-        live.sort_by_key(|x| x.0);
+        let mut live: Vec<(u64, Alloc)> =
+            self.memory.borrow().iter().map(|(&p, &a)| (p, a)).collect();
+        live.sort_by_key(|x| x.1.seq);
         live.into_iter()
-            // SAFETY: a live allocation of l.size() bytes; no launch runs now.
-            .map(|(_, addr, l)| {
-                unsafe { std::slice::from_raw_parts(addr as *const u8, l.size()) }.to_vec()
+            // SAFETY: a live allocation of a.size bytes; no launch runs now.
+            .map(|(addr, a)| {
+                unsafe { std::slice::from_raw_parts(addr as *const u8, a.size) }.to_vec()
             })
             .collect()
+    }
+
+    /// After `kernel`'s launch: every guard zone still holds GUARD_BYTE, or the launch
+    /// failed with the allocation and the first and last changed byte. The zones are
+    /// refilled, so a later launch is not blamed for this one's writes.
+    fn check_guards(&self, kernel: &str) -> BackendResult<()> {
+        let mut first_err = None;
+        for (&addr, a) in self.memory.borrow().iter() {
+            let total = a.layout.size();
+            // SAFETY: the host block of a live allocation; no launch runs now.
+            let block = unsafe { std::slice::from_raw_parts_mut(a.base as *mut u8, total) };
+            let user = (addr - a.base) as usize;
+            let zones = [(0, user), (user + a.size, total)];
+            if zones
+                .iter()
+                .all(|&(lo, hi)| block[lo..hi].iter().all(|&b| b == GUARD_BYTE))
+            {
+                continue;
+            }
+            let bad: Vec<isize> = zones
+                .iter()
+                .flat_map(|&(lo, hi)| lo..hi)
+                .filter(|&i| block[i] != GUARD_BYTE)
+                .map(|i| i as isize - user as isize)
+                .collect();
+            if let (Some(&lo), Some(&hi)) = (bad.first(), bad.last()) {
+                let at = |o: isize| {
+                    if o < 0 {
+                        format!("{} before its start", -o)
+                    } else {
+                        format!("{} past its end", o - a.size as isize)
+                    }
+                };
+                first_err.get_or_insert_with(|| {
+                    format!(
+                        "emulated {kernel}: out-of-bounds global write: {} bytes changed around \
+                         allocation #{} ({} bytes at {addr:#x}), from byte {} to byte {} \
+                         (a wrong size, stride or layout of a buffer?)",
+                        bad.len(),
+                        a.seq,
+                        a.size,
+                        at(lo),
+                        at(hi)
+                    )
+                });
+                for (lo, hi) in zones {
+                    block[lo..hi].fill(GUARD_BYTE);
+                }
+            }
+        }
+        first_err.map_or(Ok(()), |e| Err(BackendError::Device(e)))
     }
 }
 
@@ -175,20 +244,36 @@ impl GpuApi for EmuApi {
     }
 
     fn alloc(&self, bytes: usize) -> BackendResult<DevPtr> {
-        let layout = Layout::from_size_align(bytes.max(1), ALIGN)
+        let size = bytes.max(1);
+        let guard = guard_bytes(size);
+        let layout = size
+            .checked_add(2 * guard)
+            .ok_or_else(|| "size overflows".to_string())
+            .and_then(|total| Layout::from_size_align(total, ALIGN).map_err(|e| e.to_string()))
             .map_err(|e| BackendError::Shape(format!("emulated alloc of {bytes} bytes: {e}")))?;
         // SAFETY: layout has a non-zero size.
-        let p = unsafe { std::alloc::alloc(layout) };
-        if p.is_null() {
+        let base = unsafe { std::alloc::alloc(layout) };
+        if base.is_null() {
             return Err(BackendError::Device(format!(
                 "emulated alloc of {bytes} bytes: out of host memory"
             )));
         }
-        // SAFETY: p holds layout.size() bytes.
-        unsafe { std::ptr::write_bytes(p, FRESH_BYTE, layout.size()) };
+        // SAFETY: base holds guard + size + guard bytes.
+        let p = unsafe {
+            std::ptr::write_bytes(base, GUARD_BYTE, layout.size());
+            let p = base.add(guard);
+            std::ptr::write_bytes(p, FRESH_BYTE, size);
+            p
+        };
         let seq = self.allocations.get();
         self.allocations.set(seq + 1);
-        self.memory.borrow_mut().insert(p as u64, (seq, layout));
+        let a = Alloc {
+            seq,
+            size,
+            base: base as u64,
+            layout,
+        };
+        self.memory.borrow_mut().insert(p as u64, a);
         Ok(DevPtr {
             addr: p as u64,
             bytes,
@@ -196,9 +281,9 @@ impl GpuApi for EmuApi {
     }
 
     fn free(&self, ptr: DevPtr) {
-        if let Some((_, layout)) = self.memory.borrow_mut().remove(&ptr.addr) {
+        if let Some(a) = self.memory.borrow_mut().remove(&ptr.addr) {
             // SAFETY: allocated by `alloc` with this layout, removed from the map once.
-            unsafe { std::alloc::dealloc(ptr.addr as *mut u8, layout) };
+            unsafe { std::alloc::dealloc(a.base as *mut u8, a.layout) };
         }
     }
 
@@ -255,9 +340,9 @@ impl GpuApi for EmuApi {
 
 impl Drop for EmuApi {
     fn drop(&mut self) {
-        for (addr, (_, layout)) in std::mem::take(&mut *self.memory.borrow_mut()) {
+        for a in std::mem::take(&mut *self.memory.borrow_mut()).into_values() {
             // SAFETY: allocated by `alloc` with this layout and still live.
-            unsafe { std::alloc::dealloc(addr as *mut u8, layout) };
+            unsafe { std::alloc::dealloc(a.base as *mut u8, a.layout) };
         }
     }
 }
