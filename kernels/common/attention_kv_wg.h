@@ -119,7 +119,7 @@ QSA_DEVICE long long kwg_row(const KwgSmem& s, const KvCta& c, const KvTiles& tl
 // (rows past the tile's tokens zero-filled), and store its rows' lse, D and position.
 // tid: the thread's index in its warpgroup.
 QSA_DEVICE void kwg_issue(const KwgSmem& s, int b, const KvCta& c, const KvTiles& tl, int n, const u16* q,
-                          const float* d_o, const float* lse, const float* drow, int tid) {
+                          const float* d_o, const float* lse, const float* drow, unsigned tid) {
   // 64 rows x (16 q chunks + 32 dO chunks) of 16 bytes.
   for (int x = tid; x < KWG_ROWS * 48; x += KWG_THREADS) {
     const int r = x / 48, ch = x % 48;
@@ -141,7 +141,7 @@ QSA_DEVICE void kwg_issue(const KwgSmem& s, int b, const KvCta& c, const KvTiles
 }
 
 // dO (f32 rows) -> bf16 hi / lo in the core layout: 8 chunks of 8 dims per thread.
-QSA_DEVICE void kwg_split(const KwgSmem& s, int b, int tid) {
+QSA_DEVICE void kwg_split(const KwgSmem& s, int b, unsigned tid) {
   for (int x = tid; x < KWG_ROWS * (ATT_D / 8); x += KWG_THREADS) {
     const int r = x / (ATT_D / 8), c0 = 8 * (x % (ATT_D / 8));
     const float* src = kwg_of(s, b) + r * ATT_D + c0;
@@ -230,7 +230,9 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
   const int base = c.id * ATT_BLK;
   const int keys = kv_len - base < ATT_BLK ? kv_len - base : ATT_BLK;
   static_assert(NWG == 1 || !PIPE, "wg2 is single-buffered");
-  const int wgi = W, tid = NWG == 1 ? threadIdx.x : threadIdx.x - W * KWG_THREADS;
+  // tid unsigned as threadIdx.x: kvwg / kvwgp's code objects stay as before this form.
+  const int wgi = W;
+  const unsigned tid = NWG == 1 ? threadIdx.x : threadIdx.x - W * KWG_THREADS;
   const int warp = tid / 32, lane = threadIdx.x % 32, g = lane / 4, tt = lane % 4;
   const KwgSmem s = kwg_smem(smem_raw, PIPE ? 2 : 1, NWG, wgi);
   KvTiles tl;
@@ -398,10 +400,11 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
       }
     }
   }
+  // NWG 2: warpgroup 1's sums into its own buffers (64 KB of its 80: [value][thread],
+  // conflict-free) once every tile's reads of them are done; warpgroup 0 adds them in f32 as it
+  // stores (not in a loop of its own: that batched 128 loads and spilled).
+  float* red = (float*)kwg_smem(smem_raw, 1, NWG, 1).oh;
   if (NWG > 1) {
-    // Warpgroup 1's sums into its own buffers (64 KB of its 80: [value][thread], conflict-free)
-    // once every tile's reads of them are done; warpgroup 0 adds them in f32.
-    float* red = (float*)kwg_smem(smem_raw, 1, NWG, 1).oh;
     QSA_SYNC();
     if (wgi == 1) {
 #pragma unroll
@@ -414,13 +417,6 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
     }
     QSA_SYNC();
     if (threadIdx.x >= KWG_THREADS) return;  // warpgroup 1 (run-time test: W is constant)
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-#pragma unroll
-      for (int i = 0; i < 32; ++i) {
-        acc_v[h][i] += red[((2 * h + 0) * 32 + i) * KWG_THREADS + tid];
-        acc_k[h][i] += red[((2 * h + 1) * 32 + i) * KWG_THREADS + tid];
-      }
   }
   // Plain stores: this CTA owns the block's dK / dV (zero where no token selected it).
 #pragma unroll
@@ -432,8 +428,11 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
         const int dim = 64 * half + 16 * warp + g + 8 * (e >> 1), key = 8 * j + 2 * tt + (e & 1);
         if (key >= keys) continue;
         const long long off = (((long long)c.b * kv_len + base + key) * hkv + c.g) * ATT_D + dim;
-        dv[off] = acc_v[half][4 * j + e];
-        dk[off] = acc_k[half][4 * j + e] * scale;
+        const int i = 4 * j + e;
+        const float ov = NWG > 1 ? red[((2 * half + 0) * 32 + i) * KWG_THREADS + tid] : 0.f;
+        const float ok = NWG > 1 ? red[((2 * half + 1) * 32 + i) * KWG_THREADS + tid] : 0.f;
+        dv[off] = NWG > 1 ? acc_v[half][i] + ov : acc_v[half][i];
+        dk[off] = (NWG > 1 ? acc_k[half][i] + ok : acc_k[half][i]) * scale;
       }
 }
 #endif  // QSA_WGMMA
