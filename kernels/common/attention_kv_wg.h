@@ -82,6 +82,15 @@ QSA_DEVICE int* kwg_pos(const KwgSmem& s, int b) { return (int*)(s.rows0 + b * 3
 // P^T hi / lo, dS^T hi / lo (p = 0..3) over buffer b's landing, free once the split read it.
 QSA_DEVICE u16* kwg_ps(const KwgSmem& s, int b, int p) { return (u16*)kwg_of(s, b) + p * KWG_SQ; }
 
+// The CTA's barrier. With NWG 2 each warpgroup runs its own instantiation of kwg_bwd (W), so
+// the two reach it at different instructions: not __syncthreads (bar.sync 0 is .aligned:
+// undefined there; synccheck reported "divergent threads" at it on the H200, session 11 call
+// B) but barrier 3 without .aligned, counted over both warpgroups.
+template <int NWG>
+QSA_DEVICE void kwg_cta_sync() {
+  if (NWG == 1) QSA_SYNC();
+  else qsa_bar_sync_unaligned(3, NWG * KWG_THREADS);
+}
 // kv_collect with 128 NWG threads: tokens i0 .. i0 + 128 NWG - 1 whose list holds `id`, in order.
 template <int NWG>
 QSA_DEVICE int kwg_collect(const KwgSmem& s, const int* ids, const KvCta& c, int i0, int q_len, int hkv, int t) {
@@ -94,14 +103,14 @@ QSA_DEVICE int kwg_collect(const KwgSmem& s, const int* ids, const KvCta& c, int
   const qsa_lanemask_t m = qsa_ballot(hit);
   const int wave = threadIdx.x / QSA_WAVE;
   if (qsa_lane() == 0) s.hits[wave] = (int)qsa_popc_mask(m);
-  QSA_SYNC();
+  kwg_cta_sync<NWG>();
   int before = 0, total = 0;
   for (int w = 0; w < NWG * KWG_THREADS / QSA_WAVE; ++w) {
     before += w < wave ? s.hits[w] : 0;
     total += s.hits[w];
   }
   if (hit) s.toks[before + (int)qsa_popc_mask(m & qsa_lanes_below())] = (int)i;
-  QSA_SYNC();
+  kwg_cta_sync<NWG>();
   return total;
 }
 
@@ -253,7 +262,7 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
   }
   qsa_copy_commit();
   qsa_copy_wait(0);
-  QSA_SYNC();
+  kwg_cta_sync<NWG>();
   for (int x = threadIdx.x; x < ATT_BLK * ATT_D; x += NWG * KWG_THREADS) {
     const int d = x / ATT_BLK, key = x % ATT_BLK;
     s.kt[kwg_off(d, key, ATT_BLK)] = s.k[kwg_off(key, d, ATT_D)];
@@ -405,7 +414,7 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
   // stores (not in a loop of its own: that batched 128 loads and spilled).
   float* red = (float*)kwg_smem(smem_raw, 1, NWG, 1).oh;
   if (NWG > 1) {
-    QSA_SYNC();
+    kwg_cta_sync<NWG>();
     if (wgi == 1) {
 #pragma unroll
       for (int h = 0; h < 2; ++h)
@@ -415,7 +424,7 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
           red[((2 * h + 1) * 32 + i) * KWG_THREADS + tid] = acc_k[h][i];
         }
     }
-    QSA_SYNC();
+    kwg_cta_sync<NWG>();
     if (threadIdx.x >= KWG_THREADS) return;  // warpgroup 1 (run-time test: W is constant)
   }
   // Plain stores: this CTA owns the block's dK / dV (zero where no token selected it).
