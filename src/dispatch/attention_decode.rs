@@ -44,14 +44,14 @@ pub const DEC_Q_BYTES: usize = DEC_ROWS * 136 * 2;
 /// Whether q is staged once per CTA in shared memory (`QSA_ATTN_DEC_QLOAD=cta`, the `_qs_`
 /// kernels) when the switch is unset, by merge: the rule set before the runs
 /// (docs/results/session11-2026-12-02/plans/dechead.md) flips a shape when `qload=cta` is
-/// >= 0.5 us faster than auto at 16 q for groups 16 and 8, or >= 0.3 us at 1 q for both groups.
-/// H200, `bench/attention_vs_torch.py --bench --decode-only --decode-sweep qs`, medians in us,
-/// auto / qload=cta, runs on 2026-12-02 (session 11 calls A, P) and 2026-12-03 (session 12
+/// at least 0.5 us faster than auto at 16 q for groups 16 and 8, or 0.3 us at 1 q for both
+/// groups. H200, `bench/attention_vs_torch.py --bench --decode-only --decode-sweep qs`,
+/// medians in us, auto / qload=cta, runs on 2026-12-02 (session 11 calls A, P) and 2026-12-03 (session 12
 /// call Q, docs/results/session12-2026-12-03/q/bench.md):
 /// - one query (the cluster merge): g16 7.0 / 6.8, 7.1 / 6.8, 7.2 / 6.9; g8 6.9 / 6.6,
 ///   6.9 / 6.5, 7.0 / 6.6: the 1 q half met in the last two of three runs: staged.
 /// - 16 queries (one CTA per item): g16 22.7 / 22.3, 22.3 / 22.3, 22.6 / 22.3; g8 22.0 / 21.8,
-///   22.5 / 21.7, 21.8 / 22.1: never >= 0.5 us at both groups: each warp's loads stay.
+///   22.5 / 21.7, 21.8 / 22.1: never 0.5 us faster at both groups: each warp's loads stay.
 const DEFAULT_Q_CTA_CLUSTER: bool = true;
 const DEFAULT_Q_CTA_PER_ITEM: bool = false;
 
