@@ -14,8 +14,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// Alignment of every allocation (cudaMalloc gives at least 256).
-const ALIGN: usize = 256;
+/// Alignment of every allocation's start. cudaMalloc gives 256; here 16, the widest access a
+/// kernel makes (16-byte vectors, cp.async, bulk copies), so that the end of the user's bytes
+/// lies against the rear guard zone to within 15 bytes (with 256, a read one past the end of
+/// a 160-byte id list fell in the slack, unseen). The kernels' host code assumes nothing
+/// wider.
+const ALIGN: usize = 16;
 /// Fresh allocations hold this byte, as device memory holds whatever was there: a kernel
 /// that reads what nobody wrote gets garbage, not a lucky zero.
 const FRESH_BYTE: u8 = 0xcd;
@@ -26,8 +30,9 @@ const FRESH_BYTE: u8 = 0xcd;
 /// laid out for 3 chunks of 8,192 entries, allocated for 2 of 16,384), and an out-of-bounds
 /// read passes with whatever lies there. Each zone is the allocation's own size (a wrong
 /// layout overshoots by about that), at least 1 MiB, at most 64 MiB: address space only.
-/// Unseen: an access past a zone, and a read of the slack before the start (the user's
-/// bytes end at the rear zone; the front zone starts at the page below them).
+/// Unseen: an access past a zone, a read of the slack before the start (the user's bytes
+/// end at the rear zone; the front zone starts at the page below them) or of the bytes
+/// that round the size up to ALIGN.
 fn guard_bytes(size: usize) -> usize {
     size.clamp(1 << 20, 64 << 20)
 }
@@ -209,11 +214,12 @@ impl EmuApi {
                 ),
                 _ => format!(
                     "emulated {kernel}: out-of-bounds global {}: {what}, first at byte {} \
-                     ({} faulting accesses; an index one past the end, or a wrong size, stride \
-                     or layout of a buffer?)",
+                     ({} faulting access{}; an index one past the end, or a wrong size, \
+                     stride or layout of a buffer?)",
                     if f.write { "write" } else { "read" },
                     at(f.first),
-                    f.faults
+                    f.faults,
+                    if f.faults == 1 { "" } else { "es" }
                 ),
             });
         }
