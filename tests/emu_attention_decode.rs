@@ -14,10 +14,25 @@ use emu_matrix::{caps, matrix, rel_max, switches};
 
 use qsa::emu::{race, Schedule};
 use qsa::problem::{Output, Problem};
-use qsa::reference::attention::attn_forward_f64;
+use qsa::reference::attention::{attn_forward_f64, AttnForwardF64};
 
 /// matrix.yaml gates.error_limits.attention.mma.limit.
 const MMA_LIMIT: f64 = 5e-5;
+
+/// o and lse of a decode forward's output against FP64 within MMA_LIMIT; `why` (empty, or
+/// " (what the failure suggests)") ends the message.
+fn assert_o_lse(what: &str, output: Output, want: &AttnForwardF64, why: &str) {
+    let Output::AttnForward(o) = output else {
+        panic!("{what}: no forward output")
+    };
+    for (n, got, w) in [("o", &o.o, &want.o), ("lse", &o.lse, &want.lse)] {
+        let e = rel_max(n, got, w);
+        assert!(
+            e <= MMA_LIMIT,
+            "decode forward {what} {n}: relative max error {e:e} past {MMA_LIMIT:e}{why}"
+        );
+    }
+}
 
 /// Switches as (key, value) pairs.
 type Pairs = &'static [(&'static str, &'static str)];
@@ -229,16 +244,7 @@ fn decode_forward_matches_fp64_in_every_plan_shape() {
                     "{what}: dispatched {} (want {name})",
                     run.dispatched
                 );
-                let Output::AttnForward(o) = run.output else {
-                    panic!("{what}: no forward output")
-                };
-                for (n, got, w) in [("o", &o.o, &want.o), ("lse", &o.lse, &want.lse)] {
-                    let e = rel_max(n, got, w);
-                    assert!(
-                        e <= MMA_LIMIT,
-                        "decode forward {what} {n}: relative max error {e:e} past {MMA_LIMIT:e}"
-                    );
-                }
+                assert_o_lse(&what, run.output, &want, "");
             }
         }
     }
@@ -281,17 +287,7 @@ fn decode_forward_rescales_on_a_sharp_softmax() {
                     "{what}: dispatched {}",
                     run.dispatched
                 );
-                let Output::AttnForward(o) = run.output else {
-                    panic!("{what}: no forward output")
-                };
-                for (n, got, w) in [("o", &o.o, &want.o), ("lse", &o.lse, &want.lse)] {
-                    let e = rel_max(n, got, w);
-                    assert!(
-                        e <= MMA_LIMIT,
-                        "decode forward {what} {n}: relative max error {e:e} past {MMA_LIMIT:e} \
-                         (the online softmax's rescale)"
-                    );
-                }
+                assert_o_lse(&what, run.output, &want, " (the online softmax's rescale)");
             }
         }
     }
@@ -328,17 +324,12 @@ fn q_staged_per_cta_waits_for_every_warp_one_wave_at_a_time() {
                 Schedule::WaveFirst,
             )
             .unwrap_or_else(|e| panic!("{what}: {e}"));
-            let Output::AttnForward(o) = run.output else {
-                panic!("{what}: no forward output")
-            };
-            for (n, got, w) in [("o", &o.o, &want.o), ("lse", &o.lse, &want.lse)] {
-                let e = rel_max(n, got, w);
-                assert!(
-                    e <= MMA_LIMIT,
-                    "decode forward {what} {n}: relative max error {e:e} past {MMA_LIMIT:e} \
-                     (q read before every warp's chunk landed?)"
-                );
-            }
+            assert_o_lse(
+                &what,
+                run.output,
+                &want,
+                " (q read before every warp's chunk landed?)",
+            );
         }
     }
 }

@@ -164,9 +164,12 @@ QSA_DEVICE int* kv_row_pos(const KvSmem& s, int buf) {
   return (int*)(s.rows0 + buf * KVB_ROW_ELEMS + 2 * ATT_ROWS);
 }
 
-// The tokens i0 .. i0 + KVB_CHUNK - 1 (< q_len) whose list of kv head g holds `id`, compacted
-// in order into s.toks; returns their count (the same in every thread).
-QSA_DEVICE int kv_collect(const KvSmem& s, const int* ids, const KvCta& c, int i0, int q_len, int hkv,
+// The tokens i0 .. i0 + THREADS - 1 (< q_len) whose list of kv head g holds `id`, compacted
+// in order into toks; returns their count (the same in every thread). THREADS: the CTA's
+// threads, one token each (KVB_THREADS here, KWG_THREADS in attention_kv_wg.h); hits: its
+// [THREADS / 32] per-wave counts.
+template <int THREADS>
+QSA_DEVICE int kv_collect(int* toks, int* hits, const int* ids, const KvCta& c, int i0, int q_len, int hkv,
                           int t) {
   const long long i = i0 + threadIdx.x;
   bool hit = false;
@@ -176,14 +179,14 @@ QSA_DEVICE int kv_collect(const KvSmem& s, const int* ids, const KvCta& c, int i
   }
   const qsa_lanemask_t m = qsa_ballot(hit);
   const int wave = threadIdx.x / QSA_WAVE;
-  if (qsa_lane() == 0) s.wave_hits[wave] = (int)qsa_popc_mask(m);
+  if (qsa_lane() == 0) hits[wave] = (int)qsa_popc_mask(m);
   QSA_SYNC();
   int before = 0, total = 0;
-  for (int w = 0; w < KVB_THREADS / QSA_WAVE; ++w) {
-    before += w < wave ? s.wave_hits[w] : 0;
-    total += s.wave_hits[w];
+  for (int w = 0; w < THREADS / QSA_WAVE; ++w) {
+    before += w < wave ? hits[w] : 0;
+    total += hits[w];
   }
-  if (hit) s.toks[before + (int)qsa_popc_mask(m & qsa_lanes_below())] = (int)i;
+  if (hit) toks[before + (int)qsa_popc_mask(m & qsa_lanes_below())] = (int)i;
   QSA_SYNC();
   return total;
 }
@@ -430,7 +433,7 @@ QSA_DEVICE void kv_bwd(const u16* __restrict__ q, const u16* __restrict__ k, con
   const int first = base - tl.shift > 0 ? base - tl.shift : 0;  // the first token that sees key base
   for (int i0 = first; i0 < q_len; i0 += KVB_CHUNK) {
     // kv_collect's barriers also retire the previous chunk's last tile (buffers, P, dP).
-    tl.found = kv_collect(s, ids, c, i0, q_len, hkv, t);
+    tl.found = kv_collect<KVB_THREADS>(s.toks, s.wave_hits, ids, c, i0, q_len, hkv, t);
     tl.per_chunk = (tl.found + qt - 1) / qt;
     tl.count = nchunk * tl.per_chunk;
     if (tl.count == 0) continue;

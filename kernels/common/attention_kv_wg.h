@@ -77,28 +77,6 @@ QSA_DEVICE int* kwg_pos(const KwgSmem& s, int b) { return (int*)(s.rows0 + b * 3
 // P^T hi / lo, dS^T hi / lo (p = 0..3) over buffer b's landing, free once the split read it.
 QSA_DEVICE u16* kwg_ps(const KwgSmem& s, int b, int p) { return (u16*)kwg_of(s, b) + p * KWG_SQ; }
 
-// kv_collect with 128 threads: tokens i0 .. i0 + 127 whose list holds `id`, in order.
-QSA_DEVICE int kwg_collect(const KwgSmem& s, const int* ids, const KvCta& c, int i0, int q_len, int hkv, int t) {
-  const long long i = i0 + threadIdx.x;
-  bool hit = false;
-  if (i < q_len) {
-    const int* list = ids + (((long long)c.b * q_len + i) * hkv + c.g) * t;
-    for (int u = 0; u < t; ++u) hit |= list[u] == c.id;
-  }
-  const qsa_lanemask_t m = qsa_ballot(hit);
-  const int wave = threadIdx.x / QSA_WAVE;
-  if (qsa_lane() == 0) s.hits[wave] = (int)qsa_popc_mask(m);
-  QSA_SYNC();
-  int before = 0, total = 0;
-  for (int w = 0; w < KWG_THREADS / QSA_WAVE; ++w) {
-    before += w < wave ? s.hits[w] : 0;
-    total += s.hits[w];
-  }
-  if (hit) s.toks[before + (int)qsa_popc_mask(m & qsa_lanes_below())] = (int)i;
-  QSA_SYNC();
-  return total;
-}
-
 // The global row of tile row r (tile n of the chunk), or -1 past the tile's tokens.
 QSA_DEVICE long long kwg_row(const KwgSmem& s, const KvCta& c, const KvTiles& tl, int n, int r) {
   const int chunk = n / tl.per_chunk, t0 = (n % tl.per_chunk) * tl.qt;
@@ -247,7 +225,7 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
     }
   const int first = base - tl.shift > 0 ? base - tl.shift : 0;
   for (int i0 = first; i0 < q_len; i0 += KWG_CHUNK) {
-    tl.found = kwg_collect(s, ids, c, i0, q_len, hkv, t);  // its barriers retire the last tile
+    tl.found = kv_collect<KWG_THREADS>(s.toks, s.hits, ids, c, i0, q_len, hkv, t);  // its barriers retire the last tile
     tl.per_chunk = (tl.found + qt - 1) / qt;
     tl.count = nchunk * tl.per_chunk;
     if (PIPE && tl.count > 0) kwg_issue(s, 0, c, tl, 0, q, d_o, lse, drow);

@@ -263,14 +263,9 @@ mod tests {
     use crate::problem::AttnDtype;
     use crate::reference::attention::tests::random_problem;
     use crate::reference::topk::topk_ids;
-    use std::collections::BTreeMap;
 
     fn sw(pairs: &[(&str, &str)]) -> Switches {
-        let vars: BTreeMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        Switches::new(vars)
+        Switches::from_pairs(pairs)
     }
 
     fn topk(nq: usize, n: usize, k: usize) -> TopkProblem {

@@ -51,12 +51,7 @@ fn gfx950() -> TargetCaps {
 }
 
 fn sw(pairs: &[(&str, &str)]) -> Switches {
-    Switches::new(
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-    )
+    Switches::from_pairs(pairs)
 }
 
 /// decode_plan's shape: (batch, q_len, hq, hkv, t, backward).

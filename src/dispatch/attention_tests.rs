@@ -138,7 +138,7 @@ fn fused_bf16_backward_by_default_on_sm90_atomics_elsewhere_kv_forced_where_buil
         choose_backward(&gfx950, &none, bf16, PREFILL).unwrap(),
         BwdPath::Atomic
     );
-    let sw = |v: &str| Switches::new([("QSA_ATTN_BWD".to_string(), v.to_string())].into());
+    let sw = |v: &str| Switches::from_pairs(&[("QSA_ATTN_BWD", v)]);
     assert_eq!(
         choose_backward(&h200, &sw("atomic"), bf16, PREFILL).unwrap(),
         BwdPath::Atomic

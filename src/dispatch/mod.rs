@@ -317,6 +317,9 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
     ),
 ];
 
+/// How to build one: `Switches::default()` (nothing set: every default), `Switches::from_pairs`
+/// (tests, tools), `sw.with(pairs)` (some set over others), `Switches::new` (a parsed map:
+/// matrix.yaml's variants, `qsa plan --switch`).
 impl Switches {
     pub fn new(vars: BTreeMap<String, String>) -> Self {
         Switches { vars }
@@ -354,12 +357,16 @@ impl Switches {
             ))),
         }
     }
-    /// Switches from (name, value) pairs (tests and tools).
+    /// Switches from (name, value) pairs (tests and tools); a later pair wins.
     pub fn from_pairs(kv: &[(&str, &str)]) -> Self {
-        Switches::new(
-            kv.iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-        )
+        Switches::default().with(kv)
+    }
+    /// These switches with the pairs set over them (a pair wins over a value set here).
+    pub fn with(&self, kv: &[(&str, &str)]) -> Self {
+        let mut vars = self.vars.clone();
+        for (k, v) in kv {
+            vars.insert(k.to_string(), v.to_string());
+        }
+        Switches { vars }
     }
 }

@@ -328,15 +328,11 @@ pub fn spec_options(
     // on sm_90 only, so other targets keep the lean step.
     let filled;
     let sw = if float_by_default(caps, sw, s) {
-        let mut vars = sw.vars().clone();
-        for (k, v) in [
+        filled = sw.with(&[
             ("QSA_TOPK_SPEC_KEEP", "float"),
             ("QSA_TOPK_SPEC_FENCE", "one"),
             ("QSA_TOPK_SPEC_FINAL", "window_lean"),
-        ] {
-            vars.insert(k.into(), v.into());
-        }
-        filled = Switches::new(vars);
+        ]);
         &filled
     } else {
         sw

@@ -14,7 +14,7 @@ fn nvidia(features: Vec<Feature>) -> TargetCaps {
 
 /// The switches of a matrix variant that forces `kernel`.
 fn forced(kernel: &str) -> Switches {
-    Switches::new([("QSA_TOPK_KERNEL".to_string(), kernel.to_string())].into())
+    Switches::from_pairs(&[("QSA_TOPK_KERNEL", kernel)])
 }
 
 fn decode(nq: usize, n: usize) -> TopkShape {
@@ -60,12 +60,7 @@ fn a_forced_spec_kernel_takes_decode_only() {
 }
 
 fn switches(pairs: &[(&str, &str)]) -> Switches {
-    Switches::new(
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-    )
+    Switches::from_pairs(pairs)
 }
 
 #[test]

@@ -2,45 +2,45 @@
 //! src/gpu/ (launch rules, workspaces, splits, dispatch) drives the kernel sources on the
 //! CPU exactly as it drives them on a card.
 
+use super::guard::Guarded;
 use super::module::EmuModule;
 use super::{EmuTarget, Schedule};
 use crate::backend::{BackendError, BackendResult};
 use crate::dispatch::TargetCaps;
 use crate::gpu::{Arg, DevPtr, Family, GpuApi, GpuProps, LaunchDims};
 use sha2::{Digest, Sha256};
-use std::alloc::Layout;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// Alignment of every allocation (cudaMalloc gives at least 256).
-const ALIGN: usize = 256;
+/// Alignment of every allocation's start. cudaMalloc gives 256; here 16, the widest access a
+/// kernel makes (16-byte vectors, cp.async, bulk copies), so that the end of the user's bytes
+/// lies against the rear guard zone to within 15 bytes (with 256, a read one past the end of
+/// a 160-byte id list fell in the slack, unseen). The kernels' host code assumes nothing
+/// wider.
+const ALIGN: usize = 16;
 /// Fresh allocations hold this byte, as device memory holds whatever was there: a kernel
 /// that reads what nobody wrote gets garbage, not a lucky zero.
 const FRESH_BYTE: u8 = 0xcd;
-/// Guard zones before and after every allocation hold this byte; a launch that changed one
-/// wrote out of bounds, and fails naming the kernel and the allocation. Without them such a
-/// write corrupts the host heap and the process dies later with SIGSEGV (the curated mutant
-/// gpu-topk-spec-kernel-for-wrong-chunk, 2026-12-02: workspace laid out for 3 chunks of
-/// 8,192 entries, allocated for 2 of 16,384). A write that skips past a zone, or that
-/// stores this very byte, goes unseen; reads out of bounds are not checked.
-const GUARD_BYTE: u8 = 0xa5;
-
-/// Bytes of each guard zone: the allocation's own size (a wrong layout overshoots by about
-/// that), at least 4 KiB, at most 1 MiB, a multiple of ALIGN (the user range stays aligned).
+/// Guard zones before and after every allocation (src/emu/guard.rs): pages no access may
+/// touch, so a launch that read or wrote one fails naming the kernel and the allocation.
+/// Without them an out-of-bounds write corrupts the host heap and the process dies later with
+/// SIGSEGV (the curated mutant gpu-topk-spec-kernel-for-wrong-chunk, 2026-12-02: workspace
+/// laid out for 3 chunks of 8,192 entries, allocated for 2 of 16,384), and an out-of-bounds
+/// read passes with whatever lies there. Each zone is the allocation's own size (a wrong
+/// layout overshoots by about that), at least 1 MiB, at most 64 MiB: address space only.
+/// Unseen: an access past a zone, a read of the slack before the start (the user's bytes
+/// end at the rear zone; the front zone starts at the page below them) or of the bytes
+/// that round the size up to ALIGN.
 fn guard_bytes(size: usize) -> usize {
-    size.clamp(4096, 1 << 20).div_ceil(ALIGN) * ALIGN
+    size.clamp(1 << 20, 64 << 20)
 }
 
-/// One live allocation: the host block (`layout`, from `base`) holds a guard zone, the
-/// user's `size` bytes (at the address handed out), and a guard zone.
-#[derive(Clone, Copy)]
+/// One live allocation, in the order it was made.
 struct Alloc {
     seq: u64,
-    size: usize,
-    base: u64,
-    layout: Layout,
+    mem: Guarded,
 }
 
 /// One launch of a call, and device memory after it (for the race check): the digest of
@@ -160,10 +160,10 @@ impl EmuApi {
     /// The bytes of a live allocation (checked: an unknown or stale pointer is an error).
     fn bytes(&self, p: DevPtr) -> BackendResult<*mut u8> {
         match self.memory.borrow().get(&p.addr) {
-            Some(a) if a.size >= p.bytes => Ok(p.addr as *mut u8),
+            Some(a) if a.mem.size >= p.bytes => Ok(p.addr as *mut u8),
             Some(a) => Err(BackendError::Device(format!(
                 "emulated memory: {} bytes at {:#x} used, allocation holds {}",
-                p.bytes, p.addr, a.size
+                p.bytes, p.addr, a.mem.size
             ))),
             None => Err(BackendError::Device(format!(
                 "emulated memory: {:#x} is not a live allocation",
@@ -175,64 +175,53 @@ impl EmuApi {
     /// A copy of every live allocation, in the order they were made (addresses differ
     /// from run to run; the order of the host code's allocations does not).
     fn memory_contents(&self) -> Vec<Vec<u8>> {
-        let mut live: Vec<(u64, Alloc)> =
-            self.memory.borrow().iter().map(|(&p, &a)| (p, a)).collect();
-        live.sort_by_key(|x| x.1.seq);
+        let memory = self.memory.borrow();
+        let mut live: Vec<&Alloc> = memory.values().collect();
+        live.sort_by_key(|a| a.seq);
         live.into_iter()
-            // SAFETY: a live allocation of a.size bytes; no launch runs now.
-            .map(|(addr, a)| {
-                unsafe { std::slice::from_raw_parts(addr as *const u8, a.size) }.to_vec()
+            // SAFETY: a live allocation of a.mem.size bytes; no launch runs now.
+            .map(|a| {
+                unsafe { std::slice::from_raw_parts(a.mem.user as *const u8, a.mem.size) }.to_vec()
             })
             .collect()
     }
 
-    /// After `kernel`'s launch: every guard zone still holds GUARD_BYTE, or the launch
-    /// failed with the allocation and the first and last changed byte. The zones are
-    /// refilled, so a later launch is not blamed for this one's writes.
+    /// After `kernel`'s launch: no access touched a guard zone, or the launch failed with the
+    /// allocation and what it did (a write: the first and last changed byte; a read: the
+    /// first address read). The zones are closed again, so a later launch is not blamed for
+    /// this one's accesses.
     fn check_guards(&self, kernel: &str) -> BackendResult<()> {
         let mut first_err = None;
         for (&addr, a) in self.memory.borrow().iter() {
-            let total = a.layout.size();
-            // SAFETY: the host block of a live allocation; no launch runs now.
-            let block = unsafe { std::slice::from_raw_parts_mut(a.base as *mut u8, total) };
-            let user = (addr - a.base) as usize;
-            let zones = [(0, user), (user + a.size, total)];
-            if zones
-                .iter()
-                .all(|&(lo, hi)| block[lo..hi].iter().all(|&b| b == GUARD_BYTE))
-            {
-                continue;
-            }
-            let bad: Vec<isize> = zones
-                .iter()
-                .flat_map(|&(lo, hi)| lo..hi)
-                .filter(|&i| block[i] != GUARD_BYTE)
-                .map(|i| i as isize - user as isize)
-                .collect();
-            if let (Some(&lo), Some(&hi)) = (bad.first(), bad.last()) {
-                let at = |o: isize| {
-                    if o < 0 {
-                        format!("{} before its start", -o)
-                    } else {
-                        format!("{} past its end", o - a.size as isize)
-                    }
-                };
-                first_err.get_or_insert_with(|| {
-                    format!(
-                        "emulated {kernel}: out-of-bounds global write: {} bytes changed around \
-                         allocation #{} ({} bytes at {addr:#x}), from byte {} to byte {} \
-                         (a wrong size, stride or layout of a buffer?)",
-                        bad.len(),
-                        a.seq,
-                        a.size,
-                        at(lo),
-                        at(hi)
-                    )
-                });
-                for (lo, hi) in zones {
-                    block[lo..hi].fill(GUARD_BYTE);
+            let Some(f) = a.mem.check() else { continue };
+            let size = a.mem.size as isize;
+            let at = |o: isize| {
+                if o < 0 {
+                    format!("{} before its start", -o)
+                } else {
+                    format!("{} past its end", o - size)
                 }
-            }
+            };
+            let what = format!("allocation #{} ({} bytes at {addr:#x})", a.seq, size);
+            first_err.get_or_insert_with(|| match (f.changed.first(), f.changed.last()) {
+                (Some(&lo), Some(&hi)) => format!(
+                    "emulated {kernel}: out-of-bounds global write: {} bytes changed around \
+                     {what}, from byte {} to byte {} (a wrong size, stride or layout of a \
+                     buffer?)",
+                    f.changed.len(),
+                    at(lo),
+                    at(hi)
+                ),
+                _ => format!(
+                    "emulated {kernel}: out-of-bounds global {}: {what}, first at byte {} \
+                     ({} faulting access{}; an index one past the end, or a wrong size, \
+                     stride or layout of a buffer?)",
+                    if f.write { "write" } else { "read" },
+                    at(f.first),
+                    f.faults,
+                    if f.faults == 1 { "" } else { "es" }
+                ),
+            });
         }
         first_err.map_or(Ok(()), |e| Err(BackendError::Device(e)))
     }
@@ -245,46 +234,18 @@ impl GpuApi for EmuApi {
 
     fn alloc(&self, bytes: usize) -> BackendResult<DevPtr> {
         let size = bytes.max(1);
-        let guard = guard_bytes(size);
-        let layout = size
-            .checked_add(2 * guard)
-            .ok_or_else(|| "size overflows".to_string())
-            .and_then(|total| Layout::from_size_align(total, ALIGN).map_err(|e| e.to_string()))
-            .map_err(|e| BackendError::Shape(format!("emulated alloc of {bytes} bytes: {e}")))?;
-        // SAFETY: layout has a non-zero size.
-        let base = unsafe { std::alloc::alloc(layout) };
-        if base.is_null() {
-            return Err(BackendError::Device(format!(
-                "emulated alloc of {bytes} bytes: out of host memory"
-            )));
-        }
-        // SAFETY: base holds guard + size + guard bytes.
-        let p = unsafe {
-            std::ptr::write_bytes(base, GUARD_BYTE, layout.size());
-            let p = base.add(guard);
-            std::ptr::write_bytes(p, FRESH_BYTE, size);
-            p
-        };
+        let mem = Guarded::new(size, ALIGN, guard_bytes(size), FRESH_BYTE)
+            .map_err(|e| BackendError::Device(format!("emulated alloc of {bytes} bytes: {e}")))?;
         let seq = self.allocations.get();
         self.allocations.set(seq + 1);
-        let a = Alloc {
-            seq,
-            size,
-            base: base as u64,
-            layout,
-        };
-        self.memory.borrow_mut().insert(p as u64, a);
-        Ok(DevPtr {
-            addr: p as u64,
-            bytes,
-        })
+        let addr = mem.user;
+        self.memory.borrow_mut().insert(addr, Alloc { seq, mem });
+        Ok(DevPtr { addr, bytes })
     }
 
     fn free(&self, ptr: DevPtr) {
-        if let Some(a) = self.memory.borrow_mut().remove(&ptr.addr) {
-            // SAFETY: allocated by `alloc` with this layout, removed from the map once.
-            unsafe { std::alloc::dealloc(a.base as *mut u8, a.layout) };
-        }
+        // Dropping the allocation unmaps it.
+        self.memory.borrow_mut().remove(&ptr.addr);
     }
 
     fn upload(&self, dst: DevPtr, src: &[u8]) -> BackendResult<()> {
@@ -335,14 +296,5 @@ impl GpuApi for EmuApi {
         let t = std::time::Instant::now();
         f()?;
         Ok(t.elapsed().as_secs_f64())
-    }
-}
-
-impl Drop for EmuApi {
-    fn drop(&mut self) {
-        for a in std::mem::take(&mut *self.memory.borrow_mut()).into_values() {
-            // SAFETY: allocated by `alloc` with this layout and still live.
-            unsafe { std::alloc::dealloc(a.base as *mut u8, a.layout) };
-        }
     }
 }

@@ -5,7 +5,8 @@
 //!   kernels/common/portable.h (kernels/common/emu.h), one shared library per target
 //!   flavour (vendor, wave width 32 / 64, CUDA arch), cached.
 //! - `module`: a loaded module, its kernels' signatures and shared memory, launches.
-//! - `api`: `EmuApi`, the `GpuApi` over host memory and emulated launches.
+//! - `api`: `EmuApi`, the `GpuApi` over host memory and emulated launches; `guard`: each
+//!   allocation's guard zones (a read or write out of bounds fails the launch).
 //! - `backend`: `EmuBackend`, the runner's `Backend` for a GPU target without its device
 //!   (`qsa run --emulate`): top-k emulated, the other families unsupported in emulation.
 //! - `race`: the same call under several thread schedules; output that depends on the
@@ -19,6 +20,7 @@
 pub mod api;
 pub mod backend;
 pub mod compile;
+mod guard;
 pub mod module;
 pub mod race;
 

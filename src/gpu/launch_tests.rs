@@ -131,11 +131,7 @@ fn plan_steps(plan: &LaunchPlan, rec: &Recorder) -> Vec<(String, LaunchDims, Vec
 }
 
 fn switches(kv: &[(&str, &str)]) -> Switches {
-    Switches::new(
-        kv.iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-    )
+    Switches::from_pairs(kv)
 }
 
 fn check(problem: Problem, sw: Switches, plan: impl Fn(&GpuProps) -> LaunchPlan) {

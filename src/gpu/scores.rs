@@ -233,13 +233,7 @@ mod tests {
             heads: 10,
             blocks: 130,
         };
-        let sw = |kv: &[(&str, &str)]| {
-            Switches::new(
-                kv.iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-            )
-        };
+        let sw = Switches::from_pairs;
         let kernel_of = |lp: &LaunchPlan| {
             lp.call
                 .iter()

@@ -5,7 +5,6 @@
 
 use qsa::dispatch::{Switches, TargetCaps};
 use qsa::matrix::Matrix;
-use std::collections::BTreeMap;
 use std::path::Path;
 
 pub fn matrix() -> Matrix {
@@ -17,12 +16,7 @@ pub fn caps(m: &Matrix, name: &str) -> TargetCaps {
 }
 
 pub fn switches(pairs: &[(&str, &str)]) -> Switches {
-    Switches::new(
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect::<BTreeMap<_, _>>(),
-    )
+    Switches::from_pairs(pairs)
 }
 
 /// max |got - want| / max |want| over finite entries; a non-finite reference (a -inf lse:

@@ -355,15 +355,10 @@ mod tests {
             )
         };
         assert_eq!(sm90(&Switches::default()).unwrap().grid, (396, 1, 1));
-        let sw = Switches::new(
-            [
-                ("QSA_SCORES_DECODE_CTAS_PER_SM", "1"),
-                ("QSA_SCORES_DECODE_WARPS", "8"),
-            ]
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        );
+        let sw = Switches::from_pairs(&[
+            ("QSA_SCORES_DECODE_CTAS_PER_SM", "1"),
+            ("QSA_SCORES_DECODE_WARPS", "8"),
+        ]);
         let l = sm90(&sw).unwrap();
         assert_eq!(
             (l.grid, l.block, l.shared_bytes),

@@ -378,7 +378,7 @@ mod tests {
     #[test]
     fn wgmma_plans_cover_every_unit() {
         // The SS kernels (QSA_SCORES_WG=ss; the RS kernels' plans: gpu/scores/wgrs.rs).
-        let sw = Switches::new([("QSA_SCORES_WG".to_string(), "ss".to_string())].into());
+        let sw = Switches::from_pairs(&[("QSA_SCORES_WG", "ss")]);
         let ss = |k, shape, limit| plan_on(k, TcTile::Wide, TcEngine::Wgmma, shape, limit, 1, &sw);
         let tf32 =
             |nq, heads, blocks| ss(ScoresKernel::Tf32, (nq, heads, blocks), 232_448).unwrap();
