@@ -1,11 +1,12 @@
-//! The wgmma backward (`QSA_ATTN_KV_MMA=wg` / `wgp`: kernels/common/attention_kv_wg.h) on the
+//! The wgmma backward (`QSA_ATTN_KV_MMA=wg` / `wgp` / `wg2`: kernels/common/attention_kv_wg.h) on the
 //! emulated sm_90 under the wave-first schedule beside the forward one. The runner's race
 //! check compares forward and reverse orders, in which the four warps advance in step between
 //! collectives, so a missing barrier between one warp's shared stores and another warp's
 //! wgmma or ldmatrix reads goes unseen there; wave-first runs one warp at a time as far as it
 //! can, so such a read sees poison (or the previous tile's rows) and misses FP64 or differs
 //! from the forward order. Cases: group 4 (one tile per block) and group 16 over 40 tokens
-//! (up to 10 tiles of 4 tokens per block: the double-buffered form's buffer reuse).
+//! (up to 10 tiles of 4 tokens per block: the double-buffered form's buffer reuse; wg2's two
+//! warpgroups each take several tiles, their named barriers and the dK / dV reduction).
 
 mod emu_matrix;
 
@@ -33,6 +34,7 @@ fn wgmma_backward_matches_fp64_with_one_warp_at_a_time() {
         for (mma, kernel) in [
             ("wg", "qsa_attn_kvwg_dq_bwd_bf16"),
             ("wgp", "qsa_attn_kvwgp_dq_bwd_bf16"),
+            ("wg2", "qsa_attn_kvwg2_dq_bwd_bf16"),
         ] {
             let what = format!("{}/{dist} {kernel}", c.name);
             let sw = switches(&[("QSA_ATTN_BWD", "kvdq"), ("QSA_ATTN_KV_MMA", mma)]);

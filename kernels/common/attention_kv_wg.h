@@ -32,6 +32,9 @@
 #define KWG_THREADS 128
 #define KWG_ROWS 64
 #define KWG_CHUNK KWG_THREADS
+// Bytes of one warpgroup's tile buffers (dO hi, dO lo, then per row buffer q, the f32 landing
+// and lse / D / position): NWG = 2 (wg2) gives each warpgroup its own.
+#define KWG_WG_BYTES(NBUF) (2 * 64 * 128 * 2 + (NBUF) * (64 * 128 * 2 + 64 * 128 * 4 + 3 * 64 * 4))
 
 // Element offset of (r, c) in a [R][C] bf16 matrix in the no-swizzle K-major layout (C: K).
 QSA_DEVICE int kwg_off(int r, int c, int C) { return (((r >> 3) * (C >> 3) + (c >> 3)) << 6) + ((r & 7) << 3) + (c & 7); }
@@ -55,18 +58,20 @@ struct KwgSmem {
 #define KWG_MAT (64 * 128)  // elements of one [64][128] bf16 matrix
 #define KWG_SQ (64 * 64)    // elements of one [64][64] bf16 matrix
 
-QSA_DEVICE KwgSmem kwg_smem(unsigned char* base, int nbuf) {
+// wg2 (nwg 2): K, V, K^T shared, then warpgroup w's buffers (KWG_WG_BYTES each), then the
+// chunk's 256 tokens and 8 per-warp counts (215,584 bytes).
+QSA_DEVICE KwgSmem kwg_smem(unsigned char* base, int nbuf, int nwg = 1, int w = 0) {
   KwgSmem s;
   s.k = (u16*)base;
   s.v = s.k + KWG_MAT;
   s.kt = s.v + KWG_MAT;
-  s.oh = s.kt + KWG_MAT;
+  s.oh = (u16*)(base + 3 * KWG_MAT * 2 + w * KWG_WG_BYTES(nbuf));
   s.ol = s.oh + KWG_MAT;
   s.q0 = s.ol + KWG_MAT;
   s.of0 = (float*)(s.q0 + nbuf * KWG_MAT);
   s.rows0 = s.of0 + nbuf * KWG_MAT;
-  s.toks = (int*)(s.rows0 + nbuf * 3 * KWG_ROWS);
-  s.hits = s.toks + KWG_CHUNK;
+  s.toks = (int*)(base + 3 * KWG_MAT * 2 + nwg * KWG_WG_BYTES(nbuf));
+  s.hits = s.toks + nwg * KWG_CHUNK;
   return s;
 }
 QSA_DEVICE u16* kwg_q(const KwgSmem& s, int b) { return s.q0 + b * KWG_MAT; }
@@ -77,7 +82,17 @@ QSA_DEVICE int* kwg_pos(const KwgSmem& s, int b) { return (int*)(s.rows0 + b * 3
 // P^T hi / lo, dS^T hi / lo (p = 0..3) over buffer b's landing, free once the split read it.
 QSA_DEVICE u16* kwg_ps(const KwgSmem& s, int b, int p) { return (u16*)kwg_of(s, b) + p * KWG_SQ; }
 
-// kv_collect with 128 threads: tokens i0 .. i0 + 127 whose list holds `id`, in order.
+// The CTA's barrier. With NWG 2 each warpgroup runs its own instantiation of kwg_bwd (W), so
+// the two reach it at different instructions: not __syncthreads (bar.sync 0 is .aligned:
+// undefined there; synccheck reported "divergent threads" at it on the H200, session 11 call
+// B) but barrier 3 without .aligned, counted over both warpgroups.
+template <int NWG>
+QSA_DEVICE void kwg_cta_sync() {
+  if (NWG == 1) QSA_SYNC();
+  else qsa_bar_sync_unaligned(3, NWG * KWG_THREADS);
+}
+// kv_collect with 128 NWG threads: tokens i0 .. i0 + 128 NWG - 1 whose list holds `id`, in order.
+template <int NWG>
 QSA_DEVICE int kwg_collect(const KwgSmem& s, const int* ids, const KvCta& c, int i0, int q_len, int hkv, int t) {
   const long long i = i0 + threadIdx.x;
   bool hit = false;
@@ -88,14 +103,14 @@ QSA_DEVICE int kwg_collect(const KwgSmem& s, const int* ids, const KvCta& c, int
   const qsa_lanemask_t m = qsa_ballot(hit);
   const int wave = threadIdx.x / QSA_WAVE;
   if (qsa_lane() == 0) s.hits[wave] = (int)qsa_popc_mask(m);
-  QSA_SYNC();
+  kwg_cta_sync<NWG>();
   int before = 0, total = 0;
-  for (int w = 0; w < KWG_THREADS / QSA_WAVE; ++w) {
+  for (int w = 0; w < NWG * KWG_THREADS / QSA_WAVE; ++w) {
     before += w < wave ? s.hits[w] : 0;
     total += s.hits[w];
   }
   if (hit) s.toks[before + (int)qsa_popc_mask(m & qsa_lanes_below())] = (int)i;
-  QSA_SYNC();
+  kwg_cta_sync<NWG>();
   return total;
 }
 
@@ -111,10 +126,11 @@ QSA_DEVICE long long kwg_row(const KwgSmem& s, const KvCta& c, const KvTiles& tl
 
 // Copy tile n's q rows (core layout) and dO rows (f32 rows) into buffer b, one cp.async group
 // (rows past the tile's tokens zero-filled), and store its rows' lse, D and position.
+// tid: the thread's index in its warpgroup.
 QSA_DEVICE void kwg_issue(const KwgSmem& s, int b, const KvCta& c, const KvTiles& tl, int n, const u16* q,
-                          const float* d_o, const float* lse, const float* drow) {
+                          const float* d_o, const float* lse, const float* drow, unsigned tid) {
   // 64 rows x (16 q chunks + 32 dO chunks) of 16 bytes.
-  for (int x = threadIdx.x; x < KWG_ROWS * 48; x += KWG_THREADS) {
+  for (int x = tid; x < KWG_ROWS * 48; x += KWG_THREADS) {
     const int r = x / 48, ch = x % 48;
     const long long row = kwg_row(s, c, tl, n, r);
     const bool valid = row >= 0;
@@ -123,8 +139,8 @@ QSA_DEVICE void kwg_issue(const KwgSmem& s, int b, const KvCta& c, const KvTiles
     else qsa_copy16((u16*)(kwg_of(s, b) + r * ATT_D + 4 * (ch - 16)), (const u16*)(d_o + rr * ATT_D + 4 * (ch - 16)), valid);
   }
   qsa_copy_commit();
-  if (threadIdx.x < KWG_ROWS) {
-    const int r = threadIdx.x;
+  if (tid < KWG_ROWS) {
+    const int r = tid;
     const long long row = kwg_row(s, c, tl, n, r);
     const int t0 = (n % tl.per_chunk) * tl.qt;
     kwg_lse(s, b)[r] = row >= 0 ? lse[row] : qsa_neg_inf();
@@ -134,8 +150,8 @@ QSA_DEVICE void kwg_issue(const KwgSmem& s, int b, const KvCta& c, const KvTiles
 }
 
 // dO (f32 rows) -> bf16 hi / lo in the core layout: 8 chunks of 8 dims per thread.
-QSA_DEVICE void kwg_split(const KwgSmem& s, int b) {
-  for (int x = threadIdx.x; x < KWG_ROWS * (ATT_D / 8); x += KWG_THREADS) {
+QSA_DEVICE void kwg_split(const KwgSmem& s, int b, unsigned tid) {
+  for (int x = tid; x < KWG_ROWS * (ATT_D / 8); x += KWG_THREADS) {
     const int r = x / (ATT_D / 8), c0 = 8 * (x % (ATT_D / 8));
     const float* src = kwg_of(s, b) + r * ATT_D + c0;
     unsigned hi[4], lo[4];
@@ -201,7 +217,18 @@ QSA_DEVICE void kwg_dq_add(const KwgSmem& s, const KvCta& c, const KvTiles& tl, 
 // PIPE: two buffers; tile n + 1's rows are copied while tile n computes (the default kernel's
 // pattern), at 182,288 bytes of shared memory. Without it, one buffer, copied and waited for
 // at the start of each tile.
-template <bool PIPE>
+// NWG = 2 (wg2, no PIPE): two warpgroups share K, V, K^T; warpgroup w takes tiles w, w + 2, ...
+// with its own buffers and named barrier 1 + w inside a tile, and its own dK / dV sums
+// (warpgroup 1's added by warpgroup 0 through shared memory at the end).
+// Per-tile barrier of this thread's warpgroup: __syncthreads with one warpgroup.
+template <int NWG>
+QSA_DEVICE void kwg_sync(int w) {
+  if (NWG == 1) QSA_SYNC();
+  else qsa_bar_sync(1 + w, KWG_THREADS);
+}
+// W: the thread's warpgroup as a template argument (the kernel branches once), so every buffer
+// address is a constant: with W at run time ptxas spilled 8 bytes at 255 registers.
+template <bool PIPE, int NWG = 1, int W = 0>
 QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
                         const int* __restrict__ ids, const float* __restrict__ lse, const float* __restrict__ drow,
                         const float* __restrict__ d_o, float* __restrict__ dk, float* __restrict__ dv,
@@ -211,8 +238,12 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
   const KvCta c = kv_cta<false>(batch, hkv);
   const int base = c.id * ATT_BLK;
   const int keys = kv_len - base < ATT_BLK ? kv_len - base : ATT_BLK;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tt = lane % 4;
-  const KwgSmem s = kwg_smem(smem_raw, PIPE ? 2 : 1);
+  static_assert(NWG == 1 || !PIPE, "wg2 is single-buffered");
+  // tid unsigned as threadIdx.x: kvwg / kvwgp's code objects stay as before this form.
+  const int wgi = W;
+  const unsigned tid = NWG == 1 ? threadIdx.x : threadIdx.x - W * KWG_THREADS;
+  const int warp = tid / 32, lane = threadIdx.x % 32, g = lane / 4, tt = lane % 4;
+  const KwgSmem s = kwg_smem(smem_raw, PIPE ? 2 : 1, NWG, wgi);
   KvTiles tl;
   tl.group = hq / hkv;
   tl.hc = hc;
@@ -222,7 +253,7 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
   tl.shift = kv_len - q_len;
   const int nchunk = tl.group / hc;
   // K and V into the core layout (keys past kv_len zero), then K^T from K once.
-  for (int x = threadIdx.x; x < ATT_BLK * (ATT_D / 8); x += KWG_THREADS) {
+  for (int x = threadIdx.x; x < ATT_BLK * (ATT_D / 8); x += NWG * KWG_THREADS) {
     const int r = x / (ATT_D / 8), ch = x % (ATT_D / 8);
     const bool valid = r < keys;
     const long long off = valid ? ((((long long)c.b * kv_len + base + r) * hkv + c.g) * ATT_D + ch * 8) : 0;
@@ -231,12 +262,14 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
   }
   qsa_copy_commit();
   qsa_copy_wait(0);
-  QSA_SYNC();
-  for (int x = threadIdx.x; x < ATT_BLK * ATT_D; x += KWG_THREADS) {
+  kwg_cta_sync<NWG>();
+  for (int x = threadIdx.x; x < ATT_BLK * ATT_D; x += NWG * KWG_THREADS) {
     const int d = x / ATT_BLK, key = x % ATT_BLK;
     s.kt[kwg_off(d, key, ATT_BLK)] = s.k[kwg_off(key, d, ATT_D)];
   }
-  // (kt's stores are fenced and published by the first tile's fence and barrier.)
+  // (kt's stores are fenced and published by the first tile's fence and barrier; with two
+  // warpgroups that barrier is per warpgroup, so fence here and let kwg_collect's publish.)
+  if (NWG > 1) qsa_fence_proxy_async();
   float acc_v[2][32], acc_k[2][32];  // dV^T, dK^T: dims 64 h + 16 warp + g (+ 8), keys 8 j + 2 tt (+ 1)
 #pragma unroll
   for (int h = 0; h < 2; ++h)
@@ -246,28 +279,28 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
       acc_k[h][i] = 0.f;
     }
   const int first = base - tl.shift > 0 ? base - tl.shift : 0;
-  for (int i0 = first; i0 < q_len; i0 += KWG_CHUNK) {
-    tl.found = kwg_collect(s, ids, c, i0, q_len, hkv, t);  // its barriers retire the last tile
+  for (int i0 = first; i0 < q_len; i0 += NWG * KWG_CHUNK) {
+    tl.found = kwg_collect<NWG>(s, ids, c, i0, q_len, hkv, t);  // its barriers retire the last tile
     tl.per_chunk = (tl.found + qt - 1) / qt;
     tl.count = nchunk * tl.per_chunk;
-    if (PIPE && tl.count > 0) kwg_issue(s, 0, c, tl, 0, q, d_o, lse, drow);
+    if (PIPE && tl.count > 0) kwg_issue(s, 0, c, tl, 0, q, d_o, lse, drow, tid);
 #pragma unroll 1
-    for (int n = 0; n < tl.count; ++n) {
+    for (int n = wgi; n < tl.count; n += NWG) {
       const int buf = PIPE ? (n & 1) : 0;
       if (!PIPE) {
-        if (n > 0) QSA_SYNC();  // tile n - 1's reads of q, dO, P, dS done
-        kwg_issue(s, 0, c, tl, n, q, d_o, lse, drow);
+        if (n > wgi) kwg_sync<NWG>(wgi);  // this warpgroup's last tile's reads of q, dO, P, dS done
+        kwg_issue(s, 0, c, tl, n, q, d_o, lse, drow, tid);
       }
-      qsa_copy_wait(0);  // this thread's copies of tile n (the only group in flight)
-      QSA_SYNC();        // rows, lse / D / pos of tile n; PIPE: tile n - 1 no longer reads buf ^ 1
-      if (PIPE && n + 1 < tl.count) kwg_issue(s, buf ^ 1, c, tl, n + 1, q, d_o, lse, drow);
+      qsa_copy_wait(0);     // this thread's copies of tile n (the only group in flight)
+      kwg_sync<NWG>(wgi);  // rows, lse / D / pos of tile n; PIPE: tile n - 1 no longer reads buf ^ 1
+      if (PIPE && n + 1 < tl.count) kwg_issue(s, buf ^ 1, c, tl, n + 1, q, d_o, lse, drow, tid);
       const float* row_lse = kwg_lse(s, buf);
       const float* row_d = kwg_dr(s, buf);
       const int* row_pos = kwg_pos(s, buf);
       const u16* qs = kwg_q(s, buf);
-      kwg_split(s, buf);
+      kwg_split(s, buf, tid);
       qsa_fence_proxy_async();  // the split's (and K^T's) st.shared, seen by wgmma
-      QSA_SYNC();
+      kwg_sync<NWG>(wgi);
       // S^T and dP^T: keys 16 warp + g (+ 8) x tile rows 8 j + 2 tt (+ 1).
       float sc[32], dp[32];
       qsa_wgmma_fence_regs(sc);
@@ -305,7 +338,7 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
           *(unsigned*)(kwg_ps(s, buf, 3) + o) = lo;
         }
       qsa_fence_proxy_async();
-      QSA_SYNC();  // P^T, dS^T of every key
+      kwg_sync<NWG>(wgi);  // P^T, dS^T of every key
       // dV^T += dO^T P (hi hi, hi lo, lo hi), dK^T += Q^T dS (hi, lo) per 64-dim half.
       // Unrolled: acc_v[half] / acc_k[half] indexed at run time put them in local memory
       // (512 bytes of stack, ptxas 13.0, sm_90).
@@ -376,6 +409,24 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
       }
     }
   }
+  // NWG 2: warpgroup 1's sums into its own buffers (64 KB of its 80: [value][thread],
+  // conflict-free) once every tile's reads of them are done; warpgroup 0 adds them in f32 as it
+  // stores (not in a loop of its own: that batched 128 loads and spilled).
+  float* red = (float*)kwg_smem(smem_raw, 1, NWG, 1).oh;
+  if (NWG > 1) {
+    kwg_cta_sync<NWG>();
+    if (wgi == 1) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int i = 0; i < 32; ++i) {
+          red[((2 * h + 0) * 32 + i) * KWG_THREADS + tid] = acc_v[h][i];
+          red[((2 * h + 1) * 32 + i) * KWG_THREADS + tid] = acc_k[h][i];
+        }
+    }
+    kwg_cta_sync<NWG>();
+    if (threadIdx.x >= KWG_THREADS) return;  // warpgroup 1 (run-time test: W is constant)
+  }
   // Plain stores: this CTA owns the block's dK / dV (zero where no token selected it).
 #pragma unroll
   for (int half = 0; half < 2; ++half)
@@ -386,8 +437,11 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
         const int dim = 64 * half + 16 * warp + g + 8 * (e >> 1), key = 8 * j + 2 * tt + (e & 1);
         if (key >= keys) continue;
         const long long off = (((long long)c.b * kv_len + base + key) * hkv + c.g) * ATT_D + dim;
-        dv[off] = acc_v[half][4 * j + e];
-        dk[off] = acc_k[half][4 * j + e] * scale;
+        const int i = 4 * j + e;
+        const float ov = NWG > 1 ? red[((2 * half + 0) * 32 + i) * KWG_THREADS + tid] : 0.f;
+        const float ok = NWG > 1 ? red[((2 * half + 1) * 32 + i) * KWG_THREADS + tid] : 0.f;
+        dv[off] = NWG > 1 ? acc_v[half][i] + ov : acc_v[half][i];
+        dk[off] = (NWG > 1 ? acc_k[half][i] + ok : acc_k[half][i]) * scale;
       }
 }
 #endif  // QSA_WGMMA

@@ -186,6 +186,8 @@ inline void __syncthreads() { qsa_emu::yield_to_scheduler(qsa_emu::State::AtBarr
 // holds the block's barrier state.
 inline void qsa_bar_sync(unsigned id, unsigned count);
 inline void qsa_bar_arrive(unsigned id, unsigned count);
+// The emulator's named barriers take arrivals from any instruction: aligned or not alike.
+inline void qsa_bar_sync_unaligned(unsigned id, unsigned count) { qsa_bar_sync(id, count); }
 template <class T> inline T __shfl_up_sync(unsigned long long, T v, int d, int w = QSA_WAVE) {
   return qsa_emu::shfl(v, d, w, qsa_emu::OP_SHFL_UP);
 }
