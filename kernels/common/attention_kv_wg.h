@@ -408,6 +408,19 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
         }
       }
     }
+    // NWG 2: with an odd tile count warpgroup 1 took one tile fewer, so it passed fewer named
+    // barriers (4 per tile, 3 for a warpgroup's first) than warpgroup 0 before the next CTA
+    // barrier. The program is ordered by the CTA barriers either way, but compute-sanitizer's
+    // racecheck counts barriers per warp: after such a chunk it reported the next chunk's
+    // s.hits exchange as a hazard (session 11 call C, attn_kvf_g1_two_chunks causal_edge:
+    // warpgroup 0 one tile, warpgroup 1 none; kernel offsets +0x38e0 / +0x15810 are that
+    // read and write in this source's build). The short warpgroup passes the missing count
+    // on its own barrier, alone (tests/emu_attention_kvwg.rs; the emulator's barrier-balance
+    // check, emu_blocks.h).
+    if (NWG > 1) {
+      const int mine = (tl.count - wgi + NWG - 1) / NWG, most = (tl.count + NWG - 1) / NWG;
+      for (int x = (mine > 0 ? 4 * mine - 1 : 0); x < (most > 0 ? 4 * most - 1 : 0); ++x) kwg_sync<NWG>(wgi);
+    }
   }
   // NWG 2: warpgroup 1's sums into its own buffers (64 KB of its 80: [value][thread],
   // conflict-free) once every tile's reads of them are done; warpgroup 0 adds them in f32 as it
