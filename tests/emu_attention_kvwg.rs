@@ -1,4 +1,4 @@
-//! The wgmma backward (`QSA_ATTN_KV_MMA=wg` / `wgp` / `wg2`: kernels/common/attention_kv_wg.h) on the
+//! The wgmma backward (`QSA_ATTN_KV_MMA=wg` / `wgp` / `wg2` / `wg2a`: kernels/common/attention_kv_wg.h) on the
 //! emulated sm_90 under the wave-first schedule beside the forward one. The runner's race
 //! check compares forward and reverse orders, in which the four warps advance in step between
 //! collectives, so a missing barrier between one warp's shared stores and another warp's
@@ -48,6 +48,7 @@ fn wgmma_backward_matches_fp64_with_one_warp_at_a_time() {
             ("wg", "qsa_attn_kvwg_dq_bwd_bf16"),
             ("wgp", "qsa_attn_kvwgp_dq_bwd_bf16"),
             ("wg2", "qsa_attn_kvwg2_dq_bwd_bf16"),
+            ("wg2a", "qsa_attn_kvwg2a_dq_bwd_bf16"),
         ] {
             let what = format!("{}/{dist} {kernel}", c.name);
             let sw = switches(&[("QSA_ATTN_BWD", "kvdq"), ("QSA_ATTN_KV_MMA", mma)]);

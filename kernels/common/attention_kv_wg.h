@@ -126,9 +126,26 @@ QSA_DEVICE long long kwg_row(const KwgSmem& s, const KvCta& c, const KvTiles& tl
 
 // Copy tile n's q rows (core layout) and dO rows (f32 rows) into buffer b, one cp.async group
 // (rows past the tile's tokens zero-filled), and store its rows' lse, D and position.
-// tid: the thread's index in its warpgroup.
+// tid: the thread's index in its warpgroup. CM (wg2a): dO lands chunk-major, 16-byte chunk q4
+// (dims 4 q4 .. 4 q4 + 3) of row r at float (64 q4 + r) x 4, each 8 lanes copying rows r0 ..
+// r0 + 7 of one chunk (128 contiguous shared bytes; global: 8 rows x 64 bytes per 32 lanes), so
+// that kwg_split's reads and stores are conflict-free.
+template <bool CM = false>
 QSA_DEVICE void kwg_issue(const KwgSmem& s, int b, const KvCta& c, const KvTiles& tl, int n, const u16* q,
                           const float* d_o, const float* lse, const float* drow, unsigned tid) {
+  if constexpr (CM) {
+    for (int x = tid; x < KWG_ROWS * 16; x += KWG_THREADS) {
+      const int r = x / 16, ch = x % 16;
+      const long long row = kwg_row(s, c, tl, n, r);
+      qsa_copy16(kwg_q(s, b) + kwg_off(r, 8 * ch, ATT_D), q + (row >= 0 ? row : 0) * ATT_D + 8 * ch, row >= 0);
+    }
+    for (int x = tid; x < KWG_ROWS * 32; x += KWG_THREADS) {
+      const int r = (x & 7) + 8 * (x >> 8), q4 = (x >> 3) & 31;
+      const long long row = kwg_row(s, c, tl, n, r);
+      qsa_copy16((u16*)(kwg_of(s, b) + (q4 * KWG_ROWS + r) * 4), (const u16*)(d_o + (row >= 0 ? row : 0) * ATT_D + 4 * q4),
+                 row >= 0);
+    }
+  } else
   // 64 rows x (16 q chunks + 32 dO chunks) of 16 bytes.
   for (int x = tid; x < KWG_ROWS * 48; x += KWG_THREADS) {
     const int r = x / 48, ch = x % 48;
@@ -149,8 +166,26 @@ QSA_DEVICE void kwg_issue(const KwgSmem& s, int b, const KvCta& c, const KvTiles
   }
 }
 
-// dO (f32 rows) -> bf16 hi / lo in the core layout: 8 chunks of 8 dims per thread.
+// dO (f32 rows) -> bf16 hi / lo in the core layout: 8 chunks of 8 dims per thread. CM: from
+// kwg_issue's chunk-major landing, lanes over rows (r = x mod 64): each 8 lanes read 128
+// contiguous bytes and store one core matrix's 128 (the row-major form's stores, 16 lanes at a
+// 128-byte stride, ran 8-way bank conflicts: README's "7-way" store wavefronts, call P).
+template <bool CM = false>
 QSA_DEVICE void kwg_split(const KwgSmem& s, int b, unsigned tid) {
+  if constexpr (CM) {
+    for (int x = tid; x < KWG_ROWS * (ATT_D / 8); x += KWG_THREADS) {
+      const int r = x % KWG_ROWS, cc = x / KWG_ROWS;
+      const float* s0 = kwg_of(s, b) + (2 * cc * KWG_ROWS + r) * 4;
+      const float* s1 = s0 + KWG_ROWS * 4;
+      unsigned hi[4], lo[4];
+      bf16_split2(s0[0], s0[1], hi[0], lo[0]);
+      bf16_split2(s0[2], s0[3], hi[1], lo[1]);
+      bf16_split2(s1[0], s1[1], hi[2], lo[2]);
+      bf16_split2(s1[2], s1[3], hi[3], lo[3]);
+      *(uint4*)(s.oh + kwg_off(r, 8 * cc, ATT_D)) = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+      *(uint4*)(s.ol + kwg_off(r, 8 * cc, ATT_D)) = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+    }
+  } else
   for (int x = tid; x < KWG_ROWS * (ATT_D / 8); x += KWG_THREADS) {
     const int r = x / (ATT_D / 8), c0 = 8 * (x % (ATT_D / 8));
     const float* src = kwg_of(s, b) + r * ATT_D + c0;
@@ -228,7 +263,8 @@ QSA_DEVICE void kwg_sync(int w) {
 }
 // W: the thread's warpgroup as a template argument (the kernel branches once), so every buffer
 // address is a constant: with W at run time ptxas spilled 8 bytes at 255 registers.
-template <bool PIPE, int NWG = 1, int W = 0>
+// CM: kwg_issue / kwg_split's chunk-major dO landing (wg2a).
+template <bool PIPE, int NWG = 1, int W = 0, bool CM = false>
 QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
                         const int* __restrict__ ids, const float* __restrict__ lse, const float* __restrict__ drow,
                         const float* __restrict__ d_o, float* __restrict__ dk, float* __restrict__ dv,
@@ -239,6 +275,7 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
   const int base = c.id * ATT_BLK;
   const int keys = kv_len - base < ATT_BLK ? kv_len - base : ATT_BLK;
   static_assert(NWG == 1 || !PIPE, "wg2 is single-buffered");
+  static_assert(!CM || NWG > 1, "the chunk-major landing is wg2a's");
   // tid unsigned as threadIdx.x: kvwg / kvwgp's code objects stay as before this form.
   const int wgi = W;
   const unsigned tid = NWG == 1 ? threadIdx.x : threadIdx.x - W * KWG_THREADS;
@@ -284,12 +321,25 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
     tl.per_chunk = (tl.found + qt - 1) / qt;
     tl.count = nchunk * tl.per_chunk;
     if (PIPE && tl.count > 0) kwg_issue(s, 0, c, tl, 0, q, d_o, lse, drow, tid);
+    // NWG 2: with an odd tile count warpgroup 1 takes one tile fewer, so it would pass fewer named
+    // barriers (4 per tile, 3 for a warpgroup's first) than warpgroup 0 before the next CTA
+    // barrier. The program is ordered by the CTA barriers either way, but compute-sanitizer's
+    // racecheck counts barriers per warp: after such a chunk it reported the next chunk's
+    // s.hits exchange as a hazard (session 11 call C, attn_kvf_g1_two_chunks causal_edge:
+    // warpgroup 0 one tile, warpgroup 1 none; kernel offsets +0x38e0 / +0x15810 are that
+    // read and write in this source's build). The short warpgroup passes the missing count
+    // on its own barrier, alone, before its tiles (after them, ptxas took 13 more registers) (tests/emu_attention_kvwg.rs; the emulator's barrier-balance
+    // check, emu_blocks.h).
+    if (NWG > 1) {
+      const int mine = (tl.count - wgi + NWG - 1) / NWG, most = (tl.count + NWG - 1) / NWG;
+      for (int x = (mine > 0 ? 4 * mine - 1 : 0); x < (most > 0 ? 4 * most - 1 : 0); ++x) kwg_sync<NWG>(wgi);
+    }
 #pragma unroll 1
     for (int n = wgi; n < tl.count; n += NWG) {
       const int buf = PIPE ? (n & 1) : 0;
       if (!PIPE) {
         if (n > wgi) kwg_sync<NWG>(wgi);  // this warpgroup's last tile's reads of q, dO, P, dS done
-        kwg_issue(s, 0, c, tl, n, q, d_o, lse, drow, tid);
+        kwg_issue<CM>(s, 0, c, tl, n, q, d_o, lse, drow, tid);
       }
       qsa_copy_wait(0);     // this thread's copies of tile n (the only group in flight)
       kwg_sync<NWG>(wgi);  // rows, lse / D / pos of tile n; PIPE: tile n - 1 no longer reads buf ^ 1
@@ -298,7 +348,7 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
       const float* row_d = kwg_dr(s, buf);
       const int* row_pos = kwg_pos(s, buf);
       const u16* qs = kwg_q(s, buf);
-      kwg_split(s, buf, tid);
+      kwg_split<CM>(s, buf, tid);
       qsa_fence_proxy_async();  // the split's (and K^T's) st.shared, seen by wgmma
       kwg_sync<NWG>(wgi);
       // S^T and dP^T: keys 16 warp + g (+ 8) x tile rows 8 j + 2 tt (+ 1).
@@ -407,19 +457,6 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
           kwg_dq_add(s, c, tl, n, 64 * half, warp, lane, tq, dq, scale);
         }
       }
-    }
-    // NWG 2: with an odd tile count warpgroup 1 took one tile fewer, so it passed fewer named
-    // barriers (4 per tile, 3 for a warpgroup's first) than warpgroup 0 before the next CTA
-    // barrier. The program is ordered by the CTA barriers either way, but compute-sanitizer's
-    // racecheck counts barriers per warp: after such a chunk it reported the next chunk's
-    // s.hits exchange as a hazard (session 11 call C, attn_kvf_g1_two_chunks causal_edge:
-    // warpgroup 0 one tile, warpgroup 1 none; kernel offsets +0x38e0 / +0x15810 are that
-    // read and write in this source's build). The short warpgroup passes the missing count
-    // on its own barrier, alone (tests/emu_attention_kvwg.rs; the emulator's barrier-balance
-    // check, emu_blocks.h).
-    if (NWG > 1) {
-      const int mine = (tl.count - wgi + NWG - 1) / NWG, most = (tl.count + NWG - 1) / NWG;
-      for (int x = (mine > 0 ? 4 * mine - 1 : 0); x < (most > 0 ? 4 * most - 1 : 0); ++x) kwg_sync<NWG>(wgi);
     }
   }
   // NWG 2: warpgroup 1's sums into its own buffers (64 KB of its 80: [value][thread],
