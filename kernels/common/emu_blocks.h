@@ -146,7 +146,7 @@ inline void check_balance(const std::string& what, unsigned id, bool arriving_sy
       fail_launch(what + " (every thread of the block waits there) reached by thread 0 after " +
                   std::to_string(th[0].passes) + " barrier waits and thread " + std::to_string(i) + " after " +
                   std::to_string(th[i].passes) +
-                  ": unbalanced barrier sequences; correct by the PTX memory model, but compute-sanitizer "
+                  " (this one counted): unbalanced barrier sequences; correct by the PTX memory model, but compute-sanitizer "
                   "racecheck counts barriers per warp and may report the shared memory exchanged across this "
                   "barrier as a hazard (give every warp the same number of barrier waits between CTA barriers)");
       return;
