@@ -7,7 +7,9 @@ precision: a measurement form), QSA_ATTN_KV_DP_PARTS=2 (qsa_attn_kv16sp2_dq_bwd_
 two bf16 parts for dP, session 10's default candidate) and the wgmma forms (session 11):
 QSA_ATTN_KV_MMA=wg (qsa_attn_kvwg_dq_bwd_bf16: 64-row tiles, one warpgroup per KV block,
 single-buffered) and wgp (qsa_attn_kvwgp_dq_bwd_bf16: the next tile's rows copied during this
-one). --forms picks them by label (default: default,wg,wgp; the wgmma forms last, so that a
+one) and wg2 (qsa_attn_kvwg2_dq_bwd_bf16: two warpgroups per KV block, alternate tiles) and
+wg2a (qsa_attn_kvwg2a_dq_bwd_bf16: wg2 with dO landing chunk-major, a conflict-free split).
+--forms picks them by label (default: default,wg,wgp; the wgmma forms last, so that a
 fault there leaves the default's rows printed).
 
 1. Errors against FP64 (bench/attention_vs_torch.py's reference of the contract), qsa's forms
@@ -54,7 +56,8 @@ def load_torch_side():
 # default again last ("default again") so that drift over the run shows beside the forms.
 ALL_FORMS = [("default kv16s", {}), ("nc kv16sc", {"QSA_ATTN_KV_LAYOUT": "nc"}),
              ("ps=1 kv16sp1", {"QSA_ATTN_KV_PS_PARTS": "1"}), ("dp=2 kv16sp2", {"QSA_ATTN_KV_DP_PARTS": "2"}),
-             ("wg kvwg", {"QSA_ATTN_KV_MMA": "wg"}), ("wgp kvwgp", {"QSA_ATTN_KV_MMA": "wgp"})]
+             ("wg kvwg", {"QSA_ATTN_KV_MMA": "wg"}), ("wgp kvwgp", {"QSA_ATTN_KV_MMA": "wgp"}),
+             ("wg2 kvwg2", {"QSA_ATTN_KV_MMA": "wg2"}), ("wg2a kvwg2a", {"QSA_ATTN_KV_MMA": "wg2a"})]
 FORMS = ALL_FORMS  # main() narrows it to --forms (the first word of each label)
 REPEAT = ("default again kv16s", {})
 # name, batch, T, hq, hkv, t

@@ -1,11 +1,13 @@
-//! The wgmma backward (`QSA_ATTN_KV_MMA=wg` / `wgp`: kernels/common/attention_kv_wg.h) on the
+//! The wgmma backward (`QSA_ATTN_KV_MMA=wg` / `wgp` / `wg2` / `wg2a`: kernels/common/attention_kv_wg.h) on the
 //! emulated sm_90 under the wave-first schedule beside the forward one. The runner's race
 //! check compares forward and reverse orders, in which the four warps advance in step between
 //! collectives, so a missing barrier between one warp's shared stores and another warp's
 //! wgmma or ldmatrix reads goes unseen there; wave-first runs one warp at a time as far as it
 //! can, so such a read sees poison (or the previous tile's rows) and misses FP64 or differs
 //! from the forward order. Cases: group 4 (one tile per block) and group 16 over 40 tokens
-//! (up to 10 tiles of 4 tokens per block: the double-buffered form's buffer reuse).
+//! (up to 10 tiles of 4 tokens per block: the double-buffered form's buffer reuse; wg2's two
+//! warpgroups each take several tiles, their named barriers and the dK / dV reduction), and
+//! group 1 over 300 tokens (two chunks of the token scan, one warpgroup idle in the first).
 
 mod emu_matrix;
 
@@ -27,12 +29,26 @@ fn wgmma_backward_matches_fp64_with_one_warp_at_a_time() {
     g16.name = "attn_emu_g4 as g16, 40 tokens".into();
     let shape = g16.attention.as_mut().unwrap();
     (shape.q_len, shape.kv_len, shape.hq, shape.hkv, shape.t) = (40, 200, 16, 1, 2);
-    for (c, dist) in [(base, "random_ids"), (&g16, "causal_edge")] {
+    // examples/cases/attn-kv16-forms.yaml's attn_kvf_g1_two_chunks (same name, same ids): block
+    // 0 scans two chunks of 256 tokens; under causal_edge its first holds 64 (one tile: wg2's
+    // warpgroup 0 takes it, warpgroup 1 none), where racecheck reported wg2's hazard (session
+    // 11 call C) and the emulator's barrier-balance check fails without wg2's catch-up barriers.
+    let mut two = base.clone();
+    two.name = "attn_kvf_g1_two_chunks".into();
+    let shape = two.attention.as_mut().unwrap();
+    (shape.q_len, shape.kv_len, shape.hq, shape.hkv, shape.t) = (300, 300, 1, 1, 1);
+    for (c, dist) in [
+        (base, "random_ids"),
+        (&g16, "causal_edge"),
+        (&two, "causal_edge"),
+    ] {
         let p = qsa::cases::attn_problem(m.seed, c, dist).unwrap();
         let want = attn_backward_f64(&p).unwrap();
         for (mma, kernel) in [
             ("wg", "qsa_attn_kvwg_dq_bwd_bf16"),
             ("wgp", "qsa_attn_kvwgp_dq_bwd_bf16"),
+            ("wg2", "qsa_attn_kvwg2_dq_bwd_bf16"),
+            ("wg2a", "qsa_attn_kvwg2a_dq_bwd_bf16"),
         ] {
             let what = format!("{}/{dist} {kernel}", c.name);
             let sw = switches(&[("QSA_ATTN_BWD", "kvdq"), ("QSA_ATTN_KV_MMA", mma)]);

@@ -59,3 +59,29 @@ fn a_count_never_reached_and_a_pending_arrival_are_named() {
         "{e}"
     );
 }
+
+/// Every thread must reach a CTA-wide barrier after the same number of barrier waits: the
+/// PTX model orders the program either way, but compute-sanitizer racecheck counts barriers
+/// per warp (wg2's hazard, session 11 call C), so an unbalanced sequence is an error naming
+/// the barrier; balanced sequences pass, under every schedule.
+#[test]
+fn unbalanced_barrier_counts_at_a_cta_barrier_are_named() {
+    for schedule in [Schedule::Forward, Schedule::Reverse, Schedule::WaveFirst] {
+        for mode in [0, 2] {
+            let out = launch("probe_named_balance", mode, schedule)
+                .unwrap_or_else(|e| panic!("{} mode {mode}: {e}", schedule.name()));
+            assert_eq!(out[255], 255);
+        }
+    }
+    for (mode, what) in [(1, "__syncthreads"), (3, "named barrier 3")] {
+        let e = launch("probe_named_balance", mode, Schedule::Forward).expect_err(&format!(
+            "unbalanced barrier counts at {what} passed the emulator's balance check"
+        ));
+        assert!(
+            e.contains(&format!(
+                "{what} (every thread of the block waits there) reached by thread 0 after 2 barrier waits and thread 128 after 3 (this one counted)"
+            )) && e.contains("unbalanced barrier sequences"),
+            "{e}"
+        );
+    }
+}

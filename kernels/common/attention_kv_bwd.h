@@ -167,8 +167,12 @@ QSA_DEVICE int* kv_row_pos(const KvSmem& s, int buf) {
 // The tokens i0 .. i0 + THREADS - 1 (< q_len) whose list of kv head g holds `id`, compacted
 // in order into toks; returns their count (the same in every thread). THREADS: the CTA's
 // threads, one token each (KVB_THREADS here, KWG_THREADS in attention_kv_wg.h); hits: its
-// [THREADS / 32] per-wave counts.
-template <int THREADS>
+// [THREADS / 32] per-wave counts. Bar::sync() is the CTA's barrier (KvCtaBar: __syncthreads;
+// the wgmma form's two warpgroups use an unaligned named barrier, attention_kv_wg.h).
+struct KvCtaBar {
+  QSA_DEVICE static void sync() { QSA_SYNC(); }
+};
+template <int THREADS, class Bar = KvCtaBar>
 QSA_DEVICE int kv_collect(int* toks, int* hits, const int* ids, const KvCta& c, int i0, int q_len, int hkv,
                           int t) {
   const long long i = i0 + threadIdx.x;
@@ -180,14 +184,14 @@ QSA_DEVICE int kv_collect(int* toks, int* hits, const int* ids, const KvCta& c, 
   const qsa_lanemask_t m = qsa_ballot(hit);
   const int wave = threadIdx.x / QSA_WAVE;
   if (qsa_lane() == 0) hits[wave] = (int)qsa_popc_mask(m);
-  QSA_SYNC();
+  Bar::sync();
   int before = 0, total = 0;
   for (int w = 0; w < THREADS / QSA_WAVE; ++w) {
     before += w < wave ? hits[w] : 0;
     total += hits[w];
   }
   if (hit) toks[before + (int)qsa_popc_mask(m & qsa_lanes_below())] = (int)i;
-  QSA_SYNC();
+  Bar::sync();
   return total;
 }
 

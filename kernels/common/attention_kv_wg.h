@@ -32,6 +32,9 @@
 #define KWG_THREADS 128
 #define KWG_ROWS 64
 #define KWG_CHUNK KWG_THREADS
+// Bytes of one warpgroup's tile buffers (dO hi, dO lo, then per row buffer q, the f32 landing
+// and lse / D / position): NWG = 2 (wg2) gives each warpgroup its own.
+#define KWG_WG_BYTES(NBUF) (2 * 64 * 128 * 2 + (NBUF) * (64 * 128 * 2 + 64 * 128 * 4 + 3 * 64 * 4))
 
 // Element offset of (r, c) in a [R][C] bf16 matrix in the no-swizzle K-major layout (C: K).
 QSA_DEVICE int kwg_off(int r, int c, int C) { return (((r >> 3) * (C >> 3) + (c >> 3)) << 6) + ((r & 7) << 3) + (c & 7); }
@@ -55,18 +58,20 @@ struct KwgSmem {
 #define KWG_MAT (64 * 128)  // elements of one [64][128] bf16 matrix
 #define KWG_SQ (64 * 64)    // elements of one [64][64] bf16 matrix
 
-QSA_DEVICE KwgSmem kwg_smem(unsigned char* base, int nbuf) {
+// wg2 (nwg 2): K, V, K^T shared, then warpgroup w's buffers (KWG_WG_BYTES each), then the
+// chunk's 256 tokens and 8 per-warp counts (215,584 bytes).
+QSA_DEVICE KwgSmem kwg_smem(unsigned char* base, int nbuf, int nwg = 1, int w = 0) {
   KwgSmem s;
   s.k = (u16*)base;
   s.v = s.k + KWG_MAT;
   s.kt = s.v + KWG_MAT;
-  s.oh = s.kt + KWG_MAT;
+  s.oh = (u16*)(base + 3 * KWG_MAT * 2 + w * KWG_WG_BYTES(nbuf));
   s.ol = s.oh + KWG_MAT;
   s.q0 = s.ol + KWG_MAT;
   s.of0 = (float*)(s.q0 + nbuf * KWG_MAT);
   s.rows0 = s.of0 + nbuf * KWG_MAT;
-  s.toks = (int*)(s.rows0 + nbuf * 3 * KWG_ROWS);
-  s.hits = s.toks + KWG_CHUNK;
+  s.toks = (int*)(base + 3 * KWG_MAT * 2 + nwg * KWG_WG_BYTES(nbuf));
+  s.hits = s.toks + nwg * KWG_CHUNK;
   return s;
 }
 QSA_DEVICE u16* kwg_q(const KwgSmem& s, int b) { return s.q0 + b * KWG_MAT; }
@@ -76,6 +81,21 @@ QSA_DEVICE float* kwg_dr(const KwgSmem& s, int b) { return s.rows0 + b * 3 * KWG
 QSA_DEVICE int* kwg_pos(const KwgSmem& s, int b) { return (int*)(s.rows0 + b * 3 * KWG_ROWS + 2 * KWG_ROWS); }
 // P^T hi / lo, dS^T hi / lo (p = 0..3) over buffer b's landing, free once the split read it.
 QSA_DEVICE u16* kwg_ps(const KwgSmem& s, int b, int p) { return (u16*)kwg_of(s, b) + p * KWG_SQ; }
+
+// The CTA's barrier. With NWG 2 each warpgroup runs its own instantiation of kwg_bwd (W), so
+// the two reach it at different instructions: not __syncthreads (bar.sync 0 is .aligned:
+// undefined there; synccheck reported "divergent threads" at it on the H200, session 11 call
+// B) but barrier 3 without .aligned, counted over both warpgroups.
+template <int NWG>
+QSA_DEVICE void kwg_cta_sync() {
+  if (NWG == 1) QSA_SYNC();
+  else qsa_bar_sync_unaligned(3, NWG * KWG_THREADS);
+}
+// kv_collect's barrier for NWG warpgroups (kv_collect<NWG * KWG_THREADS, KwgCtaBar<NWG>>).
+template <int NWG>
+struct KwgCtaBar {
+  QSA_DEVICE static void sync() { kwg_cta_sync<NWG>(); }
+};
 
 // The global row of tile row r (tile n of the chunk), or -1 past the tile's tokens.
 QSA_DEVICE long long kwg_row(const KwgSmem& s, const KvCta& c, const KvTiles& tl, int n, int r) {
@@ -89,10 +109,28 @@ QSA_DEVICE long long kwg_row(const KwgSmem& s, const KvCta& c, const KvTiles& tl
 
 // Copy tile n's q rows (core layout) and dO rows (f32 rows) into buffer b, one cp.async group
 // (rows past the tile's tokens zero-filled), and store its rows' lse, D and position.
+// tid: the thread's index in its warpgroup. CM (wg2a): dO lands chunk-major, 16-byte chunk q4
+// (dims 4 q4 .. 4 q4 + 3) of row r at float (64 q4 + r) x 4, each 8 lanes copying rows r0 ..
+// r0 + 7 of one chunk (128 contiguous shared bytes; global: 8 rows x 64 bytes per 32 lanes), so
+// that kwg_split's reads and stores are conflict-free.
+template <bool CM = false>
 QSA_DEVICE void kwg_issue(const KwgSmem& s, int b, const KvCta& c, const KvTiles& tl, int n, const u16* q,
-                          const float* d_o, const float* lse, const float* drow) {
+                          const float* d_o, const float* lse, const float* drow, unsigned tid) {
+  if constexpr (CM) {
+    for (int x = tid; x < KWG_ROWS * 16; x += KWG_THREADS) {
+      const int r = x / 16, ch = x % 16;
+      const long long row = kwg_row(s, c, tl, n, r);
+      qsa_copy16(kwg_q(s, b) + kwg_off(r, 8 * ch, ATT_D), q + (row >= 0 ? row : 0) * ATT_D + 8 * ch, row >= 0);
+    }
+    for (int x = tid; x < KWG_ROWS * 32; x += KWG_THREADS) {
+      const int r = (x & 7) + 8 * (x >> 8), q4 = (x >> 3) & 31;
+      const long long row = kwg_row(s, c, tl, n, r);
+      qsa_copy16((u16*)(kwg_of(s, b) + (q4 * KWG_ROWS + r) * 4), (const u16*)(d_o + (row >= 0 ? row : 0) * ATT_D + 4 * q4),
+                 row >= 0);
+    }
+  } else
   // 64 rows x (16 q chunks + 32 dO chunks) of 16 bytes.
-  for (int x = threadIdx.x; x < KWG_ROWS * 48; x += KWG_THREADS) {
+  for (int x = tid; x < KWG_ROWS * 48; x += KWG_THREADS) {
     const int r = x / 48, ch = x % 48;
     const long long row = kwg_row(s, c, tl, n, r);
     const bool valid = row >= 0;
@@ -101,8 +139,8 @@ QSA_DEVICE void kwg_issue(const KwgSmem& s, int b, const KvCta& c, const KvTiles
     else qsa_copy16((u16*)(kwg_of(s, b) + r * ATT_D + 4 * (ch - 16)), (const u16*)(d_o + rr * ATT_D + 4 * (ch - 16)), valid);
   }
   qsa_copy_commit();
-  if (threadIdx.x < KWG_ROWS) {
-    const int r = threadIdx.x;
+  if (tid < KWG_ROWS) {
+    const int r = tid;
     const long long row = kwg_row(s, c, tl, n, r);
     const int t0 = (n % tl.per_chunk) * tl.qt;
     kwg_lse(s, b)[r] = row >= 0 ? lse[row] : qsa_neg_inf();
@@ -111,9 +149,27 @@ QSA_DEVICE void kwg_issue(const KwgSmem& s, int b, const KvCta& c, const KvTiles
   }
 }
 
-// dO (f32 rows) -> bf16 hi / lo in the core layout: 8 chunks of 8 dims per thread.
-QSA_DEVICE void kwg_split(const KwgSmem& s, int b) {
-  for (int x = threadIdx.x; x < KWG_ROWS * (ATT_D / 8); x += KWG_THREADS) {
+// dO (f32 rows) -> bf16 hi / lo in the core layout: 8 chunks of 8 dims per thread. CM: from
+// kwg_issue's chunk-major landing, lanes over rows (r = x mod 64): each 8 lanes read 128
+// contiguous bytes and store one core matrix's 128 (the row-major form's stores, 16 lanes at a
+// 128-byte stride, ran 8-way bank conflicts: README's "7-way" store wavefronts, call P).
+template <bool CM = false>
+QSA_DEVICE void kwg_split(const KwgSmem& s, int b, unsigned tid) {
+  if constexpr (CM) {
+    for (int x = tid; x < KWG_ROWS * (ATT_D / 8); x += KWG_THREADS) {
+      const int r = x % KWG_ROWS, cc = x / KWG_ROWS;
+      const float* s0 = kwg_of(s, b) + (2 * cc * KWG_ROWS + r) * 4;
+      const float* s1 = s0 + KWG_ROWS * 4;
+      unsigned hi[4], lo[4];
+      bf16_split2(s0[0], s0[1], hi[0], lo[0]);
+      bf16_split2(s0[2], s0[3], hi[1], lo[1]);
+      bf16_split2(s1[0], s1[1], hi[2], lo[2]);
+      bf16_split2(s1[2], s1[3], hi[3], lo[3]);
+      *(uint4*)(s.oh + kwg_off(r, 8 * cc, ATT_D)) = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+      *(uint4*)(s.ol + kwg_off(r, 8 * cc, ATT_D)) = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+    }
+  } else
+  for (int x = tid; x < KWG_ROWS * (ATT_D / 8); x += KWG_THREADS) {
     const int r = x / (ATT_D / 8), c0 = 8 * (x % (ATT_D / 8));
     const float* src = kwg_of(s, b) + r * ATT_D + c0;
     unsigned hi[4], lo[4];
@@ -179,7 +235,19 @@ QSA_DEVICE void kwg_dq_add(const KwgSmem& s, const KvCta& c, const KvTiles& tl, 
 // PIPE: two buffers; tile n + 1's rows are copied while tile n computes (the default kernel's
 // pattern), at 182,288 bytes of shared memory. Without it, one buffer, copied and waited for
 // at the start of each tile.
-template <bool PIPE>
+// NWG = 2 (wg2, no PIPE): two warpgroups share K, V, K^T; warpgroup w takes tiles w, w + 2, ...
+// with its own buffers and named barrier 1 + w inside a tile, and its own dK / dV sums
+// (warpgroup 1's added by warpgroup 0 through shared memory at the end).
+// Per-tile barrier of this thread's warpgroup: __syncthreads with one warpgroup.
+template <int NWG>
+QSA_DEVICE void kwg_sync(int w) {
+  if (NWG == 1) QSA_SYNC();
+  else qsa_bar_sync(1 + w, KWG_THREADS);
+}
+// W: the thread's warpgroup as a template argument (the kernel branches once), so every buffer
+// address is a constant: with W at run time ptxas spilled 8 bytes at 255 registers.
+// CM: kwg_issue / kwg_split's chunk-major dO landing (wg2a).
+template <bool PIPE, int NWG = 1, int W = 0, bool CM = false>
 QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
                         const int* __restrict__ ids, const float* __restrict__ lse, const float* __restrict__ drow,
                         const float* __restrict__ d_o, float* __restrict__ dk, float* __restrict__ dv,
@@ -189,8 +257,13 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
   const KvCta c = kv_cta<false>(batch, hkv);
   const int base = c.id * ATT_BLK;
   const int keys = kv_len - base < ATT_BLK ? kv_len - base : ATT_BLK;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tt = lane % 4;
-  const KwgSmem s = kwg_smem(smem_raw, PIPE ? 2 : 1);
+  static_assert(NWG == 1 || !PIPE, "wg2 is single-buffered");
+  static_assert(!CM || NWG > 1, "the chunk-major landing is wg2a's");
+  // tid unsigned as threadIdx.x: kvwg / kvwgp's code objects stay as before this form.
+  const int wgi = W;
+  const unsigned tid = NWG == 1 ? threadIdx.x : threadIdx.x - W * KWG_THREADS;
+  const int warp = tid / 32, lane = threadIdx.x % 32, g = lane / 4, tt = lane % 4;
+  const KwgSmem s = kwg_smem(smem_raw, PIPE ? 2 : 1, NWG, wgi);
   KvTiles tl;
   tl.group = hq / hkv;
   tl.hc = hc;
@@ -200,7 +273,7 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
   tl.shift = kv_len - q_len;
   const int nchunk = tl.group / hc;
   // K and V into the core layout (keys past kv_len zero), then K^T from K once.
-  for (int x = threadIdx.x; x < ATT_BLK * (ATT_D / 8); x += KWG_THREADS) {
+  for (int x = threadIdx.x; x < ATT_BLK * (ATT_D / 8); x += NWG * KWG_THREADS) {
     const int r = x / (ATT_D / 8), ch = x % (ATT_D / 8);
     const bool valid = r < keys;
     const long long off = valid ? ((((long long)c.b * kv_len + base + r) * hkv + c.g) * ATT_D + ch * 8) : 0;
@@ -209,12 +282,14 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
   }
   qsa_copy_commit();
   qsa_copy_wait(0);
-  QSA_SYNC();
-  for (int x = threadIdx.x; x < ATT_BLK * ATT_D; x += KWG_THREADS) {
+  kwg_cta_sync<NWG>();
+  for (int x = threadIdx.x; x < ATT_BLK * ATT_D; x += NWG * KWG_THREADS) {
     const int d = x / ATT_BLK, key = x % ATT_BLK;
     s.kt[kwg_off(d, key, ATT_BLK)] = s.k[kwg_off(key, d, ATT_D)];
   }
-  // (kt's stores are fenced and published by the first tile's fence and barrier.)
+  // (kt's stores are fenced and published by the first tile's fence and barrier; with two
+  // warpgroups that barrier is per warpgroup, so fence here and let kv_collect's publish.)
+  if (NWG > 1) qsa_fence_proxy_async();
   float acc_v[2][32], acc_k[2][32];  // dV^T, dK^T: dims 64 h + 16 warp + g (+ 8), keys 8 j + 2 tt (+ 1)
 #pragma unroll
   for (int h = 0; h < 2; ++h)
@@ -224,28 +299,42 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
       acc_k[h][i] = 0.f;
     }
   const int first = base - tl.shift > 0 ? base - tl.shift : 0;
-  for (int i0 = first; i0 < q_len; i0 += KWG_CHUNK) {
-    tl.found = kv_collect<KWG_THREADS>(s.toks, s.hits, ids, c, i0, q_len, hkv, t);  // its barriers retire the last tile
+  for (int i0 = first; i0 < q_len; i0 += NWG * KWG_CHUNK) {
+    // its barriers retire the last tile
+    tl.found = kv_collect<NWG * KWG_THREADS, KwgCtaBar<NWG>>(s.toks, s.hits, ids, c, i0, q_len, hkv, t);
     tl.per_chunk = (tl.found + qt - 1) / qt;
     tl.count = nchunk * tl.per_chunk;
-    if (PIPE && tl.count > 0) kwg_issue(s, 0, c, tl, 0, q, d_o, lse, drow);
+    if (PIPE && tl.count > 0) kwg_issue(s, 0, c, tl, 0, q, d_o, lse, drow, tid);
+    // NWG 2: with an odd tile count warpgroup 1 takes one tile fewer, so it would pass fewer named
+    // barriers (4 per tile, 3 for a warpgroup's first) than warpgroup 0 before the next CTA
+    // barrier. The program is ordered by the CTA barriers either way, but compute-sanitizer's
+    // racecheck counts barriers per warp: after such a chunk it reported the next chunk's
+    // s.hits exchange as a hazard (session 11 call C, attn_kvf_g1_two_chunks causal_edge:
+    // warpgroup 0 one tile, warpgroup 1 none; kernel offsets +0x38e0 / +0x15810 are that
+    // read and write in this source's build). The short warpgroup passes the missing count
+    // on its own barrier, alone, before its tiles (after them, ptxas took 13 more registers) (tests/emu_attention_kvwg.rs; the emulator's barrier-balance
+    // check, emu_blocks.h).
+    if (NWG > 1) {
+      const int mine = (tl.count - wgi + NWG - 1) / NWG, most = (tl.count + NWG - 1) / NWG;
+      for (int x = (mine > 0 ? 4 * mine - 1 : 0); x < (most > 0 ? 4 * most - 1 : 0); ++x) kwg_sync<NWG>(wgi);
+    }
 #pragma unroll 1
-    for (int n = 0; n < tl.count; ++n) {
+    for (int n = wgi; n < tl.count; n += NWG) {
       const int buf = PIPE ? (n & 1) : 0;
       if (!PIPE) {
-        if (n > 0) QSA_SYNC();  // tile n - 1's reads of q, dO, P, dS done
-        kwg_issue(s, 0, c, tl, n, q, d_o, lse, drow);
+        if (n > wgi) kwg_sync<NWG>(wgi);  // this warpgroup's last tile's reads of q, dO, P, dS done
+        kwg_issue<CM>(s, 0, c, tl, n, q, d_o, lse, drow, tid);
       }
-      qsa_copy_wait(0);  // this thread's copies of tile n (the only group in flight)
-      QSA_SYNC();        // rows, lse / D / pos of tile n; PIPE: tile n - 1 no longer reads buf ^ 1
-      if (PIPE && n + 1 < tl.count) kwg_issue(s, buf ^ 1, c, tl, n + 1, q, d_o, lse, drow);
+      qsa_copy_wait(0);     // this thread's copies of tile n (the only group in flight)
+      kwg_sync<NWG>(wgi);  // rows, lse / D / pos of tile n; PIPE: tile n - 1 no longer reads buf ^ 1
+      if (PIPE && n + 1 < tl.count) kwg_issue(s, buf ^ 1, c, tl, n + 1, q, d_o, lse, drow, tid);
       const float* row_lse = kwg_lse(s, buf);
       const float* row_d = kwg_dr(s, buf);
       const int* row_pos = kwg_pos(s, buf);
       const u16* qs = kwg_q(s, buf);
-      kwg_split(s, buf);
+      kwg_split<CM>(s, buf, tid);
       qsa_fence_proxy_async();  // the split's (and K^T's) st.shared, seen by wgmma
-      QSA_SYNC();
+      kwg_sync<NWG>(wgi);
       // S^T and dP^T: keys 16 warp + g (+ 8) x tile rows 8 j + 2 tt (+ 1).
       float sc[32], dp[32];
       qsa_wgmma_fence_regs(sc);
@@ -283,7 +372,7 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
           *(unsigned*)(kwg_ps(s, buf, 3) + o) = lo;
         }
       qsa_fence_proxy_async();
-      QSA_SYNC();  // P^T, dS^T of every key
+      kwg_sync<NWG>(wgi);  // P^T, dS^T of every key
       // dV^T += dO^T P (hi hi, hi lo, lo hi), dK^T += Q^T dS (hi, lo) per 64-dim half.
       // Unrolled: acc_v[half] / acc_k[half] indexed at run time put them in local memory
       // (512 bytes of stack, ptxas 13.0, sm_90).
@@ -354,6 +443,24 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
       }
     }
   }
+  // NWG 2: warpgroup 1's sums into its own buffers (64 KB of its 80: [value][thread],
+  // conflict-free) once every tile's reads of them are done; warpgroup 0 adds them in f32 as it
+  // stores (not in a loop of its own: that batched 128 loads and spilled).
+  float* red = (float*)kwg_smem(smem_raw, 1, NWG, 1).oh;
+  if (NWG > 1) {
+    kwg_cta_sync<NWG>();
+    if (wgi == 1) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int i = 0; i < 32; ++i) {
+          red[((2 * h + 0) * 32 + i) * KWG_THREADS + tid] = acc_v[h][i];
+          red[((2 * h + 1) * 32 + i) * KWG_THREADS + tid] = acc_k[h][i];
+        }
+    }
+    kwg_cta_sync<NWG>();
+    if (threadIdx.x >= KWG_THREADS) return;  // warpgroup 1 (run-time test: W is constant)
+  }
   // Plain stores: this CTA owns the block's dK / dV (zero where no token selected it).
 #pragma unroll
   for (int half = 0; half < 2; ++half)
@@ -364,8 +471,11 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
         const int dim = 64 * half + 16 * warp + g + 8 * (e >> 1), key = 8 * j + 2 * tt + (e & 1);
         if (key >= keys) continue;
         const long long off = (((long long)c.b * kv_len + base + key) * hkv + c.g) * ATT_D + dim;
-        dv[off] = acc_v[half][4 * j + e];
-        dk[off] = acc_k[half][4 * j + e] * scale;
+        const int i = 4 * j + e;
+        const float ov = NWG > 1 ? red[((2 * half + 0) * 32 + i) * KWG_THREADS + tid] : 0.f;
+        const float ok = NWG > 1 ? red[((2 * half + 1) * 32 + i) * KWG_THREADS + tid] : 0.f;
+        dv[off] = NWG > 1 ? acc_v[half][i] + ov : acc_v[half][i];
+        dk[off] = (NWG > 1 ? acc_k[half][i] + ok : acc_k[half][i]) * scale;
       }
 }
 #endif  // QSA_WGMMA

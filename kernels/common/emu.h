@@ -102,6 +102,7 @@ struct Thread {
   ExchangeFn exchange;  // OP_EXCHANGE: the operation and this lane's posted data
   void* exchange_data;
   unsigned named;  // AtNamedBarrier: the barrier's id
+  unsigned passes;  // barrier waits begun (__syncthreads, qsa_bar_sync): emu_blocks.h's balance check
   void* mbar;       // AtMbarrier: the mbarrier and the phase parity waited for
   unsigned parity;
   ucontext_t ctx;
@@ -181,11 +182,16 @@ inline uint64_t ballot(bool p) { return collective(OP_BALLOT, p, 0, QSA_WAVE); }
 #define QSA_SYNCWARP() ((void)qsa_emu::collective(qsa_emu::OP_SYNCWARP, 0, 0, QSA_WAVE))
 
 // The vendors' spellings, for kernels that use them directly.
-inline void __syncthreads() { qsa_emu::yield_to_scheduler(qsa_emu::State::AtBarrier); }
+inline void __syncthreads() {
+  ++qsa_emu::cur_thread->passes;
+  qsa_emu::yield_to_scheduler(qsa_emu::State::AtBarrier);
+}
 // Named barriers (mma.h's bar.sync / bar.arrive wrappers): defined in emu_blocks.h, which
 // holds the block's barrier state.
 inline void qsa_bar_sync(unsigned id, unsigned count);
 inline void qsa_bar_arrive(unsigned id, unsigned count);
+// The emulator's named barriers take arrivals from any instruction: aligned or not alike.
+inline void qsa_bar_sync_unaligned(unsigned id, unsigned count) { qsa_bar_sync(id, count); }
 template <class T> inline T __shfl_up_sync(unsigned long long, T v, int d, int w = QSA_WAVE) {
   return qsa_emu::shfl(v, d, w, qsa_emu::OP_SHFL_UP);
 }

@@ -123,9 +123,38 @@ inline bool bulk_lands_eagerly() {
   const int s = cur_launch->desc->schedule;
   return s == REVERSE || (s == RANDOM && (cur_run->rng() & 1u));
 }
+// Barrier balance: a barrier that every thread of the block waits at (__syncthreads, or a
+// named barrier counting the whole block, every arrival a sync) must find every thread after
+// the same number of barrier waits. Threads that pass different barrier sequences between two
+// CTA barriers (one warpgroup on its named barrier more often than the other) are ordered
+// correctly by the PTX memory model, but compute-sanitizer racecheck counts barriers per warp
+// and reports the shared memory they exchange after such a barrier as hazards (session 11
+// call C: wg2's s.hits, attention_kv_wg.h). `id`: the named barrier (0: __syncthreads), whose
+// waiters are the threads parked there plus the arriving one if it syncs (`arriving_syncs`).
+inline void check_balance(const std::string& what, unsigned id, bool arriving_syncs) {
+  const unsigned n = cur_run_threads;
+  Thread* th = cur_run->th;
+  auto waits = [&](unsigned i) {
+    const Thread& t = th[i];
+    if (&t == cur_thread && id != 0) return arriving_syncs;
+    return id == 0 ? t.state == State::AtBarrier : (t.state == State::AtNamedBarrier && t.named == id);
+  };
+  for (unsigned i = 0; i < n; ++i)
+    if (!waits(i)) return;  // a bar.arrive among the arrivals, or exited threads: not CTA-wide
+  for (unsigned i = 1; i < n; ++i)
+    if (th[i].passes != th[0].passes) {
+      fail_launch(what + " (every thread of the block waits there) reached by thread 0 after " +
+                  std::to_string(th[0].passes) + " barrier waits and thread " + std::to_string(i) + " after " +
+                  std::to_string(th[i].passes) +
+                  " (this one counted): unbalanced barrier sequences; correct by the PTX memory model, but compute-sanitizer "
+                  "racecheck counts barriers per warp and may report the shared memory exchanged across this "
+                  "barrier as a hazard (give every warp the same number of barrier waits between CTA barriers)");
+      return;
+    }
+}
 // One arrival at named barrier `id` expecting `count` threads (whole warps, as the hardware
 // counts them). True when this arrival completed it: its waiters are released and it resets.
-inline bool named_arrival(unsigned id, unsigned count) {
+inline bool named_arrival(unsigned id, unsigned count, bool sync = false) {
   NamedBarriers& b = cur_run->bars;
   if (id == 0 || id >= 16 || count == 0 || count % 32 != 0 || count > cur_run_threads) {
     fail_launch("named barrier " + std::to_string(id) + " with count " + std::to_string(count) +
@@ -143,6 +172,7 @@ inline bool named_arrival(unsigned id, unsigned count) {
   }
   if (++b.arrived[id] < count) return false;
   b.arrived[id] = 0;
+  if (count == cur_run_threads) check_balance("named barrier " + std::to_string(id), id, sync);
   for (unsigned i = 0; i < cur_run_threads; ++i) {
     Thread& t = cur_run->th[i];
     if (t.state == State::AtNamedBarrier && t.named == id) t.state = State::Ready;
@@ -269,6 +299,10 @@ inline BlockStatus step_block(Launch& L, FiberPool& pool, BlockRun& br, std::vec
       return BlockStatus::Failed;
     }
     if (at_barrier == live) {
+      if (live == n) {
+        check_balance("__syncthreads", 0, false);
+        if (L.failed) return BlockStatus::Failed;
+      }
       for (unsigned i = 0; i < n; ++i)
         if (th[i].state == State::AtBarrier) th[i].state = State::Ready;
       continue;
@@ -324,6 +358,7 @@ inline bool run_cluster(Launch& L, FiberPool& pool, Cluster& c, Dim3 first, unsi
       t.lane = i % QSA_WAVE;
       t.wave = i / QSA_WAVE;
       t.state = State::Ready;
+      t.passes = 0;
       start_fiber(t, pool.stack((size_t)r * n + i), pool.stack_bytes, &pool.sched);
     }
   }
@@ -399,7 +434,8 @@ inline void worker(Launch& L) {
 // arrival counts; a sync waits (a sync point) until `count` threads arrived since the barrier
 // last completed.
 inline void qsa_bar_sync(unsigned id, unsigned count) {
-  if (!qsa_emu::named_arrival(id, count)) {
+  ++qsa_emu::cur_thread->passes;
+  if (!qsa_emu::named_arrival(id, count, true)) {
     qsa_emu::cur_thread->named = id;
     qsa_emu::yield_to_scheduler(qsa_emu::State::AtNamedBarrier);
   }

@@ -332,6 +332,12 @@ QSA_DEVICE void qsa_wgmma_m64n64k16_bf16_rs(float (&d)[32], const unsigned (&a)[
 QSA_DEVICE void qsa_bar_sync(unsigned id, unsigned count) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
+// barrier.sync without .aligned: its threads may reach it at different instructions. bar.sync
+// is barrier.sync.aligned, undefined (and flagged by synccheck) when they do, as where one
+// body is instantiated once per warpgroup (attention_kv_wg.h's wg2).
+QSA_DEVICE void qsa_bar_sync_unaligned(unsigned id, unsigned count) {
+  asm volatile("barrier.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
 QSA_DEVICE void qsa_bar_arrive(unsigned id, unsigned count) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }

@@ -189,7 +189,9 @@ pub fn choose_backward(
 
 // The KV-block-major kernel's products (`KvProducts`, `kv_products`) and the split kernel's
 // sweep forms: attention_kv.rs.
-pub use super::attention_kv::{kv_products, kv_wg_shared, wg_geometry, KvProducts, KV_WG_THREADS};
+pub use super::attention_kv::{
+    kv_products, kv_wg_shared, kv_wg_threads, wg_geometry, KvProducts, KV_WG_THREADS,
+};
 
 /// Rows (query heads x query tokens) of one staged CTA: ATT_ROWS in the kernel.
 pub const STAGED_ROWS: usize = 16;

@@ -64,7 +64,9 @@ pub struct KvProducts {
     /// The wgmma form's row buffers: 0 (not the form), 1 (`QSA_ATTN_KV_MMA=wg`,
     /// `qsa_attn_kvwg_dq_bwd_bf16`) or 2 (`wgp`, `qsa_attn_kvwgp_dq_bwd_bf16`: the next tile's
     /// rows copied during this one). 64-row tiles (`wg_geometry`), one warpgroup per CTA
-    /// (`KV_WG_THREADS`), `kv_wg_shared(stages)` bytes.
+    /// (`KV_WG_THREADS`), `kv_wg_shared(stages)` bytes; 3 (`wg2`, `qsa_attn_kvwg2_dq_bwd_bf16`):
+    /// one buffer, two warpgroups per CTA taking alternate tiles (`kv_wg_threads`); 4 (`wg2a`,
+    /// `qsa_attn_kvwg2a_dq_bwd_bf16`): wg2 with dO landing chunk-major (a conflict-free split).
     pub wg: u32,
 }
 
@@ -75,9 +77,24 @@ pub const KV_WG_THREADS: u32 = 128;
 /// per buffer q (64 x 128 bf16), dO's f32 landing (64 x 128, reused for P^T / dS^T hi / lo) and
 /// lse / D / position per row, then the chunk's 128 tokens and 4 per-warp counts: 132,368 and
 /// 182,288 bytes.
+/// `wg2` (stages 3): K, V, K^T, then each warpgroup's dO hi / lo and one buffer, then 256
+/// tokens and 8 counts: 215,584 bytes; `wg2a` (stages 4) the same.
 pub fn kv_wg_shared(stages: u32) -> usize {
     let buffer = 64 * 128 * 2 + 64 * 128 * 4 + 3 * 64 * 4;
+    if stages >= 3 {
+        let per_wg = 2 * 64 * 128 * 2 + buffer;
+        return 3 * 64 * 128 * 2 + 2 * per_wg + 256 * 4 + 8 * 4;
+    }
     5 * 64 * 128 * 2 + stages as usize * buffer + 128 * 4 + 4 * 4
+}
+
+/// Threads of a wgmma-form CTA: two warpgroups for `wg2` / `wg2a` (stages 3 / 4), else one.
+pub fn kv_wg_threads(stages: u32) -> u32 {
+    if stages >= 3 {
+        2 * KV_WG_THREADS
+    } else {
+        KV_WG_THREADS
+    }
 }
 
 /// The wgmma form's tile: `hc` heads (the staged plan's: the largest divisor of the group up
@@ -105,6 +122,8 @@ impl KvProducts {
         match self.wg {
             0 => {}
             1 => return "kvwg",
+            3 => return "kvwg2",
+            4 => return "kvwg2a",
             _ => return "kvwgp",
         }
         match (self.bf16, self.split, self.nc, self.dp_parts, self.ps_parts) {
@@ -149,9 +168,11 @@ pub fn kv_products(
         Some("bf16s") => (true, true),
         Some("wg") => return wg_products(caps, sw, dtype, 1),
         Some("wgp") => return wg_products(caps, sw, dtype, 2),
+        Some("wg2") => return wg_products(caps, sw, dtype, 3),
+        Some("wg2a") => return wg_products(caps, sw, dtype, 4),
         Some(v) => {
             return Err(BackendError::Input(format!(
-                "QSA_ATTN_KV_MMA={}: expected tf32, bf16, bf16s, wg or wgp",
+                "QSA_ATTN_KV_MMA={}: expected tf32, bf16, bf16s, wg, wgp, wg2 or wg2a",
                 crate::echo::value(v)
             )))
         }
@@ -264,7 +285,7 @@ fn wg_products(
             "QSA_ATTN_KV_MMA={}: qsa_attn_{}_dq_bwd_bf16 needs wgmma (sm_90a, run natively, not \
              through PTX) and {shared} bytes of shared memory per block; this target has \
              wgmma: {}, {} bytes",
-            if stages == 1 { "wg" } else { "wgp" },
+            ["", "wg", "wgp", "wg2", "wg2a"][stages as usize],
             kv.stem(),
             caps.has(Feature::Wgmma),
             caps.shared_per_block
@@ -421,8 +442,12 @@ mod tests {
             kv_products(caps, &Switches::from_pairs(kv), dtype).map_err(|e| e.to_string())
         };
         let bf16 = AttnDtype::Bf16;
-        for (mma, stem, stages, bytes) in [("wg", "kvwg", 1, 132_368), ("wgp", "kvwgp", 2, 182_288)]
-        {
+        for (mma, stem, stages, bytes) in [
+            ("wg", "kvwg", 1, 132_368),
+            ("wgp", "kvwgp", 2, 182_288),
+            ("wg2", "kvwg2", 3, 215_584),
+            ("wg2a", "kvwg2a", 4, 215_584),
+        ] {
             let sw = [("QSA_ATTN_KV_MMA", mma)];
             let kv = get(&h200, &sw, bf16).unwrap();
             assert_eq!((kv.stem(), kv.wg), (stem, stages));

@@ -230,7 +230,7 @@ fn kv_products_bf16_only_for_bf16_inputs_on_sm90() {
     );
     refused(
         &[("QSA_ATTN_KV_MMA", "fp8")],
-        "QSA_ATTN_KV_MMA=fp8: expected tf32, bf16, bf16s, wg or wgp",
+        "QSA_ATTN_KV_MMA=fp8: expected tf32, bf16, bf16s, wg, wgp, wg2 or wg2a",
     );
     refused(
         &[("QSA_ATTN_KV_DP_PARTS", "1")],

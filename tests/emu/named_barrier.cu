@@ -31,4 +31,16 @@ QSA_KERNEL void probe_named_misuse(int* out, int mode) {
   if (mode == 2 && wg == 1) qsa_bar_arrive(3, 256);
   out[tid] = tid;
 }
+
+// Barrier balance (emu_blocks.h's check_balance): warpgroup w syncs `1 + (mode & 1) * w` times
+// on its own barrier 1 + w (mode 1 / 3: warpgroup 1 once more than warpgroup 0), then the whole
+// block meets at __syncthreads (mode 0 / 1) or at barrier 3 for 256 threads (mode 2 / 3).
+// qsa:block 256
+QSA_KERNEL void probe_named_balance(int* out, int mode) {
+  const int tid = threadIdx.x, wg = tid / 128;
+  for (int k = 0; k < 1 + (mode & 1) * wg; ++k) qsa_bar_sync(1 + wg, 128);
+  if (mode < 2) __syncthreads();
+  else qsa_bar_sync_unaligned(3, 256);
+  out[tid] = tid;
+}
 #endif

@@ -7,9 +7,9 @@
 use super::{shape, validate_shape, AttnCall, MAX_GRID_X, MAX_GRID_Y};
 use crate::backend::{BackendError, BackendResult};
 use crate::dispatch::attention::{
-    choose, choose_backward, choose_forward, kv_bwd_shared_bytes, kv_products, staged_plan_for,
-    wg_geometry, AttnKernel, BwdPath, BwdShape, FwdPath, KvProducts, StagedPlan, GATHER_THREADS,
-    KV_BWD_THREADS, KV_WG_THREADS, STAGED_THREADS,
+    choose, choose_backward, choose_forward, kv_bwd_shared_bytes, kv_products, kv_wg_threads,
+    staged_plan_for, wg_geometry, AttnKernel, BwdPath, BwdShape, FwdPath, KvProducts, StagedPlan,
+    GATHER_THREADS, KV_BWD_THREADS, STAGED_THREADS,
 };
 use crate::dispatch::attention_decode::{decode_plan, dispatch_name, DEC_MAX_T};
 use crate::dispatch::attention_warp::{warp_items, WarpPlan};
@@ -417,7 +417,7 @@ fn kv_bwd_launch(
     args.push(PlanArg::I32(qt as i32));
     args.push(PlanArg::I32(kv.dp_parts as i32));
     let threads = if kv.wg > 0 {
-        KV_WG_THREADS
+        kv_wg_threads(kv.wg)
     } else {
         KV_BWD_THREADS
     };
