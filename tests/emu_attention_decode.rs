@@ -23,7 +23,7 @@ const MMA_LIMIT: f64 = 5e-5;
 type Pairs = &'static [(&'static str, &'static str)];
 
 /// (label, switches, the dispatch name the plan must report).
-const PLANS: [(&str, Pairs, &str); 20] = [
+const PLANS: [(&str, Pairs, &str); 23] = [
     ("auto", &[], "decode"),
     (
         "split 3, combine launch",
@@ -125,6 +125,32 @@ const PLANS: [(&str, Pairs, &str); 20] = [
         ],
         "decode_flat",
     ),
+    // sm_90 only (sm_86 falls back to the ticket merge): the lean merge (each warp's partial over
+    // its own ring, one CTA barrier, rows pushed to their merging rank's inbox past the ring);
+    // 3 warps x 2 stages (absent warps, a two-stage area stride), and with q staged per CTA
+    // (q's tile past the inbox, where pushes land while a slower CTA may still read q).
+    (
+        "lean merge",
+        &[("QSA_ATTN_DEC_MERGE", "lean")],
+        "decode_lean",
+    ),
+    (
+        "lean merge, 3 warps x 2 stages",
+        &[
+            ("QSA_ATTN_DEC_MERGE", "lean"),
+            ("QSA_ATTN_DEC_WARPS", "3"),
+            ("QSA_ATTN_DEC_STAGES", "2"),
+        ],
+        "decode_lean",
+    ),
+    (
+        "lean merge, q per CTA",
+        &[
+            ("QSA_ATTN_DEC_MERGE", "lean"),
+            ("QSA_ATTN_DEC_QLOAD", "cta"),
+        ],
+        "decode_lean",
+    ),
     // q staged once per CTA (QSA_ATTN_DEC_QLOAD=cta, the `_qs_` kernels): 8 warps (one chunk of
     // q per thread; group 4 and 8: rows past the chunk's zero-filled), 3 warps x 2 stages over 3
     // splits (threads copy several chunks), one warp x 4 stages (q's group waited past four ring
@@ -210,8 +236,10 @@ fn decode_forward_matches_fp64_in_every_plan_shape() {
             let want = attn_forward_f64(&p, None).unwrap();
             for (label, sw, name) in PLANS {
                 let name = if target == "sm_86"
-                    && matches!(name, "decode_cluster" | "decode_push" | "decode_flat")
-                {
+                    && matches!(
+                        name,
+                        "decode_cluster" | "decode_push" | "decode_flat" | "decode_lean"
+                    ) {
                     "decode_split"
                 } else {
                     name
