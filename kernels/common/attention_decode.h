@@ -401,9 +401,12 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
     // cluster barrier and local reads (dec_lean_cta_merge).
     const int area = stages * (DEC_STAGE_BYTES / 4);
     float* inbox = smem + (long long)nwarp * area;
+    // The entry arrival's wait (every CTA of the cluster has started, so pushes may land) comes
+    // before the stores: on the card it returns at once; the emulator makes it a whole barrier,
+    // which after the stores would hide a missing CTA barrier below.
+    if (lean_push) qsa_cluster_wait();
     dec_flat_store(smem + (long long)warp * area, m, l, acc);
     QSA_SYNC();  // every warp's partial is stored
-    if (lean_push) qsa_cluster_wait();  // every CTA of the cluster has started: pushes may land
     dec_lean_cta_merge<DEC_CLUSTER>(smem, area, nwarp, it.rows, inbox, split, lean_push);
     if (probe == DEC_PROBE_CTA) return;
     if (probe == DEC_PROBE_CLUSTER) {
