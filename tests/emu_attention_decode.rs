@@ -370,3 +370,68 @@ fn q_staged_per_cta_waits_for_every_warp_one_wave_at_a_time() {
         }
     }
 }
+
+/// The lean merge (the `_lean_` kernels) one wave at a time: warp 0 runs through its partial's
+/// store up to the one CTA barrier before any other warp has stored, so a read of the warps'
+/// partials before that barrier multiplies ring bytes (poison).
+#[test]
+fn lean_merge_waits_for_every_warp_one_wave_at_a_time() {
+    let m = matrix();
+    let caps = caps(&m, "sm_90");
+    let c = m.cases.iter().find(|c| c.name == "attn_emu_g4").unwrap();
+    let p = qsa::cases::attn_problem(m.seed, c, "causal_edge").unwrap();
+    let want = attn_forward_f64(&p, None).unwrap();
+    for (label, sw, _) in PLANS
+        .iter()
+        .filter(|(l, _, _)| l.starts_with("lean merge"))
+    {
+        let what = format!("sm_90 attn_emu_g4/causal_edge {label}, one wave at a time");
+        let run = race::run_scheduled(
+            &caps,
+            &switches(sw),
+            &Problem::AttnForward(p.clone()),
+            Schedule::WaveFirst,
+        )
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let Output::AttnForward(o) = run.output else {
+            panic!("{what}: no forward output")
+        };
+        for (n, got, w) in [("o", &o.o, &want.o), ("lse", &o.lse, &want.lse)] {
+            let e = rel_max(n, got, w);
+            assert!(
+                e <= MMA_LIMIT,
+                "decode forward {what} {n}: relative max error {e:e} past {MMA_LIMIT:e} \
+                 (a warp's partial read before the CTA barrier?)"
+            );
+        }
+    }
+}
+
+/// The merge probes (`cta`, `cluster`: timing ablations whose output is not the attention) end
+/// every cluster kernel without a deadlock or an order-dependent write: the cluster barrier the
+/// `cluster` probe takes is reached by every CTA, and nothing remote is touched after it.
+#[test]
+fn merge_probes_end_every_cluster_kernel_cleanly() {
+    let m = matrix();
+    let caps = caps(&m, "sm_90");
+    let c = m.cases.iter().find(|c| c.name == "attn_emu_g4").unwrap();
+    let p = qsa::cases::attn_problem(m.seed, c, "random_ids").unwrap();
+    for merge in ["cluster", "push", "flat", "lean"] {
+        for probe in ["cta", "cluster"] {
+            let sw = [("QSA_ATTN_DEC_MERGE", merge), ("QSA_ATTN_DEC_PROBE", probe)];
+            let what = format!("sm_90 merge={merge} probe={probe}");
+            let run = race::check(
+                &caps,
+                &switches(&sw),
+                &Problem::AttnForward(p.clone()),
+                &Schedule::RACE_CHECK,
+            )
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert!(
+                run.dispatched.starts_with(&format!("decode_{merge}")),
+                "{what}: dispatched {}",
+                run.dispatched
+            );
+        }
+    }
+}
