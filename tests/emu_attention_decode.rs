@@ -381,10 +381,7 @@ fn lean_merge_waits_for_every_warp_one_wave_at_a_time() {
     let c = m.cases.iter().find(|c| c.name == "attn_emu_g4").unwrap();
     let p = qsa::cases::attn_problem(m.seed, c, "causal_edge").unwrap();
     let want = attn_forward_f64(&p, None).unwrap();
-    for (label, sw, _) in PLANS
-        .iter()
-        .filter(|(l, _, _)| l.starts_with("lean merge"))
-    {
+    for (label, sw, _) in PLANS.iter().filter(|(l, _, _)| l.starts_with("lean merge")) {
         let what = format!("sm_90 attn_emu_g4/causal_edge {label}, one wave at a time");
         let run = race::run_scheduled(
             &caps,
