@@ -112,8 +112,12 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
   // remote store (every CTA has started by then); probes that stop early never merge.
   // The lean merge does the same (its pushes too); the `cta` probe pushes nothing (the pull
   // merge's CTA level for the push kernel, the lean CTA level into its own inbox).
-  const bool early = probe != DEC_PROBE_LIST && probe != DEC_PROBE_LOOP && !(CL && probe == DEC_PROBE_CTA);
-  const bool push = merge == DEC_MERGE_CLUSTER && (opts & DEC_OPT_PUSH) != 0 && early;
+  // (Two spellings of one rule: each keeps ptxas's allocation of the kernels it builds, the
+  // kernels without clusters byte-identical to session 11's, the cluster kernels' resources.)
+  const bool early = probe != DEC_PROBE_LIST && probe != DEC_PROBE_LOOP && probe != DEC_PROBE_CTA;
+  const bool push = CL ? merge == DEC_MERGE_CLUSTER && (opts & DEC_OPT_PUSH) != 0 && early
+                       : merge == DEC_MERGE_CLUSTER && (opts & DEC_OPT_PUSH) != 0 && probe != DEC_PROBE_LIST &&
+                             probe != DEC_PROBE_LOOP;
   const bool lean_push = LEAN && merge == DEC_MERGE_CLUSTER && early;
 #if defined(QSA_HAS_CLUSTERS)
   if (push || lean_push) qsa_cluster_arrive_relaxed();
