@@ -180,6 +180,8 @@ DEC_LEAN = [{"QSA_ATTN_DEC_PROBE": p} for p in ("cta", "cluster")] + \
            [{"QSA_ATTN_DEC_MERGE": "lean", "QSA_ATTN_DEC_QLOAD": "cta"},
             {"QSA_ATTN_DEC_MERGE": "lean", "QSA_ATTN_DEC_QLOAD": "cta", "QSA_ATTN_DEC_PROBE": "loop"},
             {"QSA_ATTN_DEC_MERGE": "lean", "QSA_ATTN_DEC_WARPS": 4, "QSA_ATTN_DEC_STAGES": 2},
+            {"QSA_ATTN_DEC_MERGE": "lean", "QSA_ATTN_DEC_WARPS": 4, "QSA_ATTN_DEC_STAGES": 2,
+             "QSA_ATTN_DEC_QLOAD": "cta"},
             {"QSA_ATTN_DEC_MERGE": "push"},
             {"QSA_ATTN_DEC_MERGE": "push", "QSA_ATTN_DEC_PROBE": "cta"},
             {"QSA_ATTN_DEC_QLOAD": "cta"}]
