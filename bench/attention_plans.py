@@ -167,6 +167,25 @@ DEC_QS = [{"QSA_ATTN_DEC_QLOAD": "cta"}] + \
           {"QSA_ATTN_DEC_QLOAD": "cta", "QSA_ATTN_DEC_WARPS": 4, "QSA_ATTN_DEC_STAGES": 3}]
 DEC_HND_QS = [{}, {"QSA_ATTN_DEC_PROBE": "loop"}, {"QSA_ATTN_DEC_QLOAD": "cta"},
               {"QSA_ATTN_DEC_QLOAD": "cta", "QSA_ATTN_DEC_PROBE": "loop"}]
+# Session 12 (issue 13, the merge): the lean two-level merge (QSA_ATTN_DEC_MERGE=lean, the `_lean_`
+# kernels: each warp's partial over its own ring, one CTA barrier, the CTA's rows pushed to their
+# merging rank, one cluster barrier), with the merge probes (cta: the loop and the CTA level, no
+# cluster barrier; cluster: that and one cluster barrier) on auto's pull merge and on the lean
+# one, q staged per CTA with it, 4 warps x 2 units (half the CTA level's bytes), and the push
+# merge and auto's q per CTA as controls. `--decode-sweep lean`: these next to auto and the
+# static kernel's chain probes (DEC_CHAIN); DEC_HND_LEAN on the head-major twin.
+DEC_LEAN = [{"QSA_ATTN_DEC_PROBE": p} for p in ("cta", "cluster")] + \
+           [{"QSA_ATTN_DEC_MERGE": "lean"}] + \
+           [{"QSA_ATTN_DEC_MERGE": "lean", "QSA_ATTN_DEC_PROBE": p} for p in ("launch", "loop", "cta", "cluster")] + \
+           [{"QSA_ATTN_DEC_MERGE": "lean", "QSA_ATTN_DEC_QLOAD": "cta"},
+            {"QSA_ATTN_DEC_MERGE": "lean", "QSA_ATTN_DEC_QLOAD": "cta", "QSA_ATTN_DEC_PROBE": "loop"},
+            {"QSA_ATTN_DEC_MERGE": "lean", "QSA_ATTN_DEC_WARPS": 4, "QSA_ATTN_DEC_STAGES": 2},
+            {"QSA_ATTN_DEC_MERGE": "lean", "QSA_ATTN_DEC_WARPS": 4, "QSA_ATTN_DEC_STAGES": 2,
+             "QSA_ATTN_DEC_QLOAD": "cta"},
+            {"QSA_ATTN_DEC_MERGE": "push"},
+            {"QSA_ATTN_DEC_MERGE": "push", "QSA_ATTN_DEC_PROBE": "cta"},
+            {"QSA_ATTN_DEC_QLOAD": "cta"}]
+DEC_HND_LEAN = [{}, {"QSA_ATTN_DEC_MERGE": "lean"}]
 # --decode-sweep new: only the probes and DEC_NEW (the earlier sweeps were measured in session 7);
 # hnd: the NHD auto / gather / probe rows (the fla-layout figure stays next to the new one) and
 # DEC_HND, without the items-per-SM rows.
@@ -375,6 +394,8 @@ def dec_sweep(qsa, shape, base):
         tries += DEC_CHAIN + DEC_FLAT
     if DEC_SWEEP == "qs":
         tries += DEC_CHAIN + DEC_QS
+    if DEC_SWEEP == "lean":
+        tries += DEC_CHAIN + DEC_LEAN
     if DEC_SWEEP == "all":
         tries += [{"QSA_ATTN_DEC_WARPS": w, "QSA_ATTN_DEC_STAGES": st} for w, st in DEC_WARPS_STAGES]
         tries += [{"QSA_ATTN_DEC_SPLITS": n, "QSA_ATTN_DEC_MERGE": m} for n in DEC_SPLITS for m in DEC_MERGES]
@@ -429,12 +450,18 @@ CHECK_DECODE = [("decode", {"QSA_ATTN_KERNEL": "decode"}),
                 ("decode qload=cta warps=3 split=3", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_QLOAD": "cta",
                                                       "QSA_ATTN_DEC_WARPS": 3, "QSA_ATTN_DEC_SPLITS": 3}),
                 ("decode qload=cta merge=cluster", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_QLOAD": "cta",
-                                                    "QSA_ATTN_DEC_MERGE": "cluster"})]
+                                                    "QSA_ATTN_DEC_MERGE": "cluster"}),
+                ("decode merge=lean", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_MERGE": "lean"}),
+                ("decode merge=lean warps=3 stages=2", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_MERGE": "lean",
+                                                        "QSA_ATTN_DEC_WARPS": 3, "QSA_ATTN_DEC_STAGES": 2}),
+                ("decode merge=lean qload=cta", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_MERGE": "lean",
+                                                 "QSA_ATTN_DEC_QLOAD": "cta"})]
 # The same forms on the head-major twin (kv_layout=hnd: K / V permuted to [B, H, Tk, D]).
 CHECK_DECODE_HND = [(f"{name} hnd", sw) for name, sw in CHECK_DECODE
                     if name in ("decode", "decode split=3 merge=kernel", "decode merge=cluster", "decode merge=push",
                                 "decode prefetch=256 split=3", "decode order=interleave ahead=3 warps=3",
-                                "decode order=dynamic warps=3 split=2", "decode merge=flat", "decode qload=cta")]
+                                "decode order=dynamic warps=3 split=2", "decode merge=flat", "decode qload=cta",
+                                "decode merge=lean")]
 DECODE = [("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 128, 8),
           ("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 64, 8),
           ("decode 1 q x 8 kv heads, 262K", 1, 1, 262144, 128, 8),
@@ -463,7 +490,7 @@ def hnd_sweep(qsa, shape):
     """(label, plan) of DEC_HND on the head-major twin of `shape` (decode plans only)."""
     hshape = dict(shape, kv_layout="hnd")
     seen = []
-    for sw in {"dyn": DEC_HND_DYN, "flat": DEC_HND_FLAT, "qs": DEC_HND_QS}.get(DEC_SWEEP, DEC_HND):
+    for sw in {"dyn": DEC_HND_DYN, "flat": DEC_HND_FLAT, "qs": DEC_HND_QS, "lean": DEC_HND_LEAN}.get(DEC_SWEEP, DEC_HND):
         try:
             p = qsa.plan(hshape, sw=sw)
         except qsa_plan.PlanError:
@@ -507,7 +534,7 @@ def planned(qsa, check=True, bench=True, decode_only=False, fwd_sweep="all"):
                 continue
             for label, p in sweep(qsa, shape, staged):
                 yield f"{case} g{hq // hkv} staged {label}", p
-        for case, B, Tq, Tk, hq, hkv in ([] if DEC_SWEEP in ("hnd", "dyn", "flat", "qs") else DECODE_ITEMS):
+        for case, B, Tq, Tk, hq, hkv in ([] if DEC_SWEEP in ("hnd", "dyn", "flat", "qs", "lean") else DECODE_ITEMS):
             shape = bench_shape(B, Tq, Tk, hq, hkv)
             yield f"{case} decode", qsa.plan(shape, sw=DECODE_FORCED)
             yield f"{case} staged", qsa.plan(shape, sw=STAGED)

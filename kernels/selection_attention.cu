@@ -418,3 +418,19 @@ QSA_ATTN_DECODE_QS_INSTANCE(qsa_attn_dec_qs_fwd_bf16, DecBf16)
 QSA_ATTN_DECODE_QS_INSTANCE(qsa_attn_dec_qs_fwd_f16, DecF16)
 QSA_ATTN_DECODE_QS_CLUSTER_INSTANCE(qsa_attn_dec_qs_cl_fwd_bf16, DecBf16)
 QSA_ATTN_DECODE_QS_CLUSTER_INSTANCE(qsa_attn_dec_qs_cl_fwd_f16, DecF16)
+// The lean two-level merge (QSA_ATTN_DEC_MERGE=lean): each warp's partial over its own ring, one
+// CTA barrier, the CTA's rows pushed to their merging ranks' inboxes past the ring, one cluster
+// barrier; with q staged per CTA (QSA_ATTN_DEC_QLOAD=cta) q's tile past the inbox. Shared: the
+// 4 x 1 ring (34816) and the inbox (8256), then q's tile (4352).
+// qsa:block 128 for qsa_attn_dec_lean_cl_fwd_bf16
+// qsa:block 128 for qsa_attn_dec_lean_cl_fwd_f16
+// qsa:block 128 for qsa_attn_dec_lean_qs_cl_fwd_bf16
+// qsa:block 128 for qsa_attn_dec_lean_qs_cl_fwd_f16
+// qsa:dynamic_shared 43072 for qsa_attn_dec_lean_cl_fwd_bf16
+// qsa:dynamic_shared 43072 for qsa_attn_dec_lean_cl_fwd_f16
+// qsa:dynamic_shared 47424 for qsa_attn_dec_lean_qs_cl_fwd_bf16
+// qsa:dynamic_shared 47424 for qsa_attn_dec_lean_qs_cl_fwd_f16
+QSA_ATTN_DECODE_LEAN_INSTANCE(qsa_attn_dec_lean_cl_fwd_bf16, DecBf16, false)
+QSA_ATTN_DECODE_LEAN_INSTANCE(qsa_attn_dec_lean_cl_fwd_f16, DecF16, false)
+QSA_ATTN_DECODE_LEAN_INSTANCE(qsa_attn_dec_lean_qs_cl_fwd_bf16, DecBf16, true)
+QSA_ATTN_DECODE_LEAN_INSTANCE(qsa_attn_dec_lean_qs_cl_fwd_f16, DecF16, true)

@@ -141,6 +141,12 @@ fn the_benches_launch_what_the_runner_launches() {
         &["--bench", "--decode-only", "--decode-sweep", "qs"],
     );
     assert!(n >= 40, "attention --decode-sweep qs: {n} calls");
+    // Session 12's call (H200.md of branch dec1q): the lean merge and the merge probes.
+    let n = compare(
+        "attention_vs_torch.py",
+        &["--bench", "--decode-only", "--decode-sweep", "lean"],
+    );
+    assert!(n >= 40, "attention --decode-sweep lean: {n} calls");
 }
 
 /// What the benches rely on from the binary: JSON on stdout and exit 0; a mistake is exit 2

@@ -38,7 +38,7 @@ fn assert_o_lse(what: &str, output: Output, want: &AttnForwardF64, why: &str) {
 type Pairs = &'static [(&'static str, &'static str)];
 
 /// (label, switches, the dispatch name the plan must report).
-const PLANS: [(&str, Pairs, &str); 20] = [
+const PLANS: [(&str, Pairs, &str); 23] = [
     ("auto", &[], "decode"),
     (
         "split 3, combine launch",
@@ -140,6 +140,32 @@ const PLANS: [(&str, Pairs, &str); 20] = [
         ],
         "decode_flat",
     ),
+    // sm_90 only (sm_86 falls back to the ticket merge): the lean merge (each warp's partial over
+    // its own ring, one CTA barrier, rows pushed to their merging rank's inbox past the ring);
+    // 3 warps x 2 stages (absent warps, a two-stage area stride), and with q staged per CTA
+    // (q's tile past the inbox, where pushes land while a slower CTA may still read q).
+    (
+        "lean merge",
+        &[("QSA_ATTN_DEC_MERGE", "lean")],
+        "decode_lean",
+    ),
+    (
+        "lean merge, 3 warps x 2 stages",
+        &[
+            ("QSA_ATTN_DEC_MERGE", "lean"),
+            ("QSA_ATTN_DEC_WARPS", "3"),
+            ("QSA_ATTN_DEC_STAGES", "2"),
+        ],
+        "decode_lean",
+    ),
+    (
+        "lean merge, q per CTA",
+        &[
+            ("QSA_ATTN_DEC_MERGE", "lean"),
+            ("QSA_ATTN_DEC_QLOAD", "cta"),
+        ],
+        "decode_lean",
+    ),
     // q staged once per CTA (QSA_ATTN_DEC_QLOAD=cta, the `_qs_` kernels): 8 warps (one chunk of
     // q per thread; group 4 and 8: rows past the chunk's zero-filled), 3 warps x 2 stages over 3
     // splits (threads copy several chunks), one warp x 4 stages (q's group waited past four ring
@@ -225,8 +251,10 @@ fn decode_forward_matches_fp64_in_every_plan_shape() {
             let want = attn_forward_f64(&p, None).unwrap();
             for (label, sw, name) in PLANS {
                 let name = if target == "sm_86"
-                    && matches!(name, "decode_cluster" | "decode_push" | "decode_flat")
-                {
+                    && matches!(
+                        name,
+                        "decode_cluster" | "decode_push" | "decode_flat" | "decode_lean"
+                    ) {
                     "decode_split"
                 } else {
                     name
@@ -329,6 +357,68 @@ fn q_staged_per_cta_waits_for_every_warp_one_wave_at_a_time() {
                 run.output,
                 &want,
                 " (q read before every warp's chunk landed?)",
+            );
+        }
+    }
+}
+
+/// The lean merge (the `_lean_` kernels) one wave at a time: warp 0 runs through its partial's
+/// store up to the one CTA barrier before any other warp has stored, so a read of the warps'
+/// partials before that barrier multiplies ring bytes (poison).
+#[test]
+fn lean_merge_waits_for_every_warp_one_wave_at_a_time() {
+    let m = matrix();
+    let caps = caps(&m, "sm_90");
+    let c = m.cases.iter().find(|c| c.name == "attn_emu_g4").unwrap();
+    let p = qsa::cases::attn_problem(m.seed, c, "causal_edge").unwrap();
+    let want = attn_forward_f64(&p, None).unwrap();
+    for (label, sw, _) in PLANS.iter().filter(|(l, _, _)| l.starts_with("lean merge")) {
+        let what = format!("sm_90 attn_emu_g4/causal_edge {label}, one wave at a time");
+        let run = race::run_scheduled(
+            &caps,
+            &switches(sw),
+            &Problem::AttnForward(p.clone()),
+            Schedule::WaveFirst,
+        )
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let Output::AttnForward(o) = run.output else {
+            panic!("{what}: no forward output")
+        };
+        for (n, got, w) in [("o", &o.o, &want.o), ("lse", &o.lse, &want.lse)] {
+            let e = rel_max(n, got, w);
+            assert!(
+                e <= MMA_LIMIT,
+                "decode forward {what} {n}: relative max error {e:e} past {MMA_LIMIT:e} \
+                 (a warp's partial read before the CTA barrier?)"
+            );
+        }
+    }
+}
+
+/// The merge probes (`cta`, `cluster`: timing ablations whose output is not the attention) end
+/// every cluster kernel without a deadlock or an order-dependent write: the cluster barrier the
+/// `cluster` probe takes is reached by every CTA, and nothing remote is touched after it.
+#[test]
+fn merge_probes_end_every_cluster_kernel_cleanly() {
+    let m = matrix();
+    let caps = caps(&m, "sm_90");
+    let c = m.cases.iter().find(|c| c.name == "attn_emu_g4").unwrap();
+    let p = qsa::cases::attn_problem(m.seed, c, "random_ids").unwrap();
+    for merge in ["cluster", "push", "flat", "lean"] {
+        for probe in ["cta", "cluster"] {
+            let sw = [("QSA_ATTN_DEC_MERGE", merge), ("QSA_ATTN_DEC_PROBE", probe)];
+            let what = format!("sm_90 merge={merge} probe={probe}");
+            let run = race::check(
+                &caps,
+                &switches(&sw),
+                &Problem::AttnForward(p.clone()),
+                &Schedule::RACE_CHECK,
+            )
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert!(
+                run.dispatched.starts_with(&format!("decode_{merge}")),
+                "{what}: dispatched {}",
+                run.dispatched
             );
         }
     }

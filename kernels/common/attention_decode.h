@@ -56,6 +56,12 @@
 #define DEC_PROBE_NO_MATH 3
 #define DEC_PROBE_LIST 4
 #define DEC_PROBE_LOOP 5
+// 6: return after the CTA level of the merge (the CTA's result in its own shared memory: the pull
+// merge's `cres`, the lean merge's own inbox; no remote store, no cluster barrier); 7: the CTA
+// level and one cluster barrier (the push / lean merges' pushes included), no cluster-level
+// reads or output stores. Together with `loop` they split the merge's time into its levels.
+#define DEC_PROBE_CTA 6
+#define DEC_PROBE_CLUSTER 7
 // Bit 3: the K/V copies ask L2 for whole 256-byte rows (dec_issue's l2_256).
 #define DEC_OPT_L2_256 8
 // Bit 4 (the cluster kernel): the push merge (dec_cluster_push_merge) instead of the pull one.
@@ -85,7 +91,12 @@ QSA_DEVICE void dec_sink(float* o, float x) {
 // kernels keep their code.
 // QS (the `_qs_` kernels, QSA_ATTN_DEC_QLOAD=cta): q staged once per CTA in shared memory
 // (dec_stage_q / dec_ldsm_q) instead of each warp's scalar loads; a template for the same reason.
-template <typename E, bool PAIR, bool DYN, bool FLAT = false, bool QS = false>
+// LEAN (the `_lean_` kernels, QSA_ATTN_DEC_MERGE=lean, sm_90 clusters): the lean two-level merge
+// (dec_lean_cta_merge: each warp's partial over its own ring, one CTA barrier, the CTA's rows
+// pushed to their merging ranks' inboxes; then dec_cluster_push_merge).
+// CL: the cluster kernels (merge is DEC_MERGE_CLUSTER); only they take the merge probes (`cta`,
+// `cluster`), so the other kernels keep their code.
+template <typename E, bool PAIR, bool DYN, bool FLAT = false, bool QS = false, bool LEAN = false, bool CL = false>
 QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict__ k,
                         const dec_u16* __restrict__ v, const int* __restrict__ ids, float* __restrict__ o,
                         float* __restrict__ lse, float* __restrict__ o_part, float* __restrict__ lse_part,
@@ -99,12 +110,19 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
   const bool l2_256 = (opts & DEC_OPT_L2_256) != 0;
   // The push merge arrives at the cluster's split barrier now and waits on it before its first
   // remote store (every CTA has started by then); probes that stop early never merge.
-  const bool push = merge == DEC_MERGE_CLUSTER && (opts & DEC_OPT_PUSH) != 0 && probe != DEC_PROBE_LIST &&
-                    probe != DEC_PROBE_LOOP;
+  // The lean merge does the same (its pushes too); the `cta` probe pushes nothing (the pull
+  // merge's CTA level for the push kernel, the lean CTA level into its own inbox).
+  // (Two spellings of one rule: each keeps ptxas's allocation of the kernels it builds, the
+  // kernels without clusters byte-identical to session 11's, the cluster kernels' resources.)
+  const bool early = probe != DEC_PROBE_LIST && probe != DEC_PROBE_LOOP && probe != DEC_PROBE_CTA;
+  const bool push = CL ? merge == DEC_MERGE_CLUSTER && (opts & DEC_OPT_PUSH) != 0 && early
+                       : merge == DEC_MERGE_CLUSTER && (opts & DEC_OPT_PUSH) != 0 && probe != DEC_PROBE_LIST &&
+                             probe != DEC_PROBE_LOOP;
+  const bool lean_push = LEAN && merge == DEC_MERGE_CLUSTER && early;
 #if defined(QSA_HAS_CLUSTERS)
-  if (push) qsa_cluster_arrive_relaxed();
+  if (push || lean_push) qsa_cluster_arrive_relaxed();
 #else
-  (void)push;
+  (void)push, (void)lean_push;
 #endif
   const int lane = qsa_lane(), warp = threadIdx.x / 32, nwarp = blockDim.x / 32;
   const int tg = lane / 4, tt = lane % 4;
@@ -116,11 +134,14 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
   // QS: one 16-byte copy per thread (its own cp.async group, the oldest), read by ldmatrix only
   // after the ring's prologue, so neither the ids' load nor the first K/V copies queue behind
   // q's. Its tile lies past everything the kernel writes before the loop (the ring) and the
-  // cluster merge's CTA result, which the host adds (DEC_Q_BYTES).
+  // cluster merge's CTA result, or the lean merge's inbox (remote pushes may land there while
+  // this CTA still reads q), which the host adds (DEC_Q_BYTES).
   dec_u16* qs = nullptr;
   if (QS) {
     const int ring_bytes = nwarp * stages * DEC_STAGE_BYTES;
-    const int cl_bytes = merge == DEC_MERGE_CLUSTER ? (nwarp * DEC_MERGE_FLOATS + DEC_ROWS * DEC_D + DEC_ROWS) * 4 : 0;
+    const int cl_bytes = LEAN ? ring_bytes + DEC_INBOX_FLOATS * 4
+                         : merge == DEC_MERGE_CLUSTER ? (nwarp * DEC_MERGE_FLOATS + DEC_ROWS * DEC_D + DEC_ROWS) * 4
+                                                      : 0;
     qs = (dec_u16*)(smem_raw + max(ring_bytes, cl_bytes));
     dec_stage_q(qs, q, it, q_len, hq);
   } else {
@@ -370,7 +391,33 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
   if (FLAT) {  // each warp's partial over its own ring's first stage, then one cluster level
     const int area = stages * (DEC_STAGE_BYTES / 4);
     dec_flat_store(smem + (long long)warp * area, m, l, acc);
+    if (probe == DEC_PROBE_CTA) return;
+    if (probe == DEC_PROBE_CLUSTER) {
+      qsa_cluster_sync();
+      return;
+    }
     dec_flat_merge<DEC_CLUSTER>(smem, area, nwarp, o, lse, row0, it.rows, split);
+    return;
+  }
+  if (LEAN && in_cluster) {
+    // Each warp's partial over its own ring (no barrier before it), one CTA barrier, the CTA's
+    // rows pushed to their merging ranks' inboxes (past the ring), then the push merge's one
+    // cluster barrier and local reads (dec_lean_cta_merge).
+    const int area = stages * (DEC_STAGE_BYTES / 4);
+    float* inbox = smem + (long long)nwarp * area;
+    // The entry arrival's wait (every CTA of the cluster has started, so pushes may land) comes
+    // before the stores: on the card it returns at once; the emulator makes it a whole barrier,
+    // which after the stores would hide a missing CTA barrier below.
+    if (lean_push) qsa_cluster_wait();
+    dec_flat_store(smem + (long long)warp * area, m, l, acc);
+    QSA_SYNC();  // every warp's partial is stored
+    dec_lean_cta_merge<DEC_CLUSTER>(smem, area, nwarp, it.rows, inbox, split, lean_push);
+    if (probe == DEC_PROBE_CTA) return;
+    if (probe == DEC_PROBE_CLUSTER) {
+      qsa_cluster_sync();
+      return;
+    }
+    dec_cluster_push_merge<DEC_CLUSTER>(inbox, o, lse, row0, it.rows, split);
     return;
   }
   if (push) {
@@ -381,11 +428,22 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
     float* inbox = smem + (ring_floats > areas ? ring_floats : areas);
     qsa_cluster_wait();
     dec_cta_merge(smem, m, l, acc, it.rows, out_o, out_l, row0, nullptr, inbox, split);
+    if (CL && probe == DEC_PROBE_CLUSTER) {
+      qsa_cluster_sync();
+      return;
+    }
     dec_cluster_push_merge<DEC_CLUSTER>(inbox, o, lse, row0, it.rows, split);
     return;
   }
 #endif
   dec_cta_merge(smem, m, l, acc, it.rows, out_o, out_l, row0, cres, nullptr, split);
+#if defined(QSA_HAS_CLUSTERS)
+  if (CL && probe == DEC_PROBE_CTA) return;
+  if (CL && probe == DEC_PROBE_CLUSTER) {
+    qsa_cluster_sync();
+    return;
+  }
+#endif
   if (in_cluster) {
     dec_cluster_merge<DEC_CLUSTER>(cres, o, lse, row0, it.rows, split);
     return;
@@ -396,7 +454,7 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
 #else
 // Dispatched only where tensor cores are built (src/dispatch/attention_decode.rs); a launch
 // elsewhere writes NaN to the item's rows, so that a dispatch mistake fails every check.
-template <typename E, bool PAIR, bool DYN, bool FLAT = false, bool QS = false>
+template <typename E, bool PAIR, bool DYN, bool FLAT = false, bool QS = false, bool LEAN = false, bool CL = false>
 QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict__ k,
                         const dec_u16* __restrict__ v, const int* __restrict__ ids, float* __restrict__ o,
                         float* __restrict__ lse, float* __restrict__ o_part, float* __restrict__ lse_part,
@@ -441,12 +499,16 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
 #define QSA_ATTN_DECODE_CLUSTER_INSTANCE(NAME, E, PAIR, DYN) QSA_ATTN_DECODE_CLUSTER_INSTANCE_F(NAME, E, PAIR, DYN, false, false)
 #define QSA_ATTN_DECODE_FLAT_INSTANCE(NAME, E) QSA_ATTN_DECODE_CLUSTER_INSTANCE_F(NAME, E, false, false, true, false)
 #define QSA_ATTN_DECODE_QS_CLUSTER_INSTANCE(NAME, E) QSA_ATTN_DECODE_CLUSTER_INSTANCE_F(NAME, E, false, false, false, true)
-#define QSA_ATTN_DECODE_CLUSTER_INSTANCE_F(NAME, E, PAIR, DYN, FLAT, QS)                                \
+// LEAN: dec_fwd's (the lean merge: QSA_ATTN_DEC_MERGE=lean; QS with QSA_ATTN_DEC_QLOAD=cta too).
+#define QSA_ATTN_DECODE_LEAN_INSTANCE(NAME, E, QS) QSA_ATTN_DECODE_CLUSTER_INSTANCE_L(NAME, E, false, false, false, QS, true)
+#define QSA_ATTN_DECODE_CLUSTER_INSTANCE_F(NAME, E, PAIR, DYN, FLAT, QS) \
+  QSA_ATTN_DECODE_CLUSTER_INSTANCE_L(NAME, E, PAIR, DYN, FLAT, QS, false)
+#define QSA_ATTN_DECODE_CLUSTER_INSTANCE_L(NAME, E, PAIR, DYN, FLAT, QS, LEAN)                          \
   QSA_KERNEL DEC_CLUSTER_ATTR void __launch_bounds__(256)                                               \
       NAME(const dec_u16* q, const dec_u16* k, const dec_u16* v, const int* ids, float* o, float* lse,  \
            int batch, int q_len, int kv_len, int hq, int hkv, int t, float scale, int stages,           \
            int opts) {                                                                                  \
-    dec_fwd<E, PAIR, DYN, FLAT, QS>(q, k, v, ids, o, lse, nullptr, nullptr, nullptr, batch, q_len, kv_len, hq, hkv, t, \
+    dec_fwd<E, PAIR, DYN, FLAT, QS, LEAN, true>(q, k, v, ids, o, lse, nullptr, nullptr, nullptr, batch, q_len, kv_len, hq, hkv, t, \
                      scale, stages, opts, DEC_MERGE_CLUSTER, blockIdx.x / DEC_CLUSTER,                  \
                      DEC_CLUSTER_RANK(), DEC_CLUSTER);                                                  \
   }

@@ -122,6 +122,65 @@ QSA_DEVICE void dec_cluster_push_merge(const float* inbox, float* __restrict__ o
 #endif
 }
 
+// The lean merge's CTA level (sm_90, the `_lean_` kernels, QSA_ATTN_DEC_MERGE=lean). Warp w's
+// (m, l, O) lies at smem + w x `area` floats, over its own ring (dec_flat_store: no CTA barrier
+// before the stores, only the warp's own), and the caller's one CTA barrier follows the stores.
+// Each thread then forms four dims of a row at once: every warp's (m, l) of the row and its
+// float4 of O in one round of shared loads, the weights exp(m_w - M) in registers (no weight
+// pass, so none of dec_cta_merge's two barriers around it), the weighted sum normalised by
+// 1 / L, and pushes it with the row's lse to the inbox of the row's merging rank r mod NS in
+// this rank's slot (dec_cluster_push_merge's layout, which then merges the cluster after its one
+// barrier). Barriers after the loop: one CTA and one cluster barrier, where the pull merge takes
+// three CTA and two cluster barriers (the wait for the kernel-entry arrival finds every CTA long
+// started). `push` false (the `cta` probe): into this CTA's own inbox, nothing remote.
+template <int NS>
+QSA_DEVICE void dec_lean_cta_merge(const float* smem, int area, int nwarp, int rows, float* inbox, int split,
+                                   bool push) {
+  static_assert(DEC_ROWS % NS == 0, "each rank merges DEC_ROWS / NS rows");
+  constexpr int PER = DEC_ROWS / NS;
+  for (int e = threadIdx.x; e < DEC_ROWS * DEC_D / 4; e += blockDim.x) {
+    const int r = e / (DEC_D / 4), d = 4 * (e % (DEC_D / 4));
+    if (r >= rows) continue;
+    const int c = dec_swizzle(r, d);
+    float mw[DEC_MAX_WARPS], lw[DEC_MAX_WARPS];
+    float4 x[DEC_MAX_WARPS];
+#pragma unroll
+    for (int w = 0; w < DEC_MAX_WARPS; ++w) {  // every load first: one shared round trip
+      const bool on = w < nwarp;
+      const float* a = smem + (long long)w * area;
+      mw[w] = on ? a[r] : dec_neg_inf();
+      lw[w] = on ? a[DEC_ROWS + r] : 0.f;
+      x[w] = on ? *(const float4*)(a + 2 * DEC_ROWS + r * DEC_D + c) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+    float M = dec_neg_inf();
+#pragma unroll
+    for (int w = 0; w < DEC_MAX_WARPS; ++w) M = fmaxf(M, mw[w]);
+    float sum = 0.f;
+    float4 val = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+    for (int w = 0; w < DEC_MAX_WARPS; ++w) {
+      const float wt = M == dec_neg_inf() ? 0.f : expf(mw[w] - M);  // empty or absent warp: 0
+      sum += wt * lw[w];
+      val.x += wt * x[w].x;
+      val.y += wt * x[w].y;
+      val.z += wt * x[w].z;
+      val.w += wt * x[w].w;
+    }
+    const bool none = !(sum > 0.f);
+    const float inv = none ? 0.f : 1.f / sum;
+    val = make_float4(val.x * inv, val.y * inv, val.z * inv, val.w * inv);
+    const int slot = split * PER + r / NS;
+#if defined(QSA_HAS_CLUSTERS)
+    float* dst = push ? qsa_cluster_map_store(inbox, (unsigned)(r % NS)) : inbox;
+#else
+    float* dst = inbox;
+    (void)push;
+#endif
+    *(float4*)(dst + slot * DEC_D + d) = val;
+    if (d == 0) dst[DEC_ROWS * DEC_D + slot] = none ? dec_neg_inf() : M + logf(sum);
+  }
+}
+
 // The flat merge (sm_90, the `_flat_cl_` kernels, QSA_ATTN_DEC_MERGE=flat): one level where the
 // default has two. Every warp stores its (m, l, O) over the first stage of its OWN ring (8320 of
 // its 8704 bytes, free once its copies have landed: no CTA barrier), one cluster barrier, then

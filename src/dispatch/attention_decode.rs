@@ -74,12 +74,21 @@ pub enum DecMerge {
     /// rows over all the cluster's warps through distributed shared memory (no CTA merge, no
     /// CTA barrier; not yet measured).
     Flat,
+    /// The lean two-level merge (`qsa_attn_dec_lean_cl_fwd_*`, `QSA_ATTN_DEC_MERGE=lean`):
+    /// each warp's partial over its own ring (no CTA barrier before it), one CTA barrier, each
+    /// thread's four dims of a row weighted in registers and pushed to the row's merging rank,
+    /// one cluster barrier, local reads: one CTA and one cluster barrier after the loop where
+    /// the pull merge takes three and two (not yet measured).
+    Lean,
 }
 
 impl DecMerge {
     /// Whether the item's splits are one thread-block cluster (the `_cl_` kernel).
     pub fn clustered(self) -> bool {
-        matches!(self, DecMerge::Cluster | DecMerge::Push | DecMerge::Flat)
+        matches!(
+            self,
+            DecMerge::Cluster | DecMerge::Push | DecMerge::Flat | DecMerge::Lean
+        )
     }
 }
 
@@ -100,6 +109,13 @@ pub enum DecProbe {
     List,
     /// Return after the per-warp loop: everything but the CTA and cluster merges.
     Loop,
+    /// Return after the merge's CTA level (the CTA's result in its own shared memory, nothing
+    /// remote): `loop` to `cta` is the CTA merge. The push kernel runs the pull merge's CTA
+    /// level here; the flat merge stops after its warps' stores.
+    Cta,
+    /// The CTA level and one cluster barrier (the push and lean merges' remote stores
+    /// included), no cluster-level reads or output stores: `cta` to `cluster` is the barrier.
+    Cluster,
 }
 
 impl DecProbe {
@@ -111,6 +127,8 @@ impl DecProbe {
             DecProbe::NoMath => 3,
             DecProbe::List => 4,
             DecProbe::Loop => 5,
+            DecProbe::Cta => 6,
+            DecProbe::Cluster => 7,
         }
     }
 }
@@ -158,7 +176,10 @@ impl DecodePlan {
             ""
         };
         let dyn_ = if self.dynamic { "dyn_" } else { "" };
-        if self.q_cta {
+        if self.merge == DecMerge::Lean {
+            let qs = if self.q_cta { "qs_" } else { "" };
+            format!("qsa_attn_dec_lean_{qs}cl_fwd_{sfx}")
+        } else if self.q_cta {
             let cl = if self.merge.clustered() { "cl_" } else { "" };
             format!("qsa_attn_dec_qs_{cl}fwd_{sfx}")
         } else if self.merge == DecMerge::Flat {
@@ -239,11 +260,11 @@ fn number(sw: &Switches, key: &str, lo: usize, hi: usize) -> Result<Option<usize
 /// a backward, t > 32, a prefill-sized grid, or `QSA_ATTN_KERNEL=staged`. `QSA_ATTN_KERNEL=
 /// decode` forces it on any shape where it is built (elsewhere the staged kernel runs, as a
 /// forced top-k kernel falls back). Sweep switches: QSA_ATTN_DEC_WARPS, QSA_ATTN_DEC_STAGES,
-/// QSA_ATTN_DEC_SPLITS, QSA_ATTN_DEC_MERGE (kernel | launch | cluster | push | flat),
+/// QSA_ATTN_DEC_SPLITS, QSA_ATTN_DEC_MERGE (kernel | launch | cluster | push | flat | lean),
 /// QSA_ATTN_DEC_PAIR, QSA_ATTN_DEC_PREFETCH (none | 256), QSA_ATTN_DEC_ORDER (contiguous |
 /// interleave | dynamic), QSA_ATTN_DEC_AHEAD (0-7 units of L2 look-ahead), QSA_ATTN_DEC_QLOAD
 /// (warp | cta: q staged per CTA); the ablation QSA_ATTN_DEC_PROBE
-/// (launch | no_kv | no_math | list | loop: the output is then NOT the attention).
+/// (launch | no_kv | no_math | list | loop | cta | cluster: the output is then NOT the attention).
 #[allow(clippy::too_many_arguments)]
 pub fn decode_plan(
     caps: &TargetCaps,
@@ -300,7 +321,8 @@ pub fn decode_plan(
         Some("cluster") if clusters => DecMerge::Cluster,
         Some("push") if clusters => DecMerge::Push,
         Some("flat") if clusters => DecMerge::Flat,
-        Some("cluster") | Some("push") | Some("flat") => DecMerge::Kernel,
+        Some("lean") if clusters => DecMerge::Lean,
+        Some("cluster") | Some("push") | Some("flat") | Some("lean") => DecMerge::Kernel,
         // Split items on sm_90 merge through a cluster: H200, 2026-12-02 03:47 UTC
         // (/work/wt/results/attndec-2/bench/bench.md), one query x 8 KV heads at 262K: group 16
         // 12.0 us against the ticket merge's 13.6, group 8 10.6 against 12.6.
@@ -320,7 +342,7 @@ pub fn decode_plan(
         Some("launch") => DecMerge::Launch,
         Some(v) => {
             return Err(BackendError::Input(format!(
-                "QSA_ATTN_DEC_MERGE={}: expected kernel, launch, cluster, push or flat",
+                "QSA_ATTN_DEC_MERGE={}: expected kernel, launch, cluster, push, flat or lean",
                 crate::echo::value(v)
             )))
         }
@@ -361,9 +383,11 @@ pub fn decode_plan(
         Some("no_math") => Some(DecProbe::NoMath),
         Some("list") => Some(DecProbe::List),
         Some("loop") => Some(DecProbe::Loop),
+        Some("cta") => Some(DecProbe::Cta),
+        Some("cluster") => Some(DecProbe::Cluster),
         Some(v) => {
             return Err(BackendError::Input(format!(
-                "QSA_ATTN_DEC_PROBE={}: expected launch, no_kv, no_math, list or loop (a timing \
+                "QSA_ATTN_DEC_PROBE={}: expected launch, no_kv, no_math, list, loop, cta or cluster (a timing \
                  ablation whose output is not the attention; leave it unset for the real kernel)",
                 crate::echo::value(v)
             )))
@@ -412,9 +436,14 @@ pub fn decode_plan(
         } else {
             merge
         };
-    if merge == DecMerge::Flat && (pair || dynamic) {
+    if matches!(merge, DecMerge::Flat | DecMerge::Lean) && (pair || dynamic) {
         return Err(BackendError::Input(format!(
-            "QSA_ATTN_DEC_MERGE=flat has no {} kernel (drop that switch or the merge)",
+            "QSA_ATTN_DEC_MERGE={} has no {} kernel (drop that switch or the merge)",
+            if merge == DecMerge::Flat {
+                "flat"
+            } else {
+                "lean"
+            },
             if pair {
                 "QSA_ATTN_DEC_PAIR=1"
             } else {
@@ -423,6 +452,15 @@ pub fn decode_plan(
         )));
     }
     let q_cta = q_cta(sw, merge, pair, dynamic)?;
+    // The merge probes stop between the cluster merge's levels: only the cluster kernels have
+    // them (the others keep their code).
+    if matches!(probe, Some(DecProbe::Cta | DecProbe::Cluster)) && !merge.clustered() {
+        return Err(BackendError::Input(format!(
+            "QSA_ATTN_DEC_PROBE={} splits the cluster merge's levels: this plan merges by {merge:?} \
+             (sm_90's one-query plan, or QSA_ATTN_DEC_MERGE=cluster|push|flat|lean)",
+            sw.get("QSA_ATTN_DEC_PROBE").unwrap_or_default()
+        )));
+    }
     let ring = warps * stages * DEC_STAGE_BYTES;
     let shared = match merge {
         // The CTA's own (o, lse) lies after the warps' merge areas (over the ring: written
@@ -431,6 +469,9 @@ pub fn decode_plan(
         // The inbox lies past both the ring and the merge areas: pushes land while the
         // owner may still run its loop.
         DecMerge::Push => (warps * MERGE_FLOATS * 4).max(ring) + INBOX_FLOATS * 4,
+        // The lean merge: each warp's area over its own ring, the inbox past the ring (pushes
+        // land while the owner may still run its loop).
+        DecMerge::Lean => ring + INBOX_FLOATS * 4,
         // Each warp's merge area lies over its own ring's first stage (MERGE_FLOATS x 4 <=
         // DEC_STAGE_BYTES): the ring is all.
         _ => ring,
@@ -505,6 +546,7 @@ pub fn dispatch_name(plan: &DecodePlan) -> &'static str {
         (_, DecMerge::Cluster) => "decode_cluster",
         (_, DecMerge::Push) => "decode_push",
         (_, DecMerge::Flat) => "decode_flat",
+        (_, DecMerge::Lean) => "decode_lean",
     }
 }
 

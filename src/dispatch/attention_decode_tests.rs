@@ -7,6 +7,10 @@ use super::*;
 #[path = "attention_decode_qs_tests.rs"]
 mod qs;
 
+// QSA_ATTN_DEC_MERGE=lean (the `_lean_` kernels) and the merge probes: plans, refusals, default.
+#[path = "attention_decode_lean_tests.rs"]
+mod lean;
+
 fn caps(name: &str, shared: u32, sms: u32, tc: bool) -> TargetCaps {
     TargetCaps {
         name: name.into(),
@@ -258,7 +262,7 @@ fn switches_sweep_and_bad_values_are_named() {
             h200,
             &[("QSA_ATTN_DEC_MERGE", "x")],
             Q1,
-            Refused("expected kernel, launch, cluster, push or flat"),
+            Refused("expected kernel, launch, cluster, push, flat or lean"),
         ),
         (
             // The CTA result after the warps' areas: 8 x 8320 + 8256 bytes over a one-stage
@@ -373,7 +377,7 @@ fn switches_sweep_and_bad_values_are_named() {
             h200,
             &[("QSA_ATTN_DEC_PROBE", "fast")],
             Q1,
-            Refused("expected launch, no_kv, no_math, list or loop"),
+            Refused("expected launch, no_kv, no_math, list, loop, cta or cluster"),
         ),
         (
             // The cluster kernel with opts bit 4, its inbox past the ring and the merge areas
