@@ -7,6 +7,7 @@
 
 pub mod attention;
 pub mod attention_decode;
+pub mod attention_decode_copy;
 pub mod attention_kv;
 pub mod attention_ring;
 pub mod attention_warp;
