@@ -38,7 +38,7 @@ struct BulkCopy {
 // This OS thread's block's copies not yet landed (one block runs per OS thread at a time).
 // Plain data: a TLS object with a constructor or destructor would add an unnamed TLS guard
 // byte that src/emu/module.rs counts as every kernel's static shared memory.
-constexpr unsigned BULK_MAX = 256;
+constexpr unsigned BULK_MAX = 1024;  // the decode forward's `_bk_` kernels: 8 warps x 4 stages x 32 rows
 static thread_local BulkCopy bulk_pending[BULK_MAX];
 static thread_local unsigned bulk_count;
 
