@@ -42,9 +42,18 @@ const MAX_ITEMS_PER_SM: usize = 6;
 /// cluster merge's CTA result.
 pub const DEC_Q_BYTES: usize = DEC_ROWS * 136 * 2;
 /// Whether q is staged once per CTA in shared memory (`QSA_ATTN_DEC_QLOAD=cta`, the `_qs_`
-/// kernels) when the switch is unset. Not yet measured: H200.md (branch dechead) says which
-/// figure flips it (>= 0.5 us faster at 16 q group 16 and group 8, or >= 0.3 us at one query).
-const DEFAULT_Q_CTA: bool = false;
+/// kernels) when the switch is unset, by merge: the rule set before the runs
+/// (docs/results/session11-2026-12-02/plans/dechead.md) flips a shape when `qload=cta` is
+/// at least 0.5 us faster than auto at 16 q for groups 16 and 8, or 0.3 us at 1 q for both
+/// groups. H200, `bench/attention_vs_torch.py --bench --decode-only --decode-sweep qs`,
+/// medians in us, auto / qload=cta, runs on 2026-12-02 (session 11 calls A, P) and 2026-12-03 (session 12
+/// call Q, docs/results/session12-2026-12-03/q/bench.md):
+/// - one query (the cluster merge): g16 7.0 / 6.8, 7.1 / 6.8, 7.2 / 6.9; g8 6.9 / 6.6,
+///   6.9 / 6.5, 7.0 / 6.6: the 1 q half met in the last two of three runs: staged.
+/// - 16 queries (one CTA per item): g16 22.7 / 22.3, 22.3 / 22.3, 22.6 / 22.3; g8 22.0 / 21.8,
+///   22.5 / 21.7, 21.8 / 22.1: never 0.5 us faster at both groups: each warp's loads stay.
+const DEFAULT_Q_CTA_CLUSTER: bool = true;
+const DEFAULT_Q_CTA_PER_ITEM: bool = false;
 
 /// How the partials of a split work item are merged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -471,7 +480,7 @@ pub fn decode_plan(
 /// QSA_ATTN_DEC_QLOAD: `cta` stages q once per CTA in shared memory (the `_qs_` kernels),
 /// `warp` keeps each warp's own loads. The `_qs_` kernels are the one-unit, static-order loop with
 /// the ticket, launch or pull cluster merge: asked for with another form, refused; as a default
-/// (DEFAULT_Q_CTA), those forms keep the warps' loads.
+/// (DEFAULT_Q_CTA_*), those forms keep the warps' loads.
 fn q_cta(sw: &Switches, merge: DecMerge, pair: bool, dynamic: bool) -> Result<bool, BackendError> {
     let other = if pair {
         Some("QSA_ATTN_DEC_PAIR=1")
@@ -485,7 +494,8 @@ fn q_cta(sw: &Switches, merge: DecMerge, pair: bool, dynamic: bool) -> Result<bo
         None
     };
     match sw.get("QSA_ATTN_DEC_QLOAD") {
-        None => Ok(DEFAULT_Q_CTA && other.is_none()),
+        None if merge == DecMerge::Cluster => Ok(DEFAULT_Q_CTA_CLUSTER && other.is_none()),
+        None => Ok(DEFAULT_Q_CTA_PER_ITEM && other.is_none()),
         Some("warp") => Ok(false),
         Some("cta") => match other {
             None => Ok(true),

@@ -267,7 +267,7 @@ fn switches_sweep_and_bad_values_are_named() {
         ),
         (
             // The CTA result after the warps' areas: 8 x 8320 + 8256 bytes over a one-stage
-            // ring of 69632.
+            // ring of 69632, then q's tile (4352; the cluster merge stages q by default).
             "cluster merge: eight splits",
             h200c,
             &[("QSA_ATTN_DEC_MERGE", "cluster")],
@@ -276,7 +276,7 @@ fn switches_sweep_and_bad_values_are_named() {
                 ("merge", "Cluster"),
                 ("nsplit", "8"),
                 ("stages", "1"),
-                ("shared", "74816"),
+                ("shared", "79168"),
                 ("dispatch", "decode_cluster"),
             ]),
         ),
@@ -399,7 +399,7 @@ fn switches_sweep_and_bad_values_are_named() {
         ),
         (
             // The one-query default on the H200: 8 splits as a cluster, the pull merge (CTA
-            // merge, then the cluster's). H200.md's flip to the flat merge changes this row.
+            // merge, then the cluster's), q staged per CTA (attention_decode_qs_tests.rs).
             "one query, auto: the cluster merge",
             h200c,
             &[],
@@ -407,7 +407,7 @@ fn switches_sweep_and_bad_values_are_named() {
             Plan(&[
                 ("merge", "Cluster"),
                 ("dispatch", "decode_cluster"),
-                ("bf16 kernel", "qsa_attn_dec_cl_fwd_bf16"),
+                ("bf16 kernel", "qsa_attn_dec_qs_cl_fwd_bf16"),
             ]),
         ),
         (
