@@ -490,6 +490,9 @@ fn q_cta(sw: &Switches, merge: DecMerge, pair: bool, dynamic: bool) -> Result<bo
         Some("QSA_ATTN_DEC_MERGE=push")
     } else if merge == DecMerge::Flat {
         Some("QSA_ATTN_DEC_MERGE=flat")
+    } else if sw.get("QSA_ATTN_DEC_COPY") == Some("bulk") {
+        // The `_bk_` kernels load q per warp: the staged-q default gives way to an asked copy form.
+        Some("QSA_ATTN_DEC_COPY=bulk")
     } else {
         None
     };
