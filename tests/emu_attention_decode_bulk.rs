@@ -95,17 +95,15 @@ fn problems(m: &Matrix) -> Vec<(String, AttnProblem)> {
     let mut add = |c: &Case, dists: &[&str]| {
         for d in dists {
             let a = c.attention.as_ref().unwrap();
-            let label = format!(
-                "{} ({} q, group {})/{d}",
-                c.name,
-                a.q_len,
-                a.hq / a.hkv
-            );
+            let label = format!("{} ({} q, group {})/{d}", c.name, a.q_len, a.hq / a.hkv);
             out.push((label, qsa::cases::attn_problem(m.seed, c, d).unwrap()));
         }
     };
     let find = |n: &str| m.cases.iter().find(|c| c.name == n).unwrap().clone();
-    add(&find("attn_emu_g4"), &["repeat_ids", "invalid_ids", "causal_edge"]);
+    add(
+        &find("attn_emu_g4"),
+        &["repeat_ids", "invalid_ids", "causal_edge"],
+    );
     add(&find("attn_emu_g8_f16"), &["causal_edge", "invalid_ids"]);
     for (q_len, group) in [(16, 16), (1, 16), (16, 8), (1, 8)] {
         add(
@@ -157,7 +155,13 @@ fn bulk_copied_decode_matches_fp64_and_the_cp_async_kernel_bit_for_bit() {
             }
             let twin: Vec<(&str, &str)> = sw
                 .iter()
-                .map(|&(k, v)| if k == "QSA_ATTN_DEC_COPY" { (k, "cp_async") } else { (k, v) })
+                .map(|&(k, v)| {
+                    if k == "QSA_ATTN_DEC_COPY" {
+                        (k, "cp_async")
+                    } else {
+                        (k, v)
+                    }
+                })
                 .collect();
             let (_, c) = forward(&caps, &twin, &p, &format!("{what} (cp_async twin)"));
             let same =
