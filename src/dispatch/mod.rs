@@ -233,6 +233,10 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
         "warp | cta: the decode attention kernel's q fragments loaded by each warp from global memory, or staged once per CTA in shared memory after its ids' load and read by ldmatrix after the first K/V copies (the _qs_ kernels; qsa's sweep switch)",
     ),
     (
+        "QSA_ATTN_DEC_COPY",
+        "cp_async | bulk: the decode attention kernel's K/V rows by each lane's 16-byte cp.async, or by one cp.async.bulk (TMA) per 256-byte row completing on an mbarrier per warp stage (the _bk_ kernels, sm_90a only; qsa's sweep switch)",
+    ),
+    (
         "QSA_ATTN_NBUF",
         "1 | 2: staged K/V buffers of the staged attention kernel (qsa's sweep switch)",
     ),
