@@ -175,11 +175,6 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
     bars = (unsigned long long*)(smem_raw + max(ring_bytes, cl_bytes)) + warp * stages;
     dec_bulk_init(bars, stages);
   }
-  // Issue unit `key`'s copies into ring stage `s`: by the TMA (BULK) or by cp.async.
-  auto issue = [&](int s, long long key) {
-    if (BULK) dec_issue_bulk(ring + s * 2 * DEC_TILE, bars + s, k, v, head_off, row, key, it.q_pos);
-    else dec_issue(ring + s * 2 * DEC_TILE, k, v, lane_off, row, key, it.q_pos, l2_256);
-  };
 
   // The softmax runs in base 2 (exp2f is one MUFU.EX2; expf adds a range reduction): s2 = s x
   // scale x log2(e), m2 the max p are taken against, qsa_ex2_ftz(s2 - m2) = exp(s - m); m goes back
@@ -221,7 +216,10 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
   }
   // Prologue: `stages` groups in flight (empty groups past the warp's units keep the count).
   for (int s = 0; s < stages && !DYN; ++s) {
-    if (s < n && copy_kv) issue(s, dec_unit_key(L, beg + s * ustride));
+    if (s < n && copy_kv && BULK)
+      dec_issue_bulk(ring + s * 2 * DEC_TILE, bars + s, k, v, head_off, row, dec_unit_key(L, beg + s * ustride), it.q_pos);
+    else if (s < n && copy_kv)
+      dec_issue(ring + s * 2 * DEC_TILE, k, v, lane_off, row, dec_unit_key(L, beg + s * ustride), it.q_pos, l2_256);
     else if (!BULK) qsa_cp_async_commit();
   }
   for (int s = stages; s < stages + ahead && s < n && !DYN; ++s)
@@ -343,7 +341,12 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
     for (int x = 0; x < step && !DYN; ++x) {
       const int w = u + x;
       if (w < n && w + stages < n && copy_kv) {
-        issue(x == 0 ? slot : slot1, dec_unit_key(L, beg + (w + stages) * ustride));
+        if (BULK)  // no pairs (the host's check): x = 0, the stage just read
+          dec_issue_bulk(ring + slot * 2 * DEC_TILE, bars + slot, k, v, head_off, row,
+                         dec_unit_key(L, beg + (w + stages) * ustride), it.q_pos);
+        else
+          dec_issue(ring + (x == 0 ? slot : slot1) * 2 * DEC_TILE, k, v, lane_off, row,
+                    dec_unit_key(L, beg + (w + stages) * ustride), it.q_pos, l2_256);
         if (w + stages + ahead < n && ahead > 0)
           dec_prefetch_l2(k, v, lane_off, row, dec_unit_key(L, beg + (w + stages + ahead) * ustride), it.q_pos);
       } else if (!BULK) {
