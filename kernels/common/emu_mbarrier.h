@@ -76,9 +76,13 @@ inline void bulk_land_for(Mbar* m) {
   }
   bulk_count = keep;
 }
-// A poll of `m` for `parity` (try_wait.parity): its copies land, then true if that phase is over.
+// A poll of `m` for `parity` (try_wait.parity): true at once if that phase is already over (the
+// card does not wait for copies of a later phase either), else its copies land, then true if that
+// completed it. Landing on every poll would hide a wait on a stale parity (a phase bit never
+// flipped): the poll would land the copies the wait was meant for.
 inline bool mbar_poll(void* p, unsigned parity) {
   Mbar* m = static_cast<Mbar*>(p);
+  if (m->phase != (parity & 1u)) return true;
   bulk_land_for(m);
   return m->phase != (parity & 1u);
 }
