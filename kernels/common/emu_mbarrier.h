@@ -15,8 +15,9 @@
 // schedule-dependent answers: REVERSE lands every copy when it is issued (eager: a producer
 // that reuses a slot too early overwrites a tile still to be read, and REVERSE runs a producer
 // warp placed after its consumers first); FORWARD and WAVE_FIRST land a copy only when some
-// thread polls its mbarrier (lazy: a consumer that reads without waiting reads the slot's old
-// bytes or the launch's poison); RANDOM flips a coin per copy. mbarrier arrivals are
+// thread polls its mbarrier for a phase not yet over (lazy: a consumer that reads without
+// waiting, or waits on a stale parity, reads the slot's old bytes or the launch's poison);
+// RANDOM flips a coin per copy. mbarrier arrivals are
 // scheduling points, so a release before the last read of a slot can be overtaken.
 // Copies still pending when the block exits are an error (nothing waited on them).
 #pragma once
