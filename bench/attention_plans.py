@@ -186,6 +186,23 @@ DEC_LEAN = [{"QSA_ATTN_DEC_PROBE": p} for p in ("cta", "cluster")] + \
             {"QSA_ATTN_DEC_MERGE": "push", "QSA_ATTN_DEC_PROBE": "cta"},
             {"QSA_ATTN_DEC_QLOAD": "cta"}]
 DEC_HND_LEAN = [{}, {"QSA_ATTN_DEC_MERGE": "lean"}]
+# Session 12 (issue 13, the copy floor; branch dectma): K/V rows by cp.async.bulk
+# (QSA_ATTN_DEC_COPY=bulk, the `_bk_` kernels: one TMA copy per 256-byte row into the warp's ring
+# stage, one mbarrier per stage, instead of 16 cp.async of 16 bytes per lane per unit), with its
+# chain probes (loop: all but the merges; no_math: its copy floor, against auto's 20.4-20.9 us),
+# on deeper rings (8 x 3, 6 x 4: more bytes in flight per SM) with their copy floors, and with 4
+# units of L2 look-ahead. The cp.async rows at the same deeper rings are the control.
+# `--decode-sweep bulk`: these next to auto and the static kernel's chain probes (DEC_CHAIN);
+# DEC_HND_BULK on the head-major twin. One query's auto stages q per CTA; bulk loads q per warp.
+_BK = {"QSA_ATTN_DEC_COPY": "bulk"}
+DEC_BULK = [dict(_BK)] + [dict(_BK, QSA_ATTN_DEC_PROBE=p) for p in ("loop", "no_math")] + \
+           [dict(_BK, QSA_ATTN_DEC_STAGES=3), dict(_BK, QSA_ATTN_DEC_STAGES=3, QSA_ATTN_DEC_PROBE="no_math"),
+            dict(_BK, QSA_ATTN_DEC_WARPS=6, QSA_ATTN_DEC_STAGES=4),
+            dict(_BK, QSA_ATTN_DEC_WARPS=6, QSA_ATTN_DEC_STAGES=4, QSA_ATTN_DEC_PROBE="no_math"),
+            dict(_BK, QSA_ATTN_DEC_AHEAD=4),
+            {"QSA_ATTN_DEC_STAGES": 3, "QSA_ATTN_DEC_PROBE": "no_math"},
+            {"QSA_ATTN_DEC_WARPS": 6, "QSA_ATTN_DEC_STAGES": 4, "QSA_ATTN_DEC_PROBE": "no_math"}]
+DEC_HND_BULK = [{}, {"QSA_ATTN_DEC_PROBE": "no_math"}, dict(_BK), dict(_BK, QSA_ATTN_DEC_PROBE="no_math")]
 # --decode-sweep new: only the probes and DEC_NEW (the earlier sweeps were measured in session 7);
 # hnd: the NHD auto / gather / probe rows (the fla-layout figure stays next to the new one) and
 # DEC_HND, without the items-per-SM rows.
@@ -396,6 +413,8 @@ def dec_sweep(qsa, shape, base):
         tries += DEC_CHAIN + DEC_QS
     if DEC_SWEEP == "lean":
         tries += DEC_CHAIN + DEC_LEAN
+    if DEC_SWEEP == "bulk":
+        tries += DEC_CHAIN + DEC_BULK
     if DEC_SWEEP == "all":
         tries += [{"QSA_ATTN_DEC_WARPS": w, "QSA_ATTN_DEC_STAGES": st} for w, st in DEC_WARPS_STAGES]
         tries += [{"QSA_ATTN_DEC_SPLITS": n, "QSA_ATTN_DEC_MERGE": m} for n in DEC_SPLITS for m in DEC_MERGES]
@@ -490,7 +509,7 @@ def hnd_sweep(qsa, shape):
     """(label, plan) of DEC_HND on the head-major twin of `shape` (decode plans only)."""
     hshape = dict(shape, kv_layout="hnd")
     seen = []
-    for sw in {"dyn": DEC_HND_DYN, "flat": DEC_HND_FLAT, "qs": DEC_HND_QS, "lean": DEC_HND_LEAN}.get(DEC_SWEEP, DEC_HND):
+    for sw in {"dyn": DEC_HND_DYN, "flat": DEC_HND_FLAT, "qs": DEC_HND_QS, "lean": DEC_HND_LEAN, "bulk": DEC_HND_BULK}.get(DEC_SWEEP, DEC_HND):
         try:
             p = qsa.plan(hshape, sw=sw)
         except qsa_plan.PlanError:
@@ -534,7 +553,7 @@ def planned(qsa, check=True, bench=True, decode_only=False, fwd_sweep="all"):
                 continue
             for label, p in sweep(qsa, shape, staged):
                 yield f"{case} g{hq // hkv} staged {label}", p
-        for case, B, Tq, Tk, hq, hkv in ([] if DEC_SWEEP in ("hnd", "dyn", "flat", "qs", "lean") else DECODE_ITEMS):
+        for case, B, Tq, Tk, hq, hkv in ([] if DEC_SWEEP in ("hnd", "dyn", "flat", "qs", "lean", "bulk") else DECODE_ITEMS):
             shape = bench_shape(B, Tq, Tk, hq, hkv)
             yield f"{case} decode", qsa.plan(shape, sw=DECODE_FORCED)
             yield f"{case} staged", qsa.plan(shape, sw=STAGED)

@@ -434,3 +434,22 @@ QSA_ATTN_DECODE_LEAN_INSTANCE(qsa_attn_dec_lean_cl_fwd_bf16, DecBf16, false)
 QSA_ATTN_DECODE_LEAN_INSTANCE(qsa_attn_dec_lean_cl_fwd_f16, DecF16, false)
 QSA_ATTN_DECODE_LEAN_INSTANCE(qsa_attn_dec_lean_qs_cl_fwd_bf16, DecBf16, true)
 QSA_ATTN_DECODE_LEAN_INSTANCE(qsa_attn_dec_lean_qs_cl_fwd_f16, DecF16, true)
+// K/V rows by cp.async.bulk (the TMA) into the same ring, one mbarrier per warp stage
+// (QSA_ATTN_DEC_COPY=bulk; common/attention_decode_unit.h dec_issue_bulk): the one-unit
+// static-order loop, with and without the cluster merge; sm_90a builds only (QSA_WGMMA). Shared:
+// the 4 x 1 ring (34816) or the cluster merge's 4 warp areas and CTA result (41536), then the
+// warps' mbarriers (4 x 1 x 8 bytes).
+#if defined(QSA_WGMMA)
+// qsa:block 128 for qsa_attn_dec_bk_fwd_bf16
+// qsa:block 128 for qsa_attn_dec_bk_fwd_f16
+// qsa:block 128 for qsa_attn_dec_bk_cl_fwd_bf16
+// qsa:block 128 for qsa_attn_dec_bk_cl_fwd_f16
+// qsa:dynamic_shared 34848 for qsa_attn_dec_bk_fwd_bf16
+// qsa:dynamic_shared 34848 for qsa_attn_dec_bk_fwd_f16
+// qsa:dynamic_shared 41568 for qsa_attn_dec_bk_cl_fwd_bf16
+// qsa:dynamic_shared 41568 for qsa_attn_dec_bk_cl_fwd_f16
+QSA_ATTN_DECODE_BK_INSTANCE(qsa_attn_dec_bk_fwd_bf16, DecBf16)
+QSA_ATTN_DECODE_BK_INSTANCE(qsa_attn_dec_bk_fwd_f16, DecF16)
+QSA_ATTN_DECODE_BK_CLUSTER_INSTANCE(qsa_attn_dec_bk_cl_fwd_bf16, DecBf16)
+QSA_ATTN_DECODE_BK_CLUSTER_INSTANCE(qsa_attn_dec_bk_cl_fwd_f16, DecF16)
+#endif

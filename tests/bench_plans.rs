@@ -147,6 +147,12 @@ fn the_benches_launch_what_the_runner_launches() {
         &["--bench", "--decode-only", "--decode-sweep", "lean"],
     );
     assert!(n >= 40, "attention --decode-sweep lean: {n} calls");
+    // The H200 call's sweep (H200.md of branch dectma): K/V rows by cp.async.bulk, its probes.
+    let n = compare(
+        "attention_vs_torch.py",
+        &["--bench", "--decode-only", "--decode-sweep", "bulk"],
+    );
+    assert!(n >= 40, "attention --decode-sweep bulk: {n} calls");
 }
 
 /// What the benches rely on from the binary: JSON on stdout and exit 0; a mistake is exit 2

@@ -22,8 +22,9 @@ type Pairs = &'static [(&'static str, &'static str)];
 /// (label, switches, targets): one CTA per item, split merges (ticket, second launch, the
 /// sm_90 cluster and push merges), interleaved units with L2 look-ahead, pairs of units, units
 /// claimed from a CTA counter (the same schedule claims the same way on both layouts), q staged
-/// once per CTA (the `_qs_` kernels).
-const PLANS: [(&str, Pairs, &[&str]); 9] = [
+/// once per CTA (the `_qs_` kernels), K/V rows by cp.async.bulk (the `_bk_` kernels, sm_90a: one
+/// copy per row, at the head-major token stride).
+const PLANS: [(&str, Pairs, &[&str]); 11] = [
     ("auto", &[], &["sm_90", "sm_86"]),
     (
         "split 3, combine launch",
@@ -69,6 +70,24 @@ const PLANS: [(&str, Pairs, &[&str]); 9] = [
             ("QSA_ATTN_DEC_PAIR", "1"),
             ("QSA_ATTN_DEC_SPLITS", "3"),
             ("QSA_ATTN_DEC_WARPS", "4"),
+        ],
+        &["sm_90"],
+    ),
+    (
+        "bulk copies, 3 warps x 2 stages, split 2",
+        &[
+            ("QSA_ATTN_DEC_COPY", "bulk"),
+            ("QSA_ATTN_DEC_WARPS", "3"),
+            ("QSA_ATTN_DEC_STAGES", "2"),
+            ("QSA_ATTN_DEC_SPLITS", "2"),
+        ],
+        &["sm_90"],
+    ),
+    (
+        "bulk copies, cluster merge",
+        &[
+            ("QSA_ATTN_DEC_COPY", "bulk"),
+            ("QSA_ATTN_DEC_MERGE", "cluster"),
         ],
         &["sm_90"],
     ),

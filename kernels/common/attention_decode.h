@@ -96,7 +96,13 @@ QSA_DEVICE void dec_sink(float* o, float x) {
 // pushed to their merging ranks' inboxes; then dec_cluster_push_merge).
 // CL: the cluster kernels (merge is DEC_MERGE_CLUSTER); only they take the merge probes (`cta`,
 // `cluster`), so the other kernels keep their code.
-template <typename E, bool PAIR, bool DYN, bool FLAT = false, bool QS = false, bool LEAN = false, bool CL = false>
+// BULK (the `_bk_` kernels, QSA_ATTN_DEC_COPY=bulk, sm_90a): each unit's 32 K/V rows by one
+// cp.async.bulk per lane into the same ring, completing on one mbarrier per stage (dec_issue_bulk);
+// the one-unit static-order loop only (the host refuses PAIR, DYN, QS, FLAT and the push merge).
+// The warps' mbarriers lie past everything else the kernel writes (the ring, the cluster merge's
+// areas and CTA result: the host adds warps x stages x 8 bytes).
+template <typename E, bool PAIR, bool DYN, bool FLAT = false, bool QS = false, bool LEAN = false, bool CL = false,
+          bool BULK = false>
 QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict__ k,
                         const dec_u16* __restrict__ v, const int* __restrict__ ids, float* __restrict__ o,
                         float* __restrict__ lse, float* __restrict__ o_part, float* __restrict__ lse_part,
@@ -181,6 +187,16 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
   const bool hnd = (opts & DEC_OPT_HND) != 0;
   const int row = hnd ? DEC_D : hkv * DEC_D;
   const long long lane_off = dec_lane_offset(it, kv_len, hkv, hnd);
+  // BULK: this warp's stage mbarriers, and the phase bit each stage's next wait takes.
+  unsigned long long* bars = nullptr;
+  unsigned phases = 0;
+  const long long head_off = BULK ? dec_head_offset(it, kv_len, hkv, hnd) : 0;
+  if (BULK) {
+    const int ring_bytes = nwarp * stages * DEC_STAGE_BYTES;
+    const int cl_bytes = merge == DEC_MERGE_CLUSTER ? (nwarp * DEC_MERGE_FLOATS + DEC_ROWS * DEC_D + DEC_ROWS) * 4 : 0;
+    bars = (unsigned long long*)(smem_raw + max(ring_bytes, cl_bytes)) + warp * stages;
+    dec_bulk_init(bars, stages);
+  }
 
   // The softmax runs in base 2 (exp2f is one MUFU.EX2; expf adds a range reduction): s2 = s x
   // scale x log2(e), m2 the max p are taken against, qsa_ex2_ftz(s2 - m2) = exp(s - m); m goes back
@@ -222,9 +238,11 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
   }
   // Prologue: `stages` groups in flight (empty groups past the warp's units keep the count).
   for (int s = 0; s < stages && !DYN; ++s) {
-    if (s < n && copy_kv)
+    if (s < n && copy_kv && BULK)
+      dec_issue_bulk(ring + s * 2 * DEC_TILE, bars + s, k, v, head_off, row, dec_unit_key(L, beg + s * ustride), it.q_pos);
+    else if (s < n && copy_kv)
       dec_issue(ring + s * 2 * DEC_TILE, k, v, lane_off, row, dec_unit_key(L, beg + s * ustride), it.q_pos, l2_256);
-    else qsa_cp_async_commit();
+    else if (!BULK) qsa_cp_async_commit();
   }
   for (int s = stages; s < stages + ahead && s < n && !DYN; ++s)
     dec_prefetch_l2(k, v, lane_off, row, dec_unit_key(L, beg + s * ustride), it.q_pos);
@@ -252,7 +270,8 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
     const int slot1 = slot + 1 == stages ? 0 : slot + 1;
     const long long key0 = dec_unit_key(L, DYN ? dec_ring_get(dq, slot) : beg + u * ustride);
     const long long key1 = two ? dec_unit_key(L, beg + (u + 1) * ustride) : key0;
-    dec_wait(stages - step);
+    if (!BULK) dec_wait(stages - step);
+    else if (copy_kv) dec_bulk_wait(bars + slot, phases, slot);  // unit u < n was issued
     QSA_SYNCWARP();
     const dec_u16* ks0 = ring + slot * 2 * DEC_TILE;
     const dec_u16* ks1 = ring + slot1 * 2 * DEC_TILE;
@@ -344,18 +363,22 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
     for (int x = 0; x < step && !DYN; ++x) {
       const int w = u + x;
       if (w < n && w + stages < n && copy_kv) {
-        dec_issue(ring + (x == 0 ? slot : slot1) * 2 * DEC_TILE, k, v, lane_off, row,
-                  dec_unit_key(L, beg + (w + stages) * ustride), it.q_pos, l2_256);
+        if (BULK)  // no pairs (the host's check): x = 0, the stage just read
+          dec_issue_bulk(ring + slot * 2 * DEC_TILE, bars + slot, k, v, head_off, row,
+                         dec_unit_key(L, beg + (w + stages) * ustride), it.q_pos);
+        else
+          dec_issue(ring + (x == 0 ? slot : slot1) * 2 * DEC_TILE, k, v, lane_off, row,
+                    dec_unit_key(L, beg + (w + stages) * ustride), it.q_pos, l2_256);
         if (w + stages + ahead < n && ahead > 0)
           dec_prefetch_l2(k, v, lane_off, row, dec_unit_key(L, beg + (w + stages + ahead) * ustride), it.q_pos);
-      } else {
+      } else if (!BULK) {
         qsa_cp_async_commit();
       }
     }
     slot += step;
     if (slot >= stages) slot -= stages;
   }
-  dec_wait(0);
+  if (!BULK) dec_wait(0);
   if (!E::is_bf16) {
 #pragma unroll
     for (int j = 0; j < 16; ++j)
@@ -454,7 +477,8 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
 #else
 // Dispatched only where tensor cores are built (src/dispatch/attention_decode.rs); a launch
 // elsewhere writes NaN to the item's rows, so that a dispatch mistake fails every check.
-template <typename E, bool PAIR, bool DYN, bool FLAT = false, bool QS = false, bool LEAN = false, bool CL = false>
+template <typename E, bool PAIR, bool DYN, bool FLAT = false, bool QS = false, bool LEAN = false, bool CL = false,
+          bool BULK = false>
 QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict__ k,
                         const dec_u16* __restrict__ v, const int* __restrict__ ids, float* __restrict__ o,
                         float* __restrict__ lse, float* __restrict__ o_part, float* __restrict__ lse_part,
@@ -475,14 +499,16 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
 // NAME: the kernel's symbol; PAIR: dec_fwd's (two units per softmax step, bf16); DYN: dec_fwd's
 // (units claimed from a CTA counter; a template, so the static-order kernels keep their code).
 // QS: dec_fwd's (q staged per CTA: QSA_ATTN_DECODE_QS_INSTANCE).
-#define QSA_ATTN_DECODE_INSTANCE(NAME, E, PAIR, DYN) QSA_ATTN_DECODE_INSTANCE_Q(NAME, E, PAIR, DYN, false)
-#define QSA_ATTN_DECODE_QS_INSTANCE(NAME, E) QSA_ATTN_DECODE_INSTANCE_Q(NAME, E, false, false, true)
-#define QSA_ATTN_DECODE_INSTANCE_Q(NAME, E, PAIR, DYN, QS)                                              \
+// BULK: dec_fwd's (K/V rows by cp.async.bulk: QSA_ATTN_DECODE_BK_INSTANCE, sm_90a builds only).
+#define QSA_ATTN_DECODE_INSTANCE(NAME, E, PAIR, DYN) QSA_ATTN_DECODE_INSTANCE_Q(NAME, E, PAIR, DYN, false, false)
+#define QSA_ATTN_DECODE_QS_INSTANCE(NAME, E) QSA_ATTN_DECODE_INSTANCE_Q(NAME, E, false, false, true, false)
+#define QSA_ATTN_DECODE_BK_INSTANCE(NAME, E) QSA_ATTN_DECODE_INSTANCE_Q(NAME, E, false, false, false, true)
+#define QSA_ATTN_DECODE_INSTANCE_Q(NAME, E, PAIR, DYN, QS, BULK)                                        \
   QSA_KERNEL void __launch_bounds__(256)                                                                \
       NAME(const dec_u16* q, const dec_u16* k, const dec_u16* v, const int* ids, float* o, float* lse,  \
            float* o_part, float* lse_part, unsigned* done, int batch, int q_len, int kv_len, int hq,     \
            int hkv, int t, float scale, int stages, int opts, int merge) {                              \
-    dec_fwd<E, PAIR, DYN, false, QS>(q, k, v, ids, o, lse, o_part, lse_part, done, batch, q_len, kv_len, hq, \
+    dec_fwd<E, PAIR, DYN, false, QS, false, false, BULK>(q, k, v, ids, o, lse, o_part, lse_part, done, batch, q_len, kv_len, hq, \
                      hkv, t, scale, stages, opts, merge, blockIdx.x, blockIdx.y, gridDim.y);            \
   }
 
@@ -500,15 +526,17 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
 #define QSA_ATTN_DECODE_FLAT_INSTANCE(NAME, E) QSA_ATTN_DECODE_CLUSTER_INSTANCE_F(NAME, E, false, false, true, false)
 #define QSA_ATTN_DECODE_QS_CLUSTER_INSTANCE(NAME, E) QSA_ATTN_DECODE_CLUSTER_INSTANCE_F(NAME, E, false, false, false, true)
 // LEAN: dec_fwd's (the lean merge: QSA_ATTN_DEC_MERGE=lean; QS with QSA_ATTN_DEC_QLOAD=cta too).
-#define QSA_ATTN_DECODE_LEAN_INSTANCE(NAME, E, QS) QSA_ATTN_DECODE_CLUSTER_INSTANCE_L(NAME, E, false, false, false, QS, true)
+#define QSA_ATTN_DECODE_LEAN_INSTANCE(NAME, E, QS) QSA_ATTN_DECODE_CLUSTER_INSTANCE_L(NAME, E, false, false, false, QS, true, false)
+// BULK: dec_fwd's (K/V rows by cp.async.bulk, sm_90a builds only).
+#define QSA_ATTN_DECODE_BK_CLUSTER_INSTANCE(NAME, E) QSA_ATTN_DECODE_CLUSTER_INSTANCE_L(NAME, E, false, false, false, false, false, true)
 #define QSA_ATTN_DECODE_CLUSTER_INSTANCE_F(NAME, E, PAIR, DYN, FLAT, QS) \
-  QSA_ATTN_DECODE_CLUSTER_INSTANCE_L(NAME, E, PAIR, DYN, FLAT, QS, false)
-#define QSA_ATTN_DECODE_CLUSTER_INSTANCE_L(NAME, E, PAIR, DYN, FLAT, QS, LEAN)                          \
+  QSA_ATTN_DECODE_CLUSTER_INSTANCE_L(NAME, E, PAIR, DYN, FLAT, QS, false, false)
+#define QSA_ATTN_DECODE_CLUSTER_INSTANCE_L(NAME, E, PAIR, DYN, FLAT, QS, LEAN, BULK)                    \
   QSA_KERNEL DEC_CLUSTER_ATTR void __launch_bounds__(256)                                               \
       NAME(const dec_u16* q, const dec_u16* k, const dec_u16* v, const int* ids, float* o, float* lse,  \
            int batch, int q_len, int kv_len, int hq, int hkv, int t, float scale, int stages,           \
            int opts) {                                                                                  \
-    dec_fwd<E, PAIR, DYN, FLAT, QS, LEAN, true>(q, k, v, ids, o, lse, nullptr, nullptr, nullptr, batch, q_len, kv_len, hq, hkv, t, \
+    dec_fwd<E, PAIR, DYN, FLAT, QS, LEAN, true, BULK>(q, k, v, ids, o, lse, nullptr, nullptr, nullptr, batch, q_len, kv_len, hq, hkv, t, \
                      scale, stages, opts, DEC_MERGE_CLUSTER, blockIdx.x / DEC_CLUSTER,                  \
                      DEC_CLUSTER_RANK(), DEC_CLUSTER);                                                  \
   }

@@ -4,6 +4,7 @@
 // the merges are common/attention_decode_merge.h. The design is in attention_decode.h's header.
 #pragma once
 #include "portable.h"
+#include "mbarrier.h"
 
 #define DEC_D 128
 #define DEC_BLK 64
@@ -172,6 +173,63 @@ QSA_DEVICE void dec_issue(dec_u16* stage, const dec_u16* __restrict__ k, const d
   }
   qsa_cp_async_commit();
 }
+
+// BULK (the `_bk_` kernels, QSA_ATTN_DEC_COPY=bulk; sm_90a and its emulation, QSA_WGMMA): the
+// same unit, its 32 rows (16 of K, 16 of V, 256 bytes each) fetched by the TMA instead of 16
+// cp.async of 16 bytes per lane: lane l issues ONE cp.async.bulk for row l % 16 of K (l < 16) or
+// V (l >= 16) into the stage's padded row (DEC_STRIDE apart, so the mma reads keep their
+// conflict-free banks), completing on the stage's mbarrier (count 1: lane 0's arrive.expect_tx of
+// the unit's bytes). Rows past the causal edge are not fetched: their lanes zero them with
+// st.shared (p = 0 there, and 0 x a stale NaN would not be 0), visible to the warp through the
+// __syncwarp before the unit is read. The stage is free when issued (the warp's own reads of it
+// ended at the loop's __syncwarp); fence.proxy.async orders those generic accesses before the
+// async proxy's writes. The warp waits on the stage's mbarrier (its phase bit in `phases`) where
+// the cp.async form waits on its groups. Issue: 1 + 1 instructions per lane per unit instead of
+// 16 copies and their address math.
+// Offset of key 0 of the item's K / V head (fla's layout, or head-major with DEC_OPT_HND).
+QSA_DEVICE long long dec_head_offset(const DecItem& it, int kv_len, int hkv, bool hnd) {
+  if (hnd) return ((long long)it.b * hkv + it.g) * kv_len * DEC_D;
+  return ((long long)it.b * kv_len * hkv + it.g) * DEC_D;
+}
+#if defined(QSA_WGMMA)
+#define QSA_DEC_BULK 1
+// The warp's `stages` mbarriers (8 bytes each, past the kernel's other shared data).
+QSA_DEVICE void dec_bulk_init(unsigned long long* bars, int stages) {
+  if (qsa_lane() == 0) {
+    for (int s = 0; s < stages; ++s) qsa_mbar_init(&bars[s], 1);
+    qsa_fence_mbar_init();
+  }
+  QSA_SYNCWARP();
+}
+QSA_DEVICE void dec_issue_bulk(dec_u16* stage, unsigned long long* bar, const dec_u16* __restrict__ k,
+                               const dec_u16* __restrict__ v, long long head_off, long long row, long long key0,
+                               long long q_pos) {
+  const int lane = qsa_lane(), r = lane % DEC_KEYS;
+  const bool is_v = lane >= DEC_KEYS;
+  const long long left = q_pos - key0 + 1;  // >= 1: a listed unit starts at or before q_pos
+  const int nvalid = left < DEC_KEYS ? (int)left : DEC_KEYS;
+  dec_u16* dst = stage + (is_v ? DEC_TILE : 0) + r * DEC_STRIDE;
+  qsa_fence_proxy_async();
+  if (lane == 0) qsa_mbar_arrive_expect_tx(bar, (unsigned)nvalid * 2u * DEC_D * 2u);
+  if (r < nvalid) {
+    qsa_bulk_g2s(dst, (is_v ? v : k) + head_off + (key0 + r) * row, DEC_D * 2, bar);
+  } else {
+    uint4* d4 = reinterpret_cast<uint4*>(dst);
+#pragma unroll
+    for (int c = 0; c < DEC_D / 8; ++c) d4[c] = make_uint4(0u, 0u, 0u, 0u);
+  }
+}
+// Wait for the unit in stage `slot`: the phase of its mbarrier after the one last waited for.
+QSA_DEVICE void dec_bulk_wait(unsigned long long* bar, unsigned& phases, int slot) {
+  qsa_mbar_wait(bar, (phases >> slot) & 1u);
+  phases ^= 1u << slot;
+}
+#else  // no bulk copies here: the `_bk_` kernels are instantiated only where QSA_WGMMA is
+QSA_DEVICE void dec_bulk_init(unsigned long long*, int) {}
+QSA_DEVICE void dec_issue_bulk(dec_u16*, unsigned long long*, const dec_u16*, const dec_u16*, long long, long long,
+                               long long, long long) {}
+QSA_DEVICE void dec_bulk_wait(unsigned long long*, unsigned&, int) {}
+#endif
 
 // Prefetch the unit at `key0` into L2 (no shared memory, no wait): lane l takes half l % 2 (128
 // bytes) of row l / 2 of K and of V; rows past the causal edge are skipped.

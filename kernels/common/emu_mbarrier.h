@@ -15,8 +15,9 @@
 // schedule-dependent answers: REVERSE lands every copy when it is issued (eager: a producer
 // that reuses a slot too early overwrites a tile still to be read, and REVERSE runs a producer
 // warp placed after its consumers first); FORWARD and WAVE_FIRST land a copy only when some
-// thread polls its mbarrier (lazy: a consumer that reads without waiting reads the slot's old
-// bytes or the launch's poison); RANDOM flips a coin per copy. mbarrier arrivals are
+// thread polls its mbarrier for a phase not yet over (lazy: a consumer that reads without
+// waiting, or waits on a stale parity, reads the slot's old bytes or the launch's poison);
+// RANDOM flips a coin per copy. mbarrier arrivals are
 // scheduling points, so a release before the last read of a slot can be overtaken.
 // Copies still pending when the block exits are an error (nothing waited on them).
 #pragma once
@@ -38,7 +39,7 @@ struct BulkCopy {
 // This OS thread's block's copies not yet landed (one block runs per OS thread at a time).
 // Plain data: a TLS object with a constructor or destructor would add an unnamed TLS guard
 // byte that src/emu/module.rs counts as every kernel's static shared memory.
-constexpr unsigned BULK_MAX = 256;
+constexpr unsigned BULK_MAX = 1024;  // the decode forward's `_bk_` kernels: 8 warps x 4 stages x 32 rows
 static thread_local BulkCopy bulk_pending[BULK_MAX];
 static thread_local unsigned bulk_count;
 
@@ -76,9 +77,13 @@ inline void bulk_land_for(Mbar* m) {
   }
   bulk_count = keep;
 }
-// A poll of `m` for `parity` (try_wait.parity): its copies land, then true if that phase is over.
+// A poll of `m` for `parity` (try_wait.parity): true at once if that phase is already over (the
+// card does not wait for copies of a later phase either), else its copies land, then true if that
+// completed it. Landing on every poll would hide a wait on a stale parity (a phase bit never
+// flipped): the poll would land the copies the wait was meant for.
 inline bool mbar_poll(void* p, unsigned parity) {
   Mbar* m = static_cast<Mbar*>(p);
+  if (m->phase != (parity & 1u)) return true;
   bulk_land_for(m);
   return m->phase != (parity & 1u);
 }

@@ -176,7 +176,10 @@ impl DecodePlan {
             ""
         };
         let dyn_ = if self.dynamic { "dyn_" } else { "" };
-        if self.merge == DecMerge::Lean {
+        if self.bulk {
+            let cl = if self.merge.clustered() { "cl_" } else { "" };
+            format!("qsa_attn_dec_bk_{cl}fwd_{sfx}")
+        } else if self.merge == DecMerge::Lean {
             let qs = if self.q_cta { "qs_" } else { "" };
             format!("qsa_attn_dec_lean_{qs}cl_fwd_{sfx}")
         } else if self.q_cta {
@@ -230,8 +233,11 @@ pub struct DecodePlan {
     /// (QSA_ATTN_DEC_QLOAD=cta): the `_qs_` kernels. Otherwise each warp loads q's fragments
     /// with 32 four-byte loads per lane before the ids.
     pub q_cta: bool,
+    /// K/V rows fetched by cp.async.bulk into mbarrier-completed stages (QSA_ATTN_DEC_COPY=bulk,
+    /// sm_90a): the `_bk_` kernels. Otherwise each lane's 16-byte cp.async.
+    pub bulk: bool,
     /// Dynamic shared bytes: warps x stages x DEC_STAGE_BYTES (or the cluster merge's areas),
-    /// plus DEC_Q_BYTES with `q_cta`.
+    /// plus DEC_Q_BYTES with `q_cta`, plus warps x stages x 8 (mbarriers) with `bulk`.
     pub shared: u32,
     /// K / V are head-major, `[batch, hkv, kv_len, D]` (the call's `kv_layout: hnd`; set by
     /// the launch plan from the call, never by a switch): the kernel's DEC_OPT_HND.
@@ -263,7 +269,8 @@ fn number(sw: &Switches, key: &str, lo: usize, hi: usize) -> Result<Option<usize
 /// QSA_ATTN_DEC_SPLITS, QSA_ATTN_DEC_MERGE (kernel | launch | cluster | push | flat | lean),
 /// QSA_ATTN_DEC_PAIR, QSA_ATTN_DEC_PREFETCH (none | 256), QSA_ATTN_DEC_ORDER (contiguous |
 /// interleave | dynamic), QSA_ATTN_DEC_AHEAD (0-7 units of L2 look-ahead), QSA_ATTN_DEC_QLOAD
-/// (warp | cta: q staged per CTA); the ablation QSA_ATTN_DEC_PROBE
+/// (warp | cta: q staged per CTA), QSA_ATTN_DEC_COPY (cp_async | bulk: K/V rows by the TMA,
+/// sm_90a); the ablation QSA_ATTN_DEC_PROBE
 /// (launch | no_kv | no_math | list | loop | cta | cluster: the output is then NOT the attention).
 #[allow(clippy::too_many_arguments)]
 pub fn decode_plan(
@@ -461,6 +468,7 @@ pub fn decode_plan(
             sw.get("QSA_ATTN_DEC_PROBE").unwrap_or_default()
         )));
     }
+    let bulk = super::attention_decode_copy::bulk(caps, sw, merge, pair, dynamic, q_cta)?;
     let ring = warps * stages * DEC_STAGE_BYTES;
     let shared = match merge {
         // The CTA's own (o, lse) lies after the warps' merge areas (over the ring: written
@@ -478,6 +486,12 @@ pub fn decode_plan(
     };
     // q's tile lies past all of it (the kernel's dec_fwd<QS> computes the same offset).
     let shared = if q_cta { shared + DEC_Q_BYTES } else { shared };
+    // The mbarriers too (the kernel's dec_fwd<BULK> computes the same offset).
+    let shared = if bulk {
+        shared + warps * stages * super::attention_decode_copy::MBAR_BYTES
+    } else {
+        shared
+    };
     if shared > limit {
         return Err(BackendError::Shape(format!(
             "the {merge:?} merge with {warps} warps x {stages} stages needs {shared} bytes of shared \
@@ -498,6 +512,7 @@ pub fn decode_plan(
         ahead,
         probe,
         q_cta,
+        bulk,
         shared: shared as u32,
         hnd: false,
     }))
@@ -516,6 +531,9 @@ fn q_cta(sw: &Switches, merge: DecMerge, pair: bool, dynamic: bool) -> Result<bo
         Some("QSA_ATTN_DEC_MERGE=push")
     } else if merge == DecMerge::Flat {
         Some("QSA_ATTN_DEC_MERGE=flat")
+    } else if sw.get("QSA_ATTN_DEC_COPY") == Some("bulk") {
+        // The `_bk_` kernels load q per warp: the staged-q default gives way to an asked copy form.
+        Some("QSA_ATTN_DEC_COPY=bulk")
     } else {
         None
     };

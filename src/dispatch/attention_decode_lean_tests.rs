@@ -9,9 +9,9 @@ fn lean_merge_plans_refusals_and_default() {
     use Want::*;
     check(&[
         (
-            // The default the card measured (sessions 9-11): the pull merge. H200.md (branch
-            // dec1q) names the figure that would make the lean merge the default; auto taking it
-            // before that measurement fails here.
+            // The default the card measured (sessions 9-12): the pull merge, q staged per CTA
+            // (session 12's call Q). The dec1q plan names the figure that would make the lean
+            // merge the default; auto taking it before that measurement fails here.
             "one query, auto: the pull cluster merge",
             h200c,
             &[],
@@ -19,7 +19,7 @@ fn lean_merge_plans_refusals_and_default() {
             Plan(&[
                 ("merge", "Cluster"),
                 ("dispatch", "decode_cluster"),
-                ("bf16 kernel", "qsa_attn_dec_cl_fwd_bf16"),
+                ("bf16 kernel", "qsa_attn_dec_qs_cl_fwd_bf16"),
             ]),
         ),
         (
@@ -110,14 +110,14 @@ fn lean_merge_plans_refusals_and_default() {
             ]),
         ),
         (
-            "auto, probe=cluster",
+            "auto (q staged per CTA), probe=cluster",
             h200c,
             &[("QSA_ATTN_DEC_PROBE", "cluster")],
             Q1,
             Plan(&[
                 ("probe", "Some(Cluster)"),
                 ("opts", "7"),
-                ("bf16 kernel", "qsa_attn_dec_cl_fwd_bf16"),
+                ("bf16 kernel", "qsa_attn_dec_qs_cl_fwd_bf16"),
             ]),
         ),
         (

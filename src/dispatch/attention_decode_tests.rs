@@ -10,6 +10,9 @@ mod qs;
 // QSA_ATTN_DEC_MERGE=lean (the `_lean_` kernels) and the merge probes: plans, refusals, default.
 #[path = "attention_decode_lean_tests.rs"]
 mod lean;
+// QSA_ATTN_DEC_COPY (the `_bk_` kernels: K/V rows by cp.async.bulk): plans, refusals, default.
+#[path = "attention_decode_copy_tests.rs"]
+mod copy;
 
 fn caps(name: &str, shared: u32, sms: u32, tc: bool) -> TargetCaps {
     TargetCaps {
@@ -98,6 +101,7 @@ fn field(p: &DecodePlan, name: &str) -> String {
         "probe" => format!("{:?}", p.probe),
         "dynamic" => p.dynamic.to_string(),
         "q_cta" => p.q_cta.to_string(),
+        "bulk" => p.bulk.to_string(),
         "opts" => p.opts().to_string(),
         "dispatch" => dispatch_name(p).to_string(),
         "bf16 kernel" => p.kernel("bf16"),

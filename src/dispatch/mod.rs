@@ -7,6 +7,7 @@
 
 pub mod attention;
 pub mod attention_decode;
+pub mod attention_decode_copy;
 pub mod attention_kv;
 pub mod attention_ring;
 pub mod attention_warp;
@@ -230,6 +231,10 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
     (
         "QSA_ATTN_DEC_QLOAD",
         "warp | cta: the decode attention kernel's q fragments loaded by each warp from global memory, or staged once per CTA in shared memory after its ids' load and read by ldmatrix after the first K/V copies (the _qs_ kernels; qsa's sweep switch)",
+    ),
+    (
+        "QSA_ATTN_DEC_COPY",
+        "cp_async | bulk: the decode attention kernel's K/V rows by each lane's 16-byte cp.async, or by one cp.async.bulk (TMA) per 256-byte row completing on an mbarrier per warp stage (the _bk_ kernels, sm_90a only; qsa's sweep switch)",
     ),
     (
         "QSA_ATTN_NBUF",

@@ -20,7 +20,8 @@ pub fn switches(pairs: &[(&str, &str)]) -> Switches {
 }
 
 /// max |got - want| / max |want| over finite entries; a non-finite reference (a -inf lse:
-/// no visible key) must be matched exactly.
+/// no visible key) must be matched exactly, and a NaN where the reference is finite is an
+/// infinite error (f64::max drops a NaN operand, so without that a NaN output read as 0).
 pub fn rel_max(name: &str, got: &[f32], want: &[f64]) -> f64 {
     assert_eq!(got.len(), want.len(), "{name}: length");
     let scale = want
@@ -32,7 +33,12 @@ pub fn rel_max(name: &str, got: &[f32], want: &[f64]) -> f64 {
         .zip(want)
         .map(|(&g, &w)| {
             if w.is_finite() {
-                (g as f64 - w).abs() / scale
+                let e = (g as f64 - w).abs() / scale;
+                if e.is_nan() {
+                    f64::INFINITY
+                } else {
+                    e
+                }
             } else if (g as f64) == w {
                 0.0
             } else {
