@@ -170,7 +170,7 @@ QSA_DEVICE int* kv_row_pos(const KvSmem& s, int buf) {
 // [THREADS / 32] per-wave counts. Bar::sync() is the CTA's barrier (KvCtaBar: __syncthreads;
 // the wgmma form's two warpgroups use an unaligned named barrier, attention_kv_wg.h).
 struct KvCtaBar {
-  QSA_DEVICE static void sync() { QSA_SYNC(); }
+  static __device__ __forceinline__ void sync() { QSA_SYNC(); }
 };
 template <int THREADS, class Bar = KvCtaBar>
 QSA_DEVICE int kv_collect(int* toks, int* hits, const int* ids, const KvCta& c, int i0, int q_len, int hkv,

@@ -94,7 +94,7 @@ QSA_DEVICE void kwg_cta_sync() {
 // kv_collect's barrier for NWG warpgroups (kv_collect<NWG * KWG_THREADS, KwgCtaBar<NWG>>).
 template <int NWG>
 struct KwgCtaBar {
-  QSA_DEVICE static void sync() { kwg_cta_sync<NWG>(); }
+  static __device__ __forceinline__ void sync() { kwg_cta_sync<NWG>(); }
 };
 
 // The global row of tile row r (tile n of the chunk), or -1 past the tile's tokens.
