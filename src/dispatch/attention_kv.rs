@@ -221,13 +221,15 @@ pub fn kv_products(
 
 /// The wgmma form the default path takes: 0 (none: the split kernel
 /// `qsa_attn_kv16s_dq_bwd_bf16`), 1 (`wg`), 2 (`wgp`), 3 (`wg2`) or 4 (`wg2a`). It flips only
-/// from the H200's figures (>= 3% faster than the default in the prefill bench, every error
-/// unit and sanitizer clean). 4 since session 13's call A (H200, 2026-12-03,
-/// `bench/attn_bwd_forms.py --forms default,wg2,wg2a`, B=4, T=16K, 64 / 4 heads, dim 128):
-/// wg2a 65.29 ms against kv16s 69.08 / 69.35 ms (default, default again: -5.5%), wg2 75.71 ms,
-/// fla 55.31 ms; racecheck / synccheck / memcheck 0 on kvwg2a, its error units all pass
-/// (docs/results/session13-2026-12-03/README.md).
-pub const KV_WG_DEFAULT: u32 = 4;
+/// from the H200's figures: >= 3% faster than the default in the prefill bench, every error
+/// unit and sanitizer clean, and the golden run's gates holding. Session 13 (H200, 2026-12-03)
+/// flipped it to wg2a on call A's figures (`bench/attn_bwd_forms.py`, B=4, T=16K, 64 / 4
+/// heads: wg2a 65.29 ms against kv16s 69.08 / 69.35 ms, -5.5%; sanitizers 0; the forms cases'
+/// errors pass) and call G's golden run refused it: dk's relative max error 8.9e-5 on
+/// attn_prefill_16k (limit 5e-5: the two-part dO split, where kv16s splits dO in three), and
+/// attn_decode_16q_8k's backward 160.3 us against 85.8 us (1.87x: one 215 KB CTA per SM on a
+/// small grid). So 0 (docs/results/session13-2026-12-03/README.md).
+pub const KV_WG_DEFAULT: u32 = 0;
 
 /// `stages` where the default path may take the wgmma form (bf16 inputs, wgmma, its shared
 /// memory fits), else 0: sm_90 through its PTX, f16 and every other target keep the split
@@ -493,12 +495,13 @@ mod tests {
             assert_eq!(default_wg(&h200, AttnDtype::F16, stages), 0);
         }
         assert_eq!(default_wg(&h200, bf16, 0), 0);
-        // The measured default (KV_WG_DEFAULT's comment: session 13 call A, wg2a 5.5% below
-        // kv16s); another form there needs its own measurement.
+        // The measured default (KV_WG_DEFAULT's comment: wg2a, 5.5% faster at T=16K, failed the
+        // golden run's error and bench gates); another form there needs its own measurement.
         assert_eq!(
             get(&h200, &[], bf16).unwrap().stem(),
-            "kvwg2a",
-            "the H200's bf16 backward default is not the measured one (wg2a)"
+            "kv16s",
+            "the H200's bf16 backward default is not the measured one (kv16s: session 13's golden \
+             run refused wg2a)"
         );
         assert_eq!(get(&ptx, &[], bf16).unwrap().stem(), "kv16s");
         let dp2 = [("QSA_ATTN_KV_DP_PARTS", "2")];

@@ -6,7 +6,7 @@ set -u
 run() { echo "### $(date -u +%T) $*"; local t0=$(date +%s); "$@" 2>&1 | tail -${TAIL:-12}; echo "### rc=${PIPESTATUS[0]} $(( $(date +%s) - t0 )) s"; }
 export PATH=/usr/local/cuda/bin:$PATH
 python3 -m zipfile -e .h200/wheels/fla_core-0.6.0-py3-none-any.whl /tmp/fla; export PYTHONPATH=/tmp/fla
-W=/tmp/w; mkdir -p $W/sm_90
+W=/tmp/w; mkdir -p $W/sm_90 $W/side
 Q=".h200/qsa run --target sm_90 --matrix matrix.yaml --code-objects build/kernels --quiet"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
 TAIL=3 run timeout 300 $Q --bench-golden golden/sm_90/bench.yaml --out $W/sm_90/results.yaml
