@@ -141,13 +141,13 @@ fn the_benches_launch_what_the_runner_launches() {
         &["--bench", "--decode-only", "--decode-sweep", "qs"],
     );
     assert!(n >= 40, "attention --decode-sweep qs: {n} calls");
-    // Session 12's call (H200.md of branch dec1q): the lean merge and the merge probes.
+    // Session 13's call A (docs/results/session12-2026-12-03/plans/dec1q.md): the lean merge and the merge probes.
     let n = compare(
         "attention_vs_torch.py",
         &["--bench", "--decode-only", "--decode-sweep", "lean"],
     );
     assert!(n >= 40, "attention --decode-sweep lean: {n} calls");
-    // The H200 call's sweep (H200.md of branch dectma): K/V rows by cp.async.bulk, its probes.
+    // Session 13's call B (docs/results/session12-2026-12-03/plans/dectma.md): K/V rows by cp.async.bulk, its probes.
     let n = compare(
         "attention_vs_torch.py",
         &["--bench", "--decode-only", "--decode-sweep", "bulk"],

@@ -14,9 +14,11 @@ use crate::backend::BackendError;
 /// Bytes of one mbarrier (one per warp and ring stage, past the kernel's other shared data).
 pub const MBAR_BYTES: usize = 8;
 
-/// Whether the rows come by cp.async.bulk when QSA_ATTN_DEC_COPY is unset. Not yet measured:
-/// H200.md (branch dectma) says which figure flips it (>= 0.5 us faster than auto at 16 queries,
-/// group 8 and group 16, in one run of bench/attention_vs_torch.py --decode-sweep).
+/// Whether the rows come by cp.async.bulk when QSA_ATTN_DEC_COPY is unset. The flip rule
+/// (docs/results/session12-2026-12-03/plans/dectma.md): >= 0.5 us faster than auto at 16 queries,
+/// group 8 and group 16, in one run of bench/attention_vs_torch.py --decode-sweep bulk. Session
+/// 13's call B (H200, 2026-12-03) measured it slower: 25.4 / 24.9 us against auto's 22.6 / 22.2
+/// (g16 / g8), with the same copy floor (probe=no_math 20.7 / 20.2 against 20.8 / 20.4 us).
 const DEFAULT_BULK: bool = false;
 
 /// QSA_ATTN_DEC_COPY=bulk's plan bit. The `_bk_` kernels are the one-unit, static-order loop with

@@ -23,9 +23,8 @@ fn bulk_copies_plans_refusals_and_default() {
     use Want::*;
     check(&[
         (
-            // The default the card measured (session 11): cp.async. H200.md (branch dectma)
-            // names the figure that flips DEFAULT_BULK; flipping it without that measurement
-            // fails here.
+            // The default the card measured (session 13's call B: bulk 2.8 us slower): cp.async.
+            // Flipping DEFAULT_BULK without a measurement that beats it fails here.
             "16 queries, auto: cp.async copies",
             h200w,
             &[],
