@@ -10,28 +10,19 @@
 
 mod emu_matrix;
 
-use emu_matrix::{caps, matrix, rel_max, switches};
+use emu_matrix::{caps, matrix, switches};
 
 use qsa::emu::{race, Schedule};
 use qsa::problem::{Output, Problem};
 use qsa::reference::attention::{attn_forward_f64, AttnForwardF64};
 
-/// matrix.yaml gates.error_limits.attention.mma.limit.
-const MMA_LIMIT: f64 = 5e-5;
-
-/// o and lse of a decode forward's output against FP64 within MMA_LIMIT; `why` (empty, or
+/// o and lse of a decode forward's output against FP64 within emu_matrix::MMA_LIMIT; `why` (empty, or
 /// " (what the failure suggests)") ends the message.
 fn assert_o_lse(what: &str, output: Output, want: &AttnForwardF64, why: &str) {
     let Output::AttnForward(o) = output else {
         panic!("{what}: no forward output")
     };
-    for (n, got, w) in [("o", &o.o, &want.o), ("lse", &o.lse, &want.lse)] {
-        let e = rel_max(n, got, w);
-        assert!(
-            e <= MMA_LIMIT,
-            "decode forward {what} {n}: relative max error {e:e} past {MMA_LIMIT:e}{why}"
-        );
-    }
+    emu_matrix::assert_o_lse("decode forward", what, &o, want, why);
 }
 
 /// Switches as (key, value) pairs.
@@ -381,17 +372,12 @@ fn lean_merge_waits_for_every_warp_one_wave_at_a_time() {
             Schedule::WaveFirst,
         )
         .unwrap_or_else(|e| panic!("{what}: {e}"));
-        let Output::AttnForward(o) = run.output else {
-            panic!("{what}: no forward output")
-        };
-        for (n, got, w) in [("o", &o.o, &want.o), ("lse", &o.lse, &want.lse)] {
-            let e = rel_max(n, got, w);
-            assert!(
-                e <= MMA_LIMIT,
-                "decode forward {what} {n}: relative max error {e:e} past {MMA_LIMIT:e} \
-                 (a warp's partial read before the CTA barrier?)"
-            );
-        }
+        assert_o_lse(
+            &what,
+            run.output,
+            &want,
+            " (a warp's partial read before the CTA barrier?)",
+        );
     }
 }
 

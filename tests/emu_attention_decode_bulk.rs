@@ -9,15 +9,12 @@
 
 mod emu_matrix;
 
-use emu_matrix::{caps, matrix, rel_max, switches};
+use emu_matrix::{assert_o_lse, caps, matrix, switches};
 
 use qsa::emu::{race, Schedule};
 use qsa::matrix::{Case, Matrix};
 use qsa::problem::{AttnForward, AttnProblem, Output, Problem};
 use qsa::reference::attention::attn_forward_f64;
-
-/// matrix.yaml gates.error_limits.attention.mma.limit.
-const MMA_LIMIT: f64 = 5e-5;
 
 type Pairs = &'static [(&'static str, &'static str)];
 
@@ -146,13 +143,7 @@ fn bulk_copied_decode_matches_fp64_and_the_cp_async_kernel_bit_for_bit() {
                 dispatched.starts_with(name),
                 "{what}: dispatched {dispatched} (want {name})"
             );
-            for (n, got, w) in [("o", &b.o, &want.o), ("lse", &b.lse, &want.lse)] {
-                let e = rel_max(n, got, w);
-                assert!(
-                    e <= MMA_LIMIT,
-                    "bulk-copied decode {what} {n}: relative max error {e:e} past {MMA_LIMIT:e}"
-                );
-            }
+            assert_o_lse("bulk-copied decode", &what, &b, &want, "");
             let twin: Vec<(&str, &str)> = sw
                 .iter()
                 .map(|&(k, v)| {
@@ -240,14 +231,13 @@ fn bulk_copied_decode_zeroes_rows_past_the_causal_edge() {
             let Output::AttnForward(o) = run.output else {
                 panic!("{what}: no forward output")
             };
-            for (n, got, w) in [("o", &o.o, &want.o), ("lse", &o.lse, &want.lse)] {
-                let e = rel_max(n, got, w);
-                assert!(
-                    e <= MMA_LIMIT,
-                    "bulk-copied decode {what} {n}: relative max error {e:e} past {MMA_LIMIT:e} \
-                     (a row past the causal edge left unzeroed?)"
-                );
-            }
+            assert_o_lse(
+                "bulk-copied decode",
+                &what,
+                &o,
+                &want,
+                " (a row past the causal edge left unzeroed?)",
+            );
         }
     }
 }

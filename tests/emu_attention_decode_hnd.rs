@@ -8,14 +8,11 @@
 
 mod emu_matrix;
 
-use emu_matrix::{caps, matrix, rel_max, switches};
+use emu_matrix::{assert_o_lse, caps, matrix, switches};
 
 use qsa::emu::{race, Schedule};
 use qsa::problem::{AttnProblem, KvLayout, Output, Problem, HEAD_DIM};
 use qsa::reference::attention::attn_forward_f64;
-
-/// matrix.yaml gates.error_limits.attention.mma.limit.
-const MMA_LIMIT: f64 = 5e-5;
 
 type Pairs = &'static [(&'static str, &'static str)];
 
@@ -165,13 +162,7 @@ fn head_major_decode_matches_fp64_and_the_nhd_kernel_bit_for_bit() {
                     o
                 };
                 let (h, n) = (run(&p), run(&nhd));
-                for (name, got, w) in [("o", &h.o, &want.o), ("lse", &h.lse, &want.lse)] {
-                    let e = rel_max(name, got, w);
-                    assert!(
-                        e <= MMA_LIMIT,
-                        "head-major decode {what} {name}: relative max error {e:e} past {MMA_LIMIT:e}"
-                    );
-                }
+                assert_o_lse("head-major decode", &what, &h, &want, "");
                 let same =
                     |a: &[f32], b: &[f32]| a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits());
                 assert!(

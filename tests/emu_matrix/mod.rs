@@ -47,3 +47,25 @@ pub fn rel_max(name: &str, got: &[f32], want: &[f64]) -> f64 {
         })
         .fold(0f64, f64::max)
 }
+
+/// The attention gate's `mma` limit (matrix.yaml gates.error_limits): relative max error.
+pub const MMA_LIMIT: f64 = 5e-5;
+
+/// A decode forward's o and lse against FP64, each within MMA_LIMIT. The message reads
+/// "<kind> <what> <o|lse>: relative max error E past L<why>" (the curated mutants' expected
+/// texts match it).
+pub fn assert_o_lse(
+    kind: &str,
+    what: &str,
+    got: &qsa::problem::AttnForward,
+    want: &qsa::reference::attention::AttnForwardF64,
+    why: &str,
+) {
+    for (n, g, w) in [("o", &got.o, &want.o), ("lse", &got.lse, &want.lse)] {
+        let e = rel_max(n, g, w);
+        assert!(
+            e <= MMA_LIMIT,
+            "{kind} {what} {n}: relative max error {e:e} past {MMA_LIMIT:e}{why}"
+        );
+    }
+}
