@@ -8,7 +8,8 @@ two bf16 parts for dP, session 10's default candidate) and the wgmma forms (sess
 QSA_ATTN_KV_MMA=wg (qsa_attn_kvwg_dq_bwd_bf16: 64-row tiles, one warpgroup per KV block,
 single-buffered) and wgp (qsa_attn_kvwgp_dq_bwd_bf16: the next tile's rows copied during this
 one) and wg2 (qsa_attn_kvwg2_dq_bwd_bf16: two warpgroups per KV block, alternate tiles) and
-wg2a (qsa_attn_kvwg2a_dq_bwd_bf16: wg2 with dO landing chunk-major, a conflict-free split).
+wg2a (qsa_attn_kvwg2a_dq_bwd_bf16: wg2 with dO landing chunk-major, a conflict-free split),
+wg2a3 (qsa_attn_kvwg2a3_dq_bwd_bf16: wg2a with dO in three bf16 parts for dP).
 --forms picks them by label (default: default,wg,wgp; the wgmma forms last, so that a
 fault there leaves the default's rows printed).
 
@@ -57,7 +58,8 @@ def load_torch_side():
 ALL_FORMS = [("default kv16s", {}), ("nc kv16sc", {"QSA_ATTN_KV_LAYOUT": "nc"}),
              ("ps=1 kv16sp1", {"QSA_ATTN_KV_PS_PARTS": "1"}), ("dp=2 kv16sp2", {"QSA_ATTN_KV_DP_PARTS": "2"}),
              ("wg kvwg", {"QSA_ATTN_KV_MMA": "wg"}), ("wgp kvwgp", {"QSA_ATTN_KV_MMA": "wgp"}),
-             ("wg2 kvwg2", {"QSA_ATTN_KV_MMA": "wg2"}), ("wg2a kvwg2a", {"QSA_ATTN_KV_MMA": "wg2a"})]
+             ("wg2 kvwg2", {"QSA_ATTN_KV_MMA": "wg2"}), ("wg2a kvwg2a", {"QSA_ATTN_KV_MMA": "wg2a"}),
+             ("wg2a3 kvwg2a3", {"QSA_ATTN_KV_MMA": "wg2a", "QSA_ATTN_KV_DP_PARTS": "3"})]
 FORMS = ALL_FORMS  # main() narrows it to --forms (the first word of each label)
 REPEAT = ("default again kv16s", {})
 # name, batch, T, hq, hkv, t

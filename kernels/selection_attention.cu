@@ -214,6 +214,9 @@ QSA_KERNEL void __launch_bounds__(256) qsa_attn_bwd_delta(const float* __restric
 // qsa_attn_kvwg2a_dq_bwd_bf16: the same, dO landing chunk-major (conflict-free split).
 // qsa:block 256 for qsa_attn_kvwg2a_dq_bwd_bf16
 // qsa:dynamic_shared 215584 for qsa_attn_kvwg2a_dq_bwd_bf16
+// qsa_attn_kvwg2a3_dq_bwd_bf16: wg2a with dO in three parts for dP (the third over the landing).
+// qsa:block 256 for qsa_attn_kvwg2a3_dq_bwd_bf16
+// qsa:dynamic_shared 215584 for qsa_attn_kvwg2a3_dq_bwd_bf16
 #define QSA_ATTN_INSTANCES(SUF, E)                                                                      \
   QSA_KERNEL void __launch_bounds__(256)                                                                \
       qsa_attn_gather_fwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids, float* o,   \
@@ -302,25 +305,28 @@ QSA_ATTN_KV_DQ_FORM(kv16sp2, KV_OPT_DO2)
 // qsa_attn_kvwgp_dq_bwd_bf16 (QSA_ATTN_KV_MMA=wgp): the same with two row buffers, tile n + 1's
 // rows copied while tile n computes.
 #if defined(QSA_WGMMA)
-#define QSA_ATTN_KVWG_INSTANCE(NAME, PIPE, NWG, CM)                                                             \
+#define QSA_ATTN_KVWG_INSTANCE(NAME, PIPE, NWG, CM, DP3)                                                           \
   QSA_KERNEL void __launch_bounds__(NWG * KWG_THREADS, 1)                                                 \
       qsa_attn_##NAME##_dq_bwd_bf16(const u16* q, const u16* k, const u16* v, const int* ids, const float* lse, \
                                     const float* drow, const float* d_o, float* dk, float* dv, float* dq,    \
                                     int batch, int q_len, int kv_len, int hq, int hkv, int t, float scale,   \
                                     int hc, int qt, int dp_parts) {                                          \
-    (void)dp_parts; /* the kv kernels' argument list; dO in 2 parts here */                                  \
+    (void)dp_parts; /* the kv kernels' argument list; dO's parts are DP3's (2 or 3) here */                   \
     if (NWG == 1 || threadIdx.x < KWG_THREADS)                                                               \
-      kwg_bwd<PIPE, NWG, 0, CM>(q, k, v, ids, lse, drow, d_o, dk, dv, dq, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt); \
+      kwg_bwd<PIPE, NWG, 0, CM, DP3>(q, k, v, ids, lse, drow, d_o, dk, dv, dq, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt); \
     else                                                                                                     \
-      kwg_bwd<PIPE, NWG, NWG - 1, CM>(q, k, v, ids, lse, drow, d_o, dk, dv, dq, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt); \
+      kwg_bwd<PIPE, NWG, NWG - 1, CM, DP3>(q, k, v, ids, lse, drow, d_o, dk, dv, dq, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt); \
   }
-QSA_ATTN_KVWG_INSTANCE(kvwg, false, 1, false)
-QSA_ATTN_KVWG_INSTANCE(kvwgp, true, 1, false)
+QSA_ATTN_KVWG_INSTANCE(kvwg, false, 1, false, false)
+QSA_ATTN_KVWG_INSTANCE(kvwgp, true, 1, false, false)
 // qsa_attn_kvwg2_dq_bwd_bf16 (QSA_ATTN_KV_MMA=wg2): two warpgroups per block, tiles alternating.
-QSA_ATTN_KVWG_INSTANCE(kvwg2, false, 2, false)
+QSA_ATTN_KVWG_INSTANCE(kvwg2, false, 2, false, false)
 // qsa_attn_kvwg2a_dq_bwd_bf16 (QSA_ATTN_KV_MMA=wg2a): kvwg2 with dO landing chunk-major, so that
 // the split's reads and hi / lo stores are free of bank conflicts.
-QSA_ATTN_KVWG_INSTANCE(kvwg2a, false, 2, true)
+QSA_ATTN_KVWG_INSTANCE(kvwg2a, false, 2, true, false)
+// qsa_attn_kvwg2a3_dq_bwd_bf16 (QSA_ATTN_KV_MMA=wg2a, QSA_ATTN_KV_DP_PARTS=3): wg2a with dO in
+// three bf16 parts for dP, the third written over the landing (no more shared memory).
+QSA_ATTN_KVWG_INSTANCE(kvwg2a3, false, 2, true, true)
 #endif
 #endif
 // qsa_attn_ring_fwd_bf16, qsa_attn_ring_fwd_f16, (q in shared memory, four CTAs per SM)

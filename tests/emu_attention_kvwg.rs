@@ -1,4 +1,5 @@
-//! The wgmma backward (`QSA_ATTN_KV_MMA=wg` / `wgp` / `wg2` / `wg2a`: kernels/common/attention_kv_wg.h) on the
+//! The wgmma backward (`QSA_ATTN_KV_MMA=wg` / `wgp` / `wg2` / `wg2a`, and wg2a with
+//! `QSA_ATTN_KV_DP_PARTS=3`: kernels/common/attention_kv_wg.h) on the
 //! emulated sm_90 under the wave-first schedule beside the forward one. The runner's race
 //! check compares forward and reverse orders, in which the four warps advance in step between
 //! collectives, so a missing barrier between one warp's shared stores and another warp's
@@ -44,14 +45,19 @@ fn wgmma_backward_matches_fp64_with_one_warp_at_a_time() {
     ] {
         let p = qsa::cases::attn_problem(m.seed, c, dist).unwrap();
         let want = attn_backward_f64(&p).unwrap();
-        for (mma, kernel) in [
-            ("wg", "qsa_attn_kvwg_dq_bwd_bf16"),
-            ("wgp", "qsa_attn_kvwgp_dq_bwd_bf16"),
-            ("wg2", "qsa_attn_kvwg2_dq_bwd_bf16"),
-            ("wg2a", "qsa_attn_kvwg2a_dq_bwd_bf16"),
+        for (mma, parts, kernel) in [
+            ("wg", "2", "qsa_attn_kvwg_dq_bwd_bf16"),
+            ("wgp", "2", "qsa_attn_kvwgp_dq_bwd_bf16"),
+            ("wg2", "2", "qsa_attn_kvwg2_dq_bwd_bf16"),
+            ("wg2a", "2", "qsa_attn_kvwg2a_dq_bwd_bf16"),
+            ("wg2a", "3", "qsa_attn_kvwg2a3_dq_bwd_bf16"),
         ] {
             let what = format!("{}/{dist} {kernel}", c.name);
-            let sw = switches(&[("QSA_ATTN_BWD", "kvdq"), ("QSA_ATTN_KV_MMA", mma)]);
+            let sw = switches(&[
+                ("QSA_ATTN_BWD", "kvdq"),
+                ("QSA_ATTN_KV_MMA", mma),
+                ("QSA_ATTN_KV_DP_PARTS", parts),
+            ]);
             let run = race::check(
                 &caps,
                 &sw,
@@ -79,5 +85,67 @@ fn wgmma_backward_matches_fp64_with_one_warp_at_a_time() {
                 );
             }
         }
+    }
+}
+
+/// wg2a3's third dO part is in dP: on the same inputs its dq / dk errors against FP64 are well
+/// under wg2a's (two parts). The 5e-5 gate cannot see a lost or misplaced third part on the
+/// emulator's short cases (two parts pass them: on random V the dropped part costs ~2^-18
+/// relative; the card's T=16K case is where they fail), so this compares the two forms on V
+/// whose rows differ by 2^-7 only (1 +- 2^-7, sign by dimension): dS = P dO (V_j - O) is then
+/// ~2^-7 of dO V_j, and the two-part rounding of dP = dO V_j is ~2^7 times larger relative to
+/// it (dV does not involve dP, so it is not compared).
+#[test]
+fn the_three_part_wgmma_form_is_more_exact_than_two_parts() {
+    let m = matrix();
+    let caps = caps(&m, "sm_90");
+    let mut c = m
+        .cases
+        .iter()
+        .find(|c| c.name == "attn_emu_g4")
+        .unwrap()
+        .clone();
+    let shape = c.attention.as_mut().unwrap();
+    (shape.q_len, shape.kv_len, shape.hq, shape.hkv, shape.t) = (40, 200, 16, 1, 2);
+    let mut p = qsa::cases::attn_problem(m.seed, &c, "random_ids").unwrap();
+    // bf16 bits of 1 - 2^-7, 1, 1 + 2^-7 (and their negatives), picked by the old bits.
+    const NEAR_ONE: [u16; 3] = [0x3F7E, 0x3F80, 0x3F81];
+    for (i, x) in p.v.iter_mut().enumerate() {
+        let sign = if i % 2 == 0 { 0 } else { 0x8000 };
+        *x = NEAR_ONE[(*x % 3) as usize] | sign;
+    }
+    let want = attn_backward_f64(&p).unwrap();
+    let errors = |parts: &str| {
+        let sw = switches(&[
+            ("QSA_ATTN_BWD", "kvdq"),
+            ("QSA_ATTN_KV_MMA", "wg2a"),
+            ("QSA_ATTN_KV_DP_PARTS", parts),
+        ]);
+        let run = race::check(
+            &caps,
+            &sw,
+            &Problem::AttnBackward(p.clone()),
+            &[Schedule::Forward],
+        )
+        .unwrap_or_else(|e| panic!("wg2a, {parts} parts: {e}"));
+        let Output::AttnBackward(g) = run.output else {
+            panic!("wg2a, {parts} parts: no gradients")
+        };
+        [
+            rel_max("dq", &g.dq, &want.dq),
+            rel_max("dk", &g.dk, &want.dk),
+        ]
+    };
+    let (two, three) = (errors("2"), errors("3"));
+    for (i, name) in ["dq", "dk"].iter().enumerate() {
+        eprintln!("{name}: two parts {:e}, three parts {:e}", two[i], three[i]);
+        assert!(
+            three[i] * 4.0 <= two[i],
+            "qsa_attn_kvwg2a3_dq_bwd_bf16 {name}: relative max error {:e} with dO in three parts, \
+             not under a quarter of wg2a's {:e} with two: the third part is lost or misplaced \
+             (kwg_split's in-place lo2, kwg_ss_lo2's descriptor)",
+            three[i],
+            two[i]
+        );
     }
 }

@@ -153,9 +153,16 @@ QSA_DEVICE void kwg_issue(const KwgSmem& s, int b, const KvCta& c, const KvTiles
 // kwg_issue's chunk-major landing, lanes over rows (r = x mod 64): each 8 lanes read 128
 // contiguous bytes and store one core matrix's 128 (the row-major form's stores, 16 lanes at a
 // 128-byte stride, ran 8-way bank conflicts: README's "7-way" store wavefronts, call P).
-template <bool CM = false>
+// DP3 (wg2a3, CM only): also dO's third part lo2 = bf16(x - hi - lo), written IN PLACE over the
+// first 16 of the 32 landing bytes this thread just read (no other thread reads them): row r's
+// dims 8 cc .. 8 cc + 7 at byte 2048 cc + 16 r of the landing, so rows r0 .. r0 + 7 of one
+// chunk are 128 contiguous bytes, a core matrix (kwg_ss_lo2's LBO 2048, SBO 128). No shared
+// memory is added: wg2a's 215,584 bytes leave 16,864 of the H200's 232,448, and a third part
+// per warpgroup is 32,768.
+template <bool CM = false, bool DP3 = false>
 QSA_DEVICE void kwg_split(const KwgSmem& s, int b, unsigned tid) {
-  if constexpr (CM) {
+  static_assert(CM || !DP3, "the in-place third part needs the chunk-major landing");
+  if constexpr (CM && !DP3) {  // (wg2a's code as timed in session 13: its SASS unchanged)
     for (int x = tid; x < KWG_ROWS * (ATT_D / 8); x += KWG_THREADS) {
       const int r = x % KWG_ROWS, cc = x / KWG_ROWS;
       const float* s0 = kwg_of(s, b) + (2 * cc * KWG_ROWS + r) * 4;
@@ -167,6 +174,24 @@ QSA_DEVICE void kwg_split(const KwgSmem& s, int b, unsigned tid) {
       bf16_split2(s1[2], s1[3], hi[3], lo[3]);
       *(uint4*)(s.oh + kwg_off(r, 8 * cc, ATT_D)) = make_uint4(hi[0], hi[1], hi[2], hi[3]);
       *(uint4*)(s.ol + kwg_off(r, 8 * cc, ATT_D)) = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+    }
+  } else if constexpr (CM) {
+    for (int x = tid; x < KWG_ROWS * (ATT_D / 8); x += KWG_THREADS) {
+      const int r = x % KWG_ROWS, cc = x / KWG_ROWS;
+      float* s0 = kwg_of(s, b) + (2 * cc * KWG_ROWS + r) * 4;
+      const float* s1 = s0 + KWG_ROWS * 4;
+      const float v[8] = {s0[0], s0[1], s0[2], s0[3], s1[0], s1[1], s1[2], s1[3]};
+      unsigned hi[4], lo[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) bf16_split2(v[2 * e], v[2 * e + 1], hi[e], lo[e]);
+      *(uint4*)(s.oh + kwg_off(r, 8 * cc, ATT_D)) = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+      *(uint4*)(s.ol + kwg_off(r, 8 * cc, ATT_D)) = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+      unsigned lo2[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e)  // x - hi and then - lo are exact in f32 (as kv16_split_do)
+        lo2[e] = qsa_pack_bf16x2(v[2 * e] - qsa_bf16x2_lo(hi[e]) - qsa_bf16x2_lo(lo[e]),
+                                 v[2 * e + 1] - qsa_bf16x2_hi(hi[e]) - qsa_bf16x2_hi(lo[e]));
+      *(uint4*)s0 = make_uint4(lo2[0], lo2[1], lo2[2], lo2[3]);
     }
   } else
   for (int x = tid; x < KWG_ROWS * (ATT_D / 8); x += KWG_THREADS) {
@@ -199,6 +224,17 @@ QSA_DEVICE void kwg_ss(float (&d)[32], const u16* a, const u16* b, bool accumula
   for (int ks = 0; ks < ATT_D / 16; ++ks)
     qsa_wgmma_m64n64k16_bf16(d, kwg_desc(a + 128 * ks, ATT_D), kwg_desc(b + 128 * ks, ATT_D),
                              (accumulate || ks > 0) ? 1 : 0);
+}
+
+// d += A (64 x 128) B^T with B dO's third part over buffer b's landing (kwg_split's DP3 layout:
+// core matrices of 8 rows x 8 dims at byte 2048 c + 16 r0, so LBO 2048 between K-adjacent ones,
+// SBO 128 between row-adjacent ones; one k16 step spans two chunks, 4,096 bytes).
+QSA_DEVICE void kwg_ss_lo2(float (&d)[32], const u16* a, const KwgSmem& s, int b) {
+  const u16* lo2 = (const u16*)kwg_of(s, b);
+#pragma unroll
+  for (int ks = 0; ks < ATT_D / 16; ++ks)
+    qsa_wgmma_m64n64k16_bf16(d, kwg_desc(a + 128 * ks, ATT_D), qsa_wgmma_desc(qsa_smem_addr(lo2 + 2048 * ks), 2048, 128),
+                             1);
 }
 
 // The B descriptors of one 16-wide k step of a [N][C] core-layout matrix from row n0.
@@ -246,8 +282,10 @@ QSA_DEVICE void kwg_sync(int w) {
 }
 // W: the thread's warpgroup as a template argument (the kernel branches once), so every buffer
 // address is a constant: with W at run time ptxas spilled 8 bytes at 255 registers.
-// CM: kwg_issue / kwg_split's chunk-major dO landing (wg2a).
-template <bool PIPE, int NWG = 1, int W = 0, bool CM = false>
+// CM: kwg_issue / kwg_split's chunk-major dO landing (wg2a). DP3 (wg2a3): dO in three bf16
+// parts for dP, as the default kv16s (two failed dk's 5e-5 gate at T=16K on the H200: 1.36e-4,
+// session 13 call E), the third over the landing (kwg_split).
+template <bool PIPE, int NWG = 1, int W = 0, bool CM = false, bool DP3 = false>
 QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
                         const int* __restrict__ ids, const float* __restrict__ lse, const float* __restrict__ drow,
                         const float* __restrict__ d_o, float* __restrict__ dk, float* __restrict__ dv,
@@ -259,6 +297,7 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
   const int keys = kv_len - base < ATT_BLK ? kv_len - base : ATT_BLK;
   static_assert(NWG == 1 || !PIPE, "wg2 is single-buffered");
   static_assert(!CM || NWG > 1, "the chunk-major landing is wg2a's");
+  static_assert(!DP3 || CM, "the third dO part lies over the chunk-major landing");
   // tid unsigned as threadIdx.x: kvwg / kvwgp's code objects stay as before this form.
   const int wgi = W;
   const unsigned tid = NWG == 1 ? threadIdx.x : threadIdx.x - W * KWG_THREADS;
@@ -315,8 +354,10 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
     // on its own barrier, alone, before its tiles (after them, ptxas took 13 more registers) (tests/emu_attention_kvwg.rs; the emulator's barrier-balance
     // check, emu_blocks.h).
     if (NWG > 1) {
+      // (DP3: 5 per tile, 4 for the first: the wait before P^T / dS^T overwrite the landing.)
+      const int per = DP3 ? 5 : 4;
       const int mine = (tl.count - wgi + NWG - 1) / NWG, most = (tl.count + NWG - 1) / NWG;
-      for (int x = (mine > 0 ? 4 * mine - 1 : 0); x < (most > 0 ? 4 * most - 1 : 0); ++x) kwg_sync<NWG>(wgi);
+      for (int x = (mine > 0 ? per * mine - 1 : 0); x < (most > 0 ? per * most - 1 : 0); ++x) kwg_sync<NWG>(wgi);
     }
 #pragma unroll 1
     for (int n = wgi; n < tl.count; n += NWG) {
@@ -332,7 +373,7 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
       const float* row_d = kwg_dr(s, buf);
       const int* row_pos = kwg_pos(s, buf);
       const u16* qs = kwg_q(s, buf);
-      kwg_split<CM>(s, buf, tid);
+      kwg_split<CM, DP3>(s, buf, tid);
       qsa_fence_proxy_async();  // the split's (and K^T's) st.shared, seen by wgmma
       kwg_sync<NWG>(wgi);
       // S^T and dP^T: keys 16 warp + g (+ 8) x tile rows 8 j + 2 tt (+ 1).
@@ -343,10 +384,14 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
       kwg_ss(sc, s.k, qs, false);
       kwg_ss(dp, s.v, s.oh, false);
       kwg_ss(dp, s.v, s.ol, true);
+      if (DP3) kwg_ss_lo2(dp, s.v, s, buf);
       qsa_wgmma_commit();
       qsa_wgmma_wait<0>();
       qsa_wgmma_fence_regs(sc);
       qsa_wgmma_fence_regs(dp);
+      // DP3: P^T / dS^T below overwrite the landing, which the third part's wgmma read: every
+      // warp's wait first (a warp's wait_group covers the groups its own threads committed).
+      if (DP3) kwg_sync<NWG>(wgi);
       // P^T = exp(scale S - lse) where visible, dS^T = P^T (dP^T - D); stored as bf16 hi / lo
       // [keys][rows] over the landing area of dO (read by the split, before the barrier above).
 #pragma unroll

@@ -123,6 +123,7 @@ impl KvProducts {
             0 => {}
             1 => return "kvwg",
             3 => return "kvwg2",
+            4 if self.dp_parts == 3 => return "kvwg2a3",
             4 => return "kvwg2a",
             _ => return "kvwgp",
         }
@@ -252,19 +253,16 @@ fn wg_products(
     dtype: AttnDtype,
     stages: u32,
 ) -> Result<KvProducts, BackendError> {
-    for key in [
-        "QSA_ATTN_KV_DP_PARTS",
-        "QSA_ATTN_KV_PS_PARTS",
-        "QSA_ATTN_KV_LAYOUT",
-    ] {
+    for key in ["QSA_ATTN_KV_PS_PARTS", "QSA_ATTN_KV_LAYOUT"] {
         if let Some(v) = sw.get(key) {
             return Err(BackendError::Input(format!(
-                "{key}={} with QSA_ATTN_KV_MMA=wg / wgp: the wgmma form has no such variant (dO and \
-                 P / dS in two bf16 parts each)",
+                "{key}={} with QSA_ATTN_KV_MMA=wg / wgp / wg2 / wg2a: the wgmma form has no such \
+                 variant (P / dS in two bf16 parts)",
                 crate::echo::value(v)
             )));
         }
     }
+    let dp_parts = wg_dp_parts(sw, stages)?;
     if sw.get("QSA_ATTN_BWD") == Some("kv") {
         return Err(BackendError::Input(
             "QSA_ATTN_KV_MMA=wg / wgp: the wgmma form is built fused only (QSA_ATTN_BWD=kvdq or \
@@ -281,7 +279,7 @@ fn wg_products(
         return Ok(tf32);
     }
     let kv = KvProducts {
-        dp_parts: 2,
+        dp_parts,
         wg: stages,
         ..KvProducts::KV16S
     };
@@ -298,6 +296,27 @@ fn wg_products(
         )));
     }
     Ok(kv)
+}
+
+/// dO's bf16 parts for dP in the wgmma form: 2, or 3 (`QSA_ATTN_KV_DP_PARTS=3`) with wg2a
+/// only (`qsa_attn_kvwg2a3_dq_bwd_bf16`: its third part lies over wg2a's chunk-major landing;
+/// kernels/common/attention_kv_wg.h, kwg_split). Two parts failed dk's 5e-5 gate at T=16K on
+/// the H200 (1.36e-4, session 13 call E), three are kv16s's.
+fn wg_dp_parts(sw: &Switches, stages: u32) -> Result<u32, BackendError> {
+    match (sw.get("QSA_ATTN_KV_DP_PARTS"), stages) {
+        (None | Some("2"), _) => Ok(2),
+        (Some("3"), 4) => Ok(3),
+        (Some("3"), _) => Err(BackendError::Input(format!(
+            "QSA_ATTN_KV_DP_PARTS=3 with QSA_ATTN_KV_MMA={}: only wg2a has a three-part dO form \
+             (qsa_attn_kvwg2a3_dq_bwd_bf16); use QSA_ATTN_KV_MMA=wg2a, or leave \
+             QSA_ATTN_KV_DP_PARTS unset",
+            ["", "wg", "wgp", "wg2", "wg2a"][stages as usize]
+        ))),
+        (Some(v), _) => Err(BackendError::Input(format!(
+            "QSA_ATTN_KV_DP_PARTS={}: expected 2 or 3",
+            crate::echo::value(v)
+        ))),
+    }
 }
 
 /// `(ps_parts, nc)` from the switches; `split`: the split kernel is requested (bf16s, or the
@@ -468,9 +487,42 @@ mod tests {
                 .unwrap_err()
                 .contains("built fused only"));
             let dp2 = [sw[0], ("QSA_ATTN_KV_DP_PARTS", "2")];
-            assert!(get(&h200, &dp2, bf16)
+            assert_eq!(
+                get(&h200, &dp2, bf16).unwrap().stem(),
+                stem,
+                "two parts: the form"
+            );
+            let p1 = [sw[0], ("QSA_ATTN_KV_PS_PARTS", "1")];
+            assert!(get(&h200, &p1, bf16)
                 .unwrap_err()
                 .contains("has no such variant"));
+            // Three dO parts: wg2a's third lies over its chunk-major landing; the others refuse.
+            let dp3 = [sw[0], ("QSA_ATTN_KV_DP_PARTS", "3")];
+            match get(&h200, &dp3, bf16) {
+                Ok(kv) => {
+                    assert_eq!(mma, "wg2a", "a three-part dO form other than wg2a's");
+                    assert_eq!((kv.stem(), kv.dp_parts, kv.wg), ("kvwg2a3", 3, 4));
+                    assert_eq!(
+                        kv_bwd_shared_bytes(kv, true),
+                        bytes,
+                        "no more shared memory"
+                    );
+                    let ptx_err = {
+                        let mut ptx = h200.clone();
+                        ptx.features.retain(|f| *f != Feature::Wgmma);
+                        get(&ptx, &dp3, bf16).unwrap_err()
+                    };
+                    assert!(ptx_err.contains("kvwg2a3"), "{ptx_err}");
+                }
+                Err(e) => assert!(
+                    mma != "wg2a" && e.contains("only wg2a has a three-part dO form"),
+                    "{mma}: {e}"
+                ),
+            }
+            let dp4 = [sw[0], ("QSA_ATTN_KV_DP_PARTS", "4")];
+            assert!(get(&h200, &dp4, bf16)
+                .unwrap_err()
+                .contains("expected 2 or 3"));
             // sm_90 through its PTX (no arch-specific wgmma) and sm_86: a clear error.
             let mut ptx = h200.clone();
             ptx.features.retain(|f| *f != Feature::Wgmma);

@@ -47,7 +47,7 @@ pub fn run_scheduled(
 /// dK / dV, and dQ in the fused KV-block-major kernel: kernels/selection_attention.cu). The order of the adds is the order threads and
 /// blocks run in, on the card as here, so their sums legitimately differ in the last bits
 /// between schedules.
-pub const FLOAT_ATOMIC_KERNELS: [&str; 12] = [
+pub const FLOAT_ATOMIC_KERNELS: [&str; 13] = [
     "qsa_attn_gather_bwd_",
     "qsa_attn_staged_bwd_",
     "qsa_attn_kv_dq_bwd_",
@@ -60,6 +60,7 @@ pub const FLOAT_ATOMIC_KERNELS: [&str; 12] = [
     "qsa_attn_kvwgp_dq_bwd_",
     "qsa_attn_kvwg2_dq_bwd_",
     "qsa_attn_kvwg2a_dq_bwd_",
+    "qsa_attn_kvwg2a3_dq_bwd_",
 ];
 
 /// How far memory written by (or computed after) a float-atomic kernel may differ between
