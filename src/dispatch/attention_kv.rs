@@ -33,7 +33,7 @@
 //! 8 bytes (a measurement form: its resource row is reviewed, not a default candidate).
 
 use crate::backend::BackendError;
-use crate::dispatch::attention::kv16_applies;
+use crate::dispatch::attention::{kv16_applies, BwdShape, BLOCK};
 use crate::dispatch::{Feature, Switches, TargetCaps};
 use crate::problem::AttnDtype;
 
@@ -148,6 +148,7 @@ pub fn kv_products(
     caps: &TargetCaps,
     sw: &Switches,
     dtype: AttnDtype,
+    shape: BwdShape,
 ) -> Result<KvProducts, BackendError> {
     // Unset: bf16s on the default path (QSA_ATTN_BWD unset: choose_backward's default), tf32
     // where QSA_ATTN_BWD forces a path (the kv_bwd / kvdq_bwd variants keep measuring tf32).
@@ -160,17 +161,21 @@ pub fn kv_products(
     .iter()
     .any(|k| sw.get(k).is_some());
     let (bf16, split) = match sw.get("QSA_ATTN_KV_MMA") {
-        None if default_path && !forms_set && default_wg(caps, dtype, KV_WG_DEFAULT) > 0 => {
-            return wg_products(caps, sw, dtype, KV_WG_DEFAULT);
+        None if default_path
+            && !forms_set
+            && default_wg(caps, dtype, KV_WG_DEFAULT) > 0
+            && wg_pays(shape) =>
+        {
+            return wg_products(caps, sw, dtype, KV_WG_DEFAULT, KV_WG_DEFAULT_DP_PARTS);
         }
         None if default_path => (true, true),
         None | Some("tf32") => (false, false),
         Some("bf16") => (true, false),
         Some("bf16s") => (true, true),
-        Some("wg") => return wg_products(caps, sw, dtype, 1),
-        Some("wgp") => return wg_products(caps, sw, dtype, 2),
-        Some("wg2") => return wg_products(caps, sw, dtype, 3),
-        Some("wg2a") => return wg_products(caps, sw, dtype, 4),
+        Some("wg") => return wg_products(caps, sw, dtype, 1, 2),
+        Some("wgp") => return wg_products(caps, sw, dtype, 2, 2),
+        Some("wg2") => return wg_products(caps, sw, dtype, 3, 2),
+        Some("wg2a") => return wg_products(caps, sw, dtype, 4, 2),
         Some(v) => {
             return Err(BackendError::Input(format!(
                 "QSA_ATTN_KV_MMA={}: expected tf32, bf16, bf16s, wg, wgp, wg2 or wg2a",
@@ -221,16 +226,35 @@ pub fn kv_products(
 }
 
 /// The wgmma form the default path takes: 0 (none: the split kernel
-/// `qsa_attn_kv16s_dq_bwd_bf16`), 1 (`wg`), 2 (`wgp`), 3 (`wg2`) or 4 (`wg2a`). It flips only
-/// from the H200's figures: >= 3% faster than the default in the prefill bench, every error
-/// unit and sanitizer clean, and the golden run's gates holding. Session 13 (H200, 2026-12-03)
-/// flipped it to wg2a on call A's figures (`bench/attn_bwd_forms.py`, B=4, T=16K, 64 / 4
-/// heads: wg2a 65.29 ms against kv16s 69.08 / 69.35 ms, -5.5%; sanitizers 0; the forms cases'
-/// errors pass) and call G's golden run refused it: dk's relative max error 8.9e-5 on
-/// attn_prefill_16k (limit 5e-5: the two-part dO split, where kv16s splits dO in three), and
-/// attn_decode_16q_8k's backward 160.3 us against 85.8 us (1.87x: one 215 KB CTA per SM on a
-/// small grid). So 0 (docs/results/session13-2026-12-03/README.md).
-pub const KV_WG_DEFAULT: u32 = 0;
+/// `qsa_attn_kv16s_dq_bwd_bf16`), 1 (`wg`), 2 (`wgp`), 3 (`wg2`) or 4 (`wg2a`), with dO in
+/// `KV_WG_DEFAULT_DP_PARTS` parts, on shapes where `wg_pays`. It flips only from the H200's
+/// figures: >= 3% faster than the default in the prefill bench, every error unit and sanitizer
+/// clean, and the golden run's gates holding.
+/// - Session 13 (H200, 2026-12-03) flipped it to wg2a (two dO parts) on call A's figures
+///   (`bench/attn_bwd_forms.py`, B=4, T=16K, 64 / 4 heads: 65.29 ms against kv16s 69.08 /
+///   69.35) and call G's golden run refused it: dk 8.9e-5 on attn_prefill_16k (limit 5e-5: the
+///   two-part dO split) and attn_decode_16q_8k's backward 160.3 us against 85.8 (1.87x).
+/// - Session 14 call A (2026-12-03, docs/results/session14-2026-12-03/): wg2a with three dO
+///   parts (`kvwg2a3`) passes attn_kvf_prefill_16k (dk 2.7e-5, dq 1.1e-5), every forms case and
+///   the three sanitizers, and times 66.13 ms against kv16s 69.32 / 70.61 (-4.6%; fla 55.12);
+///   `wg_pays` keeps it off the short grids.
+pub const KV_WG_DEFAULT: u32 = 4;
+/// dO's bf16 parts for dP in the default's wgmma form: three, as kv16s (two failed dk's gate
+/// at T=16K, session 13 call E).
+pub const KV_WG_DEFAULT_DP_PARTS: u32 = 3;
+/// The default takes the wgmma form where each KV block is selected by at least this many
+/// tokens on average (`q_len * t / ceil(kv_len / 64)`, per batch and KV head): its 64-row tiles
+/// and one 215 KB CTA per SM lose on short lists. Session 14 call A (H200, the
+/// attn_kvf_rows_* cases of examples/cases/attn-kv16-forms.yaml: 128 / 8 heads, kv_len 8192,
+/// backward medians): 2 per block, kvwg2a3 169.1 us against kv16s 88.7 (1.91x); 16, 397.9
+/// against 368.2 (1.08x); 128, 2,197.7 against 2,433.4 (0.90x); 1,024, 15,639 against 16,730
+/// (0.93x). The line sits between 16 and 128 (group 16 measured; 4 and 8 not).
+pub const KV_WG_MIN_SELECTIONS: usize = 64;
+
+/// Whether the wgmma form pays on this shape (`KV_WG_MIN_SELECTIONS`).
+pub(crate) fn wg_pays(shape: BwdShape) -> bool {
+    shape.q_len * shape.t >= KV_WG_MIN_SELECTIONS * shape.kv_len.div_ceil(BLOCK)
+}
 
 /// `stages` where the default path may take the wgmma form (bf16 inputs, wgmma, its shared
 /// memory fits), else 0: sm_90 through its PTX, f16 and every other target keep the split
@@ -252,6 +276,7 @@ fn wg_products(
     sw: &Switches,
     dtype: AttnDtype,
     stages: u32,
+    unset_dp_parts: u32,
 ) -> Result<KvProducts, BackendError> {
     for key in ["QSA_ATTN_KV_PS_PARTS", "QSA_ATTN_KV_LAYOUT"] {
         if let Some(v) = sw.get(key) {
@@ -262,7 +287,7 @@ fn wg_products(
             )));
         }
     }
-    let dp_parts = wg_dp_parts(sw, stages)?;
+    let dp_parts = wg_dp_parts(sw, stages, unset_dp_parts)?;
     if sw.get("QSA_ATTN_BWD") == Some("kv") {
         return Err(BackendError::Input(
             "QSA_ATTN_KV_MMA=wg / wgp: the wgmma form is built fused only (QSA_ATTN_BWD=kvdq or \
@@ -302,9 +327,11 @@ fn wg_products(
 /// only (`qsa_attn_kvwg2a3_dq_bwd_bf16`: its third part lies over wg2a's chunk-major landing;
 /// kernels/common/attention_kv_wg.h, kwg_split). Two parts failed dk's 5e-5 gate at T=16K on
 /// the H200 (1.36e-4, session 13 call E), three are kv16s's.
-fn wg_dp_parts(sw: &Switches, stages: u32) -> Result<u32, BackendError> {
+/// `unset`: the parts when the switch is not set (2 for a forced form, the default's own).
+fn wg_dp_parts(sw: &Switches, stages: u32, unset: u32) -> Result<u32, BackendError> {
     match (sw.get("QSA_ATTN_KV_DP_PARTS"), stages) {
-        (None | Some("2"), _) => Ok(2),
+        (None, _) => Ok(unset),
+        (Some("2"), _) => Ok(2),
         (Some("3"), 4) => Ok(3),
         (Some("3"), _) => Err(BackendError::Input(format!(
             "QSA_ATTN_KV_DP_PARTS=3 with QSA_ATTN_KV_MMA={}: only wg2a has a three-part dO form \
@@ -377,14 +404,27 @@ pub(crate) fn check_form(kv: KvProducts) -> Result<(), BackendError> {
 
 #[cfg(test)]
 mod tests {
-    use crate::dispatch::attention::kv_products;
+    use crate::dispatch::attention::{kv_products, BwdShape};
     use crate::dispatch::{Feature, Switches};
     use crate::problem::AttnDtype;
+
+    /// The issue-13 prefill shape (1,024 selections per KV block: the wgmma default pays).
+    const PREFILL: BwdShape = BwdShape {
+        q_len: 16384,
+        kv_len: 16384,
+        t: 16,
+    };
+    /// attn_decode_16q_8k's (two selections per block: the split kernel stays).
+    const SHORT: BwdShape = BwdShape {
+        q_len: 16,
+        kv_len: 8192,
+        t: 16,
+    };
 
     fn products(kv: &[(&str, &str)], dtype: AttnDtype) -> Result<&'static str, String> {
         let mut h200 = crate::dispatch::attention::tests::caps("sm_90", 227, 132);
         h200.features = vec![Feature::Bf16Tc, Feature::Clusters];
-        kv_products(&h200, &Switches::from_pairs(kv), dtype)
+        kv_products(&h200, &Switches::from_pairs(kv), dtype, PREFILL)
             .map(|p| p.stem())
             .map_err(|e| e.to_string())
     }
@@ -423,7 +463,7 @@ mod tests {
         // and its split writes two: the plan must pass 2 (plan.rs pushes kv.dp_parts).
         let mut h200 = crate::dispatch::attention::tests::caps("sm_90", 227, 132);
         h200.features = vec![Feature::Bf16Tc, Feature::Clusters];
-        let kv = kv_products(&h200, &Switches::from_pairs(&dp2), bf16).unwrap();
+        let kv = kv_products(&h200, &Switches::from_pairs(&dp2), bf16, PREFILL).unwrap();
         assert_eq!(
             (kv.split, kv.dp_parts, kv.ps_parts, kv.nc),
             (true, 2, 2, false)
@@ -463,8 +503,11 @@ mod tests {
         use crate::dispatch::attention::{kv_bwd_shared_bytes, kv_wg_shared, wg_geometry};
         let mut h200 = crate::dispatch::attention::tests::caps("sm_90", 227, 132);
         h200.features = vec![Feature::Bf16Tc, Feature::Clusters, Feature::Wgmma];
+        let get_at = |caps: &crate::dispatch::TargetCaps, kv: &[(&str, &str)], dtype, shape| {
+            kv_products(caps, &Switches::from_pairs(kv), dtype, shape).map_err(|e| e.to_string())
+        };
         let get = |caps: &crate::dispatch::TargetCaps, kv: &[(&str, &str)], dtype| {
-            kv_products(caps, &Switches::from_pairs(kv), dtype).map_err(|e| e.to_string())
+            get_at(caps, kv, dtype, PREFILL)
         };
         let bf16 = AttnDtype::Bf16;
         for (mma, stem, stages, bytes) in [
@@ -547,15 +590,42 @@ mod tests {
             assert_eq!(default_wg(&h200, AttnDtype::F16, stages), 0);
         }
         assert_eq!(default_wg(&h200, bf16, 0), 0);
-        // The measured default (KV_WG_DEFAULT's comment: wg2a, 5.5% faster at T=16K, failed the
-        // golden run's error and bench gates); another form there needs its own measurement.
+        // The measured default (KV_WG_DEFAULT's comment): wg2a with three dO parts where each
+        // block is selected by >= 64 tokens, the split kernel below (1.91x faster at 2 per
+        // block); another form or line needs its own measurement.
+        let default = get(&h200, &[], bf16).unwrap();
         assert_eq!(
-            get(&h200, &[], bf16).unwrap().stem(),
-            "kv16s",
-            "the H200's bf16 backward default is not the measured one (kv16s: session 13's golden \
-             run refused wg2a)"
+            (default.stem(), default.dp_parts),
+            ("kvwg2a3", 3),
+            "the H200's bf16 prefill backward default is not the measured one (kvwg2a3: session \
+             14 call A; two dO parts failed dk's gate at T=16K in session 13)"
         );
+        assert_eq!(
+            get_at(&h200, &[], bf16, SHORT).unwrap().stem(),
+            "kv16s",
+            "the wgmma default on a short grid (attn_decode_16q_8k: 1.91x slower, session 14 call A)"
+        );
+        use super::{wg_pays, KV_WG_MIN_SELECTIONS};
+        let line = |q_len| BwdShape {
+            q_len,
+            kv_len: 8192,
+            t: 16,
+        };
+        // 128 blocks: 64 selections per block at q_len 512.
+        assert!(wg_pays(line(512)) && !wg_pays(line(511)));
+        assert_eq!(KV_WG_MIN_SELECTIONS, 64);
         assert_eq!(get(&ptx, &[], bf16).unwrap().stem(), "kv16s");
+        assert_eq!(
+            get(&h200, &[], AttnDtype::F16).unwrap().stem(),
+            "kv",
+            "f16 has no wgmma form"
+        );
+        let forced_wg2a = [("QSA_ATTN_KV_MMA", "wg2a")];
+        assert_eq!(
+            get(&h200, &forced_wg2a, bf16).unwrap().stem(),
+            "kvwg2a",
+            "a forced wg2a keeps two dO parts (its measured form)"
+        );
         let dp2 = [("QSA_ATTN_KV_DP_PARTS", "2")];
         assert_eq!(get(&h200, &dp2, bf16).unwrap().stem(), "kv16sp2");
         // 64-row tiles: group 16 -> 4 tokens, 32 -> 16 heads (two tiles per token), 4 -> 16.

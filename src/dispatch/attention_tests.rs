@@ -4,6 +4,13 @@
 use super::*;
 use crate::dispatch::Vendor;
 
+/// The bench's prefill backward shape (1,024 selections per KV block).
+const PREFILL: BwdShape = BwdShape {
+    q_len: 16384,
+    kv_len: 16384,
+    t: 16,
+};
+
 pub(crate) fn caps(name: &str, shared_kib: u32, sms: u32) -> TargetCaps {
     TargetCaps {
         name: name.into(),
@@ -60,11 +67,6 @@ fn fused_bf16_backward_by_default_on_sm90_atomics_elsewhere_kv_forced_where_buil
     h200.features = vec![Feature::Tf32Tc, Feature::Bf16Tc, Feature::Clusters];
     // The bench's prefill (1,024 selections per block) and decode (16 queries over 262K
     // keys: 0.06 per block, measured slower fused: BwdShape's comment) shapes.
-    const PREFILL: BwdShape = BwdShape {
-        q_len: 16384,
-        kv_len: 16384,
-        t: 16,
-    };
     let decode = BwdShape {
         q_len: 16,
         kv_len: 262_144,
@@ -104,7 +106,7 @@ fn fused_bf16_backward_by_default_on_sm90_atomics_elsewhere_kv_forced_where_buil
         BwdPath::KvFused
     );
     assert_eq!(
-        kv_products(&h200, &none, bf16).unwrap().stem(),
+        kv_products(&h200, &none, bf16, PREFILL).unwrap().stem(),
         "kv16s",
         "the default path's products: bf16, dO split once per tile"
     );
@@ -122,7 +124,7 @@ fn fused_bf16_backward_by_default_on_sm90_atomics_elsewhere_kv_forced_where_buil
     );
     let kv = Switches::from_pairs(&[("QSA_ATTN_BWD", "kvdq")]);
     assert_eq!(
-        kv_products(&h200, &kv, bf16).unwrap().stem(),
+        kv_products(&h200, &kv, bf16, PREFILL).unwrap().stem(),
         "kv",
         "a forced path keeps tf32 products unless QSA_ATTN_KV_MMA says otherwise"
     );
@@ -178,7 +180,7 @@ fn kv_products_bf16_only_for_bf16_inputs_on_sm90() {
     let sw = |kv: &[(&str, &str)]| Switches::from_pairs(kv);
     let mut h200 = caps("sm_90", 227, 132);
     h200.features = vec![Feature::Bf16Tc, Feature::Clusters];
-    let products = |kv: &[(&str, &str)], dtype| kv_products(&h200, &sw(kv), dtype);
+    let products = |kv: &[(&str, &str)], dtype| kv_products(&h200, &sw(kv), dtype, PREFILL);
     let tf32 = KvProducts {
         bf16: false,
         split: false,
@@ -207,7 +209,7 @@ fn kv_products_bf16_only_for_bf16_inputs_on_sm90() {
     let mut sm86 = caps("sm_86", 99, 84);
     sm86.features = vec![Feature::Bf16Tc];
     assert_eq!(
-        kv_products(&sm86, &sw(&bf16_dp2), AttnDtype::Bf16).unwrap(),
+        kv_products(&sm86, &sw(&bf16_dp2), AttnDtype::Bf16, PREFILL).unwrap(),
         tf32,
         "before sm_90 the tf32 kernel runs: no qsa_attn_kv16* is built there"
     );

@@ -120,22 +120,20 @@ pub fn launch_plan(
         block: (GATHER_THREADS, 1, 1),
         shared_bytes: 0,
     };
+    let bwd_shape = BwdShape {
+        q_len: p.q_len,
+        kv_len: p.kv_len,
+        t: p.t,
+    };
     let bwd_path = match kernel {
-        AttnKernel::Staged if backward => Some(choose_backward(
-            caps,
-            switches,
-            p.dtype,
-            BwdShape {
-                q_len: p.q_len,
-                kv_len: p.kv_len,
-                t: p.t,
-            },
-        )?),
+        AttnKernel::Staged if backward => {
+            Some(choose_backward(caps, switches, p.dtype, bwd_shape)?)
+        }
         _ => None,
     };
     // Checked on every staged backward call (a bad value is refused whichever path runs).
     let products = match bwd_path {
-        Some(_) => Some(kv_products(caps, switches, p.dtype)?),
+        Some(_) => Some(kv_products(caps, switches, p.dtype, bwd_shape)?),
         None => None,
     };
     let dispatched = match (kernel, &fwd_plan, bwd_path) {
