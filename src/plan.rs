@@ -108,21 +108,18 @@ pub fn predicted_kernel(
                     )
                     .map_err(|e| e.to_string())?;
                     if backward {
-                        // "staged" (dK / dV by atomics), "staged_kv" or "staged_kv_dq"
-                        // (KV-block-major).
-                        attention::choose_backward(
-                            &caps,
-                            &sw,
-                            s.dtype,
-                            attention::BwdShape {
-                                q_len: s.q_len,
-                                kv_len: s.kv_len,
-                                t: s.t,
-                            },
-                        )
-                        .map_err(|e| e.to_string())?
-                        .name()
-                        .into()
+                        // "staged" (dK / dV by atomics), "staged_kv+STEM" or
+                        // "staged_kv_dq+STEM" (KV-block-major, STEM the products' kernel).
+                        let shape = attention::BwdShape {
+                            q_len: s.q_len,
+                            kv_len: s.kv_len,
+                            t: s.t,
+                        };
+                        let path = attention::choose_backward(&caps, &sw, s.dtype, shape)
+                            .map_err(|e| e.to_string())?;
+                        let products = attention::kv_products(&caps, &sw, s.dtype, shape)
+                            .map_err(|e| e.to_string())?;
+                        path.dispatch_name(products)
                     } else {
                         // "staged" / "ring", "_split" where lists are split.
                         attention::choose_forward(&caps, &sw, &plan, s.t)

@@ -57,6 +57,17 @@ impl BwdPath {
             BwdPath::KvFused => "staged_kv_dq",
         }
     }
+
+    /// The name the dispatch table and the results carry: the path, and on the KV-block-major
+    /// paths the products' kernel stem after a `+` (`staged_kv_dq+kvwg2a3`), since the
+    /// products change with the shape (`kv_products`'s wgmma default) and a reviewer reads the
+    /// kernel that runs from the dispatch snapshot's diff.
+    pub fn dispatch_name(self, products: KvProducts) -> String {
+        match self {
+            BwdPath::Atomic => self.name().into(),
+            BwdPath::KvMajor | BwdPath::KvFused => format!("{}+{}", self.name(), products.stem()),
+        }
+    }
 }
 
 // The forward's kernel choice (staged or ring) and the ring's plan: attention_ring.rs.

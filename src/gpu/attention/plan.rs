@@ -136,11 +136,12 @@ pub fn launch_plan(
         Some(_) => Some(kv_products(caps, switches, p.dtype, bwd_shape)?),
         None => None,
     };
-    let dispatched = match (kernel, &fwd_plan, bwd_path) {
-        (_, _, Some(path)) => path.name(),
-        _ if dec_plan.is_some() => dec_plan.as_ref().map_or("decode", dispatch_name),
-        (AttnKernel::Staged, Some(plan), _) => fwd_path.name(plan.nsplit > 1),
-        (k, _, _) => k.name(),
+    let dispatched: String = match (kernel, &fwd_plan, bwd_path, products) {
+        (_, _, Some(path), Some(kv)) => path.dispatch_name(kv),
+        (_, _, Some(path), None) => path.name().into(),
+        _ if dec_plan.is_some() => dec_plan.as_ref().map_or("decode", dispatch_name).into(),
+        (AttnKernel::Staged, Some(plan), _, _) => fwd_path.name(plan.nsplit > 1).into(),
+        (k, _, _, _) => k.name().into(),
     };
     let mut lp = LaunchPlan::new(Family::Attention, dispatched);
     let kv_bytes = p.batch * p.kv_len * p.hkv * HEAD_DIM * 2;
