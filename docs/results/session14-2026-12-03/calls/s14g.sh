@@ -15,4 +15,7 @@ grep -B3 -A12 'status: fail' $W/sm_90/results.yaml | grep -E "case|variant|messa
 tar -C $W -czf $OUT/golden.tgz sm_90
 TAIL=40 run timeout 250 python3 bench/attention_vs_torch.py --qsa .h200/qsa --kernels build/kernels/sm_90 --check --bench --prefill-only --fwd-sweep warp --out $W/side
 tar -C $W -czf $OUT/side.tgz side
+# The backward forms beside fla once more with the default now kvwg2a3 at this shape.
+mkdir -p $W/forms; TAIL=8 run timeout 150 python3 bench/attn_bwd_forms.py --qsa .h200/qsa --kernels build/kernels/sm_90 --out $W/forms --forms default,kv16s
+tar -C $W -czf $OUT/forms.tgz forms
 echo "=== done $(date -u +%T)"
