@@ -213,10 +213,10 @@ QSA_KERNEL void __launch_bounds__(256) qsa_attn_bwd_delta(const float* __restric
 // qsa:dynamic_shared 215584 for qsa_attn_kvwg2_dq_bwd_bf16
 // qsa_attn_kvwg2a_dq_bwd_bf16: the same, dO landing chunk-major (conflict-free split).
 // qsa:block 256 for qsa_attn_kvwg2a_dq_bwd_bf16
-// qsa:dynamic_shared 215584 for qsa_attn_kvwg2a_dq_bwd_bf16
+// qsa:dynamic_shared 216608 for qsa_attn_kvwg2a_dq_bwd_bf16
 // qsa_attn_kvwg2a3_dq_bwd_bf16: wg2a with dO in three parts for dP (the third over the landing).
 // qsa:block 256 for qsa_attn_kvwg2a3_dq_bwd_bf16
-// qsa:dynamic_shared 215584 for qsa_attn_kvwg2a3_dq_bwd_bf16
+// qsa:dynamic_shared 216608 for qsa_attn_kvwg2a3_dq_bwd_bf16
 #define QSA_ATTN_INSTANCES(SUF, E)                                                                      \
   QSA_KERNEL void __launch_bounds__(256)                                                                \
       qsa_attn_gather_fwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids, float* o,   \

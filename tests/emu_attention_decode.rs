@@ -10,7 +10,7 @@
 
 mod emu_matrix;
 
-use emu_matrix::{caps, matrix, switches};
+use emu_matrix::{caps, matrix, par_each, switches};
 
 use qsa::emu::{race, Schedule};
 use qsa::problem::{Output, Problem};
@@ -240,7 +240,7 @@ fn decode_forward_matches_fp64_in_every_plan_shape() {
             let c = m.cases.iter().find(|c| c.name == case).unwrap();
             let p = qsa::cases::attn_problem(m.seed, c, dist).unwrap();
             let want = attn_forward_f64(&p, None).unwrap();
-            for (label, sw, name) in PLANS {
+            par_each(&PLANS, |&(label, sw, name)| {
                 let name = if target == "sm_86"
                     && matches!(
                         name,
@@ -264,7 +264,7 @@ fn decode_forward_matches_fp64_in_every_plan_shape() {
                     run.dispatched
                 );
                 assert_o_lse(&what, run.output, &want, "");
-            }
+            });
         }
     }
 }

@@ -54,12 +54,14 @@ struct KwgSmem {
   float* rows0;  // NBUF x {lse [64], D [64], position [64] (int; -1: no row)}
   int* toks;   // [KWG_CHUNK]
   int* hits;   // [KWG_THREADS / 32]
+  int* rowtab;  // CM (wg2a, wg2a3): 2 x [64] this warpgroup's tile rows (kwg_fill_rows)
 };
 #define KWG_MAT (64 * 128)  // elements of one [64][128] bf16 matrix
 #define KWG_SQ (64 * 64)    // elements of one [64][64] bf16 matrix
 
 // wg2 (nwg 2): K, V, K^T shared, then warpgroup w's buffers (KWG_WG_BYTES each), then the
-// chunk's 256 tokens and 8 per-warp counts (215,584 bytes).
+// chunk's 256 tokens and 8 per-warp counts (215,584 bytes); wg2a / wg2a3 (CM) then each
+// warpgroup's two row tables (2 x 64 ints each: 216,608 bytes).
 QSA_DEVICE KwgSmem kwg_smem(unsigned char* base, int nbuf, int nwg = 1, int w = 0) {
   KwgSmem s;
   s.k = (u16*)base;
@@ -72,6 +74,7 @@ QSA_DEVICE KwgSmem kwg_smem(unsigned char* base, int nbuf, int nwg = 1, int w = 
   s.rows0 = s.of0 + nbuf * KWG_MAT;
   s.toks = (int*)(base + 3 * KWG_MAT * 2 + nwg * KWG_WG_BYTES(nbuf));
   s.hits = s.toks + nwg * KWG_CHUNK;
+  s.rowtab = s.hits + nwg * (KWG_THREADS / 32) + w * 2 * KWG_ROWS;
   return s;
 }
 QSA_DEVICE u16* kwg_q(const KwgSmem& s, int b) { return s.q0 + b * KWG_MAT; }
@@ -107,26 +110,38 @@ QSA_DEVICE long long kwg_row(const KwgSmem& s, const KvCta& c, const KvTiles& tl
   return ((long long)c.b * tl.q_len + s.toks[t0 + tok]) * tl.hq + head0 + r % tl.hc;
 }
 
+// CM: the global rows of tile n (kwg_row, -1 past the tile's tokens or n >= count) into row table
+// p, by the warpgroup's first 64 threads. Why: with kwg_row evaluated per 16-byte copy (24 per
+// thread per tile: a run-time division by hc, the token's shared load, 64-bit products) the copy
+// loop was 38% of kvwg2a3's executed instructions, ~60 per LDGSTS (H200, session 15 call P's
+// SASS profile). The table is filled a tile ahead (kwg_bwd): tile n's copies read table p
+// while tile n + NWG's rows go to p ^ 1, published by tile n's barriers. Row indices fit an
+// int: dO alone is 512 bytes per row, so 2^31 rows would be 1 TB.
+QSA_DEVICE void kwg_fill_rows(const KwgSmem& s, int p, const KvCta& c, const KvTiles& tl, int n, unsigned tid) {
+  if (tid < KWG_ROWS) s.rowtab[p * KWG_ROWS + tid] = n < tl.count ? (int)kwg_row(s, c, tl, n, (int)tid) : -1;
+}
+
 // Copy tile n's q rows (core layout) and dO rows (f32 rows) into buffer b, one cp.async group
 // (rows past the tile's tokens zero-filled), and store its rows' lse, D and position.
 // tid: the thread's index in its warpgroup. CM (wg2a): dO lands chunk-major, 16-byte chunk q4
 // (dims 4 q4 .. 4 q4 + 3) of row r at float (64 q4 + r) x 4, each 8 lanes copying rows r0 ..
 // r0 + 7 of one chunk (128 contiguous shared bytes; global: 8 rows x 64 bytes per 32 lanes), so
-// that kwg_split's reads and stores are conflict-free.
+// that kwg_split's reads and stores are conflict-free; rows from row table p (kwg_fill_rows).
 template <bool CM = false>
 QSA_DEVICE void kwg_issue(const KwgSmem& s, int b, const KvCta& c, const KvTiles& tl, int n, const u16* q,
-                          const float* d_o, const float* lse, const float* drow, unsigned tid) {
+                          const float* d_o, const float* lse, const float* drow, unsigned tid, int p = 0) {
   if constexpr (CM) {
+    const int* rows = s.rowtab + p * KWG_ROWS;
     for (int x = tid; x < KWG_ROWS * 16; x += KWG_THREADS) {
       const int r = x / 16, ch = x % 16;
-      const long long row = kwg_row(s, c, tl, n, r);
-      qsa_copy16(kwg_q(s, b) + kwg_off(r, 8 * ch, ATT_D), q + (row >= 0 ? row : 0) * ATT_D + 8 * ch, row >= 0);
+      const int row = rows[r];
+      qsa_copy16(kwg_q(s, b) + kwg_off(r, 8 * ch, ATT_D), q + (long long)(row >= 0 ? row : 0) * ATT_D + 8 * ch, row >= 0);
     }
     for (int x = tid; x < KWG_ROWS * 32; x += KWG_THREADS) {
       const int r = (x & 7) + 8 * (x >> 8), q4 = (x >> 3) & 31;
-      const long long row = kwg_row(s, c, tl, n, r);
-      qsa_copy16((u16*)(kwg_of(s, b) + (q4 * KWG_ROWS + r) * 4), (const u16*)(d_o + (row >= 0 ? row : 0) * ATT_D + 4 * q4),
-                 row >= 0);
+      const int row = rows[r];
+      qsa_copy16((u16*)(kwg_of(s, b) + (q4 * KWG_ROWS + r) * 4),
+                 (const u16*)(d_o + (long long)(row >= 0 ? row : 0) * ATT_D + 4 * q4), row >= 0);
     }
   } else
   // 64 rows x (16 q chunks + 32 dO chunks) of 16 bytes.
@@ -141,7 +156,7 @@ QSA_DEVICE void kwg_issue(const KwgSmem& s, int b, const KvCta& c, const KvTiles
   qsa_copy_commit();
   if (tid < KWG_ROWS) {
     const int r = tid;
-    const long long row = kwg_row(s, c, tl, n, r);
+    const long long row = CM ? s.rowtab[p * KWG_ROWS + r] : kwg_row(s, c, tl, n, r);
     const int t0 = (n % tl.per_chunk) * tl.qt;
     kwg_lse(s, b)[r] = row >= 0 ? lse[row] : qsa_neg_inf();
     kwg_dr(s, b)[r] = row >= 0 ? drow[row] : 0.f;
@@ -157,8 +172,8 @@ QSA_DEVICE void kwg_issue(const KwgSmem& s, int b, const KvCta& c, const KvTiles
 // first 16 of the 32 landing bytes this thread just read (no other thread reads them): row r's
 // dims 8 cc .. 8 cc + 7 at byte 2048 cc + 16 r of the landing, so rows r0 .. r0 + 7 of one
 // chunk are 128 contiguous bytes, a core matrix (kwg_ss_lo2's LBO 2048, SBO 128). No shared
-// memory is added: wg2a's 215,584 bytes leave 16,864 of the H200's 232,448, and a third part
-// per warpgroup is 32,768.
+// memory is added: wg2a's 215,584 bytes (before the row tables) left 16,864 of the H200's
+// 232,448, and a third part per warpgroup is 32,768.
 template <bool CM = false, bool DP3 = false>
 QSA_DEVICE void kwg_split(const KwgSmem& s, int b, unsigned tid) {
   static_assert(CM || !DP3, "the in-place third part needs the chunk-major landing");
@@ -250,12 +265,14 @@ QSA_DEVICE void kwg_add(float (&acc)[32], const float (&t)[32]) {
 
 // dQ rows of this warp (tile rows 16 w + g, + 8), dims d0 + 8 j + 2t, + 1 from t (wgmma D
 // layout, 64 dims), added with float4 atomics (kv16_dq_add's lane exchange).
+// CM: the row from row table p (kwg_fill_rows).
+template <bool CM = false>
 QSA_DEVICE void kwg_dq_add(const KwgSmem& s, const KvCta& c, const KvTiles& tl, int n, int d0, int warp, int lane,
-                           const float (&t)[32], float* dq, float scale) {
+                           const float (&t)[32], float* dq, float scale, int p = 0) {
   const int g = lane / 4, tt = lane % 4;
   const bool odd = tt & 1;
   const int r = 16 * warp + g + (odd ? 8 : 0);
-  const long long row = kwg_row(s, c, tl, n, r);
+  const long long row = CM ? s.rowtab[p * KWG_ROWS + r] : kwg_row(s, c, tl, n, r);
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
     const float* a = t + 4 * j;
@@ -344,6 +361,12 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
     tl.per_chunk = (tl.found + qt - 1) / qt;
     tl.count = nchunk * tl.per_chunk;
     if (PIPE && tl.count > 0) kwg_issue(s, 0, c, tl, 0, q, d_o, lse, drow, tid);
+    // CM: row table 0 holds this warpgroup's first tile; both warpgroups pass one more barrier
+    // per chunk, so the per-warp counts stay even.
+    if (CM) {
+      kwg_fill_rows(s, 0, c, tl, wgi, tid);
+      kwg_sync<NWG>(wgi);
+    }
     // NWG 2: with an odd tile count warpgroup 1 takes one tile fewer, so it would pass fewer named
     // barriers (4 per tile, 3 for a warpgroup's first) than warpgroup 0 before the next CTA
     // barrier. The program is ordered by the CTA barriers either way, but compute-sanitizer's
@@ -362,9 +385,13 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
 #pragma unroll 1
     for (int n = wgi; n < tl.count; n += NWG) {
       const int buf = PIPE ? (n & 1) : 0;
+      // CM: the row table of tile n, the warpgroup's (n / NWG)-th of the chunk (from n, not a
+      // variable of its own: one more live register spilled at 255).
+      const int rt = (n / NWG) & 1;
       if (!PIPE) {
-        if (n > wgi) kwg_sync<NWG>(wgi);  // this warpgroup's last tile's reads of q, dO, P, dS done
-        kwg_issue<CM>(s, 0, c, tl, n, q, d_o, lse, drow, tid);
+        if (n > wgi) kwg_sync<NWG>(wgi);  // this warpgroup's last tile's reads of q, dO, P, dS, rows done
+        kwg_issue<CM>(s, 0, c, tl, n, q, d_o, lse, drow, tid, rt);
+        if (CM) kwg_fill_rows(s, rt ^ 1, c, tl, n + NWG, tid);  // read from tile n + NWG, after this tile's barriers
       }
       qsa_copy_wait(0);     // this thread's copies of tile n (the only group in flight)
       kwg_sync<NWG>(wgi);  // rows, lse / D / pos of tile n; PIPE: tile n - 1 no longer reads buf ^ 1
@@ -483,7 +510,7 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
           qsa_wgmma_fence_aregs(ah);
           qsa_wgmma_fence_aregs(al);
           qsa_wgmma_fence_regs(tq);
-          kwg_dq_add(s, c, tl, n, 64 * half, warp, lane, tq, dq, scale);
+          kwg_dq_add<CM>(s, c, tl, n, 64 * half, warp, lane, tq, dq, scale, rt);
         }
       }
     }

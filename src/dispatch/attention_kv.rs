@@ -78,12 +78,14 @@ pub const KV_WG_THREADS: u32 = 128;
 /// lse / D / position per row, then the chunk's 128 tokens and 4 per-warp counts: 132,368 and
 /// 182,288 bytes.
 /// `wg2` (stages 3): K, V, K^T, then each warpgroup's dO hi / lo and one buffer, then 256
-/// tokens and 8 counts: 215,584 bytes; `wg2a` (stages 4) the same.
+/// tokens and 8 counts: 215,584 bytes; `wg2a` (stages 4) the same, then each warpgroup's two
+/// tables of 64 tile rows (ints; `kwg_fill_rows`): 216,608 bytes.
 pub fn kv_wg_shared(stages: u32) -> usize {
     let buffer = 64 * 128 * 2 + 64 * 128 * 4 + 3 * 64 * 4;
     if stages >= 3 {
         let per_wg = 2 * 64 * 128 * 2 + buffer;
-        return 3 * 64 * 128 * 2 + 2 * per_wg + 256 * 4 + 8 * 4;
+        let row_tables = if stages == 4 { 2 * 2 * 64 * 4 } else { 0 };
+        return 3 * 64 * 128 * 2 + 2 * per_wg + 256 * 4 + 8 * 4 + row_tables;
     }
     5 * 64 * 128 * 2 + stages as usize * buffer + 128 * 4 + 4 * 4
 }
@@ -514,7 +516,7 @@ mod tests {
             ("wg", "kvwg", 1, 132_368),
             ("wgp", "kvwgp", 2, 182_288),
             ("wg2", "kvwg2", 3, 215_584),
-            ("wg2a", "kvwg2a", 4, 215_584),
+            ("wg2a", "kvwg2a", 4, 216_608),
         ] {
             let sw = [("QSA_ATTN_KV_MMA", mma)];
             let kv = get(&h200, &sw, bf16).unwrap();

@@ -69,3 +69,26 @@ pub fn assert_o_lse(
         );
     }
 }
+
+/// Runs `check` on every item, on as many threads as the machine has (2 in CI). The emulated
+/// decode suites are one long test per binary (~50 s each on the 2-core CI machine,
+/// 2026-12-03): run item by item they leave a core idle, since cargo runs test binaries one
+/// after another. The emulator runs launches of several threads at once (cargo's own test
+/// threads do). A failing item's panic message is printed by its thread (captured with the
+/// test's output) and fails the test once the other threads are done.
+pub fn par_each<T: Sync>(items: &[T], check: impl Fn(&T) + Sync) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(items.len());
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                while let Some(item) = items.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    check(item);
+                }
+            });
+        }
+    });
+}
