@@ -3,7 +3,8 @@
 # qsa_attn_kvwg2a3_dq_bwd_bf16, at the side by side's prefill shape (attn_prefill_16k: B=4,
 # T=16K, 64 / 4 heads, t=16), to name what bounds it (session 11 profiled kvwg, the one-warpgroup
 # form; kvwg2a3 became the default in session 14 unprofiled). The SASS page gives each
-# instruction's stall samples, summed per kind of instruction by tools/ncu_stalls.py here.
+# instruction's stall samples and executed counts, summed per stall reason, opcode and window of code
+# by tools/ncu_sass_regions.py (run here on the fetched CSV).
 # From the repo root with .h200/qsa and build/kernels/sm_90 built from this commit.
 set -u
 run() { echo "### $(date -u +%T) $*"; local t0=$(date +%s); "$@" 2>&1 | tail -${TAIL:-8}; echo "### rc=${PIPESTATUS[0]} $(( $(date +%s) - t0 )) s"; }
