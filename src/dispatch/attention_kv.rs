@@ -185,16 +185,7 @@ pub fn kv_products(
             )))
         }
     };
-    let dp_parts = match sw.get("QSA_ATTN_KV_DP_PARTS") {
-        None | Some("3") => 3,
-        Some("2") => 2,
-        Some(v) => {
-            return Err(BackendError::Input(format!(
-                "QSA_ATTN_KV_DP_PARTS={}: expected 2 or 3",
-                crate::echo::value(v)
-            )))
-        }
-    };
+    let dp_parts = dp_parts_switch(sw)?.unwrap_or(3);
     let (ps_parts, nc) = kv_forms(sw, split)?;
     // The split kernel's two-part dO is a form (kv16sp2), built fused only, as the others.
     if dp_parts != 3 && split && sw.get("QSA_ATTN_BWD") == Some("kv") {
@@ -331,17 +322,27 @@ fn wg_products(
 /// the H200 (1.36e-4, session 13 call E), three are kv16s's.
 /// `unset`: the parts when the switch is not set (2 for a forced form, the default's own).
 fn wg_dp_parts(sw: &Switches, stages: u32, unset: u32) -> Result<u32, BackendError> {
-    match (sw.get("QSA_ATTN_KV_DP_PARTS"), stages) {
+    match (dp_parts_switch(sw)?, stages) {
         (None, _) => Ok(unset),
-        (Some("2"), _) => Ok(2),
-        (Some("3"), 4) => Ok(3),
-        (Some("3"), _) => Err(BackendError::Input(format!(
+        (Some(3), stages) if stages != 4 => Err(BackendError::Input(format!(
             "QSA_ATTN_KV_DP_PARTS=3 with QSA_ATTN_KV_MMA={}: only wg2a has a three-part dO form \
              (qsa_attn_kvwg2a3_dq_bwd_bf16); use QSA_ATTN_KV_MMA=wg2a, or leave \
              QSA_ATTN_KV_DP_PARTS unset",
             ["", "wg", "wgp", "wg2", "wg2a"][stages as usize]
         ))),
-        (Some(v), _) => Err(BackendError::Input(format!(
+        (Some(parts), _) => Ok(parts),
+    }
+}
+
+/// `QSA_ATTN_KV_DP_PARTS` (dO's bf16 parts for dP): None when unset, else 2 or 3; any other
+/// value is an input error naming the two. One parser for the split kernels' and the wgmma
+/// forms' readings, so the two cannot accept different spellings.
+fn dp_parts_switch(sw: &Switches) -> Result<Option<u32>, BackendError> {
+    match sw.get("QSA_ATTN_KV_DP_PARTS") {
+        None => Ok(None),
+        Some("2") => Ok(Some(2)),
+        Some("3") => Ok(Some(3)),
+        Some(v) => Err(BackendError::Input(format!(
             "QSA_ATTN_KV_DP_PARTS={}: expected 2 or 3",
             crate::echo::value(v)
         ))),
