@@ -131,13 +131,19 @@ template <bool CM = false>
 QSA_DEVICE void kwg_issue(const KwgSmem& s, int b, const KvCta& c, const KvTiles& tl, int n, const u16* q,
                           const float* d_o, const float* lse, const float* drow, unsigned tid, int p = 0) {
   if constexpr (CM) {
+    // Trip counts fixed (tid < KWG_THREADS) and unrolled, so the row-table loads issue together
+    // rather than one shared-memory latency per copy.
     const int* rows = s.rowtab + p * KWG_ROWS;
-    for (int x = tid; x < KWG_ROWS * 16; x += KWG_THREADS) {
+#pragma unroll
+    for (int i = 0; i < KWG_ROWS * 16 / KWG_THREADS; ++i) {
+      const int x = tid + KWG_THREADS * i;
       const int r = x / 16, ch = x % 16;
       const int row = rows[r];
       qsa_copy16(kwg_q(s, b) + kwg_off(r, 8 * ch, ATT_D), q + (long long)(row >= 0 ? row : 0) * ATT_D + 8 * ch, row >= 0);
     }
-    for (int x = tid; x < KWG_ROWS * 32; x += KWG_THREADS) {
+#pragma unroll
+    for (int i = 0; i < KWG_ROWS * 32 / KWG_THREADS; ++i) {
+      const int x = tid + KWG_THREADS * i;
       const int r = (x & 7) + 8 * (x >> 8), q4 = (x >> 3) & 31;
       const int row = rows[r];
       qsa_copy16((u16*)(kwg_of(s, b) + (q4 * KWG_ROWS + r) * 4),
@@ -421,18 +427,25 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
       if (DP3) kwg_sync<NWG>(wgi);
       // P^T = exp(scale S - lse) where visible, dS^T = P^T (dP^T - D); stored as bf16 hi / lo
       // [keys][rows] over the landing area of dO (read by the split, before the barrier above).
+      // Rows r, r + 1's lse, position and D read once per j as pairs (8-byte aligned: r even),
+      // not per element: the stores between keep the compiler from reusing the loads itself.
 #pragma unroll
-      for (int j = 0; j < 8; ++j)
+      for (int j = 0; j < 8; ++j) {
+        const int r = 8 * j + 2 * tt;
+        const float2 lse2 = *(const float2*)(row_lse + r), d2 = *(const float2*)(row_d + r);
+        const int2 pos2 = *(const int2*)(row_pos + r);
+        const float row_l[2] = {lse2.x, lse2.y}, row_dd[2] = {d2.x, d2.y};
+        const int row_p[2] = {pos2.x, pos2.y};
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const int key = 16 * warp + g + 8 * h, r = 8 * j + 2 * tt;
+          const int key = 16 * warp + g + 8 * h;
           float p[2], ds[2];
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
-            const float L = row_lse[r + e];
-            const bool vis = L != qsa_neg_inf() && base + key <= row_pos[r + e];
+            const float L = row_l[e];
+            const bool vis = L != qsa_neg_inf() && base + key <= row_p[e];
             p[e] = vis ? expf(sc[4 * j + 2 * h + e] * scale - L) : 0.f;
-            ds[e] = kv16_ds(p[e], dp[4 * j + 2 * h + e], row_d[r + e]);
+            ds[e] = kv16_ds(p[e], dp[4 * j + 2 * h + e], row_dd[e]);
           }
           unsigned hi, lo;
           const int o = kwg_off(key, r, KWG_ROWS);
@@ -443,6 +456,7 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
           *(unsigned*)(kwg_ps(s, buf, 2) + o) = hi;
           *(unsigned*)(kwg_ps(s, buf, 3) + o) = lo;
         }
+      }
       qsa_fence_proxy_async();
       kwg_sync<NWG>(wgi);  // P^T, dS^T of every key
       // dV^T += dO^T P (hi hi, hi lo, lo hi), dK^T += Q^T dS (hi, lo) per 64-dim half.
