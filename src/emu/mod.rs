@@ -172,25 +172,33 @@ pub fn default_cache_dir() -> PathBuf {
 /// one build flavour (gfx906 and gfx950) share the library but not the limits checked. A
 /// source that does not build is remembered too (one compiler run per process, not one per
 /// check), and only that source: the other families of the target still load.
+///
+/// Each module has its own cell: the map's lock is held only to find the cell, so two
+/// threads compile two different modules at once (a test binary's threads each wanting a
+/// module: ~10 s of g++ apiece, serialized behind one lock before), and a module already
+/// loaded never waits for another's compile. A second thread wanting the module being built
+/// waits on that cell alone.
 pub fn load(
     kernels_dir: &Path,
     source: &Path,
     target: &EmuTarget,
 ) -> BackendResult<Arc<EmuModule>> {
-    type Loaded = HashMap<(PathBuf, String), Result<Arc<EmuModule>, BackendError>>;
-    static LOADED: OnceLock<Mutex<Loaded>> = OnceLock::new();
+    type Cell = Arc<OnceLock<Result<Arc<EmuModule>, BackendError>>>;
+    static LOADED: OnceLock<Mutex<HashMap<(PathBuf, String), Cell>>> = OnceLock::new();
     let key = (source.to_path_buf(), target.name.clone());
-    let mut map = LOADED
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
-    if let Some(m) = map.get(&key) {
-        return m.as_ref().map(Arc::clone).map_err(same_error);
-    }
-    let m = EmuModule::open(kernels_dir, source, target, &default_cache_dir()).map(Arc::new);
-    let answer = m.as_ref().map(Arc::clone).map_err(same_error);
-    map.insert(key, m);
-    answer
+    let cell: Cell = {
+        let mut map = LOADED
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        Arc::clone(map.entry(key).or_default())
+    };
+    cell.get_or_init(|| {
+        EmuModule::open(kernels_dir, source, target, &default_cache_dir()).map(Arc::new)
+    })
+    .as_ref()
+    .map(Arc::clone)
+    .map_err(same_error)
 }
 
 /// A copy of a remembered error (BackendError holds only its kind and message).

@@ -204,7 +204,11 @@ fn compile_nvidia(sh: &Shell, job: &Job, flags: &[String]) -> Result<()> {
     let tmp = job.dir.join(format!(".tmp-{}", job.stem));
     let _ = sh.remove_path(&tmp);
     sh.create_dir(&tmp)?;
-    let (src, fatbin) = (&job.src, job.out("fatbin"));
+    let src = &job.src;
+    // Written in the scratch directory and renamed into place, as the cubin below: a reader
+    // (`.ci/test` builds the kernels while the tests run, and a test reads the fatbins) sees
+    // the old file or the new one, never half of one.
+    let fatbin = tmp.join(format!("{}.fatbin", job.stem));
     // --keep leaves the cubin ptxas produced for the fatbin: one compile gives both.
     let out = cmd!(
         sh,
@@ -239,8 +243,9 @@ fn compile_nvidia(sh: &Shell, job: &Job, flags: &[String]) -> Result<()> {
         job.target.name.clone()
     };
     let kept = tmp.join(format!("{}.{sm}.cubin", job.stem));
-    sh.copy_file(&kept, job.out("cubin"))
+    std::fs::rename(job.abs(&kept), job.abs(&job.out("cubin")))
         .with_context(|| format!("nvcc --keep left no {}", kept.display()))?;
+    std::fs::rename(job.abs(&fatbin), job.abs(&job.out("fatbin")))?;
     sh.remove_path(&tmp)?;
     sh.write_file(job.out("ptxas.log"), log)?;
     Ok(())
@@ -315,7 +320,8 @@ fn amd_flags(job: &Job) -> Result<(Vec<String>, Vec<PathBuf>, Vec<PathBuf>)> {
 
 fn compile_amd(sh: &Shell, job: &Job, flags: &[String]) -> Result<()> {
     let cc = &job.tc.compiler;
-    let (src, co) = (&job.src, job.out("co"));
+    let (src, co) = (&job.src, job.out("co.tmp"));
+    // Renamed into place once whole, as compile_nvidia's outputs.
     let out = cmd!(sh, "{cc} {flags...} -c {src} -o {co}")
         .quiet()
         .ignore_status()
@@ -330,5 +336,6 @@ fn compile_amd(sh: &Shell, job: &Job, flags: &[String]) -> Result<()> {
             String::from_utf8_lossy(&out.stderr).trim_end()
         );
     }
+    std::fs::rename(job.abs(&co), job.abs(&job.out("co")))?;
     Ok(())
 }
