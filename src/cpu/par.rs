@@ -62,6 +62,35 @@ where
     });
 }
 
+/// Call `f(row, start, piece)` for every piece of every `row_len`-long row of `out`: each row
+/// cut into pieces of `piece` items (the last of a row shorter), all pieces spread over up to
+/// `threads()` threads. Unlike `par_chunks_mut` by rows, one long row (a decode query's
+/// scores) still uses every core. `row_len` and `piece` must be > 0.
+pub fn par_row_pieces<T, F>(out: &mut [T], row_len: usize, piece: usize, f: F)
+where
+    T: Send,
+    F: Fn(usize, usize, &mut [T]) + Sync,
+{
+    let mut items: Vec<(usize, usize, &mut [T])> = Vec::new();
+    for (row, r) in out.chunks_mut(row_len).enumerate() {
+        for (i, c) in r.chunks_mut(piece).enumerate() {
+            items.push((row, i * piece, c));
+        }
+    }
+    let workers = threads().min(items.len()).max(1);
+    let per = items.len().div_ceil(workers).max(1);
+    let f = &f;
+    std::thread::scope(|s| {
+        for group in items.chunks_mut(per) {
+            s.spawn(move || {
+                for (row, start, c) in group.iter_mut() {
+                    f(*row, *start, c);
+                }
+            });
+        }
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -73,6 +102,22 @@ mod tests {
                 par_map(n, |i| i * i),
                 (0..n).map(|i| i * i).collect::<Vec<_>>()
             );
+        }
+    }
+
+    #[test]
+    fn row_pieces_see_their_row_and_start() {
+        for (rows, row_len, piece) in [(3, 10, 4), (1, 9, 9), (2, 5, 8), (0, 4, 2)] {
+            let mut v = vec![(0usize, 0usize); rows * row_len];
+            par_row_pieces(&mut v, row_len, piece, |row, start, c| {
+                for (i, x) in c.iter_mut().enumerate() {
+                    *x = (row, start + i);
+                }
+            });
+            let want: Vec<_> = (0..rows * row_len)
+                .map(|i| (i / row_len, i % row_len))
+                .collect();
+            assert_eq!(v, want, "rows {rows} row_len {row_len} piece {piece}");
         }
     }
 

@@ -8,7 +8,7 @@
 //! ReLU is `max(x, 0)` with IEEE maxNum semantics, as the kernels' `fmaxf(x, 0.f)`: a NaN dot
 //! gives 0; a NaN or infinite weight, or an infinite dot, propagates.
 
-use crate::cpu::par::par_chunks_mut;
+use crate::cpu::par::par_row_pieces;
 use crate::problem::{ScoresProblem, HEAD_DIM};
 
 /// The kernels' ReLU: `fmaxf(x, 0)` (NaN -> 0).
@@ -54,11 +54,12 @@ pub fn scores_f64(p: &ScoresProblem) -> Vec<f64> {
     if p.blocks == 0 {
         return out;
     }
-    par_chunks_mut(&mut out, p.blocks, |q, row| {
+    // Rows in pieces of 4,096 blocks: one decode query's 262,144 blocks use every core.
+    par_row_pieces(&mut out, p.blocks, 4096, |q, b0, piece| {
         let qf = query_f64(p, q);
         let w = &p.w[q * p.heads..(q + 1) * p.heads];
-        for (b, s) in row.iter_mut().enumerate() {
-            let k = kb_row(p, b);
+        for (i, s) in piece.iter_mut().enumerate() {
+            let k = kb_row(p, b0 + i);
             *s = (0..p.heads)
                 .map(|h| w[h] as f64 * relu(dot(&qf[h * HEAD_DIM..(h + 1) * HEAD_DIM], k)))
                 .sum();
@@ -102,11 +103,11 @@ pub fn scores_error_bound(p: &ScoresProblem, u_in: f64, u_acc: f64) -> Vec<f64> 
     if p.blocks == 0 {
         return out;
     }
-    par_chunks_mut(&mut out, p.blocks, |q, row| {
+    par_row_pieces(&mut out, p.blocks, 4096, |q, b0, piece| {
         let qf = query_f64(p, q);
         let w = &p.w[q * p.heads..(q + 1) * p.heads];
-        for (b, e) in row.iter_mut().enumerate() {
-            let k = kb_row(p, b);
+        for (i, e) in piece.iter_mut().enumerate() {
+            let k = kb_row(p, b0 + i);
             let mut bound = underflow;
             for (h, &wh) in w.iter().enumerate() {
                 let qh = &qf[h * HEAD_DIM..(h + 1) * HEAD_DIM];
