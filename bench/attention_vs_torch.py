@@ -89,6 +89,10 @@ def main():
         rc |= 0 if ok else 1
         print("CHECK", "PASS" if ok else "FAIL", flush=True)
     if a.bench:
+        # No autotune results carried over from another process: fla keys its configs on
+        # (BS, BK, BV, G), not T, so a cached choice made at another shape would be reused
+        # here (bench/attn_bwd_forms.py says what that cost).
+        os.environ.setdefault("FLA_CACHE_RESULTS", "0")
         try:
             import fla  # noqa: F401
             fla_mod = fla
