@@ -5,6 +5,7 @@
 //! on the regression it guards against, and keeps proving it as the code moves.
 
 mod exec;
+mod in_place;
 mod scratch;
 mod spec;
 
@@ -33,13 +34,17 @@ It keeps its own target/ (CARGO_TARGET_DIR), so the first run builds everything 
 mutant after that is an incremental build. Every command's full output is in \
 target/mutants/logs/. The mutated file is restored after each mutant, and every run \
 re-syncs the tree first (so even a killed run leaves nothing behind).\n\n\
+--in-place plants in the working tree itself, so the commands reuse its own build: for a \
+throwaway checkout (CI). It refuses files with changes not in git's index, since a killed run \
+leaves its mutant planted (`git checkout -- FILE` undoes it).\n\n\
 Writing a mutant: see mutants/README.md; check it with `cargo xtask mutants --only NAME`.",
     after_help = "Exit codes: 0 every mutant caught; 1 a mutant survived or misfired, or a baseline is broken; \
 2 bad usage or a stale/invalid mutant file.\n\
 Examples:\n  \
 cargo xtask mutants --list                      the curated set, with what each plants\n  \
 cargo xtask mutants --only cpu-topk-ties-higher-index   check one mutant (repeatable)\n  \
-cargo xtask mutants --sample 6                  today's rotating sample of 6 (what CI runs)\n  \
+cargo xtask mutants --sample 6                  today's rotating sample of 6\n  \
+cargo xtask mutants --sample 6 --in-place       the same in the checkout itself (what CI runs)\n  \
 cargo xtask mutants --sample 6 --seed 20423     repeat the sample a run printed\n  \
 cargo xtask mutants                             all of them"
 )]
@@ -69,6 +74,10 @@ pub struct MutantsArgs {
     /// The project root (default: this repository).
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
+    /// Plant in the working tree itself, not in target/mutants/tree: the commands reuse the
+    /// tree's own build. For a throwaway checkout (CI); refuses files with unstaged changes.
+    #[arg(long)]
+    pub in_place: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -143,18 +152,28 @@ pub fn run(a: MutantsArgs) -> Result<u8> {
     exec::install_ctrlc();
 
     let work = root.join("target/mutants");
-    let tree = work.join("tree");
-    let s = scratch::sync(&root, &tree)?;
-    for profile in scratch::seed_target(&root, &tree)? {
-        println!("seeded the scratch tree's target/{profile} with a copy of target/{profile} (saves a cold build)");
-    }
-    println!(
-        "scratch tree {}: {} files copied, {} unchanged, {} removed",
-        tree.display(),
-        s.copied,
-        s.unchanged,
-        s.removed
-    );
+    let tree = if a.in_place {
+        in_place::check_restorable(&root, &all)?;
+        println!(
+            "in place: planting in {} itself (each file restored after its mutant)",
+            root.display()
+        );
+        root.clone()
+    } else {
+        let tree = work.join("tree");
+        let s = scratch::sync(&root, &tree)?;
+        for profile in scratch::seed_target(&root, &tree)? {
+            println!("seeded the scratch tree's target/{profile} with a copy of target/{profile} (saves a cold build)");
+        }
+        println!(
+            "scratch tree {}: {} files copied, {} unchanged, {} removed",
+            tree.display(),
+            s.copied,
+            s.unchanged,
+            s.removed
+        );
+        tree
+    };
     // Every mutant's edits must apply before anything runs: a stale one is a config error.
     let mut stale = Vec::new();
     for m in &all {
@@ -293,7 +312,8 @@ impl Drop for Restore {
     fn drop(&mut self) {
         if let Err(e) = std::fs::write(&self.path, &self.original) {
             eprintln!(
-                "error: cannot restore {} ({e}); the next `cargo xtask mutants` re-syncs it",
+                "error: cannot restore {} ({e}); the next `cargo xtask mutants` re-syncs a scratch tree \
+                 (in place: `git checkout -- FILE`)",
                 self.path.display()
             );
         }

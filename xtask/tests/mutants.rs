@@ -309,3 +309,71 @@ fn list_only_and_sample_select_mutants() {
         "{out}"
     );
 }
+
+#[test]
+fn in_place_plants_in_the_tree_itself_and_restores_it() {
+    let d = project();
+    let p = d.path();
+    mutant(
+        p,
+        "add-minus",
+        "a + b",
+        "a - b",
+        "bash check.sh",
+        "add: wrong sum",
+    );
+    // Applies only if the first mutant's file was restored in the tree itself.
+    mutant(
+        p,
+        "add-swap",
+        "a + b",
+        "b + a",
+        "bash check.sh",
+        "add: wrong sum",
+    );
+    let (code, out) = xtask(p, &["--in-place"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("in place: planting in"), "{out}");
+    assert!(
+        out.contains("mutants: 2 caught, 0 survived, 0 misfired"),
+        "{out}"
+    );
+    assert!(
+        !p.join("target/mutants/tree").exists(),
+        "no scratch tree in place"
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.join("src/lib.txt")).unwrap(),
+        ORIGINAL,
+        "the planted file is restored"
+    );
+}
+
+#[test]
+fn in_place_refuses_a_file_changed_since_git_add() {
+    let d = project();
+    let p = d.path();
+    mutant(
+        p,
+        "add-minus",
+        "a + b",
+        "a - b",
+        "bash check.sh",
+        "add: wrong sum",
+    );
+    let edited = format!("{ORIGINAL}// local edit\n");
+    write(p, "src/lib.txt", &edited);
+    let (code, out) = xtask(p, &["--in-place"]);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(
+        out.contains("--in-place: this file has changed since `git add` (src/lib.txt)")
+            && out.contains("run without --in-place"),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.join("src/lib.txt")).unwrap(),
+        edited,
+        "nothing planted, nothing run"
+    );
+    assert!(!out.contains("baseline"), "{out}");
+}
