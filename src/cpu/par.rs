@@ -37,29 +37,14 @@ where
 }
 
 /// Call `f(i, chunk_i)` for every `chunk`-sized piece of `out` (the last may be shorter),
-/// spread over up to `threads()` threads. `chunk` must be > 0.
+/// spread over up to `threads()` threads. `chunk` must be > 0. (Each chunk is a row of one
+/// piece: `par_row_pieces` does the splitting.)
 pub fn par_chunks_mut<T, F>(out: &mut [T], chunk: usize, f: F)
 where
     T: Send,
     F: Fn(usize, &mut [T]) + Sync,
 {
-    let items = out.len().div_ceil(chunk);
-    let workers = threads().min(items).max(1);
-    if workers == 1 {
-        out.chunks_mut(chunk).enumerate().for_each(|(i, c)| f(i, c));
-        return;
-    }
-    let per = items.div_ceil(workers);
-    let f = &f;
-    std::thread::scope(|s| {
-        for (w, group) in out.chunks_mut(per * chunk).enumerate() {
-            s.spawn(move || {
-                for (j, c) in group.chunks_mut(chunk).enumerate() {
-                    f(w * per + j, c);
-                }
-            });
-        }
-    });
+    par_row_pieces(out, chunk, chunk, |i, _, c| f(i, c));
 }
 
 /// Call `f(row, start, piece)` for every piece of every `row_len`-long row of `out`: each row
@@ -78,7 +63,13 @@ where
         }
     }
     let workers = threads().min(items.len()).max(1);
-    let per = items.len().div_ceil(workers).max(1);
+    if workers == 1 {
+        items
+            .into_iter()
+            .for_each(|(row, start, c)| f(row, start, c));
+        return;
+    }
+    let per = items.len().div_ceil(workers);
     let f = &f;
     std::thread::scope(|s| {
         for group in items.chunks_mut(per) {

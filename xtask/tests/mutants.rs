@@ -71,29 +71,21 @@ fn scratch_file(root: &Path) -> String {
     std::fs::read_to_string(root.join("target/mutants/tree/src/lib.txt")).unwrap()
 }
 
+/// Two caught mutants editing the same text of one file: the second applies only if the
+/// first one's file was restored.
+fn two_mutants_of_one_line(p: &Path) {
+    for (name, replace) in [("add-minus", "a - b"), ("add-swap", "b + a")] {
+        mutant(p, name, "a + b", replace, "bash check.sh", "add: wrong sum");
+    }
+}
+
 const ORIGINAL: &str = "fn add(a, b) = a + b\nfn ties = lower index\n";
 
 #[test]
 fn a_caught_mutant_passes_and_every_file_is_restored() {
     let d = project();
     let p = d.path();
-    mutant(
-        p,
-        "add-minus",
-        "a + b",
-        "a - b",
-        "bash check.sh",
-        "add: wrong sum",
-    );
-    // Same file, same text: applies only if the first mutant was restored.
-    mutant(
-        p,
-        "add-swap",
-        "a + b",
-        "b + a",
-        "bash check.sh",
-        "add: wrong sum",
-    );
+    two_mutants_of_one_line(p);
     let (code, out) = xtask(p, &[]);
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("add-minus") && out.contains("caught"), "{out}");
@@ -314,23 +306,7 @@ fn list_only_and_sample_select_mutants() {
 fn in_place_plants_in_the_tree_itself_and_restores_it() {
     let d = project();
     let p = d.path();
-    mutant(
-        p,
-        "add-minus",
-        "a + b",
-        "a - b",
-        "bash check.sh",
-        "add: wrong sum",
-    );
-    // Applies only if the first mutant's file was restored in the tree itself.
-    mutant(
-        p,
-        "add-swap",
-        "a + b",
-        "b + a",
-        "bash check.sh",
-        "add: wrong sum",
-    );
+    two_mutants_of_one_line(p);
     let (code, out) = xtask(p, &["--in-place"]);
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("in place: planting in"), "{out}");
