@@ -89,6 +89,11 @@ ALL_FORMS = [("default", {}), ("kv16s kv16s", {"QSA_ATTN_KV_MMA": "bf16s"}), ("n
              ("wg kvwg", {"QSA_ATTN_KV_MMA": "wg"}), ("wgp kvwgp", {"QSA_ATTN_KV_MMA": "wgp"}),
              ("wg2 kvwg2", {"QSA_ATTN_KV_MMA": "wg2"}), ("wg2a kvwg2a", {"QSA_ATTN_KV_MMA": "wg2a"}),
              ("wg2a3 kvwg2a3", {"QSA_ATTN_KV_MMA": "wg2a", "QSA_ATTN_KV_DP_PARTS": "3"})]
+# Query ranges (QSA_ATTN_KV_QCHUNK=<tokens>, src/dispatch/attention_kv_qchunk.rs) on kvwg2a3: the CTAs
+# resident together add dQ into one range's rows; qN: ranges of N tokens.
+WG2A3 = {"QSA_ATTN_KV_MMA": "wg2a", "QSA_ATTN_KV_DP_PARTS": "3"}
+ALL_FORMS += [(f"q{n} kvwg2a3 over {n}-token ranges", {**WG2A3, "QSA_ATTN_KV_QCHUNK": str(n)})
+              for n in (256, 512, 1024, 2048, 4096)]
 FORMS = ALL_FORMS  # main() narrows it to --forms (the first word of each label)
 REPEAT = ("default again", {})
 # name, batch, T, hq, hkv, t

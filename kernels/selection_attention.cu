@@ -310,12 +310,12 @@ QSA_ATTN_KV_DQ_FORM(kv16sp2, KV_OPT_DO2)
       qsa_attn_##NAME##_dq_bwd_bf16(const u16* q, const u16* k, const u16* v, const int* ids, const float* lse, \
                                     const float* drow, const float* d_o, float* dk, float* dv, float* dq,    \
                                     int batch, int q_len, int kv_len, int hq, int hkv, int t, float scale,   \
-                                    int hc, int qt, int dp_parts) {                                          \
+                                    int hc, int qt, int dp_parts, int qchunk) {                              \
     (void)dp_parts; /* the kv kernels' argument list; dO's parts are DP3's (2 or 3) here */                   \
     if (NWG == 1 || threadIdx.x < KWG_THREADS)                                                               \
-      kwg_bwd<PIPE, NWG, 0, CM, DP3>(q, k, v, ids, lse, drow, d_o, dk, dv, dq, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt); \
+      kwg_bwd<PIPE, NWG, 0, CM, DP3>(q, k, v, ids, lse, drow, d_o, dk, dv, dq, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt, qchunk); \
     else                                                                                                     \
-      kwg_bwd<PIPE, NWG, NWG - 1, CM, DP3>(q, k, v, ids, lse, drow, d_o, dk, dv, dq, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt); \
+      kwg_bwd<PIPE, NWG, NWG - 1, CM, DP3>(q, k, v, ids, lse, drow, d_o, dk, dv, dq, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt, qchunk); \
   }
 QSA_ATTN_KVWG_INSTANCE(kvwg, false, 1, false, false)
 QSA_ATTN_KVWG_INSTANCE(kvwgp, true, 1, false, false)

@@ -149,3 +149,65 @@ fn the_three_part_wgmma_form_is_more_exact_than_two_parts() {
         );
     }
 }
+
+/// Query ranges (`QSA_ATTN_KV_QCHUNK`, kwg_bwd's qchunk) on wg2a3: one CTA per (batch, KV head,
+/// range of 64 tokens, block), dK / dV summed over the ranges with atomics into the zero-filled
+/// dk / dv. Against FP64 under both schedules: a range decoded to the wrong (batch, head,
+/// tokens), a query counted in two ranges or in none, a missing zero fill (the emulator's fresh
+/// memory is not zero) or a dK / dV sum lost between ranges misses the gate. Cases: 300 tokens
+/// of group 1 (five ranges; under causal_edge block 0's first range holds one tile), and two
+/// batches x two KV heads with kv_len 330 over 100 queries (two ranges, the causal shift 230,
+/// a partial last block).
+#[test]
+fn query_ranges_match_fp64_with_one_warp_at_a_time() {
+    let m = matrix();
+    let caps = caps(&m, "sm_90");
+    let base = m.cases.iter().find(|c| c.name == "attn_emu_g4").unwrap();
+    let mut two = base.clone();
+    two.name = "attn_kvf_g1_two_chunks".into();
+    let shape = two.attention.as_mut().unwrap();
+    (shape.q_len, shape.kv_len, shape.hq, shape.hkv, shape.t) = (300, 300, 1, 1, 1);
+    let mut shifted = base.clone();
+    shifted.name = "attn_emu_g4 as 2 x 2 heads, 100 of 330".into();
+    let shape = shifted.attention.as_mut().unwrap();
+    (shape.batch, shape.q_len, shape.kv_len, shape.hq, shape.hkv, shape.t) = (2, 100, 330, 16, 2, 3);
+    let kernel = "qsa_attn_kvwg2a3_dq_bwd_bf16";
+    for (c, dist) in [(&two, "causal_edge"), (&shifted, "repeat_ids")] {
+        let p = qsa::cases::attn_problem(m.seed, c, dist).unwrap();
+        let want = attn_backward_f64(&p).unwrap();
+        let what = format!("{}/{dist} {kernel} with 64-token query ranges", c.name);
+        let sw = switches(&[
+            ("QSA_ATTN_BWD", "kvdq"),
+            ("QSA_ATTN_KV_MMA", "wg2a"),
+            ("QSA_ATTN_KV_DP_PARTS", "3"),
+            ("QSA_ATTN_KV_QCHUNK", "64"),
+        ]);
+        let run = race::check(
+            &caps,
+            &sw,
+            &Problem::AttnBackward(p.clone()),
+            &[Schedule::Forward, Schedule::WaveFirst],
+        )
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert!(
+            run.records.iter().any(|r| r.kernel == kernel),
+            "{what}: not launched; launched {:?}",
+            run.records.iter().map(|r| &r.kernel).collect::<Vec<_>>()
+        );
+        let Output::AttnBackward(g) = run.output else {
+            panic!("{what}: no gradients")
+        };
+        for (name, got, want) in [
+            ("dq", &g.dq, &want.dq),
+            ("dk", &g.dk, &want.dk),
+            ("dv", &g.dv, &want.dv),
+        ] {
+            let e = rel_max(name, got, want);
+            assert!(
+                e <= MMA_LIMIT,
+                "{what} {name}: relative max error {e:e} past {MMA_LIMIT:e} (kwg_bwd's range \
+                 decode, kv_collect's end, the dK / dV atomics, or the plan's zero fill)"
+            );
+        }
+    }
+}

@@ -164,8 +164,8 @@ QSA_DEVICE int* kv_row_pos(const KvSmem& s, int buf) {
   return (int*)(s.rows0 + buf * KVB_ROW_ELEMS + 2 * ATT_ROWS);
 }
 
-// The tokens i0 .. i0 + THREADS - 1 (< q_len) whose list of kv head g holds `id`, compacted
-// in order into toks; returns their count (the same in every thread). THREADS: the CTA's
+// The tokens i0 .. i0 + THREADS - 1 (< q_len, < end) whose list of kv head g holds `id`,
+// compacted in order into toks (end: the CTA's query range, attention_kv_wg.h's QCHUNK); returns their count (the same in every thread). THREADS: the CTA's
 // threads, one token each (KVB_THREADS here, KWG_THREADS in attention_kv_wg.h); hits: its
 // [THREADS / 32] per-wave counts. Bar::sync() is the CTA's barrier (KvCtaBar: __syncthreads;
 // the wgmma form's two warpgroups use an unaligned named barrier, attention_kv_wg.h).
@@ -174,10 +174,10 @@ struct KvCtaBar {
 };
 template <int THREADS, class Bar = KvCtaBar>
 QSA_DEVICE int kv_collect(int* toks, int* hits, const int* ids, const KvCta& c, int i0, int q_len, int hkv,
-                          int t) {
+                          int t, int end = 0x7fffffff) {
   const long long i = i0 + threadIdx.x;
   bool hit = false;
-  if (i < q_len) {
+  if (i < q_len && i < end) {
     const int* list = ids + (((long long)c.b * q_len + i) * hkv + c.g) * t;
     for (int u = 0; u < t; ++u) hit |= list[u] == c.id;
   }

@@ -313,11 +313,36 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
                         const int* __restrict__ ids, const float* __restrict__ lse, const float* __restrict__ drow,
                         const float* __restrict__ d_o, float* __restrict__ dk, float* __restrict__ dv,
                         float* __restrict__ dq, int batch, int q_len, int kv_len, int hq, int hkv, int t, float scale,
-                        int hc, int qt) {
+                        int hc, int qt, int qchunk) {
   QSA_DYNAMIC_SHARED(smem_raw);
-  const KvCta c = kv_cta<false>(batch, hkv);
+  // QCHUNK (qchunk > 0 and < q_len): the queries split into ranges of qchunk tokens, one CTA
+  // per (batch, KV head, range, block), ordered so that the CTAs resident together share one
+  // (batch, KV head, range): the dQ rows their atomics add to (8 KB per token at 16 heads) and
+  // the q / dO rows they read stay in L2. Why: with one CTA per block walking every query,
+  // dQ's 34 GB of f32 atomics at the prefill shape went to HBM (12.6 of 56.7 ms, session 16's
+  // ablation). The price: a block's dK / dV summed over ranges with atomics into the
+  // zero-filled dk / dv, K / V loaded once per range. Otherwise (nqc 1) kv_cta's order, plain
+  // dK / dV stores.
+  const int nqc = qchunk > 0 && qchunk < q_len ? (q_len + qchunk - 1) / qchunk : 1;
+  KvCta c;
+  int q_lo = 0, q_hi = q_len;
+  if (nqc == 1) {
+    c = kv_cta<false>(batch, hkv);
+  } else {
+    const int nblk = (kv_len + ATT_BLK - 1) / ATT_BLK;
+    const int x = (int)blockIdx.x, rest = x / nblk, bg = rest / nqc;  // (the grid is < 2^31)
+    c.id = x % nblk;
+    c.b = bg / hkv;
+    c.g = bg % hkv;
+    q_lo = rest % nqc * qchunk;
+    q_hi = q_len - q_lo < qchunk ? q_len : q_lo + qchunk;
+  }
   const int base = c.id * ATT_BLK;
   const int keys = kv_len - base < ATT_BLK ? kv_len - base : ATT_BLK;
+  // The range's first query that can see the block (causal), and an empty range's early exit:
+  // its dK / dV are the zero fill's (the whole CTA leaves, before any barrier).
+  const int first = base - (kv_len - q_len) > q_lo ? base - (kv_len - q_len) : q_lo;
+  if (nqc > 1 && first >= q_hi) return;
   static_assert(NWG == 1 || !PIPE, "wg2 is single-buffered");
   static_assert(!CM || NWG > 1, "the chunk-major landing is wg2a's");
   static_assert(!DP3 || CM, "the third dO part lies over the chunk-major landing");
@@ -360,10 +385,9 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
       acc_v[h][i] = 0.f;
       acc_k[h][i] = 0.f;
     }
-  const int first = base - tl.shift > 0 ? base - tl.shift : 0;
-  for (int i0 = first; i0 < q_len; i0 += NWG * KWG_CHUNK) {
+  for (int i0 = first; i0 < q_hi; i0 += NWG * KWG_CHUNK) {
     // its barriers retire the last tile
-    tl.found = kv_collect<NWG * KWG_THREADS, KwgCtaBar<NWG>>(s.toks, s.hits, ids, c, i0, q_len, hkv, t);
+    tl.found = kv_collect<NWG * KWG_THREADS, KwgCtaBar<NWG>>(s.toks, s.hits, ids, c, i0, q_len, hkv, t, q_hi);
     tl.per_chunk = (tl.found + qt - 1) / qt;
     tl.count = nchunk * tl.per_chunk;
     if (PIPE && tl.count > 0) kwg_issue(s, 0, c, tl, 0, q, d_o, lse, drow, tid);
@@ -546,6 +570,33 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
     }
     kwg_cta_sync<NWG>();
     if (threadIdx.x >= KWG_THREADS) return;  // warpgroup 1 (run-time test: W is constant)
+  }
+  if (nqc > 1) {
+    // Ranges share the block: the sums go through warpgroup 0's own buffers (64 of its 80 KB,
+    // free since the tiles; warpgroup 1's hold `red`) as [key][dim] f32, dV then dK, so that
+    // each float4 atomic adds 4 dims of one key (a thread's sums are 8 dims apart).
+    float* sum = (float*)kwg_smem(smem_raw, 1, NWG, 0).oh;
+#pragma unroll
+    for (int half = 0; half < 2; ++half)
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int dim = 64 * half + 16 * warp + g + 8 * (e >> 1), key = 8 * j + 2 * tt + (e & 1);
+          const int i = 4 * j + e;
+          const float ov = NWG > 1 ? red[((2 * half + 0) * 32 + i) * KWG_THREADS + tid] : 0.f;
+          const float ok = NWG > 1 ? red[((2 * half + 1) * 32 + i) * KWG_THREADS + tid] : 0.f;
+          sum[key * ATT_D + dim] = acc_v[half][i] + ov;
+          sum[KWG_MAT + key * ATT_D + dim] = (acc_k[half][i] + ok) * scale;
+        }
+    kwg_sync<NWG>(0);
+    for (int x = tid; x < keys * (ATT_D / 4); x += KWG_THREADS) {
+      const int key = x / (ATT_D / 4), d4 = 4 * (x % (ATT_D / 4));
+      const long long off = (((long long)c.b * kv_len + base + key) * hkv + c.g) * ATT_D + d4;
+      atomicAdd((float4*)(dv + off), *(const float4*)(sum + key * ATT_D + d4));
+      atomicAdd((float4*)(dk + off), *(const float4*)(sum + KWG_MAT + key * ATT_D + d4));
+    }
+    return;
   }
   // Plain stores: this CTA owns the block's dK / dV (zero where no token selected it).
 #pragma unroll

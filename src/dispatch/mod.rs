@@ -9,6 +9,7 @@ pub mod attention;
 pub mod attention_decode;
 pub mod attention_decode_copy;
 pub mod attention_kv;
+pub mod attention_kv_qchunk;
 pub mod attention_ring;
 pub mod attention_warp;
 pub mod scores;
@@ -303,6 +304,10 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
     (
         "QSA_ATTN_KV_MMA",
         "tf32 | bf16 | bf16s | wg | wgp | wg2 | wg2a: the KV-block-major backward's dK / dV / dQ products as 3xTF32 m16n8k8 or bf16 m16n8k16 with f32 operands in bf16 hi + lo (qsa_attn_kv16_*), bf16s with each tile's dO split once in shared memory (qsa_attn_kv16s_*), wg on sm_90a wgmma with 64-row tiles (qsa_attn_kvwg_dq_bwd_bf16, fused only; a dispatch error without wgmma), wgp the same with the next tile's rows copied during this one (qsa_attn_kvwgp_dq_bwd_bf16), wg2 with two warpgroups per block taking alternate tiles (qsa_attn_kvwg2_dq_bwd_bf16), wg2a the same with dO landing chunk-major for a conflict-free split (qsa_attn_kvwg2a_dq_bwd_bf16; with QSA_ATTN_KV_DP_PARTS=3 dO in three parts for dP, qsa_attn_kvwg2a3_dq_bwd_bf16); bf16 inputs only, f16 keeps tf32 (qsa's sweep switch)",
+    ),
+    (
+        "QSA_ATTN_KV_QCHUNK",
+        "off | <tokens>: the wgmma backward's query ranges: one CTA per (batch, KV head, range of this many tokens, KV block), so that the CTAs resident together add dQ into the same rows, held in L2 (dK / dV then summed over ranges with atomics into zero-filled buffers); off: one CTA per block over every query (qsa's sweep switch)",
     ),
     (
         "QSA_ATTN_KV_DP_PARTS",

@@ -12,6 +12,7 @@ use crate::dispatch::attention::{
     GATHER_THREADS, KV_BWD_THREADS, STAGED_THREADS,
 };
 use crate::dispatch::attention_decode::{decode_plan, dispatch_name, DEC_MAX_T};
+use crate::dispatch::attention_kv_qchunk::{kv_qchunk, ranges};
 use crate::dispatch::attention_warp::{warp_items, WarpPlan};
 use crate::dispatch::{Switches, TargetCaps};
 use crate::gpu::attention_decode::forward_steps;
@@ -298,11 +299,17 @@ pub fn launch_plan(
                 vec![o, d_o, drow, PlanArg::I64(rows as i64)],
             ));
             let kv = products.expect("a staged backward");
+            // Query ranges (QSA_ATTN_KV_QCHUNK): a block's dK / dV summed over its ranges with
+            // atomics, so into zero-filled buffers.
+            let qchunk = kv_qchunk(switches, kv, p.q_len)?;
+            if qchunk.is_some() {
+                lp.call.extend(zero_dk_dv);
+            }
             lp.call.push(kv_bwd_launch(
                 p,
                 &plan,
                 kv,
-                true,
+                KvPass::Fused { qchunk },
                 &format!("qsa_attn_{}_dq_bwd_{sfx}", kv.stem()),
                 vec![q, k, v, ids, lse, drow, d_o, dk, dv, dq],
                 dims,
@@ -337,7 +344,7 @@ pub fn launch_plan(
                     p,
                     &plan,
                     kv,
-                    false,
+                    KvPass::DkDv,
                     &format!("qsa_attn_{}_bwd_{sfx}", kv.stem()),
                     vec![q, k, v, ids, lse, drow, d_o, dk, dv],
                     dims,
@@ -383,25 +390,41 @@ fn warp_launch(
     ))
 }
 
-/// The KV-block-major dK / dV pass (`kernel`: qsa_attn_kv_bwd_*, or qsa_attn_kv_dq_bwd_* with
-/// dq last among `buffers`): one CTA per (batch, KV head, KV block), every element of dk / dv
-/// written once (so no zero-fill), after the pass that writes drow.
+/// Which KV-block-major pass `kv_bwd_launch` plans.
+#[derive(Clone, Copy)]
+enum KvPass {
+    /// `qsa_attn_{stem}_bwd_*`: dK / dV only.
+    DkDv,
+    /// `qsa_attn_{stem}_dq_bwd_*`: dQ added too (dq last among the buffers); the wgmma forms
+    /// take `qchunk` (`kv_qchunk`: None, one CTA per block over every query).
+    Fused { qchunk: Option<usize> },
+}
+
+/// The KV-block-major pass (`kernel`: qsa_attn_kv_bwd_*, or qsa_attn_kv_dq_bwd_* with dq last
+/// among `buffers`): one CTA per (batch, KV head, KV block), every element of dk / dv written
+/// once (so no zero-fill), after the pass that writes drow; with query ranges (the wgmma forms'
+/// `qchunk`) one CTA per (batch, KV head, range, block), dk / dv zero-filled by the caller.
 /// `kernel`'s stem is `kv`'s (`kv`, `kv16`, `kv16s`): `kv` gives dO's parts in dP and, with
-/// `fused` (the `_dq_` kernel), the shared bytes.
+/// the fused pass (the `_dq_` kernel), the shared bytes.
 #[allow(clippy::too_many_arguments)]
 fn kv_bwd_launch(
     p: &AttnCall,
     plan: &StagedPlan,
     kv: KvProducts,
-    fused: bool,
+    pass: KvPass,
     kernel: &str,
     buffers: Vec<PlanArg>,
     dims: [PlanArg; 7],
 ) -> BackendResult<Step> {
-    let ctas = p.batch * p.hkv * p.kv_len.div_ceil(ATTN_BLOCK);
+    let (fused, qchunk) = match pass {
+        KvPass::DkDv => (false, None),
+        KvPass::Fused { qchunk } => (true, qchunk),
+    };
+    let ctas = p.batch * p.hkv * p.kv_len.div_ceil(ATTN_BLOCK) * ranges(p.q_len, qchunk);
     if ctas > MAX_GRID_X {
         return Err(shape(format!(
-            "{ctas} KV blocks x heads x batch exceed the KV-block-major backward's grid"
+            "{ctas} KV blocks x heads x batch (x query ranges) exceed the KV-block-major \
+             backward's grid"
         )));
     }
     let mut args = buffers;
@@ -416,6 +439,8 @@ fn kv_bwd_launch(
     args.push(PlanArg::I32(qt as i32));
     args.push(PlanArg::I32(kv.dp_parts as i32));
     let threads = if kv.wg > 0 {
+        // kwg_bwd's qchunk: 0 for one range (kv_qchunk checked it fits an i32).
+        args.push(PlanArg::I32(qchunk.unwrap_or(0) as i32));
         kv_wg_threads(kv.wg)
     } else {
         KV_BWD_THREADS
