@@ -269,6 +269,18 @@ QSA_DEVICE void kwg_add(float (&acc)[32], const float (&t)[32]) {
   for (int i = 0; i < 32; ++i) acc[i] += t[i];
 }
 
+// A float4 add to global memory whose old value nobody reads. PROBE (session 17): red, not
+// atom: CUDA's atomicAdd(float4*) is atom.global.add.v4.f32, whose four result registers
+// ptxas may keep live (a write-after-write wait on the round trip when they are reused).
+QSA_DEVICE void kwg_add4(float* p, float4 v) {
+#if defined(QSA_KWG_DQ_RED) && !defined(QSA_EMU)
+  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w)
+               : "memory");
+#else
+  atomicAdd((float4*)p, v);
+#endif
+}
+
 // dQ rows of this warp (tile rows 16 w + g, + 8), dims d0 + 8 j + 2t, + 1 from t (wgmma D
 // layout, 64 dims), added with float4 atomics (kv16_dq_add's lane exchange).
 // CM: the row from row table p (kwg_fill_rows).
@@ -285,8 +297,8 @@ QSA_DEVICE void kwg_dq_add(const KwgSmem& s, const KvCta& c, const KvTiles& tl, 
     const float x0 = qsa_shfl_xor(odd ? a[0] : a[2], 1), x1 = qsa_shfl_xor(odd ? a[1] : a[3], 1);
     if (row >= 0) {
       const float4 w = odd ? make_float4(x0, x1, a[2], a[3]) : make_float4(a[0], a[1], x0, x1);
-      atomicAdd((float4*)(dq + row * ATT_D + d0 + 8 * j + 2 * tt - (odd ? 2 : 0)),
-                make_float4(w.x * scale, w.y * scale, w.z * scale, w.w * scale));
+      kwg_add4(dq + row * ATT_D + d0 + 8 * j + 2 * tt - (odd ? 2 : 0),
+               make_float4(w.x * scale, w.y * scale, w.z * scale, w.w * scale));
     }
   }
 }
@@ -593,8 +605,8 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
     for (int x = tid; x < keys * (ATT_D / 4); x += KWG_THREADS) {
       const int key = x / (ATT_D / 4), d4 = 4 * (x % (ATT_D / 4));
       const long long off = (((long long)c.b * kv_len + base + key) * hkv + c.g) * ATT_D + d4;
-      atomicAdd((float4*)(dv + off), *(const float4*)(sum + key * ATT_D + d4));
-      atomicAdd((float4*)(dk + off), *(const float4*)(sum + KWG_MAT + key * ATT_D + d4));
+      kwg_add4(dv + off, *(const float4*)(sum + key * ATT_D + d4));
+      kwg_add4(dk + off, *(const float4*)(sum + KWG_MAT + key * ATT_D + d4));
     }
     return;
   }
