@@ -495,6 +495,76 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
       }
       qsa_fence_proxy_async();
       kwg_sync<NWG>(wgi);  // P^T, dS^T of every key
+#if defined(QSA_KWG_DQ_FIRST)  // PROBE (session 17): dQ and its atomics before dV / dK
+      // dQ (tile rows 16 warp + g (+ 8) x dims) = dS K: A = dS from dS^T (hi, lo), B = K^T.
+      {
+        unsigned ah[4][4], al[4][4];
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks) {
+          kwg_frag_t(kwg_ps(s, buf, 2), KWG_ROWS, 16 * warp, 16 * ks, lane, ah[ks]);
+          kwg_frag_t(kwg_ps(s, buf, 3), KWG_ROWS, 16 * warp, 16 * ks, lane, al[ks]);
+        }
+#pragma unroll 1
+        for (int half = 0; half < 2; ++half) {
+          float tq[32];
+          qsa_wgmma_fence_regs(tq);
+          qsa_wgmma_fence();
+#pragma unroll
+          for (int ks = 0; ks < 4; ++ks) {
+            qsa_wgmma_m64n64k16_bf16_rs(tq, ah[ks], kwg_bdesc(s.kt, ATT_BLK, 64 * half, ks), ks > 0);
+            qsa_wgmma_m64n64k16_bf16_rs(tq, al[ks], kwg_bdesc(s.kt, ATT_BLK, 64 * half, ks), 1);
+          }
+          qsa_wgmma_commit();
+          qsa_wgmma_wait<0>();
+          qsa_wgmma_fence_aregs(ah);
+          qsa_wgmma_fence_aregs(al);
+          qsa_wgmma_fence_regs(tq);
+          kwg_dq_add<CM>(s, c, tl, n, 64 * half, warp, lane, tq, dq, scale, rt);
+        }
+      }
+      // dV^T += dO^T P (hi hi, hi lo, lo hi), dK^T += Q^T dS (hi, lo) per 64-dim half.
+      // Unrolled: acc_v[half] / acc_k[half] indexed at run time put them in local memory
+      // (512 bytes of stack, ptxas 13.0, sm_90).
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int m0 = 64 * half + 16 * warp;
+        float tv[32];
+        unsigned ah[4][4], al[4][4];
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks) {
+          kwg_frag_t(s.oh, ATT_D, m0, 16 * ks, lane, ah[ks]);
+          kwg_frag_t(s.ol, ATT_D, m0, 16 * ks, lane, al[ks]);
+        }
+        qsa_wgmma_fence_regs(tv);
+        qsa_wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks) {
+          qsa_wgmma_m64n64k16_bf16_rs(tv, ah[ks], kwg_bdesc(kwg_ps(s, buf, 0), KWG_ROWS, 0, ks), ks > 0);
+          qsa_wgmma_m64n64k16_bf16_rs(tv, ah[ks], kwg_bdesc(kwg_ps(s, buf, 1), KWG_ROWS, 0, ks), 1);
+          qsa_wgmma_m64n64k16_bf16_rs(tv, al[ks], kwg_bdesc(kwg_ps(s, buf, 0), KWG_ROWS, 0, ks), 1);
+        }
+        qsa_wgmma_commit();
+        qsa_wgmma_wait<0>();
+        qsa_wgmma_fence_aregs(ah);
+        qsa_wgmma_fence_aregs(al);
+        qsa_wgmma_fence_regs(tv);
+        kwg_add(acc_v[half], tv);
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks) kwg_frag_t(qs, ATT_D, m0, 16 * ks, lane, ah[ks]);
+        qsa_wgmma_fence_regs(tv);
+        qsa_wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks) {
+          qsa_wgmma_m64n64k16_bf16_rs(tv, ah[ks], kwg_bdesc(kwg_ps(s, buf, 2), KWG_ROWS, 0, ks), ks > 0);
+          qsa_wgmma_m64n64k16_bf16_rs(tv, ah[ks], kwg_bdesc(kwg_ps(s, buf, 3), KWG_ROWS, 0, ks), 1);
+        }
+        qsa_wgmma_commit();
+        qsa_wgmma_wait<0>();
+        qsa_wgmma_fence_aregs(ah);
+        qsa_wgmma_fence_regs(tv);
+        kwg_add(acc_k[half], tv);
+      }
+#else
       // dV^T += dO^T P (hi hi, hi lo, lo hi), dK^T += Q^T dS (hi, lo) per 64-dim half.
       // Unrolled: acc_v[half] / acc_k[half] indexed at run time put them in local memory
       // (512 bytes of stack, ptxas 13.0, sm_90).
@@ -563,6 +633,7 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
           kwg_dq_add<CM>(s, c, tl, n, 64 * half, warp, lane, tq, dq, scale, rt);
         }
       }
+#endif
     }
   }
   // NWG 2: warpgroup 1's sums into its own buffers (64 KB of its 80: [value][thread],
