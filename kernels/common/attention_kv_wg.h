@@ -32,6 +32,12 @@
 #define KWG_THREADS 128
 #define KWG_ROWS 64
 #define KWG_CHUNK KWG_THREADS
+// PROBE (session 17): the next tile's q / dO copies issued before this tile's dQ (wg2a / wg2a3).
+#if defined(QSA_KWG_AHEAD)
+#define KWG_AHEAD 1
+#else
+#define KWG_AHEAD 0
+#endif
 // Bytes of one warpgroup's tile buffers (dO hi, dO lo, then per row buffer q, the f32 landing
 // and lse / D / position): NWG = 2 (wg2) gives each warpgroup its own.
 #define KWG_WG_BYTES(NBUF) (2 * 64 * 128 * 2 + (NBUF) * (64 * 128 * 2 + 64 * 128 * 4 + 3 * 64 * 4))
@@ -358,6 +364,7 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
   static_assert(NWG == 1 || !PIPE, "wg2 is single-buffered");
   static_assert(!CM || NWG > 1, "the chunk-major landing is wg2a's");
   static_assert(!DP3 || CM, "the third dO part lies over the chunk-major landing");
+  constexpr bool AHEAD = KWG_AHEAD && CM && !PIPE;
   // tid unsigned as threadIdx.x: kvwg / kvwgp's code objects stay as before this form.
   const int wgi = W;
   const unsigned tid = NWG == 1 ? threadIdx.x : threadIdx.x - W * KWG_THREADS;
@@ -420,7 +427,7 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
     // check, emu_blocks.h).
     if (NWG > 1) {
       // (DP3: 5 per tile, 4 for the first: the wait before P^T / dS^T overwrite the landing.)
-      const int per = DP3 ? 5 : 4;
+      const int per = (DP3 ? 5 : 4) + (AHEAD ? 1 : 0);
       const int mine = (tl.count - wgi + NWG - 1) / NWG, most = (tl.count + NWG - 1) / NWG;
       for (int x = (mine > 0 ? per * mine - 1 : 0); x < (most > 0 ? per * most - 1 : 0); ++x) kwg_sync<NWG>(wgi);
     }
@@ -432,7 +439,7 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
       const int rt = (n / NWG) & 1;
       if (!PIPE) {
         if (n > wgi) kwg_sync<NWG>(wgi);  // this warpgroup's last tile's reads of q, dO, P, dS, rows done
-        kwg_issue<CM>(s, 0, c, tl, n, q, d_o, lse, drow, tid, rt);
+        if (!AHEAD || n == wgi) kwg_issue<CM>(s, 0, c, tl, n, q, d_o, lse, drow, tid, rt);
         if (CM) kwg_fill_rows(s, rt ^ 1, c, tl, n + NWG, tid);  // read from tile n + NWG, after this tile's barriers
       }
       qsa_copy_wait(0);     // this thread's copies of tile n (the only group in flight)
@@ -614,6 +621,10 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
         for (int ks = 0; ks < 4; ++ks) {
           kwg_frag_t(kwg_ps(s, buf, 2), KWG_ROWS, 16 * warp, 16 * ks, lane, ah[ks]);
           kwg_frag_t(kwg_ps(s, buf, 3), KWG_ROWS, 16 * warp, 16 * ks, lane, al[ks]);
+        }
+        if constexpr (AHEAD) {  // PROBE: tile n + NWG's rows now, while dQ runs and adds
+          kwg_sync<NWG>(wgi);  // every warp's reads of q (dK) and P^T / dS^T (the landing) done
+          if (n + NWG < tl.count) kwg_issue<CM>(s, 0, c, tl, n + NWG, q, d_o, lse, drow, tid, rt ^ 1);
         }
 #pragma unroll 1
         for (int half = 0; half < 2; ++half) {
