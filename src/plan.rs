@@ -119,7 +119,16 @@ pub fn predicted_kernel(
                             .map_err(|e| e.to_string())?;
                         let products = attention::kv_products(&caps, &sw, s.dtype, shape)
                             .map_err(|e| e.to_string())?;
-                        path.dispatch_name(products)
+                        let qchunk = match path {
+                            attention::BwdPath::KvFused => {
+                                crate::dispatch::attention_kv_qchunk::kv_qchunk(
+                                    &sw, products, s.q_len,
+                                )
+                                .map_err(|e| e.to_string())?
+                            }
+                            _ => None,
+                        };
+                        path.dispatch_name(products, qchunk)
                     } else {
                         // "staged" / "ring", "_split" where lists are split.
                         attention::choose_forward(&caps, &sw, &plan, s.t)

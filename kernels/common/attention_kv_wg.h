@@ -10,10 +10,10 @@
 //   S^T  (64 keys x 64 rows)  = K Q^T        SS, 8 k16 steps
 //   dP^T (64 keys x 64 rows)  = V dO^T       SS, dO in bf16 hi + lo: 16 steps
 //   P^T, dS^T in registers (lse, D per row), stored [keys][rows] as bf16 hi + lo
-//   dV^T (128 dims x 64 keys) += dO^T P      RS (A = dO^T by ldmatrix.trans), 3 products
-//   dK^T (128 dims x 64 keys) += Q^T dS      RS (A = Q^T by ldmatrix.trans), 2 products
 //   dQ   (64 rows x 128 dims)  = dS K        RS (A = dS by ldmatrix.trans, B = K^T staged
 //                                             once per CTA), 2 products, float4 atomics
+//   dV^T (128 dims x 64 keys) += dO^T P      RS (A = dO^T by ldmatrix.trans), 3 products
+//   dK^T (128 dims x 64 keys) += Q^T dS      RS (A = Q^T by ldmatrix.trans), 2 products
 // (lo x lo dropped: ~2^-16 relative per product, as attention_kv_bwd16.h's note).
 // Each product's 64-dim half runs into fresh sums added to the block's in f32 (kv_bwd's
 // precision note: long sums inside the accumulator drifted on the H200).
@@ -32,12 +32,6 @@
 #define KWG_THREADS 128
 #define KWG_ROWS 64
 #define KWG_CHUNK KWG_THREADS
-// PROBE (session 17): the next tile's q / dO copies issued before this tile's dQ (wg2a / wg2a3).
-#if defined(QSA_KWG_AHEAD)
-#define KWG_AHEAD 1
-#else
-#define KWG_AHEAD 0
-#endif
 // Bytes of one warpgroup's tile buffers (dO hi, dO lo, then per row buffer q, the f32 landing
 // and lse / D / position): NWG = 2 (wg2) gives each warpgroup its own.
 #define KWG_WG_BYTES(NBUF) (2 * 64 * 128 * 2 + (NBUF) * (64 * 128 * 2 + 64 * 128 * 4 + 3 * 64 * 4))
@@ -275,18 +269,6 @@ QSA_DEVICE void kwg_add(float (&acc)[32], const float (&t)[32]) {
   for (int i = 0; i < 32; ++i) acc[i] += t[i];
 }
 
-// A float4 add to global memory whose old value nobody reads. PROBE (session 17): red, not
-// atom: CUDA's atomicAdd(float4*) is atom.global.add.v4.f32, whose four result registers
-// ptxas may keep live (a write-after-write wait on the round trip when they are reused).
-QSA_DEVICE void kwg_add4(float* p, float4 v) {
-#if defined(QSA_KWG_DQ_RED) && !defined(QSA_EMU)
-  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w)
-               : "memory");
-#else
-  atomicAdd((float4*)p, v);
-#endif
-}
-
 // dQ rows of this warp (tile rows 16 w + g, + 8), dims d0 + 8 j + 2t, + 1 from t (wgmma D
 // layout, 64 dims), added with float4 atomics (kv16_dq_add's lane exchange).
 // CM: the row from row table p (kwg_fill_rows).
@@ -303,8 +285,8 @@ QSA_DEVICE void kwg_dq_add(const KwgSmem& s, const KvCta& c, const KvTiles& tl, 
     const float x0 = qsa_shfl_xor(odd ? a[0] : a[2], 1), x1 = qsa_shfl_xor(odd ? a[1] : a[3], 1);
     if (row >= 0) {
       const float4 w = odd ? make_float4(x0, x1, a[2], a[3]) : make_float4(a[0], a[1], x0, x1);
-      kwg_add4(dq + row * ATT_D + d0 + 8 * j + 2 * tt - (odd ? 2 : 0),
-               make_float4(w.x * scale, w.y * scale, w.z * scale, w.w * scale));
+      atomicAdd((float4*)(dq + row * ATT_D + d0 + 8 * j + 2 * tt - (odd ? 2 : 0)),
+                make_float4(w.x * scale, w.y * scale, w.z * scale, w.w * scale));
     }
   }
 }
@@ -336,11 +318,11 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
   // QCHUNK (qchunk > 0 and < q_len): the queries split into ranges of qchunk tokens, one CTA
   // per (batch, KV head, range, block), ordered so that the CTAs resident together share one
   // (batch, KV head, range): the dQ rows their atomics add to (8 KB per token at 16 heads) and
-  // the q / dO rows they read stay in L2. Why: with one CTA per block walking every query,
-  // dQ's 34 GB of f32 atomics at the prefill shape went to HBM (12.6 of 56.7 ms, session 16's
-  // ablation). The price: a block's dK / dV summed over ranges with atomics into the
-  // zero-filled dk / dv, K / V loaded once per range. Otherwise (nqc 1) kv_cta's order, plain
-  // dK / dV stores.
+  // the q / dO rows they read stay in L2 rather than spread over the sequence. The price: a
+  // block's dK / dV summed over ranges with atomics into the zero-filled dk / dv, K / V loaded
+  // once per range. Otherwise (nqc 1) kv_cta's order, plain dK / dV stores. Measured on the
+  // H200 (session 17, B=4 T=16K 64 / 4 heads; src/dispatch/attention_kv_qchunk.rs has the
+  // table): 2,048-token ranges -3.5% with dQ first, 256 +11% (the per-range costs).
   const int nqc = qchunk > 0 && qchunk < q_len ? (q_len + qchunk - 1) / qchunk : 1;
   KvCta c;
   int q_lo = 0, q_hi = q_len;
@@ -364,7 +346,6 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
   static_assert(NWG == 1 || !PIPE, "wg2 is single-buffered");
   static_assert(!CM || NWG > 1, "the chunk-major landing is wg2a's");
   static_assert(!DP3 || CM, "the third dO part lies over the chunk-major landing");
-  constexpr bool AHEAD = KWG_AHEAD && CM && !PIPE;
   // tid unsigned as threadIdx.x: kvwg / kvwgp's code objects stay as before this form.
   const int wgi = W;
   const unsigned tid = NWG == 1 ? threadIdx.x : threadIdx.x - W * KWG_THREADS;
@@ -427,7 +408,7 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
     // check, emu_blocks.h).
     if (NWG > 1) {
       // (DP3: 5 per tile, 4 for the first: the wait before P^T / dS^T overwrite the landing.)
-      const int per = (DP3 ? 5 : 4) + (AHEAD ? 1 : 0);
+      const int per = DP3 ? 5 : 4;
       const int mine = (tl.count - wgi + NWG - 1) / NWG, most = (tl.count + NWG - 1) / NWG;
       for (int x = (mine > 0 ? per * mine - 1 : 0); x < (most > 0 ? per * most - 1 : 0); ++x) kwg_sync<NWG>(wgi);
     }
@@ -439,7 +420,7 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
       const int rt = (n / NWG) & 1;
       if (!PIPE) {
         if (n > wgi) kwg_sync<NWG>(wgi);  // this warpgroup's last tile's reads of q, dO, P, dS, rows done
-        if (!AHEAD || n == wgi) kwg_issue<CM>(s, 0, c, tl, n, q, d_o, lse, drow, tid, rt);
+        kwg_issue<CM>(s, 0, c, tl, n, q, d_o, lse, drow, tid, rt);
         if (CM) kwg_fill_rows(s, rt ^ 1, c, tl, n + NWG, tid);  // read from tile n + NWG, after this tile's barriers
       }
       qsa_copy_wait(0);     // this thread's copies of tile n (the only group in flight)
@@ -502,8 +483,11 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
       }
       qsa_fence_proxy_async();
       kwg_sync<NWG>(wgi);  // P^T, dS^T of every key
-#if defined(QSA_KWG_DQ_FIRST)  // PROBE (session 17): dQ and its atomics before dV / dK
       // dQ (tile rows 16 warp + g (+ 8) x dims) = dS K: A = dS from dS^T (hi, lo), B = K^T.
+      // First of the three products, so that its float4 atomics drain while dV / dK run rather
+      // than queue ahead of the next tile's copies (H200, session 17 call C, B=4 T=16K 64 / 4
+      // heads: 53.24 / 53.29 ms with 2,048-token query ranges against 54.97 / 55.34 with dQ
+      // last; without ranges 55.64 / 55.76 against 56.21 / 56.58).
       {
         unsigned ah[4][4], al[4][4];
 #pragma unroll
@@ -571,80 +555,6 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
         qsa_wgmma_fence_regs(tv);
         kwg_add(acc_k[half], tv);
       }
-#else
-      // dV^T += dO^T P (hi hi, hi lo, lo hi), dK^T += Q^T dS (hi, lo) per 64-dim half.
-      // Unrolled: acc_v[half] / acc_k[half] indexed at run time put them in local memory
-      // (512 bytes of stack, ptxas 13.0, sm_90).
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int m0 = 64 * half + 16 * warp;
-        float tv[32];
-        unsigned ah[4][4], al[4][4];
-#pragma unroll
-        for (int ks = 0; ks < 4; ++ks) {
-          kwg_frag_t(s.oh, ATT_D, m0, 16 * ks, lane, ah[ks]);
-          kwg_frag_t(s.ol, ATT_D, m0, 16 * ks, lane, al[ks]);
-        }
-        qsa_wgmma_fence_regs(tv);
-        qsa_wgmma_fence();
-#pragma unroll
-        for (int ks = 0; ks < 4; ++ks) {
-          qsa_wgmma_m64n64k16_bf16_rs(tv, ah[ks], kwg_bdesc(kwg_ps(s, buf, 0), KWG_ROWS, 0, ks), ks > 0);
-          qsa_wgmma_m64n64k16_bf16_rs(tv, ah[ks], kwg_bdesc(kwg_ps(s, buf, 1), KWG_ROWS, 0, ks), 1);
-          qsa_wgmma_m64n64k16_bf16_rs(tv, al[ks], kwg_bdesc(kwg_ps(s, buf, 0), KWG_ROWS, 0, ks), 1);
-        }
-        qsa_wgmma_commit();
-        qsa_wgmma_wait<0>();
-        qsa_wgmma_fence_aregs(ah);
-        qsa_wgmma_fence_aregs(al);
-        qsa_wgmma_fence_regs(tv);
-        kwg_add(acc_v[half], tv);
-#pragma unroll
-        for (int ks = 0; ks < 4; ++ks) kwg_frag_t(qs, ATT_D, m0, 16 * ks, lane, ah[ks]);
-        qsa_wgmma_fence_regs(tv);
-        qsa_wgmma_fence();
-#pragma unroll
-        for (int ks = 0; ks < 4; ++ks) {
-          qsa_wgmma_m64n64k16_bf16_rs(tv, ah[ks], kwg_bdesc(kwg_ps(s, buf, 2), KWG_ROWS, 0, ks), ks > 0);
-          qsa_wgmma_m64n64k16_bf16_rs(tv, ah[ks], kwg_bdesc(kwg_ps(s, buf, 3), KWG_ROWS, 0, ks), 1);
-        }
-        qsa_wgmma_commit();
-        qsa_wgmma_wait<0>();
-        qsa_wgmma_fence_aregs(ah);
-        qsa_wgmma_fence_regs(tv);
-        kwg_add(acc_k[half], tv);
-      }
-      // dQ (tile rows 16 warp + g (+ 8) x dims) = dS K: A = dS from dS^T (hi, lo), B = K^T.
-      {
-        unsigned ah[4][4], al[4][4];
-#pragma unroll
-        for (int ks = 0; ks < 4; ++ks) {
-          kwg_frag_t(kwg_ps(s, buf, 2), KWG_ROWS, 16 * warp, 16 * ks, lane, ah[ks]);
-          kwg_frag_t(kwg_ps(s, buf, 3), KWG_ROWS, 16 * warp, 16 * ks, lane, al[ks]);
-        }
-        if constexpr (AHEAD) {  // PROBE: tile n + NWG's rows now, while dQ runs and adds
-          kwg_sync<NWG>(wgi);  // every warp's reads of q (dK) and P^T / dS^T (the landing) done
-          if (n + NWG < tl.count) kwg_issue<CM>(s, 0, c, tl, n + NWG, q, d_o, lse, drow, tid, rt ^ 1);
-        }
-#pragma unroll 1
-        for (int half = 0; half < 2; ++half) {
-          float tq[32];
-          qsa_wgmma_fence_regs(tq);
-          qsa_wgmma_fence();
-#pragma unroll
-          for (int ks = 0; ks < 4; ++ks) {
-            qsa_wgmma_m64n64k16_bf16_rs(tq, ah[ks], kwg_bdesc(s.kt, ATT_BLK, 64 * half, ks), ks > 0);
-            qsa_wgmma_m64n64k16_bf16_rs(tq, al[ks], kwg_bdesc(s.kt, ATT_BLK, 64 * half, ks), 1);
-          }
-          qsa_wgmma_commit();
-          qsa_wgmma_wait<0>();
-          qsa_wgmma_fence_aregs(ah);
-          qsa_wgmma_fence_aregs(al);
-          qsa_wgmma_fence_regs(tq);
-          kwg_dq_add<CM>(s, c, tl, n, 64 * half, warp, lane, tq, dq, scale, rt);
-        }
-      }
-#endif
     }
   }
   // NWG 2: warpgroup 1's sums into its own buffers (64 KB of its 80: [value][thread],
@@ -687,8 +597,8 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
     for (int x = tid; x < keys * (ATT_D / 4); x += KWG_THREADS) {
       const int key = x / (ATT_D / 4), d4 = 4 * (x % (ATT_D / 4));
       const long long off = (((long long)c.b * kv_len + base + key) * hkv + c.g) * ATT_D + d4;
-      kwg_add4(dv + off, *(const float4*)(sum + key * ATT_D + d4));
-      kwg_add4(dk + off, *(const float4*)(sum + KWG_MAT + key * ATT_D + d4));
+      atomicAdd((float4*)(dv + off), *(const float4*)(sum + key * ATT_D + d4));
+      atomicAdd((float4*)(dk + off), *(const float4*)(sum + KWG_MAT + key * ATT_D + d4));
     }
     return;
   }

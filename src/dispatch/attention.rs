@@ -62,10 +62,15 @@ impl BwdPath {
     /// paths the products' kernel stem after a `+` (`staged_kv_dq+kvwg2a3`), since the
     /// products change with the shape (`kv_products`'s wgmma default) and a reviewer reads the
     /// kernel that runs from the dispatch snapshot's diff.
-    pub fn dispatch_name(self, products: KvProducts) -> String {
+    /// With query ranges (`qchunk`, the wgmma forms' `kv_qchunk`) `/q` and the range's tokens
+    /// follow (`staged_kv_dq+kvwg2a3/q2048`).
+    pub fn dispatch_name(self, products: KvProducts, qchunk: Option<usize>) -> String {
+        let ranges = qchunk.map_or(String::new(), |n| format!("/q{n}"));
         match self {
             BwdPath::Atomic => self.name().into(),
-            BwdPath::KvMajor | BwdPath::KvFused => format!("{}+{}", self.name(), products.stem()),
+            BwdPath::KvMajor | BwdPath::KvFused => {
+                format!("{}+{}{ranges}", self.name(), products.stem())
+            }
         }
     }
 }

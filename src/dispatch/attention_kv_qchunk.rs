@@ -2,19 +2,41 @@
 //! kernels/common/attention_kv_wg.h's `kwg_bwd`).
 //!
 //! With one CTA per (batch, KV head, block) walking every query that selected its block, the
-//! 132 CTAs resident on the H200 add dQ rows spread over the whole sequence, and dQ's f32
-//! atomics (34 GB at the issue-13 prefill shape: every (token, head) once per selected block)
-//! miss L2: 12.6 of kvwg2a3's 56.7 ms (session 16's leave-one-out build P2). With ranges, the
-//! CTAs resident together work on one (batch, KV head, range of `qchunk` tokens): the rows they
-//! add to are `qchunk` x 8 KB at 16 heads per KV head. The price: each block's dK / dV is summed
-//! over the ranges with float4 atomics into the zero-filled dk / dv, and K / V are loaded once
-//! per range.
+//! 132 CTAs resident on the H200 add dQ rows spread over the whole sequence (34 GB of f32
+//! atomics at the issue-13 prefill shape: every (token, head) once per selected block; 12.6 of
+//! kvwg2a3's 56.7 ms in session 16's leave-one-out build). With ranges, the CTAs resident
+//! together work on one (batch, KV head, range of `qchunk` tokens): the dQ rows they add to
+//! and the q / dO rows they read are `qchunk` x 20 KB at 16 heads per KV head. The price: each
+//! block's dK / dV is summed over the ranges with float4 atomics into the zero-filled dk / dv,
+//! and K / V are loaded once per range.
+//!
+//! Measured (H200, `bench/attn_bwd_forms.py`, B=4, T=16K, 64 / 4 heads, 16 blocks of 64;
+//! docs/results/session17-2026-12-03/), backward medians in ms:
+//!
+//! | ranges | dQ last (call A) | dQ last (calls B, C) | dQ first (call C) |
+//! |---|---|---|---|
+//! | none | 56.26, 57.32 again | 56.43-56.75, 56.21-56.58 | 55.64, 55.76 |
+//! | 256 | 62.66 | | |
+//! | 512 | 58.06 | | |
+//! | 1,024 | 55.75 | | |
+//! | 2,048 | 55.08 | 55.35-55.45, 54.97-55.34 | **53.24, 53.29** |
+//! | 4,096 | 55.26 | | |
+//!
+//! fla's backward 48.8-49.2 in every run. Ranges alone buy 2%: dQ's atomics were not costing
+//! HBM misses. With dQ's products first in the tile (kernels/common/attention_kv_wg.h), its
+//! atomics drain during dV / dK, and the ranges' L2 locality then pays: -5.6% against the
+//! committed kernel of call C's runs (56.21-57.01), past the 3% flip rule.
 
 use super::attention_kv::KvProducts;
 use crate::backend::BackendError;
 
-/// The query range of `QSA_ATTN_KV_QCHUNK` for a wgmma-form backward of `q_len` queries: None
-/// (one CTA per block over every query) when unset, `off`, or no smaller than `q_len`; None
+/// The wgmma backward's query range where `QSA_ATTN_KV_QCHUNK` is unset: the best of the table
+/// above. Shapes of no more queries run as one range (the kernel as before ranges).
+pub const KV_WG_DEFAULT_QCHUNK: usize = 2048;
+
+/// The query range of `QSA_ATTN_KV_QCHUNK` (unset: `KV_WG_DEFAULT_QCHUNK`) for a wgmma-form
+/// backward of `q_len` queries: None (one CTA per block over every query) when `off` or no
+/// smaller than `q_len`; None
 /// too where the call does not take the wgmma form though `QSA_ATTN_KV_MMA` does not name
 /// another (f16 inputs keep the tf32 kernel whole, as every wgmma form; the default path
 /// takes the split kernel on short grids): the switch applies where the form runs, and the
@@ -27,7 +49,8 @@ pub fn kv_qchunk(
     q_len: usize,
 ) -> Result<Option<usize>, BackendError> {
     let tokens = match sw.get("QSA_ATTN_KV_QCHUNK") {
-        None | Some("off") => return Ok(None),
+        None => KV_WG_DEFAULT_QCHUNK,
+        Some("off") => return Ok(None),
         Some(v) => match v.parse::<usize>() {
             Ok(n) if n > 0 && n % 64 == 0 && n <= i32::MAX as usize => n,
             _ => {
@@ -39,9 +62,10 @@ pub fn kv_qchunk(
             }
         },
     };
-    let names_other = sw
-        .get("QSA_ATTN_KV_MMA")
-        .is_some_and(|m| !m.starts_with("wg"));
+    let names_other = sw.get("QSA_ATTN_KV_QCHUNK").is_some()
+        && sw
+            .get("QSA_ATTN_KV_MMA")
+            .is_some_and(|m| !m.starts_with("wg"));
     if kv.wg == 0 && !names_other {
         return Ok(None);
     }
@@ -98,6 +122,20 @@ mod tests {
         assert_eq!(qchunk("16384", wg2a3(), 16384), Ok(None));
         assert_eq!(qchunk("off", wg2a3(), 16384), Ok(None));
         assert_eq!(ranges(16384, None), 1);
+    }
+
+    #[test]
+    fn unset_takes_the_measured_default_range_where_it_splits() {
+        let sw = Switches::default();
+        assert_eq!(
+            kv_qchunk(&sw, wg2a3(), 16384).ok(),
+            Some(Some(KV_WG_DEFAULT_QCHUNK))
+        );
+        assert_eq!(kv_qchunk(&sw, wg2a3(), KV_WG_DEFAULT_QCHUNK).ok(), Some(None));
+        // Kernels without ranges (the split kernel, tf32) take none, without an error, even
+        // where QSA_ATTN_KV_MMA names them: only a set QSA_ATTN_KV_QCHUNK is refused there.
+        let bf16s = Switches::from_pairs(&[("QSA_ATTN_KV_MMA", "bf16s")]);
+        assert_eq!(kv_qchunk(&bf16s, KvProducts::KV16S, 16384).ok(), Some(None));
     }
 
     #[test]

@@ -137,8 +137,13 @@ pub fn launch_plan(
         Some(_) => Some(kv_products(caps, switches, p.dtype, bwd_shape)?),
         None => None,
     };
+    // Query ranges: the fused pass's (the wgmma forms' kv_qchunk).
+    let qchunk = match (bwd_path, products) {
+        (Some(BwdPath::KvFused), Some(kv)) => kv_qchunk(switches, kv, p.q_len)?,
+        _ => None,
+    };
     let dispatched: String = match (kernel, &fwd_plan, bwd_path, products) {
-        (_, _, Some(path), Some(kv)) => path.dispatch_name(kv),
+        (_, _, Some(path), Some(kv)) => path.dispatch_name(kv, qchunk),
         (_, _, Some(path), None) => path.name().into(),
         _ if dec_plan.is_some() => dec_plan.as_ref().map_or("decode", dispatch_name).into(),
         (AttnKernel::Staged, Some(plan), _, _) => fwd_path.name(plan.nsplit > 1).into(),
@@ -301,7 +306,6 @@ pub fn launch_plan(
             let kv = products.expect("a staged backward");
             // Query ranges (QSA_ATTN_KV_QCHUNK): a block's dK / dV summed over its ranges with
             // atomics, so into zero-filled buffers.
-            let qchunk = kv_qchunk(switches, kv, p.q_len)?;
             if qchunk.is_some() {
                 lp.call.extend(zero_dk_dv);
             }
