@@ -92,8 +92,10 @@ ALL_FORMS = [("default", {}), ("kv16s kv16s", {"QSA_ATTN_KV_MMA": "bf16s"}), ("n
 # Query ranges (QSA_ATTN_KV_QCHUNK=<tokens>, src/dispatch/attention_kv_qchunk.rs) on kvwg2a3: the CTAs
 # resident together add dQ into one range's rows; qN: ranges of N tokens.
 WG2A3 = {"QSA_ATTN_KV_MMA": "wg2a", "QSA_ATTN_KV_DP_PARTS": "3"}
+# (Unset, the wgmma forms take KV_WG_DEFAULT_QCHUNK's ranges where q_len is longer; qoff: none.)
 ALL_FORMS += [(f"q{n} kvwg2a3 over {n}-token ranges", {**WG2A3, "QSA_ATTN_KV_QCHUNK": str(n)})
-              for n in (256, 512, 1024, 2048, 4096)]
+              for n in (256, 512, 1024, 2048, 4096, 8192)]
+ALL_FORMS += [("qoff kvwg2a3 without ranges", {**WG2A3, "QSA_ATTN_KV_QCHUNK": "off"})]
 FORMS = ALL_FORMS  # main() narrows it to --forms (the first word of each label)
 REPEAT = ("default again", {})
 # name, batch, T, hq, hkv, t

@@ -165,9 +165,10 @@ QSA_DEVICE int* kv_row_pos(const KvSmem& s, int buf) {
 }
 
 // The tokens i0 .. i0 + THREADS - 1 (< q_len, < end) whose list of kv head g holds `id`,
-// compacted in order into toks (end: the CTA's query range, attention_kv_wg.h's QCHUNK); returns their count (the same in every thread). THREADS: the CTA's
-// threads, one token each (KVB_THREADS here, KWG_THREADS in attention_kv_wg.h); hits: its
-// [THREADS / 32] per-wave counts. Bar::sync() is the CTA's barrier (KvCtaBar: __syncthreads;
+// compacted in order into toks (end: the end of the CTA's query range, attention_kv_wg.h's
+// QCHUNK); returns their count (the same in every thread). THREADS: the CTA's threads, one
+// token each (KVB_THREADS here, KWG_THREADS in attention_kv_wg.h); hits: its [THREADS / 32]
+// per-wave counts. Bar::sync() is the CTA's barrier (KvCtaBar: __syncthreads;
 // the wgmma form's two warpgroups use an unaligned named barrier, attention_kv_wg.h).
 struct KvCtaBar {
   static __device__ __forceinline__ void sync() { QSA_SYNC(); }

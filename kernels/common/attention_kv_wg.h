@@ -322,7 +322,8 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
   // block's dK / dV summed over ranges with atomics into the zero-filled dk / dv, K / V loaded
   // once per range. Otherwise (nqc 1) kv_cta's order, plain dK / dV stores. Measured on the
   // H200 (session 17, B=4 T=16K 64 / 4 heads; src/dispatch/attention_kv_qchunk.rs has the
-  // table): 2,048-token ranges -3.5% with dQ first, 256 +11% (the per-range costs).
+  // table): 2,048-token ranges -4.4% with dQ first; 256-token ranges +11% with dQ last (the
+  // per-range costs).
   const int nqc = qchunk > 0 && qchunk < q_len ? (q_len + qchunk - 1) / qchunk : 1;
   KvCta c;
   int q_lo = 0, q_hi = q_len;

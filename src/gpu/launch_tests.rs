@@ -303,6 +303,62 @@ fn the_kv_major_backwards_launch_their_plans() {
     }
 }
 
+/// The wgmma backward's query ranges (`QSA_ATTN_KV_QCHUNK`): with ranges, dk / dv are
+/// zero-filled (the kernel adds each range's sums), the grid is one CTA per (batch, KV head,
+/// range, block) and the range's tokens are the kernel's last argument; without (`off`, or the
+/// default's 2,048 tokens over 300 queries) neither fill nor more CTAs, and 0 passed.
+#[test]
+fn query_ranges_zero_fill_dk_dv_and_multiply_the_grid() {
+    let caps = TargetCaps {
+        features: vec![Feature::Tf32Tc, Feature::Bf16Tc, Feature::Wgmma],
+        ..sm90()
+    };
+    let (batch, q_len, kv_len, hkv, t) = (2, 300, 330, 2, 4);
+    let attn = AttnProblem {
+        ids: vec![0; batch * q_len * hkv * t],
+        ..AttnProblem::zeroed(batch, q_len, kv_len, 16, hkv, t)
+    };
+    let shape = crate::gpu::attention::AttnCall::of(&attn);
+    let blocks = kv_len.div_ceil(64) as u32;
+    let wg2a3 = [
+        ("QSA_ATTN_BWD", "kvdq"),
+        ("QSA_ATTN_KV_MMA", "wg2a"),
+        ("QSA_ATTN_KV_DP_PARTS", "3"),
+    ];
+    let cases: [(Option<&str>, &[&str], u32, i32); 3] = [
+        (Some("64"), &["dq", "dk", "dv"], 5, 64),
+        (Some("off"), &["dq"], 1, 0),
+        (None, &["dq"], 1, 0),
+    ];
+    for (qchunk, zeroed, ranges, arg) in cases {
+        let mut pairs = wg2a3.to_vec();
+        pairs.extend(qchunk.map(|v| ("QSA_ATTN_KV_QCHUNK", v)));
+        let sw = switches(&pairs);
+        let plan =
+            crate::gpu::attention::launch_plan(&caps, &props_of(&caps), &sw, &shape, true).unwrap();
+        let zeros: Vec<&str> = plan
+            .call
+            .iter()
+            .filter_map(|s| match s {
+                Step::Zero { buffer } => Some(*buffer),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(zeros, zeroed, "QSA_ATTN_KV_QCHUNK={qchunk:?}: the zero-fills");
+        let Some(Step::Launch { kernel, grid, args, .. }) = plan.call.last() else {
+            panic!("QSA_ATTN_KV_QCHUNK={qchunk:?}: no launch last")
+        };
+        assert_eq!(kernel, "qsa_attn_kvwg2a3_dq_bwd_bf16");
+        let ctas = batch as u32 * hkv as u32 * blocks * ranges;
+        assert_eq!(grid[0], ctas, "QSA_ATTN_KV_QCHUNK={qchunk:?}: the grid");
+        assert!(
+            matches!(args.last(), Some(PlanArg::I32(v)) if *v == arg),
+            "QSA_ATTN_KV_QCHUNK={qchunk:?}: the kernel's last argument {:?}, expected {arg}",
+            args.last()
+        );
+    }
+}
+
 /// Head-major K / V (`kv_layout: hnd`): the decode forward takes them with its layout bit
 /// (DEC_OPT_HND in `opts`), launched as planned; every other path (the backward, the gather
 /// and staged forwards) is refused before any allocation, with the fix named.
