@@ -170,7 +170,14 @@ fn query_ranges_match_fp64_with_one_warp_at_a_time() {
     let mut shifted = base.clone();
     shifted.name = "attn_emu_g4 as 2 x 2 heads, 100 of 330".into();
     let shape = shifted.attention.as_mut().unwrap();
-    (shape.batch, shape.q_len, shape.kv_len, shape.hq, shape.hkv, shape.t) = (2, 100, 330, 16, 2, 3);
+    (
+        shape.batch,
+        shape.q_len,
+        shape.kv_len,
+        shape.hq,
+        shape.hkv,
+        shape.t,
+    ) = (2, 100, 330, 16, 2, 3);
     let kernel = "qsa_attn_kvwg2a3_dq_bwd_bf16";
     for (c, dist) in [(&two, "causal_edge"), (&shifted, "repeat_ids")] {
         let p = qsa::cases::attn_problem(m.seed, c, dist).unwrap();

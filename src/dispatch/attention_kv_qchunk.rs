@@ -13,14 +13,15 @@
 //! Measured (H200, `bench/attn_bwd_forms.py`, B=4, T=16K, 64 / 4 heads, 16 blocks of 64;
 //! docs/results/session17-2026-12-03/), backward medians in ms:
 //!
-//! | ranges | dQ last (call A) | dQ last (calls B, C) | dQ first (call C) |
-//! |---|---|---|---|
-//! | none | 56.26, 57.32 again | 56.43-56.75, 56.21-56.58 | 55.64, 55.76 |
-//! | 256 | 62.66 | | |
-//! | 512 | 58.06 | | |
-//! | 1,024 | 55.75 | | |
-//! | 2,048 | 55.08 | 55.35-55.45, 54.97-55.34 | **53.24, 53.29** |
-//! | 4,096 | 55.26 | | |
+//! | ranges | dQ last (call A) | dQ last (calls B, C) | dQ first (call C) | dQ first (call E) |
+//! |---|---|---|---|---|
+//! | none | 56.26, 57.32 again | 56.43-56.75, 56.21-56.58 | 55.64, 55.76 | 57.25 |
+//! | 256 | 62.66 | | | |
+//! | 512 | 58.06 | | | |
+//! | 1,024 | 55.75 | | | 53.82 |
+//! | 2,048 | 55.08 | 55.35-55.45, 54.97-55.34 | **53.24, 53.29** | **53.33, 53.73 again** |
+//! | 4,096 | 55.26 | | | 53.51 |
+//! | 8,192 | | | | 57.81 |
 //!
 //! fla's backward 48.8-49.2 in every run. Ranges alone buy 2%: dQ's atomics were not costing
 //! HBM misses. With dQ's products first in the tile (kernels/common/attention_kv_wg.h), its
@@ -131,7 +132,10 @@ mod tests {
             kv_qchunk(&sw, wg2a3(), 16384).ok(),
             Some(Some(KV_WG_DEFAULT_QCHUNK))
         );
-        assert_eq!(kv_qchunk(&sw, wg2a3(), KV_WG_DEFAULT_QCHUNK).ok(), Some(None));
+        assert_eq!(
+            kv_qchunk(&sw, wg2a3(), KV_WG_DEFAULT_QCHUNK).ok(),
+            Some(None)
+        );
         // Kernels without ranges (the split kernel, tf32) take none, without an error, even
         // where QSA_ATTN_KV_MMA names them: only a set QSA_ATTN_KV_QCHUNK is refused there.
         let bf16s = Switches::from_pairs(&[("QSA_ATTN_KV_MMA", "bf16s")]);

@@ -344,8 +344,14 @@ fn query_ranges_zero_fill_dk_dv_and_multiply_the_grid() {
                 _ => None,
             })
             .collect();
-        assert_eq!(zeros, zeroed, "QSA_ATTN_KV_QCHUNK={qchunk:?}: the zero-fills");
-        let Some(Step::Launch { kernel, grid, args, .. }) = plan.call.last() else {
+        assert_eq!(
+            zeros, zeroed,
+            "QSA_ATTN_KV_QCHUNK={qchunk:?}: the zero-fills"
+        );
+        let Some(Step::Launch {
+            kernel, grid, args, ..
+        }) = plan.call.last()
+        else {
             panic!("QSA_ATTN_KV_QCHUNK={qchunk:?}: no launch last")
         };
         assert_eq!(kernel, "qsa_attn_kvwg2a3_dq_bwd_bf16");
