@@ -58,32 +58,7 @@ fn wgmma_backward_matches_fp64_with_one_warp_at_a_time() {
                 ("QSA_ATTN_KV_MMA", mma),
                 ("QSA_ATTN_KV_DP_PARTS", parts),
             ]);
-            let run = race::check(
-                &caps,
-                &sw,
-                &Problem::AttnBackward(p.clone()),
-                &[Schedule::Forward, Schedule::WaveFirst],
-            )
-            .unwrap_or_else(|e| panic!("{what}: {e}"));
-            assert!(
-                run.records.iter().any(|r| r.kernel == kernel),
-                "{what}: not launched; launched {:?}",
-                run.records.iter().map(|r| &r.kernel).collect::<Vec<_>>()
-            );
-            let Output::AttnBackward(g) = run.output else {
-                panic!("{what}: no gradients")
-            };
-            for (name, got, want) in [
-                ("dq", &g.dq, &want.dq),
-                ("dk", &g.dk, &want.dk),
-                ("dv", &g.dv, &want.dv),
-            ] {
-                let e = rel_max(name, got, want);
-                assert!(
-                    e <= MMA_LIMIT,
-                    "{what} {name}: relative max error {e:e} past {MMA_LIMIT:e}"
-                );
-            }
+            within_gate(&caps, &sw, &p, &want, kernel, &what, "");
         }
     }
 }
@@ -189,32 +164,54 @@ fn query_ranges_match_fp64_with_one_warp_at_a_time() {
             ("QSA_ATTN_KV_DP_PARTS", "3"),
             ("QSA_ATTN_KV_QCHUNK", "64"),
         ]);
-        let run = race::check(
+        within_gate(
             &caps,
             &sw,
-            &Problem::AttnBackward(p.clone()),
-            &[Schedule::Forward, Schedule::WaveFirst],
-        )
-        .unwrap_or_else(|e| panic!("{what}: {e}"));
-        assert!(
-            run.records.iter().any(|r| r.kernel == kernel),
-            "{what}: not launched; launched {:?}",
-            run.records.iter().map(|r| &r.kernel).collect::<Vec<_>>()
+            &p,
+            &want,
+            kernel,
+            &what,
+            " (kwg_bwd's range decode, kv_collect's end, the dK / dV atomics, or the plan's zero \
+             fill)",
         );
-        let Output::AttnBackward(g) = run.output else {
-            panic!("{what}: no gradients")
-        };
-        for (name, got, want) in [
-            ("dq", &g.dq, &want.dq),
-            ("dk", &g.dk, &want.dk),
-            ("dv", &g.dv, &want.dv),
-        ] {
-            let e = rel_max(name, got, want);
-            assert!(
-                e <= MMA_LIMIT,
-                "{what} {name}: relative max error {e:e} past {MMA_LIMIT:e} (kwg_bwd's range \
-                 decode, kv_collect's end, the dK / dV atomics, or the plan's zero fill)"
-            );
-        }
+    }
+}
+
+/// `p`'s backward under `sw` on the emulated `caps`, forward and wave-first: `kernel` launched,
+/// dq / dk / dv within the `mma` gate of FP64's `want` (`hint`: where to look, after a miss).
+fn within_gate(
+    caps: &qsa::dispatch::TargetCaps,
+    sw: &qsa::dispatch::Switches,
+    p: &qsa::problem::AttnProblem,
+    want: &qsa::reference::attention::AttnBackwardF64,
+    kernel: &str,
+    what: &str,
+    hint: &str,
+) {
+    let run = race::check(
+        caps,
+        sw,
+        &Problem::AttnBackward(p.clone()),
+        &[Schedule::Forward, Schedule::WaveFirst],
+    )
+    .unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        run.records.iter().any(|r| r.kernel == kernel),
+        "{what}: not launched; launched {:?}",
+        run.records.iter().map(|r| &r.kernel).collect::<Vec<_>>()
+    );
+    let Output::AttnBackward(g) = run.output else {
+        panic!("{what}: no gradients")
+    };
+    for (name, got, want) in [
+        ("dq", &g.dq, &want.dq),
+        ("dk", &g.dk, &want.dk),
+        ("dv", &g.dv, &want.dv),
+    ] {
+        let e = rel_max(name, got, want);
+        assert!(
+            e <= MMA_LIMIT,
+            "{what} {name}: relative max error {e:e} past {MMA_LIMIT:e}{hint}"
+        );
     }
 }

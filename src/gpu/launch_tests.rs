@@ -280,14 +280,7 @@ fn the_kv_major_backwards_launch_their_plans() {
         let sw = switches(&[("QSA_ATTN_BWD", bwd)]);
         check(Problem::AttnBackward(attn.clone()), sw.clone(), |props| {
             let plan = crate::gpu::attention::launch_plan(&caps, props, &sw, &shape, true).unwrap();
-            let zeros: Vec<&str> = plan
-                .call
-                .iter()
-                .filter_map(|s| match s {
-                    Step::Zero { buffer } => Some(*buffer),
-                    _ => None,
-                })
-                .collect();
+            let zeros = zero_fills(&plan);
             let launched: Vec<&str> = plan
                 .call
                 .iter()
@@ -301,6 +294,17 @@ fn the_kv_major_backwards_launch_their_plans() {
             plan
         });
     }
+}
+
+/// The buffers a plan's call zero-fills, in order.
+fn zero_fills(plan: &LaunchPlan) -> Vec<&'static str> {
+    plan.call
+        .iter()
+        .filter_map(|s| match s {
+            Step::Zero { buffer } => Some(*buffer),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The wgmma backward's query ranges (`QSA_ATTN_KV_QCHUNK`): with ranges, dk / dv are
@@ -336,14 +340,7 @@ fn query_ranges_zero_fill_dk_dv_and_multiply_the_grid() {
         let sw = switches(&pairs);
         let plan =
             crate::gpu::attention::launch_plan(&caps, &props_of(&caps), &sw, &shape, true).unwrap();
-        let zeros: Vec<&str> = plan
-            .call
-            .iter()
-            .filter_map(|s| match s {
-                Step::Zero { buffer } => Some(*buffer),
-                _ => None,
-            })
-            .collect();
+        let zeros = zero_fills(&plan);
         assert_eq!(
             zeros, zeroed,
             "QSA_ATTN_KV_QCHUNK={qchunk:?}: the zero-fills"
