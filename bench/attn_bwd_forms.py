@@ -84,14 +84,14 @@ def load_torch_side():
 # prefill shape since session 14); kv16s is the split kernel by name (QSA_ATTN_KV_MMA=bf16s).
 # dp=2 (session 10): dO in two bf16 parts for dP, the default candidate; the prefill times the
 # default again last ("default again") so that drift over the run shows beside the forms.
+WG2A3 = {"QSA_ATTN_KV_MMA": "wg2a", "QSA_ATTN_KV_DP_PARTS": "3"}
 ALL_FORMS = [("default", {}), ("kv16s kv16s", {"QSA_ATTN_KV_MMA": "bf16s"}), ("nc kv16sc", {"QSA_ATTN_KV_LAYOUT": "nc"}),
              ("ps=1 kv16sp1", {"QSA_ATTN_KV_PS_PARTS": "1"}), ("dp=2 kv16sp2", {"QSA_ATTN_KV_DP_PARTS": "2"}),
              ("wg kvwg", {"QSA_ATTN_KV_MMA": "wg"}), ("wgp kvwgp", {"QSA_ATTN_KV_MMA": "wgp"}),
              ("wg2 kvwg2", {"QSA_ATTN_KV_MMA": "wg2"}), ("wg2a kvwg2a", {"QSA_ATTN_KV_MMA": "wg2a"}),
-             ("wg2a3 kvwg2a3", {"QSA_ATTN_KV_MMA": "wg2a", "QSA_ATTN_KV_DP_PARTS": "3"})]
+             ("wg2a3 kvwg2a3", WG2A3)]
 # Query ranges (QSA_ATTN_KV_QCHUNK=<tokens>, src/dispatch/attention_kv_qchunk.rs) on kvwg2a3: the CTAs
 # resident together add dQ into one range's rows; qN: ranges of N tokens.
-WG2A3 = {"QSA_ATTN_KV_MMA": "wg2a", "QSA_ATTN_KV_DP_PARTS": "3"}
 # (Unset, the wgmma forms take KV_WG_DEFAULT_QCHUNK's ranges where q_len is longer; qoff: none.)
 ALL_FORMS += [(f"q{n} kvwg2a3 over {n}-token ranges", {**WG2A3, "QSA_ATTN_KV_QCHUNK": str(n)})
               for n in (256, 512, 1024, 2048, 4096, 8192)]

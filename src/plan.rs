@@ -119,15 +119,10 @@ pub fn predicted_kernel(
                             .map_err(|e| e.to_string())?;
                         let products = attention::kv_products(&caps, &sw, s.dtype, shape)
                             .map_err(|e| e.to_string())?;
-                        let qchunk = match path {
-                            attention::BwdPath::KvFused => {
-                                crate::dispatch::attention_kv_qchunk::kv_qchunk(
-                                    &sw, products, s.q_len,
-                                )
-                                .map_err(|e| e.to_string())?
-                            }
-                            _ => None,
-                        };
+                        let qchunk = crate::dispatch::attention_kv_qchunk::kv_qchunk(
+                            &sw, path, products, s.q_len,
+                        )
+                        .map_err(|e| e.to_string())?;
                         path.dispatch_name(products, qchunk)
                     } else {
                         // "staged" / "ring", "_split" where lists are split.

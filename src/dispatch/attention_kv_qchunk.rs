@@ -28,6 +28,7 @@
 //! atomics drain during dV / dK, and the ranges' L2 locality then pays: -5.6% against the
 //! committed kernel of call C's runs (56.21-57.01), past the 3% flip rule.
 
+use super::attention::BwdPath;
 use super::attention_kv::KvProducts;
 use crate::backend::BackendError;
 
@@ -44,11 +45,16 @@ pub const KV_WG_DEFAULT_QCHUNK: usize = 2048;
 /// dispatch snapshot names the kernel that does.
 /// A value that is not a positive multiple of 64 tokens, or a range asked with
 /// `QSA_ATTN_KV_MMA` naming a kernel without ranges, is an input error naming the fix.
+/// Only the fused pass (`BwdPath::KvFused`) has ranges: every other `path` takes None.
 pub fn kv_qchunk(
     sw: &super::Switches,
+    path: BwdPath,
     kv: KvProducts,
     q_len: usize,
 ) -> Result<Option<usize>, BackendError> {
+    if path != BwdPath::KvFused {
+        return Ok(None);
+    }
     let tokens = match sw.get("QSA_ATTN_KV_QCHUNK") {
         None => KV_WG_DEFAULT_QCHUNK,
         Some("off") => return Ok(None),
@@ -107,7 +113,7 @@ mod tests {
         q_len: usize,
     ) -> Result<Option<usize>, String> {
         let sw = Switches::from_pairs(&[("QSA_ATTN_KV_QCHUNK", v), ("QSA_ATTN_KV_MMA", mma)]);
-        kv_qchunk(&sw, kv, q_len).map_err(|e| e.to_string())
+        kv_qchunk(&sw, BwdPath::KvFused, kv, q_len).map_err(|e| e.to_string())
     }
 
     fn qchunk(v: &str, kv: KvProducts, q_len: usize) -> Result<Option<usize>, String> {
@@ -129,17 +135,20 @@ mod tests {
     fn unset_takes_the_measured_default_range_where_it_splits() {
         let sw = Switches::default();
         assert_eq!(
-            kv_qchunk(&sw, wg2a3(), 16384).ok(),
+            kv_qchunk(&sw, BwdPath::KvFused, wg2a3(), 16384).ok(),
             Some(Some(KV_WG_DEFAULT_QCHUNK))
         );
         assert_eq!(
-            kv_qchunk(&sw, wg2a3(), KV_WG_DEFAULT_QCHUNK).ok(),
+            kv_qchunk(&sw, BwdPath::KvFused, wg2a3(), KV_WG_DEFAULT_QCHUNK).ok(),
             Some(None)
         );
         // Kernels without ranges (the split kernel, tf32) take none, without an error, even
         // where QSA_ATTN_KV_MMA names them: only a set QSA_ATTN_KV_QCHUNK is refused there.
         let bf16s = Switches::from_pairs(&[("QSA_ATTN_KV_MMA", "bf16s")]);
-        assert_eq!(kv_qchunk(&bf16s, KvProducts::KV16S, 16384).ok(), Some(None));
+        assert_eq!(
+            kv_qchunk(&bf16s, BwdPath::KvFused, KvProducts::KV16S, 16384).ok(),
+            Some(None)
+        );
     }
 
     #[test]

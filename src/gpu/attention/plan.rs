@@ -139,7 +139,7 @@ pub fn launch_plan(
     };
     // Query ranges: the fused pass's (the wgmma forms' kv_qchunk).
     let qchunk = match (bwd_path, products) {
-        (Some(BwdPath::KvFused), Some(kv)) => kv_qchunk(switches, kv, p.q_len)?,
+        (Some(path), Some(kv)) => kv_qchunk(switches, path, kv, p.q_len)?,
         _ => None,
     };
     let dispatched: String = match (kernel, &fwd_plan, bwd_path, products) {
