@@ -234,6 +234,12 @@ def shape_of(P):
                 t=P["t"], dtype=P["dtype"], scale=repr(float(P["scale"])))
 
 
+def torch_bf16():
+    import torch  # (this module stays importable without torch: --plan-only)
+
+    return torch.bfloat16
+
+
 class Qsa:
     def __init__(self, planner, launcher):
         self.planner = planner
@@ -241,8 +247,10 @@ class Qsa:
 
     def plan(self, shape, backward=False, variant="auto", nbuf=None, nsplit=None, bwd=None, fwd=None,
              stages=None, slot=None, parts=None, order=None, qmem=None, rescale=None, layout=None, copy=None,
-             sw=None):
+             sw=None, do_dtype=None):
         sw = dict(sw or {})
+        if do_dtype is not None:
+            shape = dict(shape, do_dtype=do_dtype)  # f32 | bf16: the backward's dO as given
         if fwd is not None:
             sw["QSA_ATTN_FWD"] = fwd  # staged | ring: the forward's kernel
         if stages is not None:
@@ -277,9 +285,12 @@ class Qsa:
     def bwd(self, P, o, lse, dq, dk, dv, plan):
         """A call of a backward plan: setup() runs its forward into o, lse; the call runs the
         plan's steps (zero-fills of dk / dv where the plan has them, then the launches)."""
+        # dO as the plan takes it: f32, or bf16 where its shape says do_dtype=bf16 (the values
+        # fla's backward gets: attention_peers.fla_prefill rounds P["do"] so).
+        d_o = P["do"].to(torch_bf16()) if plan["shape"].get("do_dtype") == "bf16" else P["do"]
         return qsa_plan.Call(plan, self.launcher, alloc=qsa_plan.torch_alloc,
                              bind=dict(q=P["q"], k=P["k"], v=P["v"], ids=P["ids"], o=o, lse=lse,
-                                       d_o=P["do"], dq=dq, dk=dk, dv=dv))
+                                       d_o=d_o, dq=dq, dk=dk, dv=dv))
 
 
 def staged_note(plan):
@@ -370,7 +381,9 @@ CHECK_VARIANTS = [("gather", "gather", {}), ("staged", "auto", {}), ("staged nbu
 # The prefill backward's variants (label, switches): the default, each backward path forced
 # (kvdq: the KV-block-major kernel alone, dQ by atomics), and the query-side pass with
 # double-buffered K / V (QSA_ATTN_NBUF=2) where there is one.
-BWD_VARIANTS = [("", {}), (" atomic", {"bwd": "atomic"}), (" kv", {"bwd": "kv"}), (" kvdq", {"bwd": "kvdq"}),
+# " dO bf16": the default path given dO as bf16, as fla's backward is (kvwg2ab at the prefill
+# shape: src/dispatch/attention_do.rs).
+BWD_VARIANTS = [("", {}), (" dO bf16", {"do_dtype": "bf16"}), (" atomic", {"bwd": "atomic"}), (" kv", {"bwd": "kv"}), (" kvdq", {"bwd": "kvdq"}),
                 (" atomic nbuf=2", {"bwd": "atomic", "nbuf": 2}), (" kv nbuf=2", {"bwd": "kv", "nbuf": 2})]
 BWD_VARIANTS += [(" kv kv16", {"bwd": "kv", "sw": KV16}), (" kvdq kv16", {"bwd": "kvdq", "sw": KV16}),
                  (" kv kv16 dp=2", {"bwd": "kv", "sw": KV16_DP2}), (" kvdq kv16 dp=2", {"bwd": "kvdq", "sw": KV16_DP2}),

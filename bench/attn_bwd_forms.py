@@ -96,6 +96,11 @@ ALL_FORMS = [("default", {}), ("kv16s kv16s", {"QSA_ATTN_KV_MMA": "bf16s"}), ("n
 ALL_FORMS += [(f"q{n} kvwg2a3 over {n}-token ranges", {**WG2A3, "QSA_ATTN_KV_QCHUNK": str(n)})
               for n in (256, 512, 1024, 2048, 4096, 8192)]
 ALL_FORMS += [("qoff kvwg2a3 without ranges", {**WG2A3, "QSA_ATTN_KV_QCHUNK": "off"})]
+# dO given as bf16 (`do_dtype=bf16`, fla's input; not a switch but the shape's field, which
+# qsa_bwd takes out of the set): the default path reads it natively (kvwg2ab: one dP product,
+# no split); bf16do-kv16s widens it first for the split kernel.
+ALL_FORMS += [("bf16do kvwg2ab, dO given as bf16", {"do_dtype": "bf16"}),
+              ("bf16do-kv16s kv16s, dO widened", {"do_dtype": "bf16", "QSA_ATTN_KV_MMA": "bf16s"})]
 FORMS = ALL_FORMS  # main() narrows it to --forms (the first word of each label)
 REPEAT = ("default again", {})
 # name, batch, T, hq, hkv, t
@@ -124,7 +129,8 @@ def qsa_bwd(qsa, P, sw):
     dq = torch.empty(rows * avt.D, device="cuda")
     dk = torch.empty(P["k"].numel(), device="cuda")
     dv = torch.empty(P["v"].numel(), device="cuda")
-    plan = qsa.plan(avt.shape_of(P), True, sw=sw)
+    sw = dict(sw)
+    plan = qsa.plan(avt.shape_of(P), True, sw=sw, do_dtype=sw.pop("do_dtype", None))
     call = qsa.bwd(P, o, lse, dq, dk, dv, plan)
     call.setup()
     return call, plan, (dq, dk, dv)
@@ -173,6 +179,7 @@ def prefill(qsa, log):
     import torch
 
     P = avt.make_problem(*PREFILL, "bf16", seed=9, ids_kind="distinct")
+    P["do"] = P["do"].to(torch.bfloat16).float()  # fla's dO: the bf16do forms' diffs are then 0-ish
     lines = ["| row | median ms | min | max | vs fla | kernels; max abs diff from the default (dq, dk, dv) |",
              "|---|---|---|---|---|---|"]
     fla_ms = None
@@ -224,7 +231,9 @@ def main():
     planner = qsa_plan.Planner(a.qsa, a.target, a.matrix)
     if a.plan_only:  # the prefill case's backward plans, one per form (no GPU)
         shape = avt.bench_shape(4, 16384, 16384, 64, 4)
-        return qsa_plan.plan_only(((f"prefill bwd {label}", avt.Qsa(planner, None).plan(shape, True, sw=sw))
+        q = avt.Qsa(planner, None)
+        return qsa_plan.plan_only(((f"prefill bwd {label}", q.plan(shape, True, sw={k: v for k, v in sw.items() if k != "do_dtype"},
+                                                                do_dtype=sw.get("do_dtype")))
                                    for label, sw in FORMS), sys.stdout)
     import torch
 

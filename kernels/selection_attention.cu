@@ -140,6 +140,28 @@ QSA_KERNEL void __launch_bounds__(256) qsa_attn_bwd_delta(const float* __restric
   if (qsa_lane() == 0) drow[row] = sum;
 }
 
+// The same with dO given as bf16 (`do_dtype=bf16`; the fused backward's kvwg2ab reads it so).
+// qsa:block 256
+QSA_KERNEL void __launch_bounds__(256) qsa_attn_bwd_delta_do16(const float* __restrict__ o,
+                                                               const u16* __restrict__ d_o,
+                                                               float* __restrict__ drow, long long rows) {
+  const long long row = (long long)blockIdx.x * (256 / QSA_WAVE) + threadIdx.x / QSA_WAVE;
+  if (row >= rows) return;
+  float sum = 0.f;
+  for (int d = qsa_lane(); d < ATT_D; d += QSA_WAVE) sum += qsa_bf16_to_f32(d_o[row * ATT_D + d]) * o[row * ATT_D + d];
+  sum = qsa_wave_sum(sum);
+  if (qsa_lane() == 0) drow[row] = sum;
+}
+
+// dO given as bf16, widened to f32 for the backward kernels that read f32 rows (every one but
+// kvwg2ab): exact, a bf16 is an f32 with 16 low zero bits.
+// qsa:block 256
+QSA_KERNEL void __launch_bounds__(256) qsa_attn_do_widen(const u16* __restrict__ d_o16, float* __restrict__ d_o,
+                                                          long long n) {
+  for (long long i = (long long)blockIdx.x * 256 + threadIdx.x; i < n; i += (long long)gridDim.x * 256)
+    d_o[i] = qsa_bf16_to_f32(d_o16[i]);
+}
+
 #include "common/attention_ring_fwd.h"
 
 // Launch shapes for the resource report (xtask/src/build/annotations.rs). The staged
@@ -217,6 +239,9 @@ QSA_KERNEL void __launch_bounds__(256) qsa_attn_bwd_delta(const float* __restric
 // qsa_attn_kvwg2a3_dq_bwd_bf16: wg2a with dO in three parts for dP (the third over the landing).
 // qsa:block 256 for qsa_attn_kvwg2a3_dq_bwd_bf16
 // qsa:dynamic_shared 216608 for qsa_attn_kvwg2a3_dq_bwd_bf16
+// qsa_attn_kvwg2ab_dq_bwd_bf16: wg2a with dO given as bf16 (one part, no split).
+// qsa:block 256 for qsa_attn_kvwg2ab_dq_bwd_bf16
+// qsa:dynamic_shared 216608 for qsa_attn_kvwg2ab_dq_bwd_bf16
 #define QSA_ATTN_INSTANCES(SUF, E)                                                                      \
   QSA_KERNEL void __launch_bounds__(256)                                                                \
       qsa_attn_gather_fwd_##SUF(const u16* q, const u16* k, const u16* v, const int* ids, float* o,   \
@@ -305,28 +330,31 @@ QSA_ATTN_KV_DQ_FORM(kv16sp2, KV_OPT_DO2)
 // qsa_attn_kvwgp_dq_bwd_bf16 (QSA_ATTN_KV_MMA=wgp): the same with two row buffers, tile n + 1's
 // rows copied while tile n computes.
 #if defined(QSA_WGMMA)
-#define QSA_ATTN_KVWG_INSTANCE(NAME, PIPE, NWG, CM, DP3)                                                           \
+#define QSA_ATTN_KVWG_INSTANCE(NAME, PIPE, NWG, CM, DP3, DO16, DOT)                                               \
   QSA_KERNEL void __launch_bounds__(NWG * KWG_THREADS, 1)                                                 \
       qsa_attn_##NAME##_dq_bwd_bf16(const u16* q, const u16* k, const u16* v, const int* ids, const float* lse, \
-                                    const float* drow, const float* d_o, float* dk, float* dv, float* dq,    \
+                                    const float* drow, const DOT* d_o, float* dk, float* dv, float* dq,      \
                                     int batch, int q_len, int kv_len, int hq, int hkv, int t, float scale,   \
                                     int hc, int qt, int dp_parts, int qchunk) {                              \
     (void)dp_parts; /* the kv kernels' argument list; dO's parts are DP3's (2 or 3) here */                   \
     if (NWG == 1 || threadIdx.x < KWG_THREADS)                                                               \
-      kwg_bwd<PIPE, NWG, 0, CM, DP3>(q, k, v, ids, lse, drow, d_o, dk, dv, dq, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt, qchunk); \
+      kwg_bwd<PIPE, NWG, 0, CM, DP3, DO16>(q, k, v, ids, lse, drow, d_o, dk, dv, dq, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt, qchunk); \
     else                                                                                                     \
-      kwg_bwd<PIPE, NWG, NWG - 1, CM, DP3>(q, k, v, ids, lse, drow, d_o, dk, dv, dq, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt, qchunk); \
+      kwg_bwd<PIPE, NWG, NWG - 1, CM, DP3, DO16>(q, k, v, ids, lse, drow, d_o, dk, dv, dq, batch, q_len, kv_len, hq, hkv, t, scale, hc, qt, qchunk); \
   }
-QSA_ATTN_KVWG_INSTANCE(kvwg, false, 1, false, false)
-QSA_ATTN_KVWG_INSTANCE(kvwgp, true, 1, false, false)
+QSA_ATTN_KVWG_INSTANCE(kvwg, false, 1, false, false, false, float)
+QSA_ATTN_KVWG_INSTANCE(kvwgp, true, 1, false, false, false, float)
 // qsa_attn_kvwg2_dq_bwd_bf16 (QSA_ATTN_KV_MMA=wg2): two warpgroups per block, tiles alternating.
-QSA_ATTN_KVWG_INSTANCE(kvwg2, false, 2, false, false)
+QSA_ATTN_KVWG_INSTANCE(kvwg2, false, 2, false, false, false, float)
 // qsa_attn_kvwg2a_dq_bwd_bf16 (QSA_ATTN_KV_MMA=wg2a): kvwg2 with dO landing chunk-major, so that
 // the split's reads and hi / lo stores are free of bank conflicts.
-QSA_ATTN_KVWG_INSTANCE(kvwg2a, false, 2, true, false)
+QSA_ATTN_KVWG_INSTANCE(kvwg2a, false, 2, true, false, false, float)
 // qsa_attn_kvwg2a3_dq_bwd_bf16 (QSA_ATTN_KV_MMA=wg2a, QSA_ATTN_KV_DP_PARTS=3): wg2a with dO in
 // three bf16 parts for dP, the third written over the landing (no more shared memory).
-QSA_ATTN_KVWG_INSTANCE(kvwg2a3, false, 2, true, true)
+QSA_ATTN_KVWG_INSTANCE(kvwg2a3, false, 2, true, true, false, float)
+// qsa_attn_kvwg2ab_dq_bwd_bf16 (the fused backward with dO given as bf16, `do_dtype=bf16`): wg2a
+// with dO exact in one part, copied straight into wgmma's operand (no landing, no split).
+QSA_ATTN_KVWG_INSTANCE(kvwg2ab, false, 2, true, false, true, u16)
 #endif
 #endif
 // qsa_attn_ring_fwd_bf16, qsa_attn_ring_fwd_f16, (q in shared memory, four CTAs per SM)

@@ -163,6 +163,7 @@ pub fn attn_problem(seed: u64, case: &Case, dist: &str) -> Result<AttnProblem, S
         t: s.t,
         dtype: s.dtype,
         kv_layout: s.kv_layout,
+        do_dtype: s.do_dtype,
     };
     let inp = gen::attn_inputs(seed, &case.name, dist, shape, rows.as_deref())?;
     Ok(AttnProblem {
@@ -180,6 +181,7 @@ pub fn attn_problem(seed: u64, case: &Case, dist: &str) -> Result<AttnProblem, S
         kv_layout: s.kv_layout,
         ids: inp.ids,
         d_o: inp.d_o,
+        do_dtype: s.do_dtype,
     })
 }
 
@@ -234,6 +236,7 @@ mod tests {
             dtype: crate::problem::AttnDtype::Bf16,
             scale: None,
             kv_layout: Default::default(),
+            do_dtype: Default::default(),
         };
         let r = checked_rows(&s, Some(3));
         assert_eq!(r, vec![(0, 0), (0, 9), (1, 9)]);

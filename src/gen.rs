@@ -3,7 +3,7 @@
 //! every machine produces the same bytes, in any order, on any number of threads.
 
 use crate::dispatch::topk::{CLUSTER_CTAS, SPLIT_CHUNK};
-use crate::problem::{AttnDtype, KvLayout, ATTN_BLOCK, HEAD_DIM};
+use crate::problem::{AttnDtype, GradDtype, KvLayout, ATTN_BLOCK, HEAD_DIM};
 
 /// Top-k score distributions.
 pub const TOPK_DISTS: &[&str] = &[
@@ -271,6 +271,8 @@ pub struct AttnGenShape {
     pub t: usize,
     pub dtype: AttnDtype,
     pub kv_layout: KvLayout,
+    /// `Bf16`: dO drawn as f32 and rounded to bf16 (what a bf16 model's autograd hands on).
+    pub do_dtype: GradDtype,
 }
 
 pub fn attn_inputs(
@@ -332,7 +334,11 @@ pub fn attn_inputs(
     let mut d_o = vec![0f32; s.batch * s.q_len * row_len];
     crate::cpu::par::par_chunks_mut(&mut d_o, CHUNK, |c, chunk| {
         for (j, x) in chunk.iter_mut().enumerate() {
-            *x = sd.normal((c * CHUNK + j) as u64) as f32;
+            let x32 = sd.normal((c * CHUNK + j) as u64) as f32;
+            *x = match s.do_dtype {
+                GradDtype::F32 => x32,
+                GradDtype::Bf16 => half::bf16::from_f32(x32).to_f32(),
+            };
         }
     });
     if let Some(rows) = grad_rows {
@@ -517,6 +523,7 @@ mod tests {
             t: 16,
             dtype: AttnDtype::Bf16,
             kv_layout: KvLayout::Nhd,
+            do_dtype: GradDtype::F32,
         };
         let inp = attn_inputs(3, "c", "random_ids", shape, None).unwrap();
         // The head-major twin holds the same K / V, placed [batch, hkv, kv_len, D].

@@ -307,6 +307,9 @@ pub struct AttnShape {
     /// K / V layout: `nhd` (fla's, the default) or `hnd` (head-major: decode forward only).
     #[serde(default)]
     pub kv_layout: crate::problem::KvLayout,
+    /// dO's dtype: `f32` (the default) or `bf16` (src/problem.rs, GradDtype).
+    #[serde(default)]
+    pub do_dtype: crate::problem::GradDtype,
 }
 
 impl Case {

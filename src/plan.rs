@@ -123,7 +123,12 @@ pub fn predicted_kernel(
                             &sw, path, products, s.q_len,
                         )
                         .map_err(|e| e.to_string())?;
-                        path.dispatch_name(products, qchunk)
+                        let (products, read) = crate::dispatch::attention_do::resolve_do(
+                            s.do_dtype,
+                            Some(path),
+                            Some(products),
+                        );
+                        path.dispatch_name(products.expect("given"), qchunk) + read.suffix()
                     } else {
                         // "staged" / "ring", "_split" where lists are split.
                         attention::choose_forward(&caps, &sw, &plan, s.t)
@@ -131,6 +136,10 @@ pub fn predicted_kernel(
                             .name(plan.nsplit > 1)
                             .into()
                     }
+                }
+                k if backward => {
+                    let read = crate::dispatch::attention_do::resolve_do(s.do_dtype, None, None).1;
+                    k.name().to_string() + read.suffix()
                 }
                 k => k.name().into(),
             })

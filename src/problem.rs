@@ -114,6 +114,35 @@ impl KvLayout {
     }
 }
 
+/// The dtype the upstream gradient dO arrives in: `f32` (the default) or `bf16`, what a bf16
+/// model's autograd hands the backward (fla's `parallel_nsa` takes it so). With `bf16`,
+/// `AttnProblem::d_o` holds bf16 values (as f32, exactly) and the GPU reads bf16 bits: the
+/// fused wgmma backward natively (`kvwg2ab`: dO exact in one bf16 part, where f32 dO needs
+/// three), every other path through a widening step (src/dispatch/attention_do.rs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GradDtype {
+    #[default]
+    F32,
+    Bf16,
+}
+
+impl GradDtype {
+    pub fn name(self) -> &'static str {
+        match self {
+            GradDtype::F32 => "f32",
+            GradDtype::Bf16 => "bf16",
+        }
+    }
+    /// Bytes of one element.
+    pub fn bytes(self) -> usize {
+        match self {
+            GradDtype::F32 => 4,
+            GradDtype::Bf16 => 2,
+        }
+    }
+}
+
 /// NSA selection attention. Query token i of batch b sits at position
 /// `kv_len - q_len + i` (causal: keys past that position are masked). Each (token, KV head)
 /// selects `t` blocks of `ATTN_BLOCK` tokens by id (ids may repeat; -1 means "no block");
@@ -138,8 +167,10 @@ pub struct AttnProblem {
     pub kv_layout: KvLayout,
     /// `[batch, q_len, hkv, t]`
     pub ids: Vec<i32>,
-    /// Upstream gradient `[batch, q_len, hq, HEAD_DIM]` (f32), for the backward pass.
+    /// Upstream gradient `[batch, q_len, hq, HEAD_DIM]`, for the backward pass: f32 values,
+    /// each a bf16 where `do_dtype` is `Bf16` (checked before any work).
     pub d_o: Vec<f32>,
+    pub do_dtype: GradDtype,
 }
 
 impl AttnProblem {
@@ -179,6 +210,7 @@ impl AttnProblem {
             kv_layout: KvLayout::Nhd,
             ids: vec![-1; batch * q_len * hkv * t],
             d_o: vec![0.0; batch * q_len * hq * HEAD_DIM],
+            do_dtype: GradDtype::F32,
         }
     }
 }

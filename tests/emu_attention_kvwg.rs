@@ -215,3 +215,87 @@ fn within_gate(
         );
     }
 }
+
+/// dO given as bf16 (`do_dtype: bf16`): the fused wg2a form reads it natively
+/// (`qsa_attn_kvwg2ab_dq_bwd_bf16`: dO copied straight into wgmma's operand, one dP product, no
+/// split, one warpgroup barrier fewer per tile, D by `qsa_attn_bwd_delta_do16`), with and
+/// without query ranges; every other backward widens it first (`qsa_attn_do_widen`, here before
+/// the split kernel kv16s). Against FP64 of the same bf16 dO, under both schedules: a dO row
+/// copied to the wrong place, a barrier short in the catch-up count (group 1 over 300 tokens,
+/// causal_edge: warpgroup 1 idle in a chunk), a delta reading bf16 as f32 or a skipped
+/// widening misses the gate or fails the emulator's checks.
+#[test]
+fn bf16_do_matches_fp64_with_one_warp_at_a_time() {
+    let m = matrix();
+    let caps = caps(&m, "sm_90");
+    let mut base = m
+        .cases
+        .iter()
+        .find(|c| c.name == "attn_emu_g4")
+        .unwrap()
+        .clone();
+    base.attention.as_mut().unwrap().do_dtype = qsa::problem::GradDtype::Bf16;
+    let mut g16 = base.clone();
+    g16.name = "attn_emu_g4 as g16, 40 tokens".into();
+    let shape = g16.attention.as_mut().unwrap();
+    (shape.q_len, shape.kv_len, shape.hq, shape.hkv, shape.t) = (40, 200, 16, 1, 2);
+    let mut two = base.clone();
+    two.name = "attn_kvf_g1_two_chunks".into();
+    let shape = two.attention.as_mut().unwrap();
+    (shape.q_len, shape.kv_len, shape.hq, shape.hkv, shape.t) = (300, 300, 1, 1, 1);
+    let fused = [("QSA_ATTN_BWD", "kvdq"), ("QSA_ATTN_KV_MMA", "wg2a")];
+    let ranged = [
+        ("QSA_ATTN_BWD", "kvdq"),
+        ("QSA_ATTN_KV_MMA", "wg2a"),
+        ("QSA_ATTN_KV_QCHUNK", "64"),
+    ];
+    let split = [("QSA_ATTN_BWD", "kvdq"), ("QSA_ATTN_KV_MMA", "bf16s")];
+    for (c, dist, sw, kernel) in [
+        (
+            &base,
+            "random_ids",
+            &fused[..],
+            "qsa_attn_kvwg2ab_dq_bwd_bf16",
+        ),
+        (
+            &g16,
+            "causal_edge",
+            &fused[..],
+            "qsa_attn_kvwg2ab_dq_bwd_bf16",
+        ),
+        (
+            &two,
+            "causal_edge",
+            &fused[..],
+            "qsa_attn_kvwg2ab_dq_bwd_bf16",
+        ),
+        (
+            &two,
+            "causal_edge",
+            &ranged[..],
+            "qsa_attn_kvwg2ab_dq_bwd_bf16",
+        ),
+        (&g16, "random_ids", &split[..], "qsa_attn_do_widen"),
+    ] {
+        let p = qsa::cases::attn_problem(m.seed, c, dist).unwrap();
+        assert!(
+            p.d_o
+                .iter()
+                .all(|x| half::bf16::from_f32(*x).to_f32() == *x)
+                && p.d_o.iter().any(|x| *x != 0.0),
+            "{}: dO is not bf16 values, or all zero",
+            c.name
+        );
+        let want = attn_backward_f64(&p).unwrap();
+        let what = format!("{}/{dist} {kernel} {sw:?}, dO bf16", c.name);
+        within_gate(
+            &caps,
+            &switches(sw),
+            &p,
+            &want,
+            kernel,
+            &what,
+            " (kwg_issue's DO16 copy, the DO16 barrier count, the delta's or the widening's dO)",
+        );
+    }
+}

@@ -127,10 +127,26 @@ QSA_DEVICE void kwg_fill_rows(const KwgSmem& s, int p, const KvCta& c, const KvT
 // (dims 4 q4 .. 4 q4 + 3) of row r at float (64 q4 + r) x 4, each 8 lanes copying rows r0 ..
 // r0 + 7 of one chunk (128 contiguous shared bytes; global: 8 rows x 64 bytes per 32 lanes), so
 // that kwg_split's reads and stores are conflict-free; rows from row table p (kwg_fill_rows).
-template <bool CM = false>
+// DO16 (CM only): dO given as bf16 rows, copied as q is, straight into dO's hi matrix s.oh: it
+// is exact in one part, so there is no landing and no split (kwg_split is not called).
+template <bool CM = false, bool DO16 = false>
 QSA_DEVICE void kwg_issue(const KwgSmem& s, int b, const KvCta& c, const KvTiles& tl, int n, const u16* q,
-                          const float* d_o, const float* lse, const float* drow, unsigned tid, int p = 0) {
-  if constexpr (CM) {
+                          const void* d_o_raw, const float* lse, const float* drow, unsigned tid, int p = 0) {
+  static_assert(CM || !DO16, "bf16 dO is wg2a's row-table form");
+  const float* d_o = (const float*)d_o_raw;
+  if constexpr (CM && DO16) {
+    const int* rows = s.rowtab + p * KWG_ROWS;
+    const u16* d_o16 = (const u16*)d_o_raw;
+#pragma unroll
+    for (int i = 0; i < KWG_ROWS * 16 / KWG_THREADS; ++i) {
+      const int x = tid + KWG_THREADS * i;
+      const int r = x / 16, ch = x % 16;
+      const int row = rows[r];
+      const long long off = (long long)(row >= 0 ? row : 0) * ATT_D + 8 * ch;
+      qsa_copy16(kwg_q(s, b) + kwg_off(r, 8 * ch, ATT_D), q + off, row >= 0);
+      qsa_copy16(s.oh + kwg_off(r, 8 * ch, ATT_D), d_o16 + off, row >= 0);
+    }
+  } else if constexpr (CM) {
     // Trip counts fixed (tid < KWG_THREADS) and unrolled, so the row-table loads issue together
     // rather than one shared-memory latency per copy.
     const int* rows = s.rowtab + p * KWG_ROWS;
@@ -308,10 +324,13 @@ QSA_DEVICE void kwg_sync(int w) {
 // CM: kwg_issue / kwg_split's chunk-major dO landing (wg2a). DP3 (wg2a3): dO in three bf16
 // parts for dP, as the default kv16s (two failed dk's 5e-5 gate at T=16K on the H200: 1.36e-4,
 // session 13 call E), the third over the landing (kwg_split).
-template <bool PIPE, int NWG = 1, int W = 0, bool CM = false, bool DP3 = false>
+// DO16 (wg2ab): dO given as bf16, so exact in one part: copied straight into s.oh, no split,
+// dP^T in one product (8 k16 steps against DP3's 24) and dV^T in two (P^T hi, lo); one
+// warpgroup barrier fewer per tile (the split's).
+template <bool PIPE, int NWG = 1, int W = 0, bool CM = false, bool DP3 = false, bool DO16 = false>
 QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, const u16* __restrict__ v,
                         const int* __restrict__ ids, const float* __restrict__ lse, const float* __restrict__ drow,
-                        const float* __restrict__ d_o, float* __restrict__ dk, float* __restrict__ dv,
+                        const void* __restrict__ d_o, float* __restrict__ dk, float* __restrict__ dv,
                         float* __restrict__ dq, int batch, int q_len, int kv_len, int hq, int hkv, int t, float scale,
                         int hc, int qt, int qchunk) {
   QSA_DYNAMIC_SHARED(smem_raw);
@@ -347,6 +366,7 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
   static_assert(NWG == 1 || !PIPE, "wg2 is single-buffered");
   static_assert(!CM || NWG > 1, "the chunk-major landing is wg2a's");
   static_assert(!DP3 || CM, "the third dO part lies over the chunk-major landing");
+  static_assert(!DO16 || (CM && !DP3), "bf16 dO is one part, in wg2a's row-table form");
   // tid unsigned as threadIdx.x: kvwg / kvwgp's code objects stay as before this form.
   const int wgi = W;
   const unsigned tid = NWG == 1 ? threadIdx.x : threadIdx.x - W * KWG_THREADS;
@@ -409,7 +429,8 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
     // check, emu_blocks.h).
     if (NWG > 1) {
       // (DP3: 5 per tile, 4 for the first: the wait before P^T / dS^T overwrite the landing.)
-      const int per = DP3 ? 5 : 4;
+      // (DO16: 3 per tile, 2 for the first: no split, so no barrier after it.)
+      const int per = DO16 ? 3 : DP3 ? 5 : 4;
       const int mine = (tl.count - wgi + NWG - 1) / NWG, most = (tl.count + NWG - 1) / NWG;
       for (int x = (mine > 0 ? per * mine - 1 : 0); x < (most > 0 ? per * most - 1 : 0); ++x) kwg_sync<NWG>(wgi);
     }
@@ -421,19 +442,22 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
       const int rt = (n / NWG) & 1;
       if (!PIPE) {
         if (n > wgi) kwg_sync<NWG>(wgi);  // this warpgroup's last tile's reads of q, dO, P, dS, rows done
-        kwg_issue<CM>(s, 0, c, tl, n, q, d_o, lse, drow, tid, rt);
+        kwg_issue<CM, DO16>(s, 0, c, tl, n, q, d_o, lse, drow, tid, rt);
         if (CM) kwg_fill_rows(s, rt ^ 1, c, tl, n + NWG, tid);  // read from tile n + NWG, after this tile's barriers
       }
       qsa_copy_wait(0);     // this thread's copies of tile n (the only group in flight)
+      if (DO16) qsa_fence_proxy_async();  // q and dO, copied straight into wgmma's operands
       kwg_sync<NWG>(wgi);  // rows, lse / D / pos of tile n; PIPE: tile n - 1 no longer reads buf ^ 1
       if (PIPE && n + 1 < tl.count) kwg_issue(s, buf ^ 1, c, tl, n + 1, q, d_o, lse, drow, tid);
       const float* row_lse = kwg_lse(s, buf);
       const float* row_d = kwg_dr(s, buf);
       const int* row_pos = kwg_pos(s, buf);
       const u16* qs = kwg_q(s, buf);
-      kwg_split<CM, DP3>(s, buf, tid);
-      qsa_fence_proxy_async();  // the split's (and K^T's) st.shared, seen by wgmma
-      kwg_sync<NWG>(wgi);
+      if (!DO16) {
+        kwg_split<CM, DP3>(s, buf, tid);
+        qsa_fence_proxy_async();  // the split's (and K^T's) st.shared, seen by wgmma
+        kwg_sync<NWG>(wgi);
+      }
       // S^T and dP^T: keys 16 warp + g (+ 8) x tile rows 8 j + 2 tt (+ 1).
       float sc[32], dp[32];
       qsa_wgmma_fence_regs(sc);
@@ -441,7 +465,7 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
       qsa_wgmma_fence();
       kwg_ss(sc, s.k, qs, false);
       kwg_ss(dp, s.v, s.oh, false);
-      kwg_ss(dp, s.v, s.ol, true);
+      if (!DO16) kwg_ss(dp, s.v, s.ol, true);
       if (DP3) kwg_ss_lo2(dp, s.v, s, buf);
       qsa_wgmma_commit();
       qsa_wgmma_wait<0>();
@@ -525,7 +549,7 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
 #pragma unroll
         for (int ks = 0; ks < 4; ++ks) {
           kwg_frag_t(s.oh, ATT_D, m0, 16 * ks, lane, ah[ks]);
-          kwg_frag_t(s.ol, ATT_D, m0, 16 * ks, lane, al[ks]);
+          if (!DO16) kwg_frag_t(s.ol, ATT_D, m0, 16 * ks, lane, al[ks]);
         }
         qsa_wgmma_fence_regs(tv);
         qsa_wgmma_fence();
@@ -533,12 +557,12 @@ QSA_DEVICE void kwg_bwd(const u16* __restrict__ q, const u16* __restrict__ k, co
         for (int ks = 0; ks < 4; ++ks) {
           qsa_wgmma_m64n64k16_bf16_rs(tv, ah[ks], kwg_bdesc(kwg_ps(s, buf, 0), KWG_ROWS, 0, ks), ks > 0);
           qsa_wgmma_m64n64k16_bf16_rs(tv, ah[ks], kwg_bdesc(kwg_ps(s, buf, 1), KWG_ROWS, 0, ks), 1);
-          qsa_wgmma_m64n64k16_bf16_rs(tv, al[ks], kwg_bdesc(kwg_ps(s, buf, 0), KWG_ROWS, 0, ks), 1);
+          if (!DO16) qsa_wgmma_m64n64k16_bf16_rs(tv, al[ks], kwg_bdesc(kwg_ps(s, buf, 0), KWG_ROWS, 0, ks), 1);
         }
         qsa_wgmma_commit();
         qsa_wgmma_wait<0>();
         qsa_wgmma_fence_aregs(ah);
-        qsa_wgmma_fence_aregs(al);
+        if (!DO16) qsa_wgmma_fence_aregs(al);
         qsa_wgmma_fence_regs(tv);
         kwg_add(acc_v[half], tv);
 #pragma unroll

@@ -126,6 +126,7 @@ impl KvProducts {
             1 => return "kvwg",
             3 => return "kvwg2",
             4 if self.dp_parts == 3 => return "kvwg2a3",
+            4 if self.dp_parts == 1 => return "kvwg2ab", // bf16 dO (dispatch/attention_do.rs)
             4 => return "kvwg2a",
             _ => return "kvwgp",
         }

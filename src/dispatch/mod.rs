@@ -8,6 +8,7 @@
 pub mod attention;
 pub mod attention_decode;
 pub mod attention_decode_copy;
+pub mod attention_do;
 pub mod attention_kv;
 pub mod attention_kv_qchunk;
 pub mod attention_ring;

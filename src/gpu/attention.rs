@@ -10,7 +10,8 @@ use super::{as_bytes, GpuApi};
 use crate::backend::{BackendError, BackendResult, Prepared};
 use crate::dispatch::{Switches, TargetCaps};
 use crate::problem::{
-    AttnBackward, AttnDtype, AttnForward, AttnProblem, KvLayout, Output, ATTN_BLOCK, HEAD_DIM,
+    AttnBackward, AttnDtype, AttnForward, AttnProblem, GradDtype, KvLayout, Output, ATTN_BLOCK,
+    HEAD_DIM,
 };
 
 /// Largest grid.x / grid.y of a launch.
@@ -37,6 +38,7 @@ pub struct AttnCall {
     pub dtype: AttnDtype,
     pub scale: f32,
     pub kv_layout: KvLayout,
+    pub do_dtype: GradDtype,
 }
 
 impl AttnCall {
@@ -51,6 +53,7 @@ impl AttnCall {
             dtype: p.dtype,
             scale: p.scale,
             kv_layout: p.kv_layout,
+            do_dtype: p.do_dtype,
         }
     }
 }
@@ -155,12 +158,26 @@ pub fn prepare<'a, A: GpuApi>(
         )));
     }
     let plan = launch_plan(caps, api.props(), switches, &AttnCall::of(p), backward)?;
+    // dO as the kernels read it: bf16 bits where do_dtype says so (exact: validate_attn
+    // refused any value that is not a bf16).
+    let d_o16: Vec<u16> = match p.do_dtype {
+        GradDtype::Bf16 => p
+            .d_o
+            .iter()
+            .map(|&x| half::bf16::from_f32(x).to_bits())
+            .collect(),
+        GradDtype::F32 => Vec::new(),
+    };
+    let d_o = match p.do_dtype {
+        GradDtype::Bf16 => as_bytes(&d_o16),
+        GradDtype::F32 => as_bytes(&p.d_o),
+    };
     let inputs = [
         ("q", as_bytes(&p.q)),
         ("k", as_bytes(&p.k)),
         ("v", as_bytes(&p.v)),
         ("ids", as_bytes(&p.ids)),
-        ("d_o", as_bytes(&p.d_o)),
+        ("d_o", d_o),
     ];
     let output = if backward {
         |c: &PlannedCall<'a, A>| {

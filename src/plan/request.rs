@@ -8,13 +8,13 @@ use crate::dispatch::{Switches, TargetCaps, Vendor, KNOWN_SWITCHES};
 use crate::gpu::launch::{props_of, LaunchPlan, PlanArg, Step};
 use crate::gpu::{attention, scores, topk};
 use crate::matrix::{ActiveMode, FamilyName, Matrix};
-use crate::problem::{AttnDtype, KvLayout, HEAD_DIM};
+use crate::problem::{AttnDtype, GradDtype, KvLayout, HEAD_DIM};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// The keys of `--attention` (a matrix case's attention fields, by the same names); the
 /// fuzzer's dictionary takes its words from here, so a new key reaches it.
-pub const ATTENTION_KEYS: [&str; 9] = [
+pub const ATTENTION_KEYS: [&str; 10] = [
     "batch",
     "q_len",
     "kv_len",
@@ -24,6 +24,7 @@ pub const ATTENTION_KEYS: [&str; 9] = [
     "dtype",
     "scale",
     "kv_layout",
+    "do_dtype",
 ];
 
 /// The command line of `qsa plan` (also parsed by tests that replay a bench's requests).
@@ -170,6 +171,17 @@ pub fn resolve(a: &PlanArgs) -> Result<Request, String> {
                 ))
             }
         };
+        let do_dtype = match v.get("do_dtype").map(String::as_str) {
+            None | Some("f32") => GradDtype::F32,
+            Some("bf16") => GradDtype::Bf16,
+            Some(other) => {
+                return Err(format!(
+                    "--attention do_dtype={}: expected f32 or bf16 (the dtype the backward's \
+                     upstream gradient dO arrives in)",
+                    crate::echo::value(other)
+                ))
+            }
+        };
         let scale = match v.get("scale") {
             None => 1.0 / (HEAD_DIM as f32).sqrt(),
             Some(x) => x.parse::<f32>().map_err(|_| {
@@ -189,6 +201,7 @@ pub fn resolve(a: &PlanArgs) -> Result<Request, String> {
             dtype,
             scale,
             kv_layout,
+            do_dtype,
         })
     };
     let family = shape.family();
@@ -273,6 +286,7 @@ fn case_shape(m: &Matrix, name: &str) -> Result<Shape, String> {
             dtype: s.dtype,
             scale: s.scale.unwrap_or(1.0 / (HEAD_DIM as f32).sqrt()),
             kv_layout: s.kv_layout,
+            do_dtype: s.do_dtype,
         })
     })
 }
@@ -338,6 +352,7 @@ pub fn to_json(r: &Request, plan: &LaunchPlan) -> serde_json::Value {
         Shape::Attention(s) => serde_json::json!({
             "batch": s.batch, "q_len": s.q_len, "kv_len": s.kv_len, "hq": s.hq, "hkv": s.hkv,
             "t": s.t, "dtype": s.dtype.name(), "scale": s.scale, "kv_layout": s.kv_layout.name(),
+            "do_dtype": s.do_dtype.name(),
         }),
     };
     let mut v = serde_json::json!({

@@ -67,6 +67,25 @@ pub fn kv_blocks(p: &AttnProblem) -> usize {
     p.kv_len.div_ceil(ATTN_BLOCK)
 }
 
+/// With `do_dtype` bf16 every dO value must be a bf16 (the GPU reads its 16 bits): a value
+/// that is not would be rounded silently, so it is refused, with its row and the fix.
+fn check_do_dtype(p: &AttnProblem) -> BackendResult<()> {
+    if p.do_dtype != crate::problem::GradDtype::Bf16 {
+        return Ok(());
+    }
+    let exact = |x: f32| half::bf16::from_f32(x).to_f32().to_bits() == x.to_bits() || x.is_nan();
+    match p.d_o.iter().position(|&x| !exact(x)) {
+        None => Ok(()),
+        Some(n) => Err(BackendError::Input(format!(
+            "d_o[row {}, dim {}] = {:e} is not a bf16 value, but do_dtype is bf16: round dO \
+             to bf16 first, or use do_dtype f32",
+            n / D,
+            n % D,
+            p.d_o[n]
+        ))),
+    }
+}
+
 /// Check shapes, lengths and ids (and `d_o` when `backward`): the errors name the field and
 /// the fix. Every selection-attention implementation calls this before running.
 pub fn validate_attn(p: &AttnProblem, backward: bool) -> BackendResult<()> {
@@ -92,6 +111,7 @@ pub fn validate_attn(p: &AttnProblem, backward: bool) -> BackendResult<()> {
     check_len("ids", p.ids.len(), b * ql * p.hkv * p.t, &ids_shape)?;
     if backward {
         check_len("d_o", p.d_o.len(), b * ql * p.hq * D, &q_shape)?;
+        check_do_dtype(p)?;
     }
     let blocks = kv_blocks(p) as i64;
     if let Some((n, &id)) = p

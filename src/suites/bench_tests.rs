@@ -39,6 +39,7 @@ fn work_counts_by_hand() {
         v: Vec::new(),
         ids: Vec::new(),
         d_o: Vec::new(),
+        do_dtype: crate::problem::GradDtype::F32,
         kv_layout: Default::default(),
     };
     // rows 2 * 3 * 4 = 24, keys 3 * 64 = 192: 4 * 24 * 192 * 128 FLOP forward, 2.5x

@@ -12,6 +12,7 @@ use crate::dispatch::attention::{
     GATHER_THREADS, KV_BWD_THREADS, STAGED_THREADS,
 };
 use crate::dispatch::attention_decode::{decode_plan, dispatch_name, DEC_MAX_T};
+use crate::dispatch::attention_do::{resolve_do, DoRead};
 use crate::dispatch::attention_kv_qchunk::{kv_qchunk, ranges};
 use crate::dispatch::attention_warp::{warp_items, WarpPlan};
 use crate::dispatch::{Switches, TargetCaps};
@@ -142,12 +143,16 @@ pub fn launch_plan(
         (Some(path), Some(kv)) => kv_qchunk(switches, path, kv, p.q_len)?,
         _ => None,
     };
+    // dO given as bf16: read natively by the fused wg2a forms (kvwg2ab), widened to f32 first
+    // for every other backward.
+    let (products, do_read) = resolve_do(p.do_dtype, bwd_path, products);
+    let do_read = if backward { do_read } else { DoRead::F32 };
     let dispatched: String = match (kernel, &fwd_plan, bwd_path, products) {
-        (_, _, Some(path), Some(kv)) => path.dispatch_name(kv, qchunk),
-        (_, _, Some(path), None) => path.name().into(),
+        (_, _, Some(path), Some(kv)) => path.dispatch_name(kv, qchunk) + do_read.suffix(),
+        (_, _, Some(path), None) => path.name().to_string() + do_read.suffix(),
         _ if dec_plan.is_some() => dec_plan.as_ref().map_or("decode", dispatch_name).into(),
         (AttnKernel::Staged, Some(plan), _, _) => fwd_path.name(plan.nsplit > 1).into(),
-        (k, _, _, _) => k.name().into(),
+        (k, _, _, _) => k.name().to_string() + do_read.suffix(),
     };
     let mut lp = LaunchPlan::new(Family::Attention, dispatched);
     let kv_bytes = p.batch * p.kv_len * p.hkv * HEAD_DIM * 2;
@@ -275,10 +280,26 @@ pub fn launch_plan(
         return Ok(lp);
     }
     lp.setup = forward;
-    let d_o = lp.buffer("d_o", rows * HEAD_DIM * 4, Role::Input);
+    let d_o_given = lp.buffer("d_o", rows * HEAD_DIM * p.do_dtype.bytes(), Role::Input);
     let dq = lp.buffer("dq", rows * HEAD_DIM * 4, Role::Output);
     let dk = lp.buffer("dk", kv_bytes * 2, Role::Output);
     let dv = lp.buffer("dv", kv_bytes * 2, Role::Output);
+    // The f32 rows every kernel but kvwg2ab reads: the input itself, or its widened copy.
+    let d_o = match do_read {
+        DoRead::Widen => {
+            let wide = lp.buffer("d_o_f32", rows * HEAD_DIM * 4, Role::Workspace);
+            let n = rows * HEAD_DIM;
+            let widen = LaunchDims {
+                grid: (n.div_ceil(256).min(MAX_GRID_X) as u32, 1, 1),
+                block: (256, 1, 1),
+                shared_bytes: 0,
+            };
+            let args = vec![d_o_given, wide.clone(), PlanArg::I64(n as i64)];
+            lp.call.push(launch("qsa_attn_do_widen", widen, args));
+            wide
+        }
+        DoRead::F32 | DoRead::Native => d_o_given,
+    };
     let zero_dk_dv = [Step::Zero { buffer: "dk" }, Step::Zero { buffer: "dv" }];
     match bwd_path {
         None => {
@@ -298,8 +319,12 @@ pub fn launch_plan(
             let plan = staged(caps, switches, p, true)?;
             let drow = lp.buffer("drow", rows * 4, Role::Workspace);
             lp.call.push(Step::Zero { buffer: "dq" });
+            let delta = match do_read {
+                DoRead::Native => "qsa_attn_bwd_delta_do16",
+                _ => "qsa_attn_bwd_delta",
+            };
             lp.call.push(launch(
-                "qsa_attn_bwd_delta",
+                delta,
                 gather_dims,
                 vec![o, d_o, drow, PlanArg::I64(rows as i64)],
             ));

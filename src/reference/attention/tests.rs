@@ -61,6 +61,7 @@ pub(crate) fn random_problem(
         v,
         ids,
         d_o,
+        do_dtype: crate::problem::GradDtype::F32,
         kv_layout: Default::default(),
     }
 }
@@ -92,6 +93,7 @@ fn hand(q_len: usize, kv_len: usize, ids: Vec<i32>, keys: &[(f32, f32)]) -> Attn
         v,
         ids,
         d_o: vec![0.0; q_len * D],
+        do_dtype: crate::problem::GradDtype::F32,
         kv_layout: Default::default(),
     }
 }
