@@ -294,7 +294,7 @@ pub fn launch_plan(
                 block: (256, 1, 1),
                 shared_bytes: 0,
             };
-            let args = vec![d_o_given, wide.clone(), PlanArg::I64(n as i64)];
+            let args = vec![d_o_given, wide, PlanArg::I64(n as i64)];
             lp.call.push(launch("qsa_attn_do_widen", widen, args));
             wide
         }
