@@ -153,6 +153,9 @@ fn the_benches_launch_what_the_runner_launches() {
         &["--bench", "--decode-only", "--decode-sweep", "bulk"],
     );
     assert!(n >= 40, "attention --decode-sweep bulk: {n} calls");
+    // The read floor under the decode (issue 13): the dispatched decode and its copies alone.
+    let n = compare("hbm_floor.py", &[]);
+    assert!(n >= 8, "hbm_floor: {n} calls");
 }
 
 /// What the benches rely on from the binary: JSON on stdout and exit 0; a mistake is exit 2

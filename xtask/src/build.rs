@@ -21,6 +21,8 @@ pub mod resources;
 pub mod toolchain;
 
 mod annotations;
+#[cfg(test)]
+mod bench_kernel_tests;
 mod compile;
 mod stamp;
 
