@@ -15,31 +15,60 @@ mod emu_matrix;
 use emu_matrix::{caps, matrix, rel_max, switches};
 
 use qsa::emu::{race, Schedule};
+use qsa::matrix::{Case, Matrix};
 use qsa::problem::{Output, Problem};
 use qsa::reference::attention::attn_backward_f64;
 
 /// matrix.yaml's gates.error_limits.attention.mma.limit.
 const MMA_LIMIT: f64 = 5e-5;
 
+/// matrix.yaml's attn_emu_g4 (its dtype, ids and seed) as `name`, with (batch, q_len, kv_len,
+/// hq, hkv, t) replaced where `dims` gives them.
+fn emu_g4_as(m: &Matrix, name: &str, dims: Option<[usize; 6]>) -> Case {
+    let mut c = m
+        .cases
+        .iter()
+        .find(|c| c.name == "attn_emu_g4")
+        .expect("matrix.yaml has attn_emu_g4")
+        .clone();
+    c.name = name.into();
+    if let Some([batch, q_len, kv_len, hq, hkv, t]) = dims {
+        let s = c
+            .attention
+            .as_mut()
+            .expect("attn_emu_g4 is an attention case");
+        (s.batch, s.q_len, s.kv_len, s.hq, s.hkv, s.t) = (batch, q_len, kv_len, hq, hkv, t);
+    }
+    c
+}
+
+/// Group 16 over 40 tokens: up to 10 tiles of 4 tokens per block.
+fn g16_40_tokens(m: &Matrix) -> Case {
+    emu_g4_as(
+        m,
+        "attn_emu_g4 as g16, 40 tokens",
+        Some([1, 40, 200, 16, 1, 2]),
+    )
+}
+
+/// examples/cases/attn-kv16-forms.yaml's attn_kvf_g1_two_chunks (same name, same ids): block 0
+/// scans two chunks of 256 tokens.
+fn g1_two_chunks(m: &Matrix) -> Case {
+    emu_g4_as(m, "attn_kvf_g1_two_chunks", Some([1, 300, 300, 1, 1, 1]))
+}
+
 #[test]
 fn wgmma_backward_matches_fp64_with_one_warp_at_a_time() {
     let m = matrix();
     let caps = caps(&m, "sm_90");
-    let base = m.cases.iter().find(|c| c.name == "attn_emu_g4").unwrap();
-    let mut g16 = base.clone();
-    g16.name = "attn_emu_g4 as g16, 40 tokens".into();
-    let shape = g16.attention.as_mut().unwrap();
-    (shape.q_len, shape.kv_len, shape.hq, shape.hkv, shape.t) = (40, 200, 16, 1, 2);
-    // examples/cases/attn-kv16-forms.yaml's attn_kvf_g1_two_chunks (same name, same ids): block
-    // 0 scans two chunks of 256 tokens; under causal_edge its first holds 64 (one tile: wg2's
-    // warpgroup 0 takes it, warpgroup 1 none), where racecheck reported wg2's hazard (session
-    // 11 call C) and the emulator's barrier-balance check fails without wg2's catch-up barriers.
-    let mut two = base.clone();
-    two.name = "attn_kvf_g1_two_chunks".into();
-    let shape = two.attention.as_mut().unwrap();
-    (shape.q_len, shape.kv_len, shape.hq, shape.hkv, shape.t) = (300, 300, 1, 1, 1);
+    let base = emu_g4_as(&m, "attn_emu_g4", None);
+    let g16 = g16_40_tokens(&m);
+    // Two chunks: under causal_edge the first holds 64 tokens (one tile: wg2's warpgroup 0
+    // takes it, warpgroup 1 none), where racecheck reported wg2's hazard (session 11 call C)
+    // and the emulator's barrier-balance check fails without wg2's catch-up barriers.
+    let two = g1_two_chunks(&m);
     for (c, dist) in [
-        (base, "random_ids"),
+        (&base, "random_ids"),
         (&g16, "causal_edge"),
         (&two, "causal_edge"),
     ] {
@@ -74,14 +103,8 @@ fn wgmma_backward_matches_fp64_with_one_warp_at_a_time() {
 fn the_three_part_wgmma_form_is_more_exact_than_two_parts() {
     let m = matrix();
     let caps = caps(&m, "sm_90");
-    let mut c = m
-        .cases
-        .iter()
-        .find(|c| c.name == "attn_emu_g4")
-        .unwrap()
-        .clone();
-    let shape = c.attention.as_mut().unwrap();
-    (shape.q_len, shape.kv_len, shape.hq, shape.hkv, shape.t) = (40, 200, 16, 1, 2);
+    // Named as attn_emu_g4 (the name seeds the inputs: these are the ids it was written on).
+    let c = emu_g4_as(&m, "attn_emu_g4", Some([1, 40, 200, 16, 1, 2]));
     let mut p = qsa::cases::attn_problem(m.seed, &c, "random_ids").unwrap();
     // bf16 bits of 1 - 2^-7, 1, 1 + 2^-7 (and their negatives), picked by the old bits.
     const NEAR_ONE: [u16; 3] = [0x3F7E, 0x3F80, 0x3F81];
@@ -137,22 +160,12 @@ fn the_three_part_wgmma_form_is_more_exact_than_two_parts() {
 fn query_ranges_match_fp64_with_one_warp_at_a_time() {
     let m = matrix();
     let caps = caps(&m, "sm_90");
-    let base = m.cases.iter().find(|c| c.name == "attn_emu_g4").unwrap();
-    let mut two = base.clone();
-    two.name = "attn_kvf_g1_two_chunks".into();
-    let shape = two.attention.as_mut().unwrap();
-    (shape.q_len, shape.kv_len, shape.hq, shape.hkv, shape.t) = (300, 300, 1, 1, 1);
-    let mut shifted = base.clone();
-    shifted.name = "attn_emu_g4 as 2 x 2 heads, 100 of 330".into();
-    let shape = shifted.attention.as_mut().unwrap();
-    (
-        shape.batch,
-        shape.q_len,
-        shape.kv_len,
-        shape.hq,
-        shape.hkv,
-        shape.t,
-    ) = (2, 100, 330, 16, 2, 3);
+    let two = g1_two_chunks(&m);
+    let shifted = emu_g4_as(
+        &m,
+        "attn_emu_g4 as 2 x 2 heads, 100 of 330",
+        Some([2, 100, 330, 16, 2, 3]),
+    );
     let kernel = "qsa_attn_kvwg2a3_dq_bwd_bf16";
     for (c, dist) in [(&two, "causal_edge"), (&shifted, "repeat_ids")] {
         let p = qsa::cases::attn_problem(m.seed, c, dist).unwrap();
@@ -228,21 +241,13 @@ fn within_gate(
 fn bf16_do_matches_fp64_with_one_warp_at_a_time() {
     let m = matrix();
     let caps = caps(&m, "sm_90");
-    let mut base = m
-        .cases
-        .iter()
-        .find(|c| c.name == "attn_emu_g4")
-        .unwrap()
-        .clone();
-    base.attention.as_mut().unwrap().do_dtype = qsa::problem::GradDtype::Bf16;
-    let mut g16 = base.clone();
-    g16.name = "attn_emu_g4 as g16, 40 tokens".into();
-    let shape = g16.attention.as_mut().unwrap();
-    (shape.q_len, shape.kv_len, shape.hq, shape.hkv, shape.t) = (40, 200, 16, 1, 2);
-    let mut two = base.clone();
-    two.name = "attn_kvf_g1_two_chunks".into();
-    let shape = two.attention.as_mut().unwrap();
-    (shape.q_len, shape.kv_len, shape.hq, shape.hkv, shape.t) = (300, 300, 1, 1, 1);
+    let bf16_do = |mut c: Case| {
+        c.attention.as_mut().unwrap().do_dtype = qsa::problem::GradDtype::Bf16;
+        c
+    };
+    let base = bf16_do(emu_g4_as(&m, "attn_emu_g4", None));
+    let g16 = bf16_do(g16_40_tokens(&m));
+    let two = bf16_do(g1_two_chunks(&m));
     let fused = [("QSA_ATTN_BWD", "kvdq"), ("QSA_ATTN_KV_MMA", "wg2a")];
     let ranged = [
         ("QSA_ATTN_BWD", "kvdq"),
