@@ -38,6 +38,12 @@ def make_problem(batch, q_len, kv_len, hq, hkv, t, dtype, seed, ids=None, ids_ki
                 scale=SCALE, q=q, k=k, v=v, ids=ids, do=do)
 
 
+def decode_problem(B, Tq, Tk, hq, hkv):
+    """A DECODE shape's inputs as the benches time them: bf16, 16 blocks, distinct causal ids,
+    seed 7 (the side by side and bench/hbm_floor.py read the same K / V and ids)."""
+    return make_problem(B, Tq, Tk, hq, hkv, 16, "bf16", seed=7, ids_kind="distinct")
+
+
 def visibility(P):
     """[b, i, g, j] bool: key j visible to (b, i, g) — a set, so repeated ids count once."""
     B, Tq, Tk, H = P["batch"], P["q_len"], P["kv_len"], P["hkv"]

@@ -13,7 +13,7 @@ from attention_plans import (BLK, BWD_VARIANTS, CHECK_CASES, CHECK_DECODE, CHECK
                              DECODE_FORCED,
                              DECODE_ITEMS, PREFILL, STAGED, bench_shape, dec_note, dec_sweep, fwd_sweeps, is_decode,
                              is_kv_pass, is_probe, hnd_sweep, shape_of, staged_note, sweep)
-from attention_problem import err, hnd_of, make_problem, reference
+from attention_problem import decode_problem, err, hnd_of, make_problem, reference
 from attention_timing import time_graph, time_ms
 
 
@@ -159,7 +159,7 @@ def run_bench(qsa, out, fla, decode=True, decode_only=False, fwd_sweep="all"):
     for case, B, Tq, Tk, hq, hkv in (DECODE if decode else []):
         G = hq // hkv
         key = (B, Tk, hkv)
-        P = make_problem(B, Tq, Tk, hq, hkv, 16, "bf16", seed=7, ids_kind="distinct")
+        P = decode_problem(B, Tq, Tk, hq, hkv)
         if key in kv_cache:
             P["k"], P["v"] = kv_cache[key]
         else:

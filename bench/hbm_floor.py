@@ -97,7 +97,7 @@ def main():
         if not os.path.isfile(path):
             sys.exit(f"error: {path} is missing: build it first (see this file's --help)")
     import torch
-    from attention_problem import hnd_of, make_problem
+    from attention_problem import decode_problem, hnd_of
     from attention_timing import time_graph
 
     qsa = Qsa(planner, qsa_plan.CupyLauncher(a.kernels))
@@ -117,7 +117,7 @@ def main():
     plans = list(planned(qsa))
     for entry in DECODE:
         name, B, Tq, Tk, hq, hkv = entry
-        P = make_problem(B, Tq, Tk, hq, hkv, 16, "bf16", seed=7, ids_kind="distinct")
+        P = decode_problem(B, Tq, Tk, hq, hkv)
         name = f"{name}, {hq}/{hkv} heads"
         rows = B * Tq * hq
         o, lse = torch.empty(rows * D, device="cuda"), torch.empty(rows, device="cuda")
