@@ -203,6 +203,21 @@ DEC_BULK = [dict(_BK)] + [dict(_BK, QSA_ATTN_DEC_PROBE=p) for p in ("loop", "no_
             {"QSA_ATTN_DEC_STAGES": 3, "QSA_ATTN_DEC_PROBE": "no_math"},
             {"QSA_ATTN_DEC_WARPS": 6, "QSA_ATTN_DEC_STAGES": 4, "QSA_ATTN_DEC_PROBE": "no_math"}]
 DEC_HND_BULK = [{}, {"QSA_ATTN_DEC_PROBE": "no_math"}, dict(_BK), dict(_BK, QSA_ATTN_DEC_PROBE="no_math")]
+# Session 20 (issue 13, the time past the copies): O's head dimension split over warp pairs
+# (QSA_ATTN_DEC_DIMS=half, the `_hd_` kernels: both warps of a pair stream the same units and form
+# S, each forms half of O's dims: 40 mma a unit where a warp took 64, 124 registers where 166,
+# and half the CTA merge's partials), with its chain probes (loop: all but the merges, against
+# auto's; no_math: its copy floor, V's half copied per warp; no_kv: its math alone; cta: one
+# query's CTA level), on a 3-stage ring, on 4 warps (two pairs) x 4 stages, and with 256-byte
+# L2 fetches (a pair's two K copies meet in L2). Auto's own math-alone and CTA-level probes are
+# the controls. `--decode-sweep hd`: these next to auto and the static kernel's chain probes
+# (DEC_CHAIN); DEC_HND_HD on the head-major twin.
+_HD = {"QSA_ATTN_DEC_DIMS": "half"}
+DEC_HD = [dict(_HD)] + [dict(_HD, QSA_ATTN_DEC_PROBE=p) for p in ("list", "loop", "no_math", "no_kv", "cta")] + \
+         [dict(_HD, QSA_ATTN_DEC_STAGES=3), dict(_HD, QSA_ATTN_DEC_WARPS=4, QSA_ATTN_DEC_STAGES=4),
+          dict(_HD, QSA_ATTN_DEC_PREFETCH=256),
+          {"QSA_ATTN_DEC_PROBE": "no_kv"}, {"QSA_ATTN_DEC_PROBE": "cta"}]
+DEC_HND_HD = [{}, dict(_HD)]
 # --decode-sweep new: only the probes and DEC_NEW (the earlier sweeps were measured in session 7);
 # hnd: the NHD auto / gather / probe rows (the fla-layout figure stays next to the new one) and
 # DEC_HND, without the items-per-SM rows.
@@ -428,6 +443,8 @@ def dec_sweep(qsa, shape, base):
         tries += DEC_CHAIN + DEC_LEAN
     if DEC_SWEEP == "bulk":
         tries += DEC_CHAIN + DEC_BULK
+    if DEC_SWEEP == "hd":
+        tries += DEC_CHAIN + DEC_HD
     if DEC_SWEEP == "all":
         tries += [{"QSA_ATTN_DEC_WARPS": w, "QSA_ATTN_DEC_STAGES": st} for w, st in DEC_WARPS_STAGES]
         tries += [{"QSA_ATTN_DEC_SPLITS": n, "QSA_ATTN_DEC_MERGE": m} for n in DEC_SPLITS for m in DEC_MERGES]
@@ -487,13 +504,19 @@ CHECK_DECODE = [("decode", {"QSA_ATTN_KERNEL": "decode"}),
                 ("decode merge=lean warps=3 stages=2", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_MERGE": "lean",
                                                         "QSA_ATTN_DEC_WARPS": 3, "QSA_ATTN_DEC_STAGES": 2}),
                 ("decode merge=lean qload=cta", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_MERGE": "lean",
-                                                 "QSA_ATTN_DEC_QLOAD": "cta"})]
+                                                 "QSA_ATTN_DEC_QLOAD": "cta"}),
+                ("decode dims=half", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_DIMS": "half"}),
+                ("decode dims=half warps=4 split=3 order=interleave",
+                 {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_DIMS": "half", "QSA_ATTN_DEC_WARPS": 4,
+                  "QSA_ATTN_DEC_SPLITS": 3, "QSA_ATTN_DEC_ORDER": "interleave"}),
+                ("decode dims=half merge=cluster", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_DIMS": "half",
+                                                    "QSA_ATTN_DEC_MERGE": "cluster"})]
 # The same forms on the head-major twin (kv_layout=hnd: K / V permuted to [B, H, Tk, D]).
 CHECK_DECODE_HND = [(f"{name} hnd", sw) for name, sw in CHECK_DECODE
                     if name in ("decode", "decode split=3 merge=kernel", "decode merge=cluster", "decode merge=push",
                                 "decode prefetch=256 split=3", "decode order=interleave ahead=3 warps=3",
                                 "decode order=dynamic warps=3 split=2", "decode merge=flat", "decode qload=cta",
-                                "decode merge=lean")]
+                                "decode merge=lean", "decode dims=half")]
 DECODE = [("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 128, 8),
           ("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 64, 8),
           ("decode 1 q x 8 kv heads, 262K", 1, 1, 262144, 128, 8),
@@ -522,7 +545,8 @@ def hnd_sweep(qsa, shape):
     """(label, plan) of DEC_HND on the head-major twin of `shape` (decode plans only)."""
     hshape = dict(shape, kv_layout="hnd")
     seen = []
-    for sw in {"dyn": DEC_HND_DYN, "flat": DEC_HND_FLAT, "qs": DEC_HND_QS, "lean": DEC_HND_LEAN, "bulk": DEC_HND_BULK}.get(DEC_SWEEP, DEC_HND):
+    for sw in {"dyn": DEC_HND_DYN, "flat": DEC_HND_FLAT, "qs": DEC_HND_QS, "lean": DEC_HND_LEAN, "bulk": DEC_HND_BULK,
+               "hd": DEC_HND_HD}.get(DEC_SWEEP, DEC_HND):
         try:
             p = qsa.plan(hshape, sw=sw)
         except qsa_plan.PlanError:
@@ -566,7 +590,7 @@ def planned(qsa, check=True, bench=True, decode_only=False, fwd_sweep="all"):
                 continue
             for label, p in sweep(qsa, shape, staged):
                 yield f"{case} g{hq // hkv} staged {label}", p
-        for case, B, Tq, Tk, hq, hkv in ([] if DEC_SWEEP in ("hnd", "dyn", "flat", "qs", "lean", "bulk") else DECODE_ITEMS):
+        for case, B, Tq, Tk, hq, hkv in ([] if DEC_SWEEP in ("hnd", "dyn", "flat", "qs", "lean", "bulk", "hd") else DECODE_ITEMS):
             shape = bench_shape(B, Tq, Tk, hq, hkv)
             yield f"{case} decode", qsa.plan(shape, sw=DECODE_FORCED)
             yield f"{case} staged", qsa.plan(shape, sw=STAGED)

@@ -468,6 +468,22 @@ QSA_ATTN_DECODE_LEAN_INSTANCE(qsa_attn_dec_lean_cl_fwd_bf16, DecBf16, false)
 QSA_ATTN_DECODE_LEAN_INSTANCE(qsa_attn_dec_lean_cl_fwd_f16, DecF16, false)
 QSA_ATTN_DECODE_LEAN_INSTANCE(qsa_attn_dec_lean_qs_cl_fwd_bf16, DecBf16, true)
 QSA_ATTN_DECODE_LEAN_INSTANCE(qsa_attn_dec_lean_qs_cl_fwd_f16, DecF16, true)
+// O's head dimension split over warp pairs (QSA_ATTN_DEC_DIMS=half; common/attention_decode.h's
+// HD): the one-unit static-order loop per item (warps' q loads), and with the cluster merge and q
+// staged per CTA (the one-query default's form). Shared: the 4 x 1 ring (34816) or the cluster
+// merge's 4 warp areas and CTA result (41536), then q's tile (4352).
+// qsa:block 128 for qsa_attn_dec_hd_fwd_bf16
+// qsa:block 128 for qsa_attn_dec_hd_fwd_f16
+// qsa:block 128 for qsa_attn_dec_hd_qs_cl_fwd_bf16
+// qsa:block 128 for qsa_attn_dec_hd_qs_cl_fwd_f16
+// qsa:dynamic_shared 34816 for qsa_attn_dec_hd_fwd_bf16
+// qsa:dynamic_shared 34816 for qsa_attn_dec_hd_fwd_f16
+// qsa:dynamic_shared 45888 for qsa_attn_dec_hd_qs_cl_fwd_bf16
+// qsa:dynamic_shared 45888 for qsa_attn_dec_hd_qs_cl_fwd_f16
+QSA_ATTN_DECODE_HD_INSTANCE(qsa_attn_dec_hd_fwd_bf16, DecBf16)
+QSA_ATTN_DECODE_HD_INSTANCE(qsa_attn_dec_hd_fwd_f16, DecF16)
+QSA_ATTN_DECODE_HD_QS_CLUSTER_INSTANCE(qsa_attn_dec_hd_qs_cl_fwd_bf16, DecBf16)
+QSA_ATTN_DECODE_HD_QS_CLUSTER_INSTANCE(qsa_attn_dec_hd_qs_cl_fwd_f16, DecF16)
 // K/V rows by cp.async.bulk (the TMA) into the same ring, one mbarrier per warp stage
 // (QSA_ATTN_DEC_COPY=bulk; common/attention_decode_unit.h dec_issue_bulk): the one-unit
 // static-order loop, with and without the cluster merge; sm_90a builds only (QSA_WGMMA). Shared:

@@ -153,6 +153,12 @@ fn the_benches_launch_what_the_runner_launches() {
         &["--bench", "--decode-only", "--decode-sweep", "bulk"],
     );
     assert!(n >= 40, "attention --decode-sweep bulk: {n} calls");
+    // Session 20's call (issue 13): O's dims split over warp pairs, its probes.
+    let n = compare(
+        "attention_vs_torch.py",
+        &["--bench", "--decode-only", "--decode-sweep", "hd"],
+    );
+    assert!(n >= 40, "attention --decode-sweep hd: {n} calls");
     // The read floor under the decode (issue 13): the dispatched decode and its copies alone.
     let n = compare("hbm_floor.py", &[]);
     assert!(n >= 8, "hbm_floor: {n} calls");

@@ -29,7 +29,7 @@ fn assert_o_lse(what: &str, output: Output, want: &AttnForwardF64, why: &str) {
 type Pairs = &'static [(&'static str, &'static str)];
 
 /// (label, switches, the dispatch name the plan must report).
-const PLANS: [(&str, Pairs, &str); 23] = [
+const PLANS: [(&str, Pairs, &str); 27] = [
     ("auto", &[], "decode"),
     (
         "split 3, combine launch",
@@ -223,6 +223,45 @@ const PLANS: [(&str, Pairs, &str); 23] = [
         ],
         "decode_cluster",
     ),
+    // O's head dimension split over warp pairs (QSA_ATTN_DEC_DIMS=half, the `_hd_` kernels): one
+    // CTA per item (warp 2p + 1 stores dims 64-127 of pair p's partial, warp 2p its m and l),
+    // two pairs interleaved over three splits (the ticket merge), one pair over two splits (the
+    // combine launch), and the sm_90 cluster merge with q staged per CTA.
+    (
+        "dims split",
+        &[("QSA_ATTN_DEC_DIMS", "half")],
+        "decode",
+    ),
+    (
+        "dims split, 4 warps x 2 stages, interleaved, split 3",
+        &[
+            ("QSA_ATTN_DEC_DIMS", "half"),
+            ("QSA_ATTN_DEC_WARPS", "4"), // sm_86: 6 warps x 2 stages do not fit
+            ("QSA_ATTN_DEC_STAGES", "2"),
+            ("QSA_ATTN_DEC_ORDER", "interleave"),
+            ("QSA_ATTN_DEC_SPLITS", "3"),
+        ],
+        "decode_split",
+    ),
+    (
+        "dims split, 2 warps x 1 stage, split 2, combine launch",
+        &[
+            ("QSA_ATTN_DEC_DIMS", "half"),
+            ("QSA_ATTN_DEC_WARPS", "2"),
+            ("QSA_ATTN_DEC_STAGES", "1"),
+            ("QSA_ATTN_DEC_SPLITS", "2"),
+            ("QSA_ATTN_DEC_MERGE", "launch"),
+        ],
+        "decode_combine",
+    ),
+    (
+        "dims split, cluster merge",
+        &[
+            ("QSA_ATTN_DEC_DIMS", "half"),
+            ("QSA_ATTN_DEC_MERGE", "cluster"),
+        ],
+        "decode_cluster",
+    ),
 ];
 
 #[test]
@@ -291,6 +330,8 @@ fn decode_forward_rescales_on_a_sharp_softmax() {
                         | "pairs of units, one warp, three stages"
                         | "dynamic units, 3 warps x 2 stages, split 2"
                         | "q per CTA, 3 warps x 2 stages, split 3"
+                        | "dims split"
+                        | "dims split, cluster merge"
                 )
             }) {
                 let what = format!("{target} {case}/random_ids scale 8 {label}");

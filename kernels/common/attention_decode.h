@@ -101,8 +101,13 @@ QSA_DEVICE void dec_sink(float* o, float x) {
 // the one-unit static-order loop only (the host refuses PAIR, DYN, QS, FLAT and the push merge).
 // The warps' mbarriers lie past everything else the kernel writes (the ring, the cluster merge's
 // areas and CTA result: the host adds warps x stages x 8 bytes).
+// HD (the `_hd_` kernels, QSA_ATTN_DEC_DIMS=half): warps 2p and 2p + 1 take the same units (each
+// its own ring: K whole, V's half it reads) and split P V by head dimension, warp 2p + h forming
+// O's dims [64 h, 64 h + 64): each warp's mma per unit drop from 64 to 40 (q K^T is done by both),
+// O's accumulators from 64 registers to 32, and the CTA merge sums nwarp / 2 partials; the
+// one-unit static-order loop with the pull merges only (the host refuses the other forms).
 template <typename E, bool PAIR, bool DYN, bool FLAT = false, bool QS = false, bool LEAN = false, bool CL = false,
-          bool BULK = false>
+          bool BULK = false, bool HD = false>
 QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict__ k,
                         const dec_u16* __restrict__ v, const int* __restrict__ ids, float* __restrict__ o,
                         float* __restrict__ lse, float* __restrict__ o_part, float* __restrict__ lse_part,
@@ -132,6 +137,10 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
 #endif
   const int lane = qsa_lane(), warp = threadIdx.x / 32, nwarp = blockDim.x / 32;
   const int tg = lane / 4, tt = lane % 4;
+  // HD: units are dealt to warp pairs (uwarp of nuw); `half` is this warp's half of O's dims.
+  const int uwarp = HD ? warp / 2 : warp, nuw = HD ? nwarp / 2 : nwarp;
+  const int half = HD ? warp % 2 : -1;
+  constexpr int NJ = HD ? 8 : 16;  // O's n-tiles of 8 dims in this warp
   const DecItem it = dec_item(item, q_len, kv_len, hq, hkv);
   const long long rows_total = (long long)batch * q_len * hq;
 
@@ -171,13 +180,13 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
   }
   const int per_split = (L.total + nsplit - 1) / nsplit;
   const int s_beg = min(L.total, split * per_split), s_end = min(L.total, s_beg + per_split);
-  const int per_warp = (s_end - s_beg + nwarp - 1) / nwarp;
+  const int per_warp = (s_end - s_beg + nuw - 1) / nuw;
   // The warp's units: a contiguous run, or (DEC_OPT_INTERLEAVE) every nwarp-th of the split's
   // from s_beg + warp, so the CTA's warps stream neighbouring units at the same time.
   const bool inter = (opts & DEC_OPT_INTERLEAVE) != 0;
-  const int beg = inter ? s_beg + warp : min(s_end, s_beg + warp * per_warp);
-  const int ustride = inter ? nwarp : 1;
-  const int n = inter ? max(0, (s_end - beg + nwarp - 1) / nwarp) : min(s_end, beg + per_warp) - beg;
+  const int beg = inter ? s_beg + uwarp : min(s_end, s_beg + uwarp * per_warp);
+  const int ustride = inter ? nuw : 1;
+  const int n = inter ? max(0, (s_end - beg + nuw - 1) / nuw) : min(s_end, beg + per_warp) - beg;
   // L2 look-ahead (DEC_OPT_AHEAD): unit u + stages + ahead is prefetched into L2 when unit
   // u + stages is issued, so more bytes are on their way from DRAM than the ring holds.
   const int ahead = copy_kv ? (opts >> DEC_OPT_AHEAD_SHIFT) & 7 : 0;
@@ -204,15 +213,15 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
   const float scale2 = scale * 1.4426950408889634f;
   float m[2] = {dec_neg_inf(), dec_neg_inf()};  // rows g, g + 8 (this lane's quad agrees)
   float l[2] = {0.f, 0.f};                       // this lane's part of the row sums
-  float acc[16][4];
+  float acc[NJ][4];
 #pragma unroll
-  for (int j = 0; j < 16; ++j)
+  for (int j = 0; j < NJ; ++j)
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc[j][e] = 0.f;
 
-  float acc_lo[16][4];  // f16's scaled low part of P
+  float acc_lo[NJ][4];  // f16's scaled low part of P
 #pragma unroll
-  for (int j = 0; j < 16; ++j)
+  for (int j = 0; j < NJ; ++j)
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc_lo[j][e] = 0.f;
   const bool live[2] = {tg < it.rows, tg + 8 < it.rows};
@@ -241,7 +250,8 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
     if (s < n && copy_kv && BULK)
       dec_issue_bulk(ring + s * 2 * DEC_TILE, bars + s, k, v, head_off, row, dec_unit_key(L, beg + s * ustride), it.q_pos);
     else if (s < n && copy_kv)
-      dec_issue(ring + s * 2 * DEC_TILE, k, v, lane_off, row, dec_unit_key(L, beg + s * ustride), it.q_pos, l2_256);
+      dec_issue(ring + s * 2 * DEC_TILE, k, v, lane_off, row, dec_unit_key(L, beg + s * ustride), it.q_pos, l2_256,
+                half);
     else if (!BULK) qsa_cp_async_commit();
   }
   for (int s = stages; s < stages + ahead && s < n && !DYN; ++s)
@@ -319,7 +329,7 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
           m[h] = m_new;
         }
 #pragma unroll
-        for (int j = 0; j < 16; ++j) {
+        for (int j = 0; j < NJ; ++j) {
           acc[j][0] *= alpha[0];
           acc[j][1] *= alpha[0];
           acc[j][2] *= alpha[1];
@@ -349,8 +359,9 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
           }
         l[h] += sum;
       }
-      dec_pv<E>(sc, ks0 + DEC_TILE, lane, acc, acc_lo);
-      if (two) dec_pv<E>(sd, ks1 + DEC_TILE, lane, acc, acc_lo);
+      const int vdim = HD ? 64 * half : 0;  // the first of this warp's dims of V
+      dec_pv<E, NJ>(sc, ks0 + DEC_TILE + vdim, lane, acc, acc_lo);
+      if (two) dec_pv<E, NJ>(sd, ks1 + DEC_TILE + vdim, lane, acc, acc_lo);
     }
     QSA_SYNCWARP();  // every lane is done with these stages before they are refilled
     if (DYN) {  // no pairs (the host's check): one stage freed, refilled with the claimed unit
@@ -368,7 +379,7 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
                          dec_unit_key(L, beg + (w + stages) * ustride), it.q_pos);
         else
           dec_issue(ring + (x == 0 ? slot : slot1) * 2 * DEC_TILE, k, v, lane_off, row,
-                    dec_unit_key(L, beg + (w + stages) * ustride), it.q_pos, l2_256);
+                    dec_unit_key(L, beg + (w + stages) * ustride), it.q_pos, l2_256, half);
         if (w + stages + ahead < n && ahead > 0)
           dec_prefetch_l2(k, v, lane_off, row, dec_unit_key(L, beg + (w + stages + ahead) * ustride), it.q_pos);
       } else if (!BULK) {
@@ -381,7 +392,7 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
   if (!BULK) dec_wait(0);
   if (!E::is_bf16) {
 #pragma unroll
-    for (int j = 0; j < 16; ++j)
+    for (int j = 0; j < NJ; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[j][e] += acc_lo[j][e] * (1.f / DEC_LO_SCALE);
   }
@@ -395,7 +406,7 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
     // Every accumulator stays live through a store no real run takes (a NaN-pattern m).
     if (__float_as_uint(m[0]) == 0x7f8ca5e1u) {
 #pragma unroll
-      for (int j = 0; j < 16; ++j)
+      for (int j = 0; j < NJ; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) o[threadIdx.x * 64 + 4 * j + e] = acc[j][e] + l[e / 2];
     }
@@ -411,7 +422,7 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
   float* out_l = nsplit > 1 ? lse_part + (long long)split * rows_total : lse;
   const long long row0 = ((long long)it.b * q_len + it.i) * hq + it.g * it.group + it.chunk * DEC_ROWS;
 #if defined(QSA_HAS_CLUSTERS)
-  if (FLAT) {  // each warp's partial over its own ring's first stage, then one cluster level
+  if constexpr (FLAT) {  // each warp's partial over its own ring's first stage, then one cluster level
     const int area = stages * (DEC_STAGE_BYTES / 4);
     dec_flat_store(smem + (long long)warp * area, m, l, acc);
     if (probe == DEC_PROBE_CTA) return;
@@ -422,26 +433,28 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
     dec_flat_merge<DEC_CLUSTER>(smem, area, nwarp, o, lse, row0, it.rows, split);
     return;
   }
-  if (LEAN && in_cluster) {
-    // Each warp's partial over its own ring (no barrier before it), one CTA barrier, the CTA's
-    // rows pushed to their merging ranks' inboxes (past the ring), then the push merge's one
-    // cluster barrier and local reads (dec_lean_cta_merge).
-    const int area = stages * (DEC_STAGE_BYTES / 4);
-    float* inbox = smem + (long long)nwarp * area;
-    // The entry arrival's wait (every CTA of the cluster has started, so pushes may land) comes
-    // before the stores: on the card it returns at once; the emulator makes it a whole barrier,
-    // which after the stores would hide a missing CTA barrier below.
-    if (lean_push) qsa_cluster_wait();
-    dec_flat_store(smem + (long long)warp * area, m, l, acc);
-    QSA_SYNC();  // every warp's partial is stored
-    dec_lean_cta_merge<DEC_CLUSTER>(smem, area, nwarp, it.rows, inbox, split, lean_push);
-    if (probe == DEC_PROBE_CTA) return;
-    if (probe == DEC_PROBE_CLUSTER) {
-      qsa_cluster_sync();
+  if constexpr (LEAN) {  // (the `_lean_` kernels: a template, so no other kernel has this code)
+    if (in_cluster) {
+      // Each warp's partial over its own ring (no barrier before it), one CTA barrier, the CTA's
+      // rows pushed to their merging ranks' inboxes (past the ring), then the push merge's one
+      // cluster barrier and local reads (dec_lean_cta_merge).
+      const int area = stages * (DEC_STAGE_BYTES / 4);
+      float* inbox = smem + (long long)nwarp * area;
+      // The entry arrival's wait (every CTA of the cluster has started, so pushes may land) comes
+      // before the stores: on the card it returns at once; the emulator makes it a whole barrier,
+      // which after the stores would hide a missing CTA barrier below.
+      if (lean_push) qsa_cluster_wait();
+      dec_flat_store(smem + (long long)warp * area, m, l, acc);
+      QSA_SYNC();  // every warp's partial is stored
+      dec_lean_cta_merge<DEC_CLUSTER>(smem, area, nwarp, it.rows, inbox, split, lean_push);
+      if (probe == DEC_PROBE_CTA) return;
+      if (probe == DEC_PROBE_CLUSTER) {
+        qsa_cluster_sync();
+        return;
+      }
+      dec_cluster_push_merge<DEC_CLUSTER>(inbox, o, lse, row0, it.rows, split);
       return;
     }
-    dec_cluster_push_merge<DEC_CLUSTER>(inbox, o, lse, row0, it.rows, split);
-    return;
   }
   if (push) {
     // The inbox lies past both the ring and the warps' merge areas (remote pushes may land
@@ -450,7 +463,7 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
     const long long areas = (long long)nwarp * DEC_MERGE_FLOATS;
     float* inbox = smem + (ring_floats > areas ? ring_floats : areas);
     qsa_cluster_wait();
-    dec_cta_merge(smem, m, l, acc, it.rows, out_o, out_l, row0, nullptr, inbox, split);
+    dec_cta_merge<NJ>(smem, m, l, acc, it.rows, out_o, out_l, row0, nullptr, inbox, split);
     if (CL && probe == DEC_PROBE_CLUSTER) {
       qsa_cluster_sync();
       return;
@@ -459,7 +472,7 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
     return;
   }
 #endif
-  dec_cta_merge(smem, m, l, acc, it.rows, out_o, out_l, row0, cres, nullptr, split);
+  dec_cta_merge<NJ>(smem, m, l, acc, it.rows, out_o, out_l, row0, cres, nullptr, split);
 #if defined(QSA_HAS_CLUSTERS)
   if (CL && probe == DEC_PROBE_CTA) return;
   if (CL && probe == DEC_PROBE_CLUSTER) {
@@ -478,7 +491,7 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
 // Dispatched only where tensor cores are built (src/dispatch/attention_decode.rs); a launch
 // elsewhere writes NaN to the item's rows, so that a dispatch mistake fails every check.
 template <typename E, bool PAIR, bool DYN, bool FLAT = false, bool QS = false, bool LEAN = false, bool CL = false,
-          bool BULK = false>
+          bool BULK = false, bool HD = false>
 QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict__ k,
                         const dec_u16* __restrict__ v, const int* __restrict__ ids, float* __restrict__ o,
                         float* __restrict__ lse, float* __restrict__ o_part, float* __restrict__ lse_part,
@@ -500,15 +513,17 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
 // (units claimed from a CTA counter; a template, so the static-order kernels keep their code).
 // QS: dec_fwd's (q staged per CTA: QSA_ATTN_DECODE_QS_INSTANCE).
 // BULK: dec_fwd's (K/V rows by cp.async.bulk: QSA_ATTN_DECODE_BK_INSTANCE, sm_90a builds only).
-#define QSA_ATTN_DECODE_INSTANCE(NAME, E, PAIR, DYN) QSA_ATTN_DECODE_INSTANCE_Q(NAME, E, PAIR, DYN, false, false)
-#define QSA_ATTN_DECODE_QS_INSTANCE(NAME, E) QSA_ATTN_DECODE_INSTANCE_Q(NAME, E, false, false, true, false)
-#define QSA_ATTN_DECODE_BK_INSTANCE(NAME, E) QSA_ATTN_DECODE_INSTANCE_Q(NAME, E, false, false, false, true)
-#define QSA_ATTN_DECODE_INSTANCE_Q(NAME, E, PAIR, DYN, QS, BULK)                                        \
+// HD: dec_fwd's (dims split over warp pairs: QSA_ATTN_DECODE_HD_INSTANCE).
+#define QSA_ATTN_DECODE_INSTANCE(NAME, E, PAIR, DYN) QSA_ATTN_DECODE_INSTANCE_Q(NAME, E, PAIR, DYN, false, false, false)
+#define QSA_ATTN_DECODE_QS_INSTANCE(NAME, E) QSA_ATTN_DECODE_INSTANCE_Q(NAME, E, false, false, true, false, false)
+#define QSA_ATTN_DECODE_BK_INSTANCE(NAME, E) QSA_ATTN_DECODE_INSTANCE_Q(NAME, E, false, false, false, true, false)
+#define QSA_ATTN_DECODE_HD_INSTANCE(NAME, E) QSA_ATTN_DECODE_INSTANCE_Q(NAME, E, false, false, false, false, true)
+#define QSA_ATTN_DECODE_INSTANCE_Q(NAME, E, PAIR, DYN, QS, BULK, HD)                                    \
   QSA_KERNEL void __launch_bounds__(256)                                                                \
       NAME(const dec_u16* q, const dec_u16* k, const dec_u16* v, const int* ids, float* o, float* lse,  \
            float* o_part, float* lse_part, unsigned* done, int batch, int q_len, int kv_len, int hq,     \
            int hkv, int t, float scale, int stages, int opts, int merge) {                              \
-    dec_fwd<E, PAIR, DYN, false, QS, false, false, BULK>(q, k, v, ids, o, lse, o_part, lse_part, done, batch, q_len, kv_len, hq, \
+    dec_fwd<E, PAIR, DYN, false, QS, false, false, BULK, HD>(q, k, v, ids, o, lse, o_part, lse_part, done, batch, q_len, kv_len, hq, \
                      hkv, t, scale, stages, opts, merge, blockIdx.x, blockIdx.y, gridDim.y);            \
   }
 
@@ -526,17 +541,19 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
 #define QSA_ATTN_DECODE_FLAT_INSTANCE(NAME, E) QSA_ATTN_DECODE_CLUSTER_INSTANCE_F(NAME, E, false, false, true, false)
 #define QSA_ATTN_DECODE_QS_CLUSTER_INSTANCE(NAME, E) QSA_ATTN_DECODE_CLUSTER_INSTANCE_F(NAME, E, false, false, false, true)
 // LEAN: dec_fwd's (the lean merge: QSA_ATTN_DEC_MERGE=lean; QS with QSA_ATTN_DEC_QLOAD=cta too).
-#define QSA_ATTN_DECODE_LEAN_INSTANCE(NAME, E, QS) QSA_ATTN_DECODE_CLUSTER_INSTANCE_L(NAME, E, false, false, false, QS, true, false)
+#define QSA_ATTN_DECODE_LEAN_INSTANCE(NAME, E, QS) QSA_ATTN_DECODE_CLUSTER_INSTANCE_L(NAME, E, false, false, false, QS, true, false, false)
 // BULK: dec_fwd's (K/V rows by cp.async.bulk, sm_90a builds only).
-#define QSA_ATTN_DECODE_BK_CLUSTER_INSTANCE(NAME, E) QSA_ATTN_DECODE_CLUSTER_INSTANCE_L(NAME, E, false, false, false, false, false, true)
+#define QSA_ATTN_DECODE_BK_CLUSTER_INSTANCE(NAME, E) QSA_ATTN_DECODE_CLUSTER_INSTANCE_L(NAME, E, false, false, false, false, false, true, false)
+// HD with q staged per CTA (the one-query default's form, dims split over warp pairs).
+#define QSA_ATTN_DECODE_HD_QS_CLUSTER_INSTANCE(NAME, E) QSA_ATTN_DECODE_CLUSTER_INSTANCE_L(NAME, E, false, false, false, true, false, false, true)
 #define QSA_ATTN_DECODE_CLUSTER_INSTANCE_F(NAME, E, PAIR, DYN, FLAT, QS) \
-  QSA_ATTN_DECODE_CLUSTER_INSTANCE_L(NAME, E, PAIR, DYN, FLAT, QS, false, false)
-#define QSA_ATTN_DECODE_CLUSTER_INSTANCE_L(NAME, E, PAIR, DYN, FLAT, QS, LEAN, BULK)                    \
+  QSA_ATTN_DECODE_CLUSTER_INSTANCE_L(NAME, E, PAIR, DYN, FLAT, QS, false, false, false)
+#define QSA_ATTN_DECODE_CLUSTER_INSTANCE_L(NAME, E, PAIR, DYN, FLAT, QS, LEAN, BULK, HD)                \
   QSA_KERNEL DEC_CLUSTER_ATTR void __launch_bounds__(256)                                               \
       NAME(const dec_u16* q, const dec_u16* k, const dec_u16* v, const int* ids, float* o, float* lse,  \
            int batch, int q_len, int kv_len, int hq, int hkv, int t, float scale, int stages,           \
            int opts) {                                                                                  \
-    dec_fwd<E, PAIR, DYN, FLAT, QS, LEAN, true, BULK>(q, k, v, ids, o, lse, nullptr, nullptr, nullptr, batch, q_len, kv_len, hq, hkv, t, \
+    dec_fwd<E, PAIR, DYN, FLAT, QS, LEAN, true, BULK, HD>(q, k, v, ids, o, lse, nullptr, nullptr, nullptr, batch, q_len, kv_len, hq, hkv, t, \
                      scale, stages, opts, DEC_MERGE_CLUSTER, blockIdx.x / DEC_CLUSTER,                  \
                      DEC_CLUSTER_RANK(), DEC_CLUSTER);                                                  \
   }

@@ -203,10 +203,13 @@ static_assert(DEC_MERGE_FLOATS * 4 <= DEC_STAGE_BYTES, "a warp's flat-merge area
 // the sum here, keeps nvcc's output byte-identical to the two copies this helper replaced (a
 // ready pointer argument changed 10 sm_90 decode kernels' SASS: 64-bit offset product, branch
 // layout).
+// NJ = 8 (the `_hd_` kernels): the warp holds O's dims [d0, d0 + 64) only, and only the pair's
+// first warp (`ml`) stores (m, l), which both warps of the pair hold bit for bit.
+template <int NJ = 16>
 QSA_DEVICE void dec_store_partial(float* base, long long off, int tg, int tt, const float (&m)[2], const float (&l)[2],
-                                  const float (&acc)[16][4]) {
+                                  const float (&acc)[NJ][4], int d0 = 0, bool ml = true) {
   float* mine = base + off;
-  if (tt == 0) {
+  if (tt == 0 && ml) {
     mine[tg] = m[0];
     mine[tg + 8] = m[1];
     mine[DEC_ROWS + tg] = l[0];
@@ -214,8 +217,8 @@ QSA_DEVICE void dec_store_partial(float* base, long long off, int tg, int tt, co
   }
   float* mo = mine + 2 * DEC_ROWS;
 #pragma unroll
-  for (int j = 0; j < 16; ++j) {  // rows tg and tg + 8 share the swizzle (dec_swizzle)
-    const int c = dec_swizzle(tg, 8 * j) + 2 * tt;
+  for (int j = 0; j < NJ; ++j) {  // rows tg and tg + 8 share the swizzle (dec_swizzle)
+    const int c = dec_swizzle(tg, d0 + 8 * j) + 2 * tt;
     *(float2*)(mo + tg * DEC_D + c) = make_float2(acc[j][0], acc[j][1]);
     *(float2*)(mo + (tg + 8) * DEC_D + c) = make_float2(acc[j][2], acc[j][3]);
   }
@@ -318,13 +321,23 @@ QSA_DEVICE void dec_flat_merge(const float* smem, int area, int nwarp, float* __
 // merge) to shared memory after the warps' areas ([16][128] o, then [16] lse), or with `inbox`
 // (the push merge) to the inboxes of the cluster's ranks (row r: rank r mod DEC_CLUSTER, the
 // slot of this CTA's rank `split`; dec_cluster_push_merge).
-QSA_DEVICE void dec_cta_merge(float* smem, const float (&m)[2], const float (&l)[2], const float (&acc)[16][4],
+// NJ = 8 (the `_hd_` kernels, dims split over warp pairs): warps 2p and 2p + 1 hold one partial
+// (the same units), dims [0, 64) and [64, 128) of O, stored into area p: nwarp / 2 partials.
+template <int NJ = 16>
+QSA_DEVICE void dec_cta_merge(float* smem, const float (&m)[2], const float (&l)[2], const float (&acc)[NJ][4],
                               int rows, float* __restrict__ out_o, float* __restrict__ out_l, long long row0,
                               float* cres, float* inbox, int split) {
-  const int lane = qsa_lane(), warp = threadIdx.x / 32, nwarp = blockDim.x / 32;
+  static_assert(NJ == 16 || NJ == 8, "a warp holds all of O's dims or half of them");
+  const int lane = qsa_lane(), warp = threadIdx.x / 32;
+  const int nwarp = NJ == 16 ? blockDim.x / 32 : blockDim.x / 64;  // partials
   const int tg = lane / 4, tt = lane % 4;
   QSA_SYNC();  // every warp is out of its ring (and its copies have landed)
-  dec_store_partial(smem, (long long)warp * DEC_MERGE_FLOATS, tg, tt, m, l, acc);
+  if constexpr (NJ == 16) {
+    dec_store_partial<16>(smem, (long long)warp * DEC_MERGE_FLOATS, tg, tt, m, l, acc);
+  } else {
+    dec_store_partial<NJ>(smem, (long long)(warp / 2) * DEC_MERGE_FLOATS, tg, tt, m, l, acc, 64 * (warp % 2),
+                          warp % 2 == 0);
+  }
   QSA_SYNC();
   // Per row, once: warp w's weight exp(m_w - M) / L over its own m slot, the row's lse in warp
   // 0's l slot; eight lanes per row (lane w: warp w), reduced by shuffles, where one thread per

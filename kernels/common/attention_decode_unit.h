@@ -154,21 +154,25 @@ QSA_DEVICE long long dec_lane_offset(const DecItem& it, int kv_len, int hkv, boo
 // `row` = hkv x DEC_D, the distance between consecutive keys. `l2_256` (DEC_OPT_L2_256): each
 // copy asks L2 to fetch the whole 256-byte row from DRAM at once (cp.async's L2::256B prefetch
 // size) instead of the sectors the instruction names.
+// `vhalf` (the `_hd_` kernels: 0 or 1, else -1): only that half of V's dims is copied (lanes
+// whose 16-byte chunk lies in it), the half this warp's P V reads; K is copied whole.
 QSA_DEVICE void dec_issue(dec_u16* stage, const dec_u16* __restrict__ k, const dec_u16* __restrict__ v,
-                          long long lane_off, long long row, long long key0, long long q_pos, bool l2_256) {
+                          long long lane_off, long long row, long long key0, long long q_pos, bool l2_256,
+                          int vhalf = -1) {
   const int lane = qsa_lane(), r0 = lane / 16;
   dec_u16* dst = stage + r0 * DEC_STRIDE + (lane % 16) * 8;
   const long long first = lane_off + key0 * row;
+  const bool copy_v = vhalf < 0 || (lane % 16) / 8 == vhalf;
 #pragma unroll
   for (int c = 0; c < DEC_KEYS / 2; ++c) {
     const bool valid = key0 + r0 + 2 * c <= q_pos;
     const long long off = valid ? first + 2 * c * row : 0;
     if (l2_256) {
       qsa_cp_async16_l2_256(dst + 2 * c * DEC_STRIDE, k + off, valid ? 16 : 0);
-      qsa_cp_async16_l2_256(dst + DEC_TILE + 2 * c * DEC_STRIDE, v + off, valid ? 16 : 0);
+      if (copy_v) qsa_cp_async16_l2_256(dst + DEC_TILE + 2 * c * DEC_STRIDE, v + off, valid ? 16 : 0);
     } else {
       qsa_cp_async16(dst + 2 * c * DEC_STRIDE, k + off, valid ? 16 : 0);
-      qsa_cp_async16(dst + DEC_TILE + 2 * c * DEC_STRIDE, v + off, valid ? 16 : 0);
+      if (copy_v) qsa_cp_async16(dst + DEC_TILE + 2 * c * DEC_STRIDE, v + off, valid ? 16 : 0);
     }
   }
   qsa_cp_async_commit();
@@ -362,9 +366,10 @@ QSA_DEVICE void dec_qk(const unsigned (&qa)[8][4], const dec_u16* ks, int tg, in
 // O += P V for one sub-tile. P's A fragment is the scores' C layout: a0 (g, 2t) = n0 row g,
 // a1 (g + 8, 2t) = n0 row g + 8, a2 (g, 2t + 8) = n1 row g, a3 = n1 row g + 8; P is split into
 // 16-bit parts that sum back to it (bf16 hi + mid + lo; f16 hi + lo x 2^12 into acc_lo).
-template <typename E>
-QSA_DEVICE void dec_pv(const float (&p)[2][4], const dec_u16* vs, int lane, float (&acc)[16][4],
-                       float (&acc_lo)[16][4]) {
+// NJ: O's n-tiles of 8 dims this warp holds (16: all 128; 8: the 64 from `vs` on, `_hd_`).
+template <typename E, int NJ = 16>
+QSA_DEVICE void dec_pv(const float (&p)[2][4], const dec_u16* vs, int lane, float (&acc)[NJ][4],
+                       float (&acc_lo)[NJ][4]) {
   unsigned a0[4], a1[4], a2[4];
 #pragma unroll
   for (int h4 = 0; h4 < 4; ++h4) {
@@ -382,7 +387,7 @@ QSA_DEVICE void dec_pv(const float (&p)[2][4], const dec_u16* vs, int lane, floa
   }
   const int vkey = (lane & 7) + ((lane >> 3) & 1) * 8;
 #pragma unroll
-  for (int jp = 0; jp < 8; ++jp) {
+  for (int jp = 0; jp < NJ / 2; ++jp) {
     unsigned b0, b1, b2, b3;
     qsa_ldmatrix_x4_trans(vs + vkey * DEC_STRIDE + 16 * jp + (lane >> 4) * 8, b0, b1, b2, b3);
     dec_mma<E>(acc[2 * jp], a0, b0, b1);

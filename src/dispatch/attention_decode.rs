@@ -172,6 +172,10 @@ impl DecodePlan {
     /// kernel (`_pair_`, ~10 more registers); f16 has none and takes the one-unit kernel. The
     /// dynamic order is its own kernels too (`_dyn_`: the static-order ones keep their code).
     pub fn kernel(&self, sfx: &str) -> String {
+        if self.half_dims {
+            let qs_cl = if self.merge.clustered() { "qs_cl_" } else { "" };
+            return format!("qsa_attn_dec_hd_{qs_cl}fwd_{sfx}");
+        }
         let pair = if self.pair && sfx == "bf16" {
             "pair_"
         } else {
@@ -238,6 +242,9 @@ pub struct DecodePlan {
     /// K/V rows fetched by cp.async.bulk into mbarrier-completed stages (QSA_ATTN_DEC_COPY=bulk,
     /// sm_90a): the `_bk_` kernels. Otherwise each lane's 16-byte cp.async.
     pub bulk: bool,
+    /// O's head dimension split over warp pairs, both warps of a pair streaming the same units
+    /// (QSA_ATTN_DEC_DIMS=half): the `_hd_` kernels.
+    pub half_dims: bool,
     /// Dynamic shared bytes: warps x stages x DEC_STAGE_BYTES (or the cluster merge's areas),
     /// plus DEC_Q_BYTES with `q_cta`, plus warps x stages x 8 (mbarriers) with `bulk`.
     pub shared: u32,
@@ -272,7 +279,7 @@ fn number(sw: &Switches, key: &str, lo: usize, hi: usize) -> Result<Option<usize
 /// QSA_ATTN_DEC_PAIR, QSA_ATTN_DEC_PREFETCH (none | 256), QSA_ATTN_DEC_ORDER (contiguous |
 /// interleave | dynamic), QSA_ATTN_DEC_AHEAD (0-7 units of L2 look-ahead), QSA_ATTN_DEC_QLOAD
 /// (warp | cta: q staged per CTA), QSA_ATTN_DEC_COPY (cp_async | bulk: K/V rows by the TMA,
-/// sm_90a); the ablation QSA_ATTN_DEC_PROBE
+/// sm_90a), QSA_ATTN_DEC_DIMS (whole | half: O's dims split over warp pairs); the ablation QSA_ATTN_DEC_PROBE
 /// (launch | no_kv | no_math | list | loop | cta | cluster: the output is then NOT the attention).
 #[allow(clippy::too_many_arguments)]
 pub fn decode_plan(
@@ -368,11 +375,17 @@ pub fn decode_plan(
     } else {
         nsplit
     };
-    // A ring deeper than a warp's units only costs resident CTAs (one query: one unit a warp).
+    // A ring deeper than a warp's units only costs resident CTAs (one query: one unit a warp;
+    // with O's dims split, a warp pair streams the same units).
+    let unit_warps = if super::attention_decode_dims::asked_half(sw)? {
+        (warps / 2).max(1)
+    } else {
+        warps
+    };
     let stages = if sw.get("QSA_ATTN_DEC_STAGES").is_some() {
         stages
     } else {
-        stages.min(max_units.div_ceil(nsplit).div_ceil(warps).max(1))
+        stages.min(max_units.div_ceil(nsplit).div_ceil(unit_warps).max(1))
     };
     // QSA_ATTN_DEC_PAIR=1: two units per step, which needs two ring stages (off by default:
     // not yet measured).
@@ -471,6 +484,8 @@ pub fn decode_plan(
         )));
     }
     let bulk = super::attention_decode_copy::bulk(caps, sw, merge, pair, dynamic, q_cta)?;
+    let half_dims =
+        super::attention_decode_dims::half_dims(sw, warps, merge, pair, dynamic, q_cta, bulk)?;
     let ring = warps * stages * DEC_STAGE_BYTES;
     let shared = match merge {
         // The CTA's own (o, lse) lies after the warps' merge areas (over the ring: written
@@ -515,6 +530,7 @@ pub fn decode_plan(
         probe,
         q_cta,
         bulk,
+        half_dims,
         shared: shared as u32,
         hnd: false,
     }))

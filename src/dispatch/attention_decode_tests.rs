@@ -13,6 +13,9 @@ mod lean;
 // QSA_ATTN_DEC_COPY (the `_bk_` kernels: K/V rows by cp.async.bulk): plans, refusals, default.
 #[path = "attention_decode_copy_tests.rs"]
 mod copy;
+// QSA_ATTN_DEC_DIMS=half (the `_hd_` kernels: O's dims split over warp pairs): plans, refusals, default.
+#[path = "attention_decode_dims_tests.rs"]
+mod dims;
 
 fn caps(name: &str, shared: u32, sms: u32, tc: bool) -> TargetCaps {
     TargetCaps {
@@ -102,6 +105,7 @@ fn field(p: &DecodePlan, name: &str) -> String {
         "dynamic" => p.dynamic.to_string(),
         "q_cta" => p.q_cta.to_string(),
         "bulk" => p.bulk.to_string(),
+        "half_dims" => p.half_dims.to_string(),
         "opts" => p.opts().to_string(),
         "dispatch" => dispatch_name(p).to_string(),
         "bf16 kernel" => p.kernel("bf16"),

@@ -8,6 +8,7 @@
 pub mod attention;
 pub mod attention_decode;
 pub mod attention_decode_copy;
+pub mod attention_decode_dims;
 pub mod attention_do;
 pub mod attention_kv;
 pub mod attention_kv_qchunk;
@@ -237,6 +238,10 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
     (
         "QSA_ATTN_DEC_COPY",
         "cp_async | bulk: the decode attention kernel's K/V rows by each lane's 16-byte cp.async, or by one cp.async.bulk (TMA) per 256-byte row completing on an mbarrier per warp stage (the _bk_ kernels, sm_90a only; qsa's sweep switch)",
+    ),
+    (
+        "QSA_ATTN_DEC_DIMS",
+        "whole | half: each decode attention warp forms all of O's head dimension from its own units, or warps 2p and 2p + 1 stream the same units and each forms half of O's dims (the _hd_ kernels; qsa's sweep switch)",
     ),
     (
         "QSA_ATTN_NBUF",
