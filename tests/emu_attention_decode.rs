@@ -227,11 +227,7 @@ const PLANS: [(&str, Pairs, &str); 27] = [
     // CTA per item (warp 2p + 1 stores dims 64-127 of pair p's partial, warp 2p its m and l),
     // two pairs interleaved over three splits (the ticket merge), one pair over two splits (the
     // combine launch), and the sm_90 cluster merge with q staged per CTA.
-    (
-        "dims split",
-        &[("QSA_ATTN_DEC_DIMS", "half")],
-        "decode",
-    ),
+    ("dims split", &[("QSA_ATTN_DEC_DIMS", "half")], "decode"),
     (
         "dims split, 4 warps x 2 stages, interleaved, split 3",
         &[

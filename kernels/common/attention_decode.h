@@ -115,6 +115,7 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
                         float scale, int stages, int opts, int merge, unsigned item, int split, int nsplit) {
   QSA_DYNAMIC_SHARED(smem_raw);
   __shared__ int last_flag;
+  DEC_STAMP(DEC_T_ENTRY);
   const int probe = opts & DEC_PROBE_MASK;
   if (probe == DEC_PROBE_LAUNCH) return;
   const bool copy_kv = probe != DEC_PROBE_NO_KV, math = probe != DEC_PROBE_NO_MATH;
@@ -164,6 +165,7 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
   }
   // This warp's units: the split's contiguous share, then the warp's.
   const DecList L = dec_list(ids, it, t);
+  DEC_STAMP(DEC_T_LIST);
   if (QS && probe == DEC_PROBE_LIST) {  // the same chain head: q in registers, no copy issued
     qsa_cp_async_wait_group<0>();
     QSA_SYNC();
@@ -283,6 +285,7 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
     if (!BULK) dec_wait(stages - step);
     else if (copy_kv) dec_bulk_wait(bars + slot, phases, slot);  // unit u < n was issued
     QSA_SYNCWARP();
+    if (u == 0) DEC_STAMP(DEC_T_FIRST);
     const dec_u16* ks0 = ring + slot * 2 * DEC_TILE;
     const dec_u16* ks1 = ring + slot1 * 2 * DEC_TILE;
     if (math) {
@@ -390,6 +393,7 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
     if (slot >= stages) slot -= stages;
   }
   if (!BULK) dec_wait(0);
+  DEC_STAMP(DEC_T_LOOP);
   if (!E::is_bf16) {
 #pragma unroll
     for (int j = 0; j < NJ; ++j)
@@ -482,8 +486,10 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
 #endif
   if (in_cluster) {
     dec_cluster_merge<DEC_CLUSTER>(cres, o, lse, row0, it.rows, split);
+    DEC_STAMP(DEC_T_END);
     return;
   }
+  DEC_STAMP(DEC_T_END);
   if (nsplit == 1 || merge == DEC_MERGE_LAUNCH) return;
   dec_ticket_merge(smem, &last_flag, done, item, nsplit, o_part, lse_part, o, lse, rows_total, row0, it.rows);
 }

@@ -29,6 +29,7 @@ QSA_DEVICE void dec_cluster_merge(const float* cres, float* __restrict__ o, floa
   static_assert(DEC_ROWS % NS == 0, "each rank merges DEC_ROWS / NS rows");
 #if defined(QSA_HAS_CLUSTERS)
   qsa_cluster_sync();
+  DEC_STAMP(DEC_T_CLUSTER);
   for (int e = threadIdx.x; e < DEC_ROWS / NS * DEC_D; e += blockDim.x) {
     const int r = split + NS * (e / DEC_D), d = e % DEC_D;
     if (r >= rows) continue;
@@ -332,6 +333,7 @@ QSA_DEVICE void dec_cta_merge(float* smem, const float (&m)[2], const float (&l)
   const int nwarp = NJ == 16 ? blockDim.x / 32 : blockDim.x / 64;  // partials
   const int tg = lane / 4, tt = lane % 4;
   QSA_SYNC();  // every warp is out of its ring (and its copies have landed)
+  DEC_STAMP(DEC_T_BAR1);
   if constexpr (NJ == 16) {
     dec_store_partial<16>(smem, (long long)warp * DEC_MERGE_FLOATS, tg, tt, m, l, acc);
   } else {
@@ -339,6 +341,7 @@ QSA_DEVICE void dec_cta_merge(float* smem, const float (&m)[2], const float (&l)
                           warp % 2 == 0);
   }
   QSA_SYNC();
+  DEC_STAMP(DEC_T_BAR2);
   // Per row, once: warp w's weight exp(m_w - M) / L over its own m slot, the row's lse in warp
   // 0's l slot; eight lanes per row (lane w: warp w), reduced by shuffles, where one thread per
   // row looped over the warps (each slot is read and written by its own lane only).
@@ -362,6 +365,7 @@ QSA_DEVICE void dec_cta_merge(float* smem, const float (&m)[2], const float (&l)
     if (w == 0) a[DEC_ROWS + r] = none ? dec_neg_inf() : M + logf(sum);  // read below
   }
   QSA_SYNC();
+  DEC_STAMP(DEC_T_BAR3);
   // O: four dims of a row per thread, every warp's float4 of them in flight together (the warp
   // loop unrolled to its bound, DEC_MAX_WARPS).
   for (int e = threadIdx.x; e < DEC_ROWS * DEC_D / 4; e += blockDim.x) {
@@ -402,6 +406,7 @@ QSA_DEVICE void dec_cta_merge(float* smem, const float (&m)[2], const float (&l)
       if (d == 0) out_l[row0 + r] = L;
     }
   }
+  DEC_STAMP(DEC_T_CTA);
 }
 
 // In-kernel merge of a split item (DEC_MERGE_TICKET): the item's last CTA to finish combines the

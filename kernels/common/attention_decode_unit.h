@@ -32,6 +32,38 @@
 
 typedef unsigned short dec_u16;
 
+// Development probe (off unless built with -DQSA_DEC_TRACE for sm_90 CUDA by hand; never by the
+// build, so no shipped kernel carries it: tools/h200-decode-trace/trace.py): lane 0 of every
+// warp stamps the GPU's nanosecond clock at the kernel's steps into dec_trace[CTA][warp][step],
+// CTA = blockIdx.x + gridDim.x x blockIdx.y (at most DEC_TRACE_CTAS). Steps (DEC_T_*): entry,
+// unit list ready, first unit landed, loop end (its copies waited for), then the CTA merge's
+// three barriers passed and its end, the cluster merge's barrier passed, and the CTA's end.
+#define DEC_T_ENTRY 0
+#define DEC_T_LIST 1
+#define DEC_T_FIRST 2
+#define DEC_T_LOOP 3
+#define DEC_T_BAR1 4
+#define DEC_T_BAR2 5
+#define DEC_T_BAR3 6
+#define DEC_T_CTA 7
+#define DEC_T_CLUSTER 8
+#define DEC_T_END 9
+#define DEC_TRACE_STEPS 10
+#define DEC_TRACE_CTAS 1024
+#if defined(QSA_DEC_TRACE) && defined(QSA_CUDA) && defined(QSA_HAS_CLUSTERS)
+__device__ unsigned long long dec_trace[DEC_TRACE_CTAS][8][DEC_TRACE_STEPS];
+#define DEC_STAMP(step)                                                                          \
+  do {                                                                                           \
+    const unsigned cta_ = blockIdx.x + gridDim.x * blockIdx.y;                                   \
+    if (qsa_lane() == 0 && cta_ < DEC_TRACE_CTAS && threadIdx.x < 256)                           \
+      dec_trace[cta_][threadIdx.x / 32][step] = qsa_globaltimer();                               \
+  } while (0)
+#else
+#define DEC_STAMP(step) \
+  do {                  \
+  } while (0)
+#endif
+
 #if defined(QSA_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define QSA_DEC_MMA 1
 #endif

@@ -377,7 +377,7 @@ pub fn decode_plan(
     };
     // A ring deeper than a warp's units only costs resident CTAs (one query: one unit a warp;
     // with O's dims split, a warp pair streams the same units).
-    let unit_warps = if super::attention_decode_dims::asked_half(sw)? {
+    let unit_warps = if super::attention_decode_dims::maybe_half(sw)? {
         (warps / 2).max(1)
     } else {
         warps

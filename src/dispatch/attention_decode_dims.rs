@@ -14,14 +14,23 @@ use crate::backend::BackendError;
 /// Whether O's dims are split over warp pairs when QSA_ATTN_DEC_DIMS is unset. Flip rule (set
 /// before the runs, as session 11's): >= 0.5 us faster than auto at 16 queries for groups 16 and
 /// 8 in one run of bench/attention_vs_torch.py --decode-sweep hd, and the H200 check exact.
+/// Session 20's call A (H200, 2026-12-04, docs/results/session20-2026-12-04/a/: exact, 0 errors
+/// and 0 hazards under the three sanitizers) measured it slower everywhere (medians in us, two
+/// runs, auto / half): 16 q g16 22.5-22.6 / 29.4-29.6, g8 22.0-22.1 / 29.5-29.7; 1 q g16 6.9-7.0 /
+/// 7.9, g8 6.6 / 7.6-7.8. Its probes say why: the math alone (probe=no_kv) 18.2-18.4 against
+/// auto's 12.2-12.4 (40 mma a unit over twice the units: the pair repeats q K^T and the softmax),
+/// the copies alone (probe=no_math) 23.2-23.6 against 20.1-20.8 (K fetched twice through L2, V's
+/// half by half the lanes), and one query's CTA merge no shorter with half the partials (probes
+/// loop to cta: 1.0-1.5 us against auto's 1.2): that merge is bound by its chain of latencies,
+/// not by its shared-memory bytes.
 const DEFAULT_HALF: bool = false;
 
-/// QSA_ATTN_DEC_DIMS asked for `half` (checked against the plan by [`half_dims`]).
-pub fn asked_half(sw: &Switches) -> Result<bool, BackendError> {
+/// QSA_ATTN_DEC_DIMS as asked: Some(true) for `half`, Some(false) for `whole`, None unset.
+fn asked(sw: &Switches) -> Result<Option<bool>, BackendError> {
     match sw.get("QSA_ATTN_DEC_DIMS") {
-        None => Ok(DEFAULT_HALF),
-        Some("whole") => Ok(false),
-        Some("half") => Ok(true),
+        None => Ok(None),
+        Some("whole") => Ok(Some(false)),
+        Some("half") => Ok(Some(true)),
         Some(v) => Err(BackendError::Input(format!(
             "QSA_ATTN_DEC_DIMS={}: expected whole or half (whether a warp pair splits O's head dimension)",
             crate::echo::value(v)
@@ -29,9 +38,16 @@ pub fn asked_half(sw: &Switches) -> Result<bool, BackendError> {
     }
 }
 
+/// Whether the plan may split O's dims (the switch, or the default): the ring's depth counts a
+/// pair's units (the form itself is settled by [`half_dims`]).
+pub fn maybe_half(sw: &Switches) -> Result<bool, BackendError> {
+    Ok(asked(sw)?.unwrap_or(DEFAULT_HALF))
+}
+
 /// The plan's `half_dims` bit. The `_hd_` kernels are the one-unit, static-order cp.async loop on
 /// an even number of warps, per item with each warp loading q (ticket or launch merge), or as a
-/// cluster with q staged per CTA (the pull merge): asked for with another form, refused.
+/// cluster with q staged per CTA (the pull merge): asked for with another form, refused; as a
+/// default (DEFAULT_HALF), those forms keep whole dims.
 pub fn half_dims(
     sw: &Switches,
     warps: usize,
@@ -41,10 +57,7 @@ pub fn half_dims(
     q_cta: bool,
     bulk: bool,
 ) -> Result<bool, BackendError> {
-    if !asked_half(sw)? {
-        return Ok(false);
-    }
-    let other = if warps % 2 != 0 {
+    let other = if !warps.is_multiple_of(2) {
         Some(format!(
             "QSA_ATTN_DEC_WARPS={warps} (warp pairs: an even count)"
         ))
@@ -63,9 +76,11 @@ pub fn half_dims(
     } else {
         None
     };
-    match other {
-        None => Ok(true),
-        Some(o) => Err(BackendError::Input(format!(
+    match (asked(sw)?, other) {
+        (None, other) => Ok(DEFAULT_HALF && other.is_none()),
+        (Some(false), _) => Ok(false),
+        (Some(true), None) => Ok(true),
+        (Some(true), Some(o)) => Err(BackendError::Input(format!(
             "QSA_ATTN_DEC_DIMS=half has no kernel for {o} (drop that switch or the dims split)"
         ))),
     }
