@@ -446,3 +446,77 @@ fn merge_probes_end_every_cluster_kernel_cleanly() {
         }
     }
 }
+
+/// The chain merge (QSA_ATTN_DEC_CTAMERGE=chain, the `_ch_` kernels: sm_90a's named barriers, so
+/// sm_90 only): each warp folds its partial into the CTA's running one in ticket order. Under the
+/// race check's schedules (the tickets fall in different orders) and one wave at a time (warp 0
+/// takes ticket 0 and folds before any other warp has run its loop), with 8 warps, 3 warps x 2
+/// stages (a warp with no units folds nothing in) and one warp (ticket 0 is the last: it writes
+/// the output without a barrier).
+#[test]
+fn chain_merge_matches_fp64_under_every_schedule() {
+    let m = matrix();
+    let caps = caps(&m, "sm_90");
+    const CHAIN_PLANS: [(&str, Pairs); 3] = [
+        (
+            "chain merge",
+            &[
+                ("QSA_ATTN_DEC_CTAMERGE", "chain"),
+                ("QSA_ATTN_DEC_SPLITS", "1"),
+            ],
+        ),
+        (
+            "chain merge, 3 warps x 2 stages",
+            &[
+                ("QSA_ATTN_DEC_CTAMERGE", "chain"),
+                ("QSA_ATTN_DEC_SPLITS", "1"),
+                ("QSA_ATTN_DEC_WARPS", "3"),
+                ("QSA_ATTN_DEC_STAGES", "2"),
+            ],
+        ),
+        (
+            "chain merge, one warp",
+            &[
+                ("QSA_ATTN_DEC_CTAMERGE", "chain"),
+                ("QSA_ATTN_DEC_SPLITS", "1"),
+                ("QSA_ATTN_DEC_WARPS", "1"),
+                ("QSA_ATTN_DEC_STAGES", "1"),
+            ],
+        ),
+    ];
+    for (case, dist) in [
+        ("attn_emu_g4", "repeat_ids"),
+        ("attn_emu_g4", "causal_edge"),
+        ("attn_emu_g8_f16", "invalid_ids"),
+    ] {
+        let c = m.cases.iter().find(|c| c.name == case).unwrap();
+        let p = qsa::cases::attn_problem(m.seed, c, dist).unwrap();
+        let want = attn_forward_f64(&p, None).unwrap();
+        par_each(&CHAIN_PLANS, |&(label, sw)| {
+            let what = format!("sm_90 {case}/{dist} {label}");
+            let run = race::check(
+                &caps,
+                &switches(sw),
+                &Problem::AttnForward(p.clone()),
+                &Schedule::RACE_CHECK,
+            )
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(run.dispatched, "decode", "{what}");
+            let kernels: Vec<&str> = run.records.iter().map(|r| r.kernel.as_str()).collect();
+            assert!(
+                kernels.iter().any(|k| k.starts_with("qsa_attn_dec_ch_fwd_")),
+                "{what}: launched {kernels:?}, no chain-merge kernel"
+            );
+            assert_o_lse(&what, run.output, &want, "");
+            let what = format!("{what}, one wave at a time");
+            let run = race::run_scheduled(
+                &caps,
+                &switches(sw),
+                &Problem::AttnForward(p.clone()),
+                Schedule::WaveFirst,
+            )
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_o_lse(&what, run.output, &want, " (a fold before its ticket's barrier?)");
+        });
+    }
+}

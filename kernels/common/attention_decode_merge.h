@@ -409,6 +409,81 @@ QSA_DEVICE void dec_cta_merge(float* smem, const float (&m)[2], const float (&l)
   DEC_STAMP(DEC_T_CTA);
 }
 
+#if defined(QSA_WGMMA)
+// The chain merge (the `_ch_` kernels, QSA_ATTN_DEC_CTAMERGE=chain; sm_90a builds, whose named
+// barriers it takes; one CTA per item). Why: at 16 queries a CTA's warps end their loops up to
+// 2.3 us apart (median 1.0, session 20 call C) and the pull merge (dec_cta_merge: three CTA
+// barriers, every partial stored, then summed) starts only after the last one, 1.3-1.5 us on the
+// critical CTA. Here each warp, as its loop ends, takes a ticket k (a shared counter, `ticket`,
+// zeroed at the kernel's entry), waits on named barrier k for ticket k - 1's step (bar.arrive
+// orders that warp's stores before this warp's reads), folds its own (m, l, O) into the CTA's
+// running partial in `area` (dec_store_partial's layout, past every ring), and arrives at
+// barrier k + 1; the last ticket writes (o, lse) from registers instead. So the steps of the
+// early warps run under the others' copies and the last warp does one fold.
+QSA_DEVICE void dec_chain_merge(float* area, int* ticket, const float (&m)[2], const float (&l)[2],
+                                const float (&acc)[16][4], int rows, float* __restrict__ o,
+                                float* __restrict__ lse, long long row0) {
+  const int lane = qsa_lane(), tg = lane / 4, tt = lane % 4, nwarp = blockDim.x / 32;
+  int k = 0;
+  if (lane == 0) k = atomicAdd(ticket, 1);
+  k = qsa_shfl(k, 0);
+  const bool first = k == 0, last = k == nwarp - 1;
+  if (!first) qsa_bar_sync((unsigned)k, 64);  // ticket k - 1's running partial is stored
+  DEC_STAMP(DEC_T_BAR1);  // (the trace build's: this warp's turn in the chain)
+  float* mo = area + 2 * DEC_ROWS;
+  // Every read before any write: lanes of a quad share a row's (m, l) slot, written by lane tt 0.
+  float ms[2], ls[2];
+  float2 x[16][2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    ms[h] = first ? dec_neg_inf() : area[tg + 8 * h];
+    ls[h] = first ? 0.f : area[DEC_ROWS + tg + 8 * h];
+  }
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    const int c = dec_swizzle(tg, 8 * j) + 2 * tt;
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      x[j][h] = first ? make_float2(0.f, 0.f) : *(const float2*)(mo + (tg + 8 * h) * DEC_D + c);
+  }
+  QSA_SYNCWARP();
+  float a[2], b[2], mm[2], ll[2], inv[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    mm[h] = fmaxf(ms[h], m[h]);
+    const bool none = mm[h] == dec_neg_inf();  // neither side has a key yet
+    a[h] = none ? 0.f : expf(ms[h] - mm[h]);
+    b[h] = none ? 0.f : expf(m[h] - mm[h]);
+    ll[h] = a[h] * ls[h] + b[h] * l[h];
+    inv[h] = ll[h] > 0.f ? 1.f / ll[h] : 0.f;
+  }
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    const int c = dec_swizzle(tg, 8 * j) + 2 * tt;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = tg + 8 * h;
+      const float2 v = make_float2(a[h] * x[j][h].x + b[h] * acc[j][2 * h], a[h] * x[j][h].y + b[h] * acc[j][2 * h + 1]);
+      if (!last) *(float2*)(mo + r * DEC_D + c) = v;
+      else if (r < rows) *(float2*)(o + (row0 + r) * DEC_D + 8 * j + 2 * tt) = make_float2(v.x * inv[h], v.y * inv[h]);
+    }
+  }
+  if (tt == 0) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = tg + 8 * h;
+      if (!last) {
+        area[r] = mm[h];
+        area[DEC_ROWS + r] = ll[h];
+      } else if (r < rows) {
+        lse[row0 + r] = ll[h] > 0.f ? mm[h] + logf(ll[h]) : dec_neg_inf();
+      }
+    }
+  }
+  if (!last) qsa_bar_arrive((unsigned)k + 1, 64);
+}
+#endif  // QSA_WGMMA
+
 // In-kernel merge of a split item (DEC_MERGE_TICKET): the item's last CTA to finish combines the
 // splits' partials (threadFenceReduction pattern; the ticket in done[item] is reset for the next
 // call). `last_flag` is a __shared__ int of the kernel.
