@@ -218,18 +218,6 @@ DEC_HD = [dict(_HD)] + [dict(_HD, QSA_ATTN_DEC_PROBE=p) for p in ("list", "loop"
           dict(_HD, QSA_ATTN_DEC_PREFETCH=256),
           {"QSA_ATTN_DEC_PROBE": "no_kv"}, {"QSA_ATTN_DEC_PROBE": "cta"}]
 DEC_HND_HD = [{}, dict(_HD)]
-# Session 20 (issue 13, the CTA merge): the chain merge (QSA_ATTN_DEC_CTAMERGE=chain, the `_ch_`
-# kernels: each warp folds its partial into the CTA's running one as its loop ends, in ticket
-# order, so the last warp does one fold where the pull merge stores every partial and sums them
-# after three CTA barriers), with its probes (loop: the same loop as auto's; no_math: the copies
-# with the chain's folds), on a 3-stage ring and on 4 warps x 3 stages. 16 queries only (one CTA
-# per item); auto's own rows are the control. `--decode-sweep chain`: these next to auto and the
-# static kernel's chain probes (DEC_CHAIN); DEC_HND_CH on the head-major twin.
-_CH = {"QSA_ATTN_DEC_CTAMERGE": "chain"}
-DEC_CH = [dict(_CH)] + [dict(_CH, QSA_ATTN_DEC_PROBE=p) for p in ("loop", "no_math")] + \
-         [dict(_CH, QSA_ATTN_DEC_STAGES=3), dict(_CH, QSA_ATTN_DEC_WARPS=4, QSA_ATTN_DEC_STAGES=3),
-          {"QSA_ATTN_DEC_WARPS": 4, "QSA_ATTN_DEC_STAGES": 3}]
-DEC_HND_CH = [{}, dict(_CH)]
 # --decode-sweep new: only the probes and DEC_NEW (the earlier sweeps were measured in session 7);
 # hnd: the NHD auto / gather / probe rows (the fla-layout figure stays next to the new one) and
 # DEC_HND, without the items-per-SM rows.
@@ -457,8 +445,6 @@ def dec_sweep(qsa, shape, base):
         tries += DEC_CHAIN + DEC_BULK
     if DEC_SWEEP == "hd":
         tries += DEC_CHAIN + DEC_HD
-    if DEC_SWEEP == "chain":
-        tries += DEC_CHAIN + DEC_CH
     if DEC_SWEEP == "all":
         tries += [{"QSA_ATTN_DEC_WARPS": w, "QSA_ATTN_DEC_STAGES": st} for w, st in DEC_WARPS_STAGES]
         tries += [{"QSA_ATTN_DEC_SPLITS": n, "QSA_ATTN_DEC_MERGE": m} for n in DEC_SPLITS for m in DEC_MERGES]
@@ -524,17 +510,13 @@ CHECK_DECODE = [("decode", {"QSA_ATTN_KERNEL": "decode"}),
                  {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_DIMS": "half", "QSA_ATTN_DEC_WARPS": 4,
                   "QSA_ATTN_DEC_SPLITS": 3, "QSA_ATTN_DEC_ORDER": "interleave"}),
                 ("decode dims=half merge=cluster", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_DIMS": "half",
-                                                    "QSA_ATTN_DEC_MERGE": "cluster"}),
-                ("decode ctamerge=chain split=1", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_CTAMERGE": "chain",
-                                                   "QSA_ATTN_DEC_SPLITS": 1}),
-                ("decode ctamerge=chain split=1 warps=3", {"QSA_ATTN_KERNEL": "decode", "QSA_ATTN_DEC_CTAMERGE": "chain",
-                                                           "QSA_ATTN_DEC_SPLITS": 1, "QSA_ATTN_DEC_WARPS": 3})]
+                                                    "QSA_ATTN_DEC_MERGE": "cluster"})]
 # The same forms on the head-major twin (kv_layout=hnd: K / V permuted to [B, H, Tk, D]).
 CHECK_DECODE_HND = [(f"{name} hnd", sw) for name, sw in CHECK_DECODE
                     if name in ("decode", "decode split=3 merge=kernel", "decode merge=cluster", "decode merge=push",
                                 "decode prefetch=256 split=3", "decode order=interleave ahead=3 warps=3",
                                 "decode order=dynamic warps=3 split=2", "decode merge=flat", "decode qload=cta",
-                                "decode merge=lean", "decode dims=half", "decode ctamerge=chain split=1")]
+                                "decode merge=lean", "decode dims=half")]
 DECODE = [("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 128, 8),
           ("decode 16 q x 8 kv heads, 262K", 1, 16, 262144, 64, 8),
           ("decode 1 q x 8 kv heads, 262K", 1, 1, 262144, 128, 8),
@@ -564,7 +546,7 @@ def hnd_sweep(qsa, shape):
     hshape = dict(shape, kv_layout="hnd")
     seen = []
     for sw in {"dyn": DEC_HND_DYN, "flat": DEC_HND_FLAT, "qs": DEC_HND_QS, "lean": DEC_HND_LEAN, "bulk": DEC_HND_BULK,
-               "hd": DEC_HND_HD, "chain": DEC_HND_CH}.get(DEC_SWEEP, DEC_HND):
+               "hd": DEC_HND_HD}.get(DEC_SWEEP, DEC_HND):
         try:
             p = qsa.plan(hshape, sw=sw)
         except qsa_plan.PlanError:
@@ -608,8 +590,7 @@ def planned(qsa, check=True, bench=True, decode_only=False, fwd_sweep="all"):
                 continue
             for label, p in sweep(qsa, shape, staged):
                 yield f"{case} g{hq // hkv} staged {label}", p
-        for case, B, Tq, Tk, hq, hkv in ([] if DEC_SWEEP in ("hnd", "dyn", "flat", "qs", "lean", "bulk", "hd", "chain")
-                                           else DECODE_ITEMS):
+        for case, B, Tq, Tk, hq, hkv in ([] if DEC_SWEEP in ("hnd", "dyn", "flat", "qs", "lean", "bulk", "hd") else DECODE_ITEMS):
             shape = bench_shape(B, Tq, Tk, hq, hkv)
             yield f"{case} decode", qsa.plan(shape, sw=DECODE_FORCED)
             yield f"{case} staged", qsa.plan(shape, sw=STAGED)

@@ -56,7 +56,7 @@ def main():
     ap.add_argument("--fwd-sweep", choices=("all", "warp"), default="all",
                     help="the prefill forward's sweep rows: all (the warp forward's, the staged kernel's and "
                          "the ring's) or warp (the warp forward's only, SWEEP_WARP)")
-    ap.add_argument("--decode-sweep", choices=("all", "new", "hnd", "dyn", "flat", "qs", "lean", "bulk", "hd", "chain"),
+    ap.add_argument("--decode-sweep", choices=("all", "new", "hnd", "dyn", "flat", "qs", "lean", "bulk", "hd"),
                     default="all",
                     help="the decode kernel's variant rows: every sweep (all), only the probes and session "
                          "8's variants (new: DEC_NEW, DEC_PROBES), or the head-major rows next to the NHD "
@@ -65,8 +65,7 @@ def main():
                          "merge (flat: DEC_CHAIN, DEC_FLAT, then DEC_HND_FLAT), or q staged per CTA (qs: DEC_CHAIN, "
                          "DEC_QS, then DEC_HND_QS), or session 12's lean merge with the merge probes (lean: DEC_CHAIN, "
                          "DEC_LEAN, then DEC_HND_LEAN), or K/V rows by cp.async.bulk (bulk: DEC_CHAIN, DEC_BULK, then "
-                         "DEC_HND_BULK), or O's dims split over warp pairs (hd: DEC_CHAIN, DEC_HD, then DEC_HND_HD), "
-                         "or the chain merge (chain: DEC_CHAIN, DEC_CH, then DEC_HND_CH). "
+                         "DEC_HND_BULK), or O's dims split over warp pairs (hd: DEC_CHAIN, DEC_HD, then DEC_HND_HD). "
                          "The other modes end "
                          "each decode shape with DEC_HND")
     ap.add_argument("--out", default=os.environ.get("OUT", "."))

@@ -503,15 +503,3 @@ QSA_ATTN_DECODE_BK_INSTANCE(qsa_attn_dec_bk_fwd_f16, DecF16)
 QSA_ATTN_DECODE_BK_CLUSTER_INSTANCE(qsa_attn_dec_bk_cl_fwd_bf16, DecBf16)
 QSA_ATTN_DECODE_BK_CLUSTER_INSTANCE(qsa_attn_dec_bk_cl_fwd_f16, DecF16)
 #endif
-// The chain merge (QSA_ATTN_DEC_CTAMERGE=chain; common/attention_decode_merge.h dec_chain_merge):
-// each warp folds its partial into the CTA's as its loop ends, ordered by named barriers; one CTA
-// per item; sm_90a builds only (QSA_WGMMA). Shared: the 4 x 1 ring (34816), then the running
-// partial (8320).
-#if defined(QSA_WGMMA)
-// qsa:block 128 for qsa_attn_dec_ch_fwd_bf16
-// qsa:block 128 for qsa_attn_dec_ch_fwd_f16
-// qsa:dynamic_shared 43136 for qsa_attn_dec_ch_fwd_bf16
-// qsa:dynamic_shared 43136 for qsa_attn_dec_ch_fwd_f16
-QSA_ATTN_DECODE_CH_INSTANCE(qsa_attn_dec_ch_fwd_bf16, DecBf16)
-QSA_ATTN_DECODE_CH_INSTANCE(qsa_attn_dec_ch_fwd_f16, DecF16)
-#endif

@@ -159,12 +159,6 @@ fn the_benches_launch_what_the_runner_launches() {
         &["--bench", "--decode-only", "--decode-sweep", "hd"],
     );
     assert!(n >= 40, "attention --decode-sweep hd: {n} calls");
-    // Session 20's call D (issue 13): the chain merge, its probes.
-    let n = compare(
-        "attention_vs_torch.py",
-        &["--bench", "--decode-only", "--decode-sweep", "chain"],
-    );
-    assert!(n >= 30, "attention --decode-sweep chain: {n} calls");
     // The read floor under the decode (issue 13): the dispatched decode and its copies alone.
     let n = compare("hbm_floor.py", &[]);
     assert!(n >= 8, "hbm_floor: {n} calls");

@@ -106,13 +106,8 @@ QSA_DEVICE void dec_sink(float* o, float x) {
 // O's dims [64 h, 64 h + 64): each warp's mma per unit drop from 64 to 40 (q K^T is done by both),
 // O's accumulators from 64 registers to 32, and the CTA merge sums nwarp / 2 partials; the
 // one-unit static-order loop with the pull merges only (the host refuses the other forms).
-// CM (the `_ch_` kernels, QSA_ATTN_DEC_CTAMERGE=chain, sm_90a): the CTA's warps merge in a
-// chain as their loops end (dec_chain_merge) instead of dec_cta_merge after the last one; one
-// CTA per item, the one-unit static-order loop with each warp loading q (the host refuses the
-// rest). Its running partial lies past the ring (the host adds DEC_MERGE_FLOATS x 4 bytes); its
-// ticket is `last_flag` (the ticket merge's flag, which one CTA per item never takes).
 template <typename E, bool PAIR, bool DYN, bool FLAT = false, bool QS = false, bool LEAN = false, bool CL = false,
-          bool BULK = false, bool HD = false, bool CM = false>
+          bool BULK = false, bool HD = false>
 QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict__ k,
                         const dec_u16* __restrict__ v, const int* __restrict__ ids, float* __restrict__ o,
                         float* __restrict__ lse, float* __restrict__ o_part, float* __restrict__ lse_part,
@@ -121,10 +116,6 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
   QSA_DYNAMIC_SHARED(smem_raw);
   __shared__ int last_flag;
   DEC_STAMP(DEC_T_ENTRY);
-  if (CM) {  // the chain's ticket, zeroed before any warp can take one
-    if (threadIdx.x == 0) last_flag = 0;
-    QSA_SYNC();
-  }
   const int probe = opts & DEC_PROBE_MASK;
   if (probe == DEC_PROBE_LAUNCH) return;
   const bool copy_kv = probe != DEC_PROBE_NO_KV, math = probe != DEC_PROBE_NO_MATH;
@@ -434,14 +425,6 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
   float* out_o = nsplit > 1 ? o_part + (long long)split * rows_total * DEC_D : o;
   float* out_l = nsplit > 1 ? lse_part + (long long)split * rows_total : lse;
   const long long row0 = ((long long)it.b * q_len + it.i) * hq + it.g * it.group + it.chunk * DEC_ROWS;
-#if defined(QSA_WGMMA)
-  if constexpr (CM) {
-    dec_chain_merge((float*)(smem_raw + nwarp * stages * DEC_STAGE_BYTES), &last_flag, m, l, acc, it.rows, o, lse,
-                    row0);
-    DEC_STAMP(DEC_T_END);
-    return;
-  }
-#endif
 #if defined(QSA_HAS_CLUSTERS)
   if constexpr (FLAT) {  // each warp's partial over its own ring's first stage, then one cluster level
     const int area = stages * (DEC_STAGE_BYTES / 4);
@@ -514,7 +497,7 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
 // Dispatched only where tensor cores are built (src/dispatch/attention_decode.rs); a launch
 // elsewhere writes NaN to the item's rows, so that a dispatch mistake fails every check.
 template <typename E, bool PAIR, bool DYN, bool FLAT = false, bool QS = false, bool LEAN = false, bool CL = false,
-          bool BULK = false, bool HD = false, bool CM = false>
+          bool BULK = false, bool HD = false>
 QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict__ k,
                         const dec_u16* __restrict__ v, const int* __restrict__ ids, float* __restrict__ o,
                         float* __restrict__ lse, float* __restrict__ o_part, float* __restrict__ lse_part,
@@ -541,16 +524,12 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
 #define QSA_ATTN_DECODE_QS_INSTANCE(NAME, E) QSA_ATTN_DECODE_INSTANCE_Q(NAME, E, false, false, true, false, false)
 #define QSA_ATTN_DECODE_BK_INSTANCE(NAME, E) QSA_ATTN_DECODE_INSTANCE_Q(NAME, E, false, false, false, true, false)
 #define QSA_ATTN_DECODE_HD_INSTANCE(NAME, E) QSA_ATTN_DECODE_INSTANCE_Q(NAME, E, false, false, false, false, true)
-// CM: dec_fwd's (the chain merge: QSA_ATTN_DECODE_CH_INSTANCE, sm_90a builds only).
-#define QSA_ATTN_DECODE_CH_INSTANCE(NAME, E) QSA_ATTN_DECODE_INSTANCE_C(NAME, E, false, false, false, false, false, true)
-#define QSA_ATTN_DECODE_INSTANCE_Q(NAME, E, PAIR, DYN, QS, BULK, HD) \
-  QSA_ATTN_DECODE_INSTANCE_C(NAME, E, PAIR, DYN, QS, BULK, HD, false)
-#define QSA_ATTN_DECODE_INSTANCE_C(NAME, E, PAIR, DYN, QS, BULK, HD, CM)                                \
+#define QSA_ATTN_DECODE_INSTANCE_Q(NAME, E, PAIR, DYN, QS, BULK, HD)                                    \
   QSA_KERNEL void __launch_bounds__(256)                                                                \
       NAME(const dec_u16* q, const dec_u16* k, const dec_u16* v, const int* ids, float* o, float* lse,  \
            float* o_part, float* lse_part, unsigned* done, int batch, int q_len, int kv_len, int hq,     \
            int hkv, int t, float scale, int stages, int opts, int merge) {                              \
-    dec_fwd<E, PAIR, DYN, false, QS, false, false, BULK, HD, CM>(q, k, v, ids, o, lse, o_part, lse_part, done, batch, q_len, kv_len, hq, \
+    dec_fwd<E, PAIR, DYN, false, QS, false, false, BULK, HD>(q, k, v, ids, o, lse, o_part, lse_part, done, batch, q_len, kv_len, hq, \
                      hkv, t, scale, stages, opts, merge, blockIdx.x, blockIdx.y, gridDim.y);            \
   }
 

@@ -172,9 +172,6 @@ impl DecodePlan {
     /// kernel (`_pair_`, ~10 more registers); f16 has none and takes the one-unit kernel. The
     /// dynamic order is its own kernels too (`_dyn_`: the static-order ones keep their code).
     pub fn kernel(&self, sfx: &str) -> String {
-        if self.chain {
-            return format!("qsa_attn_dec_ch_fwd_{sfx}");
-        }
         if self.half_dims {
             let qs_cl = if self.merge.clustered() { "qs_cl_" } else { "" };
             return format!("qsa_attn_dec_hd_{qs_cl}fwd_{sfx}");
@@ -248,9 +245,6 @@ pub struct DecodePlan {
     /// O's head dimension split over warp pairs, both warps of a pair streaming the same units
     /// (QSA_ATTN_DEC_DIMS=half): the `_hd_` kernels.
     pub half_dims: bool,
-    /// The CTA's warps merge in a chain as their loops end (QSA_ATTN_DEC_CTAMERGE=chain): the
-    /// `_ch_` kernels, with the running partial past the ring.
-    pub chain: bool,
     /// Dynamic shared bytes: warps x stages x DEC_STAGE_BYTES (or the cluster merge's areas),
     /// plus DEC_Q_BYTES with `q_cta`, plus warps x stages x 8 (mbarriers) with `bulk`.
     pub shared: u32,
@@ -285,8 +279,7 @@ fn number(sw: &Switches, key: &str, lo: usize, hi: usize) -> Result<Option<usize
 /// QSA_ATTN_DEC_PAIR, QSA_ATTN_DEC_PREFETCH (none | 256), QSA_ATTN_DEC_ORDER (contiguous |
 /// interleave | dynamic), QSA_ATTN_DEC_AHEAD (0-7 units of L2 look-ahead), QSA_ATTN_DEC_QLOAD
 /// (warp | cta: q staged per CTA), QSA_ATTN_DEC_COPY (cp_async | bulk: K/V rows by the TMA,
-/// sm_90a), QSA_ATTN_DEC_DIMS (whole | half: O's dims split over warp pairs),
-/// QSA_ATTN_DEC_CTAMERGE (pull | chain: the CTA's warps fold as their loops end, sm_90a); the ablation QSA_ATTN_DEC_PROBE
+/// sm_90a), QSA_ATTN_DEC_DIMS (whole | half: O's dims split over warp pairs); the ablation QSA_ATTN_DEC_PROBE
 /// (launch | no_kv | no_math | list | loop | cta | cluster: the output is then NOT the attention).
 #[allow(clippy::too_many_arguments)]
 pub fn decode_plan(
@@ -493,9 +486,6 @@ pub fn decode_plan(
     let bulk = super::attention_decode_copy::bulk(caps, sw, merge, pair, dynamic, q_cta)?;
     let half_dims =
         super::attention_decode_dims::half_dims(sw, warps, merge, pair, dynamic, q_cta, bulk)?;
-    let chain = super::attention_decode_chain::chain(
-        caps, sw, nsplit, merge, pair, dynamic, q_cta, bulk, half_dims,
-    )?;
     let ring = warps * stages * DEC_STAGE_BYTES;
     let shared = match merge {
         // The CTA's own (o, lse) lies after the warps' merge areas (over the ring: written
@@ -513,12 +503,6 @@ pub fn decode_plan(
     };
     // q's tile lies past all of it (the kernel's dec_fwd<QS> computes the same offset).
     let shared = if q_cta { shared + DEC_Q_BYTES } else { shared };
-    // The chain merge's running partial past the ring (the kernel's dec_fwd<CM> puts it there).
-    let shared = if chain {
-        shared + super::attention_decode_chain::CHAIN_BYTES
-    } else {
-        shared
-    };
     // The mbarriers too (the kernel's dec_fwd<BULK> computes the same offset).
     let shared = if bulk {
         shared + warps * stages * super::attention_decode_copy::MBAR_BYTES
@@ -547,7 +531,6 @@ pub fn decode_plan(
         q_cta,
         bulk,
         half_dims,
-        chain,
         shared: shared as u32,
         hnd: false,
     }))

@@ -16,9 +16,6 @@ mod copy;
 // QSA_ATTN_DEC_DIMS=half (the `_hd_` kernels: O's dims split over warp pairs): plans, refusals, default.
 #[path = "attention_decode_dims_tests.rs"]
 mod dims;
-// QSA_ATTN_DEC_CTAMERGE=chain (the `_ch_` kernels: the CTA's warps fold as their loops end).
-#[path = "attention_decode_chain_tests.rs"]
-mod chain;
 
 fn caps(name: &str, shared: u32, sms: u32, tc: bool) -> TargetCaps {
     TargetCaps {
@@ -109,7 +106,6 @@ fn field(p: &DecodePlan, name: &str) -> String {
         "q_cta" => p.q_cta.to_string(),
         "bulk" => p.bulk.to_string(),
         "half_dims" => p.half_dims.to_string(),
-        "chain" => p.chain.to_string(),
         "opts" => p.opts().to_string(),
         "dispatch" => dispatch_name(p).to_string(),
         "bf16 kernel" => p.kernel("bf16"),

@@ -7,7 +7,6 @@
 
 pub mod attention;
 pub mod attention_decode;
-pub mod attention_decode_chain;
 pub mod attention_decode_copy;
 pub mod attention_decode_dims;
 pub mod attention_do;
@@ -243,10 +242,6 @@ pub const KNOWN_SWITCHES: &[(&str, &str)] = &[
     (
         "QSA_ATTN_DEC_DIMS",
         "whole | half: each decode attention warp forms all of O's head dimension from its own units, or warps 2p and 2p + 1 stream the same units and each forms half of O's dims (the _hd_ kernels; qsa's sweep switch)",
-    ),
-    (
-        "QSA_ATTN_DEC_CTAMERGE",
-        "pull | chain: the decode attention kernel's warps merge their partials after the last warp's loop, or (chain, the _ch_ kernels, sm_90a only) each folds its own into the CTA's running partial as its loop ends, in ticket order (qsa's sweep switch)",
     ),
     (
         "QSA_ATTN_NBUF",

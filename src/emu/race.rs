@@ -73,11 +73,9 @@ pub const FLOAT_ATOMIC_TOLERANCE: f32 = 1e-5;
 
 /// Kernels whose work assignment is claimed at run time (the decode forward's dynamic unit
 /// order, `qsa_attn_dec_dyn_*`: which warp streams which unit is the order warps reach a shared
-/// counter in; its chain merge, `qsa_attn_dec_ch_*`: the order the warps' partials are folded in
-/// is the order they take tickets in). Each sum then runs in a different order, so o and lse
-/// differ in the last bits between schedules, on the card as here; they take the float-atomic
-/// allowance.
-pub const ORDER_DEPENDENT_KERNELS: [&str; 2] = ["qsa_attn_dec_dyn_", "qsa_attn_dec_ch_"];
+/// counter in). Each warp's online softmax then sums a different subset, so o and lse differ in
+/// the last bits between schedules, on the card as here; they take the float-atomic allowance.
+pub const ORDER_DEPENDENT_KERNELS: [&str; 1] = ["qsa_attn_dec_dyn_"];
 
 fn is_float_atomic(kernel: &str) -> bool {
     FLOAT_ATOMIC_KERNELS

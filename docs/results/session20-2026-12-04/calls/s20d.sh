@@ -6,6 +6,8 @@
 #  2. The side by side twice (`--decode-sweep chain`), torch gather+sdpa in the same run.
 #  3. The three sanitizers on the emulator-size cases, both dec_chain variants.
 #  4. The timeline (tools/h200-decode-trace) of auto and of the chain merge.
+# Ran at commit 1469cd5; the chain merge was then taken out (slower, and racecheck reports hazards
+# between its folds): ../chain-merge.patch is that commit, to re-apply for a rerun.
 # Carried: build/kernels/sm_90 and .h200/qsa (this commit's build), build/trace (the same source
 # with -DQSA_DEC_TRACE; nvcc 13.0.88 here).
 set -u
