@@ -3,19 +3,17 @@
 //! shape, what the dispatch must answer); a failure names its case.
 use super::*;
 
-// QSA_ATTN_DEC_QLOAD (the `_qs_` kernels): its plans, refusals and the pinned default.
-#[path = "attention_decode_qs_tests.rs"]
-mod qs;
-
-// QSA_ATTN_DEC_MERGE=lean (the `_lean_` kernels) and the merge probes: plans, refusals, default.
-#[path = "attention_decode_lean_tests.rs"]
-mod lean;
-// QSA_ATTN_DEC_COPY (the `_bk_` kernels: K/V rows by cp.async.bulk): plans, refusals, default.
+// Each sweep form's plans, refusals and pinned default: QSA_ATTN_DEC_QLOAD (the `_qs_` kernels),
+// QSA_ATTN_DEC_MERGE=lean (the `_lean_` kernels) and the merge probes, QSA_ATTN_DEC_COPY (the
+// `_bk_` kernels), QSA_ATTN_DEC_DIMS (the `_hd_` kernels).
 #[path = "attention_decode_copy_tests.rs"]
 mod copy;
-// QSA_ATTN_DEC_DIMS=half (the `_hd_` kernels: O's dims split over warp pairs): plans, refusals, default.
 #[path = "attention_decode_dims_tests.rs"]
 mod dims;
+#[path = "attention_decode_lean_tests.rs"]
+mod lean;
+#[path = "attention_decode_qs_tests.rs"]
+mod qs;
 
 fn caps(name: &str, shared: u32, sms: u32, tc: bool) -> TargetCaps {
     TargetCaps {
