@@ -184,7 +184,8 @@ QSA_DEVICE void dec_fwd(const dec_u16* __restrict__ q, const dec_u16* __restrict
   const int s_beg = min(L.total, split * per_split), s_end = min(L.total, s_beg + per_split);
   const int per_warp = (s_end - s_beg + nuw - 1) / nuw;
   // The warp's units: a contiguous run, or (DEC_OPT_INTERLEAVE) every nwarp-th of the split's
-  // from s_beg + warp, so the CTA's warps stream neighbouring units at the same time.
+  // from s_beg + warp, so the CTA's warps stream neighbouring units at the same time (HD: warp
+  // pairs, uwarp of nuw, in place of warps).
   const bool inter = (opts & DEC_OPT_INTERLEAVE) != 0;
   const int beg = inter ? s_beg + uwarp : min(s_end, s_beg + uwarp * per_warp);
   const int ustride = inter ? nuw : 1;
