@@ -176,6 +176,33 @@ mod tests {
         }
     }
 
+    /// Every curated mutant still plants: each `find` occurs exactly once in today's tree. The
+    /// harness checks that only for the mutants it runs (CI's daily sample), so a change that
+    /// moves the code a mutant names would otherwise first fail on the day the sample reaches
+    /// that mutant, in whichever submission that is (session 20: four stale, one since
+    /// session 18).
+    #[test]
+    fn every_curated_mutant_applies_to_the_tree() {
+        let root = crate::root::find(Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap();
+        let mutants = load_dir(&root.join("mutants")).unwrap();
+        assert!(
+            mutants.len() > 100,
+            "{} curated mutants found",
+            mutants.len()
+        );
+        let mut stale = Vec::new();
+        for m in &mutants {
+            for file in m.files() {
+                let text = std::fs::read_to_string(root.join(file))
+                    .unwrap_or_else(|e| panic!("mutant {}: {file}: {e}", m.name));
+                if let Err(e) = apply(m, file, &text) {
+                    stale.push(e.to_string());
+                }
+            }
+        }
+        assert!(stale.is_empty(), "{}", stale.join("\n"));
+    }
+
     #[test]
     fn edits_apply_in_order() {
         let m = mutant(&[("a + b", "a - b"), ("a - b;", "b - a;")]);
