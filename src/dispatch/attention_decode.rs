@@ -376,7 +376,9 @@ pub fn decode_plan(
         nsplit
     };
     // A ring deeper than a warp's units only costs resident CTAs (one query: one unit a warp;
-    // with O's dims split, a warp pair streams the same units).
+    // with O's dims split, a warp pair streams the same units). The split is settled only below
+    // (half_dims needs the merge and q load); here the switch or the default counts, which can
+    // differ only in depth, never in what the kernel computes.
     let unit_warps = if super::attention_decode_dims::maybe_half(sw)? {
         (warps / 2).max(1)
     } else {
