@@ -219,3 +219,58 @@ fn qsa_plan_prints_json_or_refuses_with_exit_2() {
         "{err}"
     );
 }
+
+/// tools/h200-decode-trace/trace.py reads the clock's step from its own stamps and says when it
+/// is coarse (session 20's call C stepped in 256 ns, call B's finer): a 256 ns grid must be
+/// named as such, a fine one must not, and a run without two distinct stamps has no step.
+/// The synthetic stamps stand for `dec_trace[CTA][warp][step]`, zeros where nothing stamped.
+#[test]
+fn the_decode_trace_tool_names_a_coarse_clock() {
+    if !numpy_here() {
+        let why =
+            "python3 with numpy is not installed (pip install numpy; .ci/install-test-tools.sh)";
+        assert!(
+            std::env::var_os("QSA_REQUIRE_NUMPY").is_none(),
+            "QSA_REQUIRE_NUMPY is set and {why}"
+        );
+        eprintln!("SKIPPED the_decode_trace_tool_names_a_coarse_clock: {why}");
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let check = r#"
+import importlib.util, sys
+import numpy as np
+spec = importlib.util.spec_from_file_location("dec_trace_tool", "tools/h200-decode-trace/trace.py")
+t = importlib.util.module_from_spec(spec); spec.loader.exec_module(t)
+rng = np.random.default_rng(7)
+base = 1_764_000_000_000_000_000
+def runs(step):
+    out = []
+    for _ in range(3):
+        st = np.zeros((4, 8, len(t.STEPS)), dtype=np.uint64)
+        st[:, :, :4] = base + step * rng.integers(0, 80, size=(4, 8, 4))
+        out.append(st)
+    return out
+coarse, fine = t.clock_step_ns(runs(256), 4, 8), t.clock_step_ns(runs(1), 4, 8)
+empty = t.clock_step_ns([np.zeros((4, 8, len(t.STEPS)), dtype=np.uint64)], 4, 8)
+print(f"coarse={coarse} fine={fine} empty={empty}")
+print("coarse note:", t.clock_note(coarse))
+print("fine note:", t.clock_note(fine))
+assert coarse == 256, f"a 256 ns clock read as {coarse} ns"
+assert fine is not None and fine < t.COARSE_NS, f"a 1 ns clock read as {fine} ns"
+assert empty is None, f"no stamps read as a {empty} ns step"
+assert "good to 0.26 us only" in t.clock_note(coarse), "a coarse clock is not named in the table header"
+assert "good to" not in t.clock_note(fine), "a fine clock is called coarse"
+"#;
+    let out = Command::new("python3")
+        .args(["-c", check])
+        .current_dir(root)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "tools/h200-decode-trace/trace.py misreads its clock's step:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -7,8 +7,8 @@ nanosecond clock (%globaltimer) at each step into the __device__ array dec_trace
 shipped kernel carries the stamps (and their stores are not free: compare the trace build's
 median with the bench's, printed below, before reading absolute times). Usage (repository root):
 
-    nvcc -cubin -arch=sm_90a -O3 -Ikernels -DQSA_DEC_TRACE kernels/selection_attention.cu \
-        -o build/trace/selection_attention.cubin
+    nvcc -cubin -arch=sm_90a -O3 -Ikernels -DQSA_DEC_TRACE -Werror all-warnings \
+        kernels/selection_attention.cu -o build/trace/selection_attention.cubin
     python3 tools/h200-decode-trace/trace.py --qsa .h200/qsa --kernels build/trace [--switch K=V ...]
 
 For each decode shape of the side by side (same inputs: bench/attention_problem.decode_problem),
@@ -34,6 +34,9 @@ STEPS = ("entry", "list ready", "first unit landed", "loop end", "merge barrier 
          "cluster barrier passed", "end")
 TRACE_CTAS, WARPS = 1024, 8
 RUNS = 9
+# A clock step from which the tables are read to that step, not to the printed 0.01 us: call C of
+# session 20 stepped in 256 ns, call B's finer than the 10 ns its tables print.
+COARSE_NS = 100
 
 
 def one_run(call, stamps, cp, torch):
@@ -43,6 +46,29 @@ def one_run(call, stamps, cp, torch):
     call()
     torch.cuda.synchronize()
     return cp.asnumpy(stamps)
+
+
+def clock_step_ns(runs, ctas, warps):
+    """The step of the stamps' clock in ns: the greatest common divisor of every stamp's distance
+    from its run's first one. %globaltimer's resolution is the driver's to choose and changed
+    between two calls of session 20 (fine in call B, 256 ns in call C), so each run says what it
+    got. None when there are fewer than two distinct stamps (nothing to measure a step from)."""
+    step = 0
+    for st in runs:
+        x = st[:ctas, :warps].astype(np.int64)
+        x = x[x != 0]
+        if x.size:
+            step = int(np.gcd.reduce(x - x.min(), initial=step))
+    return step or None
+
+
+def clock_note(step):
+    """The table header's words for the clock step (COARSE_NS and above: read to that step)."""
+    if step is None:
+        return "clock step unknown (fewer than two distinct stamps)"
+    if step >= COARSE_NS:
+        return f"the clock stepped in {step} ns in this run: every time below is good to {step / 1e3:.2f} us only"
+    return f"clock step {step} ns"
 
 
 def summarize(runs, ctas, warps):
@@ -125,7 +151,8 @@ def main():
         warps = fwd["block"][0] // 32
         table, spread = summarize(runs, ctas, warps)
         print(f"\n{name} g{hq // hkv} ({dec_note(plan)}; {fwd['kernel']}; switches {sw or 'none'}): "
-              f"trace build's graph median {med:.1f} us; {RUNS} single launches")
+              f"trace build's graph median {med:.1f} us; {RUNS} single launches; "
+              f"{clock_note(clock_step_ns(runs, ctas, warps))}")
         print("| step | min us | median us | max us | its own time in a CTA: median / max us |\n|---|---|---|---|---|")
         for step, lo, mid, hi, own_med, own_max in table:
             print(f"| {step} | {lo:.2f} | {mid:.2f} | {hi:.2f} | {own_med:.2f} / {own_max:.2f} |")

@@ -25,6 +25,8 @@ mod annotations;
 mod bench_kernel_tests;
 mod compile;
 mod stamp;
+#[cfg(test)]
+mod trace_build_tests;
 
 pub use compile::{SourceBuild, SourceStatus};
 
