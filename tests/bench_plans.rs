@@ -27,6 +27,21 @@ fn numpy_here() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// True (after printing why `test` is SKIPPED) when python3 cannot import numpy; with
+/// QSA_REQUIRE_NUMPY set (CI) that fails the test instead.
+fn skip_without_numpy(test: &str) -> bool {
+    if numpy_here() {
+        return false;
+    }
+    let why = "python3 with numpy is not installed (pip install numpy; .ci/install-test-tools.sh)";
+    assert!(
+        std::env::var_os("QSA_REQUIRE_NUMPY").is_none(),
+        "QSA_REQUIRE_NUMPY is set and {why}"
+    );
+    eprintln!("SKIPPED {test}: {why}");
+    true
+}
+
 /// f32 arguments travel as the shortest f32 decimal (Rust) or as the f64 of the f32
 /// (Python): compare them as f32.
 fn normalize(v: &mut Value) {
@@ -118,14 +133,7 @@ fn compare(script: &str, extra: &[&str]) -> usize {
 
 #[test]
 fn the_benches_launch_what_the_runner_launches() {
-    if !numpy_here() {
-        let why =
-            "python3 with numpy is not installed (pip install numpy; .ci/install-test-tools.sh)";
-        assert!(
-            std::env::var_os("QSA_REQUIRE_NUMPY").is_none(),
-            "QSA_REQUIRE_NUMPY is set and {why}"
-        );
-        eprintln!("SKIPPED the_benches_launch_what_the_runner_launches: {why}");
+    if skip_without_numpy("the_benches_launch_what_the_runner_launches") {
         return;
     }
     // The full case lists (not --quick): every call each script can make.
@@ -226,14 +234,7 @@ fn qsa_plan_prints_json_or_refuses_with_exit_2() {
 /// The synthetic stamps stand for `dec_trace[CTA][warp][step]`, zeros where nothing stamped.
 #[test]
 fn the_decode_trace_tool_names_a_coarse_clock() {
-    if !numpy_here() {
-        let why =
-            "python3 with numpy is not installed (pip install numpy; .ci/install-test-tools.sh)";
-        assert!(
-            std::env::var_os("QSA_REQUIRE_NUMPY").is_none(),
-            "QSA_REQUIRE_NUMPY is set and {why}"
-        );
-        eprintln!("SKIPPED the_decode_trace_tool_names_a_coarse_clock: {why}");
+    if skip_without_numpy("the_decode_trace_tool_names_a_coarse_clock") {
         return;
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));

@@ -7,7 +7,7 @@
 //! the macro, and asks that it is not (the shipped kernels carry no stamps).
 //! Both kernels take about 4 s on 2 cores, where the whole file takes about 80.
 
-use super::toolchain::detect_cuda;
+use super::bench_kernel_tests::nvcc_or_skip;
 use std::path::Path;
 use std::process::Command;
 
@@ -86,16 +86,8 @@ fn decode_trace_build_compiles_and_stamps() {
         "tools/h200-decode-trace/README.md no longer builds with `{documented}`: this test \
          compiles what the README documents, so change both together"
     );
-    let tc = match detect_cuda(root) {
-        Ok(tc) => tc,
-        Err(e) => {
-            assert!(
-                std::env::var_os("QSA_REQUIRE_CUDA").is_none(),
-                "QSA_REQUIRE_CUDA is set and there is no nvcc: {e}"
-            );
-            eprintln!("SKIPPED decode_trace_build_compiles_and_stamps: {e}");
-            return;
-        }
+    let Some(tc) = nvcc_or_skip(root, "decode_trace_build_compiles_and_stamps") else {
+        return;
     };
     let source = std::fs::read_to_string(root.join("kernels/selection_attention.cu")).unwrap();
     let mut unit_text =
