@@ -228,37 +228,46 @@ fn qsa_plan_prints_json_or_refuses_with_exit_2() {
     );
 }
 
-/// tools/h200-decode-trace/trace.py reads the clock's step from its own stamps and says when it
-/// is coarse (session 20's call C stepped in 256 ns, call B's finer): a 256 ns grid must be
-/// named as such, a fine one must not, and a run without two distinct stamps has no step.
-/// The synthetic stamps stand for `dec_trace[CTA][warp][step]`, zeros where nothing stamped.
+/// tools/h200-decode-trace/trace.py on synthetic stamps (`dec_trace[CTA][warp][step]`, zeros
+/// where nothing stamped) at the H200's scale, nanoseconds since the Unix epoch: its times must
+/// keep the clock's 32 ns (session 21's call G found every time rounded to 256 ns, float64's
+/// spacing at 1.8e18, because the stamps were converted before the first was subtracted), it
+/// must read the clock's step and name a coarse one, and a run without stamps has no step.
 #[test]
-fn the_decode_trace_tool_names_a_coarse_clock() {
-    if skip_without_numpy("the_decode_trace_tool_names_a_coarse_clock") {
+fn the_decode_trace_tool_keeps_the_clock_resolution() {
+    if skip_without_numpy("the_decode_trace_tool_keeps_the_clock_resolution") {
         return;
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let check = r#"
-import importlib.util, sys
+import importlib.util
 import numpy as np
 spec = importlib.util.spec_from_file_location("dec_trace_tool", "tools/h200-decode-trace/trace.py")
 t = importlib.util.module_from_spec(spec); spec.loader.exec_module(t)
 rng = np.random.default_rng(7)
-base = 1_764_000_000_000_000_000
+base = 1_764_866_000_123_456_032  # 2026-12-04 in ns since the epoch, on a 32 ns step
 def runs(step):
+    """Three runs of 4 CTAs x 8 warps: entry, then steps 1-3 at random multiples of `step`."""
     out = []
     for _ in range(3):
         st = np.zeros((4, 8, len(t.STEPS)), dtype=np.uint64)
-        st[:, :, :4] = base + step * rng.integers(0, 80, size=(4, 8, 4))
+        st[:, :, 0] = base
+        st[:, :, 1:4] = base + step * np.cumsum(rng.integers(1, 80, size=(4, 8, 3)), axis=2)
         out.append(st)
     return out
-coarse, fine = t.clock_step_ns(runs(256), 4, 8), t.clock_step_ns(runs(1), 4, 8)
+# Every warp reaches step 1 ("list ready") 1,376 ns after entry: 43 steps of 32 ns, 5.375 of 256.
+exact = np.zeros((4, 8, len(t.STEPS)), dtype=np.uint64)
+exact[:, :, 0] = base
+exact[:, :, 1] = base + 1376
+rows, _ = t.summarize([exact], 4, 8)
+ready = next(r for r in rows if r[0] == "list ready")
+print("list ready (min, median, max us):", ready[1:4])
+assert all(abs(v - 1.376) < 1e-9 for v in ready[1:4]),     f"a step 1.376 us after entry reads {ready[1:4]} us: stamps rounded before the subtraction"
+coarse, fine = t.clock_step_ns(runs(256), 4, 8), t.clock_step_ns(runs(32), 4, 8)
 empty = t.clock_step_ns([np.zeros((4, 8, len(t.STEPS)), dtype=np.uint64)], 4, 8)
 print(f"coarse={coarse} fine={fine} empty={empty}")
-print("coarse note:", t.clock_note(coarse))
-print("fine note:", t.clock_note(fine))
 assert coarse == 256, f"a 256 ns clock read as {coarse} ns"
-assert fine is not None and fine < t.COARSE_NS, f"a 1 ns clock read as {fine} ns"
+assert fine == 32, f"a 32 ns clock read as {fine} ns"
 assert empty is None, f"no stamps read as a {empty} ns step"
 assert "good to 0.26 us only" in t.clock_note(coarse), "a coarse clock is not named in the table header"
 assert "good to" not in t.clock_note(fine), "a fine clock is called coarse"
@@ -270,8 +279,32 @@ assert "good to" not in t.clock_note(fine), "a fine clock is called coarse"
         .expect("python3 runs");
     assert!(
         out.status.success(),
-        "tools/h200-decode-trace/trace.py misreads its clock's step:\n{}{}",
+        "tools/h200-decode-trace/trace.py misreads its stamps:\n{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
+    );
+    // The H200's own stamps (session 21, call G; one query, g16): its 32 ns step, and the list
+    // ready 0.80 / 0.83 / 0.90 us after entry (rounded before the subtraction: 0.77 / 0.77 / 1.02).
+    let saved = "docs/results/session21-2026-12-04/g/stamps.npz";
+    let out = Command::new("python3")
+        .args(["tools/h200-decode-trace/trace.py", "--from", saved])
+        .current_dir(root)
+        .output()
+        .expect("python3 runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "trace.py --from {saved} failed:\n{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        text.matches("clock step 32 ns").count(),
+        4,
+        "the H200's 32 ns clock misread in {saved}:\n{text}"
+    );
+    assert!(
+        text.contains("| list ready | 0.80 | 0.83 | 0.90 |"),
+        "the H200's stamps in {saved} no longer read as in session 21's call G (one query's list ready \
+         0.80 / 0.83 / 0.90 us):\n{text}"
     );
 }
