@@ -96,8 +96,7 @@ def summarize(runs, ctas, warps):
     own = {s: [] for s in range(len(STEPS))}
     spreads = []
     for raw in runs:
-        st = relative_ns(raw[:ctas, :warps])
-        t0 = np.nanmin(st[:, :, 0])  # 0: the run's first entry
+        st = relative_ns(raw[:ctas, :warps])  # ns after the run's first entry
         cta_t = np.nanmax(st, axis=1)  # [cta, step]: the CTA's last warp
         prev = cta_t[:, 0]
         for s in range(len(STEPS)):
@@ -105,7 +104,7 @@ def summarize(runs, ctas, warps):
             x = x[~np.isnan(x)]
             if not x.size:
                 continue
-            us = (x - t0) / 1e3
+            us = x / 1e3
             per_step[s].append((us.min(), np.median(us), us.max()))
             d = (cta_t[:, s] - prev) / 1e3
             own[s].append((np.nanmedian(d), np.nanmax(d)))
