@@ -473,6 +473,23 @@ pub fn detect_hip(root: &Path) -> Result<ToolchainInfo, MissingToolchain> {
     })
 }
 
+/// This machine's nvcc, or None after printing why `test` is SKIPPED; with QSA_REQUIRE_CUDA set
+/// (CI, after `cargo xtask setup`) a missing nvcc fails the test instead.
+#[cfg(test)]
+pub fn nvcc_or_skip(root: &Path, test: &str) -> Option<ToolchainInfo> {
+    match detect_cuda(root) {
+        Ok(tc) => Some(tc),
+        Err(e) => {
+            assert!(
+                std::env::var_os("QSA_REQUIRE_CUDA").is_none(),
+                "QSA_REQUIRE_CUDA is set and there is no nvcc: {e}"
+            );
+            eprintln!("SKIPPED {test}: {e}");
+            None
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,7 @@
 //! So that they cannot rot between sessions, this compiles each with the project's nvcc, with
 //! the flags the call scripts use: warnings are errors, spills are reported.
 
-use super::toolchain::{detect_cuda, ToolchainInfo};
+use super::toolchain::nvcc_or_skip;
 use std::path::Path;
 use std::process::Command;
 
@@ -50,21 +50,5 @@ fn bench_kernels_compile_without_warnings() {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-    }
-}
-
-/// This machine's nvcc, or None after printing why `test` is SKIPPED; with QSA_REQUIRE_CUDA set
-/// (CI, after `cargo xtask setup`) a missing nvcc fails the test instead.
-pub(super) fn nvcc_or_skip(root: &Path, test: &str) -> Option<ToolchainInfo> {
-    match detect_cuda(root) {
-        Ok(tc) => Some(tc),
-        Err(e) => {
-            assert!(
-                std::env::var_os("QSA_REQUIRE_CUDA").is_none(),
-                "QSA_REQUIRE_CUDA is set and there is no nvcc: {e}"
-            );
-            eprintln!("SKIPPED {test}: {e}");
-            None
-        }
     }
 }

@@ -7,7 +7,7 @@
 //! the macro, and asks that it is not (the shipped kernels carry no stamps).
 //! Both kernels take about 4 s on 2 cores, where the whole file takes about 80.
 
-use super::bench_kernel_tests::nvcc_or_skip;
+use super::toolchain::nvcc_or_skip;
 use std::path::Path;
 use std::process::Command;
 
